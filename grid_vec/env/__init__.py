@@ -1,0 +1,1 @@
+"""env layer (see design.md)."""

@@ -1,0 +1,1 @@
+"""grid layer: a pandapower net compiled into arrays, and power-flow backends."""

@@ -1,0 +1,1 @@
+"""vector layer (see design.md)."""
