@@ -1,0 +1,59 @@
+"""Argument checks shared by the backends: validate everything before any state is written."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grid_vec.grid.model import GridModel
+
+
+def check_injections(
+    model: GridModel, load_p, load_q, gen_p, gen_v
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Float64 copies of the injections; ``ValueError`` naming the element kind and index."""
+    checked = []
+    for kind, values, size in (
+        ("load_p", load_p, model.n_load),
+        ("load_q", load_q, model.n_load),
+        ("gen_p", gen_p, model.n_gen),
+        ("gen_v", gen_v, model.n_gen),
+    ):
+        array = _as_array(kind, values, np.float64, size)
+        bad = np.flatnonzero(~np.isfinite(array))
+        if bad.size:
+            raise ValueError(f"{kind}[{int(bad[0])}] is {array[bad[0]]}; injections must be finite")
+        checked.append(array)
+    return checked[0], checked[1], checked[2], checked[3]
+
+
+def check_topology(
+    model: GridModel, load_bus, gen_bus, branch_or_bus, branch_ex_bus
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Int copies of the bus assignments; ``ValueError`` on anything but 1, 2 or -1."""
+    checked = []
+    for kind, values, size in (
+        ("load_bus", load_bus, model.n_load),
+        ("gen_bus", gen_bus, model.n_gen),
+        ("branch_or_bus", branch_or_bus, model.n_branch),
+        ("branch_ex_bus", branch_ex_bus, model.n_branch),
+    ):
+        array = _as_array(kind, values, None, size)
+        if array.dtype.kind not in "iuf":
+            raise TypeError(f"{kind} must be numeric, got dtype {array.dtype}")
+        bad = np.flatnonzero((array != 1) & (array != 2) & (array != -1))
+        if bad.size:
+            raise ValueError(
+                f"{kind}[{int(bad[0])}] is {array[bad[0]]}; allowed bus values are 1, 2 or -1"
+            )
+        checked.append(array.astype(np.int32))
+    return checked[0], checked[1], checked[2], checked[3]
+
+
+def _as_array(kind: str, values, dtype, size: int) -> np.ndarray:
+    try:
+        array = np.array(values, dtype=dtype, copy=True)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{kind} must be a numeric array of shape ({size},): {exc}") from exc
+    if array.shape != (size,):
+        raise ValueError(f"{kind} must have shape ({size},), got {array.shape}")
+    return array

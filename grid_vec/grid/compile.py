@@ -1,0 +1,248 @@
+"""Compile a pandapower net once into a :class:`GridModel` (arrays, names, solver states).
+
+The caller's net is never modified: a copy receives one extra, out-of-service bus per
+substation (bus bar 2, same ``vn_kv``), so the pandapower bus ``s`` is bus bar 1 of
+substation ``s`` and the pandapower bus ``s + n_sub`` its bus bar 2. Both solver states are
+built from that copy.
+
+Names follow the net's ``name`` column when every row of the table has a non-empty one,
+otherwise grid2op's pandapower naming (``load_{bus}_{i}``, ``gen_{bus}_{i}``,
+``{from}_{to}_{i}``, ``sub_{i}``), so grid2op-format chronics columns map by name.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import numpy as np
+
+from grid_vec.grid.model import GridModel
+
+N_BUSBAR = 2
+
+
+def compile_net(net, *, name: str, thermal_limits: np.ndarray | None = None) -> GridModel:
+    """Compile ``net`` (a ``pandapowerNet``) into a picklable :class:`GridModel`.
+
+    ``thermal_limits`` (amperes, one per branch: lines then transformers) overrides the
+    limits derived from ``max_i_ka`` and the transformer ratings.
+    """
+    import pandapower as pp
+
+    if not isinstance(net, pp.pandapowerNet):
+        raise TypeError(f"net must be a pandapower.pandapowerNet, got {type(net).__name__}")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty str, got {name!r}")
+    _check_supported(net)
+    n_sub = len(net.bus)
+    n_branch = len(net.line) + len(net.trafo)
+    limits = (
+        _thermal_limits(net) if thermal_limits is None else _check_limits(thermal_limits, n_branch)
+    )
+
+    work = copy.deepcopy(net)
+    vn_kv = work.bus["vn_kv"].to_numpy(dtype=float)
+    pp.create_buses(work, n_sub, vn_kv=vn_kv, index=np.arange(n_sub, 2 * n_sub), in_service=False)
+    pp.runpp(work, calculate_voltage_angles=True)
+
+    gen_bus = np.concatenate(
+        [
+            work.gen["bus"].to_numpy(int),
+            work.sgen["bus"].to_numpy(int),
+            work.ext_grid["bus"].to_numpy(int),
+        ]
+    )
+    gen_kind = np.array(
+        ["slack" if s else "gen" for s in _gen_slack_flags(work)]
+        + ["sgen"] * len(work.sgen)
+        + ["slack"] * len(work.ext_grid),
+        dtype="<U5",
+    )
+    gen_p0 = np.concatenate(
+        [
+            work.gen["p_mw"].to_numpy(float),
+            work.sgen["p_mw"].to_numpy(float),
+            np.zeros(len(work.ext_grid)),
+        ]
+    )
+    res_p = np.concatenate(
+        [
+            work.res_gen["p_mw"].to_numpy(float),
+            np.zeros(len(work.sgen)),
+            work.res_ext_grid["p_mw"].to_numpy(float),
+        ]
+    )
+    gen_p0 = np.where(gen_kind == "slack", res_p, gen_p0)
+    gen_vm = np.concatenate(
+        [
+            work.gen["vm_pu"].to_numpy(float),
+            np.ones(len(work.sgen)),
+            work.ext_grid["vm_pu"].to_numpy(float),
+        ]
+    )
+
+    return GridModel(
+        name=name,
+        sub_names=np.array([f"sub_{i}" for i in range(n_sub)]),
+        sub_vn_kv=vn_kv,
+        branch_names=_branch_names(net),
+        branch_or_sub=np.concatenate(
+            [net.line["from_bus"].to_numpy(int), net.trafo["hv_bus"].to_numpy(int)]
+        ),
+        branch_ex_sub=np.concatenate(
+            [net.line["to_bus"].to_numpy(int), net.trafo["lv_bus"].to_numpy(int)]
+        ),
+        n_line=len(net.line),
+        thermal_limit_a=limits,
+        load_names=_names(net.load, "load"),
+        load_sub=net.load["bus"].to_numpy(int),
+        load_p0=net.load["p_mw"].to_numpy(float),
+        load_q0=net.load["q_mvar"].to_numpy(float),
+        gen_names=_gen_names(net),
+        gen_sub=gen_bus,
+        gen_kind=gen_kind,
+        gen_p0=gen_p0,
+        gen_v0=gen_vm * vn_kv[gen_bus],
+        gen_pmin=_limit_column(net, "min_p_mw", -np.inf),
+        gen_pmax=_limit_column(net, "max_p_mw", np.inf),
+        solver_states={
+            "lightsim2grid": _lightsim_state(work, n_sub),
+            "pandapower": pp.to_json(work),
+        },
+    )
+
+
+def _check_supported(net) -> None:
+    """Reject the nets whose slack this layer cannot describe identically for both solvers."""
+    if not np.array_equal(net.bus.index.to_numpy(), np.arange(len(net.bus))):
+        raise ValueError(
+            "net.bus index must be 0..n_bus-1 (see pandapower.toolbox.create_continuous_bus_index)"
+        )
+    if not net.bus["in_service"].all():
+        raise ValueError("net has out-of-service buses; drop them before compiling")
+    for table in ("trafo3w", "xward", "ward", "dcline", "impedance", "storage", "switch"):
+        if table in net and len(net[table]):
+            raise ValueError(f"net.{table} is not supported (found {len(net[table])} rows)")
+    n_slack_gen = int(_gen_slack_flags(net).sum())
+    if n_slack_gen + len(net.ext_grid) != 1:
+        raise ValueError(
+            f"exactly one slack is supported, found {len(net.ext_grid)} ext_grid and "
+            f"{n_slack_gen} gen with slack=True"
+        )
+    if len(net.ext_grid) and np.isin(net.ext_grid["bus"], net.gen["bus"]).any():
+        raise ValueError(
+            "a gen on the ext_grid bus is not supported "
+            "(the two solvers split the slack between them differently)"
+        )
+
+
+def _gen_slack_flags(net) -> np.ndarray:
+    if "slack" not in net.gen:
+        return np.zeros(len(net.gen), dtype=bool)
+    return net.gen["slack"].fillna(False).to_numpy(bool)
+
+
+def _thermal_limits(net) -> np.ndarray:
+    line = net.line["max_i_ka"].to_numpy(float) * 1000.0 * net.line["parallel"].to_numpy(float)
+    trafo = (
+        net.trafo["sn_mva"].to_numpy(float)
+        / (np.sqrt(3.0) * net.trafo["vn_hv_kv"].to_numpy(float))
+        * 1000.0
+    )
+    return np.concatenate([line, trafo])
+
+
+def _check_limits(thermal_limits, n_branch: int) -> np.ndarray:
+    limits = np.asarray(thermal_limits, dtype=float)
+    if limits.shape != (n_branch,):
+        raise ValueError(
+            f"thermal_limits must have shape ({n_branch},) (one per branch), got {limits.shape}"
+        )
+    bad = np.flatnonzero(~np.isfinite(limits) | (limits <= 0))
+    if bad.size:
+        raise ValueError(
+            f"thermal_limits must be finite and > 0; "
+            f"bad branch index {int(bad[0])}: {limits[bad[0]]}"
+        )
+    return limits.copy()
+
+
+def _has_names(table) -> bool:
+    if "name" not in table:
+        return False
+    names = table["name"]
+    return not (names.isna().any() or (names.astype(str).str.len() == 0).any())
+
+
+def _names(table, prefix: str) -> np.ndarray:
+    if _has_names(table):
+        return table["name"].astype(str).to_numpy()
+    return np.array(
+        [f"{prefix}_{bus}_{i}" for i, bus in enumerate(table["bus"].to_numpy(int))], dtype=str
+    )
+
+
+def _gen_names(net) -> np.ndarray:
+    """gen, sgen, ext_grid; an ext_grid is named like the generator grid2op adds for it."""
+    n_gen = len(net.gen)
+    ext = (
+        net.ext_grid["name"].astype(str).to_numpy()
+        if _has_names(net.ext_grid)
+        else [f"gen_{bus}_{n_gen + i}" for i, bus in enumerate(net.ext_grid["bus"].to_numpy(int))]
+    )
+    return np.concatenate(
+        [_names(net.gen, "gen"), _names(net.sgen, "sgen"), np.asarray(ext, dtype=str)]
+    )
+
+
+def _branch_names(net) -> np.ndarray:
+    n_line = len(net.line)
+    if _has_names(net.line):
+        lines = net.line["name"].astype(str).tolist()
+    else:
+        lines = [
+            f"{f}_{t}_{i}"
+            for i, (f, t) in enumerate(zip(net.line["from_bus"], net.line["to_bus"], strict=True))
+        ]
+    if _has_names(net.trafo):
+        trafos = net.trafo["name"].astype(str).tolist()
+    else:
+        pairs = [
+            sorted((str(h), str(lv)))
+            for h, lv in zip(net.trafo["hv_bus"], net.trafo["lv_bus"], strict=True)
+        ]
+        trafos = [f"{a}_{b}_{n_line + i}" for i, (a, b) in enumerate(pairs)]
+    return np.array(lines + trafos, dtype=str)
+
+
+def _limit_column(net, column: str, default: float) -> np.ndarray:
+    parts = []
+    for table in (net.gen, net.sgen, net.ext_grid):
+        values = table[column].to_numpy(float) if column in table else np.full(len(table), np.nan)
+        parts.append(np.where(np.isnan(values), default, values))
+    return np.concatenate(parts)
+
+
+def _lightsim_state(work, n_sub: int) -> tuple:
+    """Build the lightsim2grid model of the modified net and return its ``__getstate__()``."""
+    from lightsim2grid.network import init_from_pandapower
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = init_from_pandapower(
+            work, n_sub=n_sub, n_busbar_per_sub=N_BUSBAR, pp_orig_file="pandapower_v3"
+        )
+    # positions in lightsim2grid's topology vector, for the bulk update_topo setter:
+    # loads, generators (gen then ext_grid), line origins, line extremities, trafo hv, trafo lv
+    n_load, n_gen = len(work.load), len(work.gen) + len(work.ext_grid)
+    n_line, n_trafo = len(work.line), len(work.trafo)
+    start = np.cumsum([0, n_load, n_gen, n_line, n_line, n_trafo])
+    model.set_load_pos_topo_vect(np.arange(start[0], start[1]))
+    model.set_gen_pos_topo_vect(np.arange(start[1], start[2]))
+    model.set_storage_pos_topo_vect(np.arange(0))
+    model.set_line_pos1_topo_vect(np.arange(start[2], start[3]))
+    model.set_line_pos2_topo_vect(np.arange(start[3], start[4]))
+    model.set_trafo_pos1_topo_vect(np.arange(start[4], start[5]))
+    model.set_trafo_pos2_topo_vect(np.arange(start[5], start[5] + n_trafo))
+    return model.__getstate__()

@@ -1,0 +1,203 @@
+"""The default backend: lightsim2grid's compiled ``LSGrid``, driven through its bulk setters.
+
+Only the compiled extension is imported (never ``lightsim2grid`` itself nor pandapower), so
+worker processes stay small. Each power flow starts from the previous solution (warm start);
+a bus bar that was out of the previous solution starts from its substation's bus bar 1.
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+from time import perf_counter
+
+import numpy as np
+
+from grid_vec.grid._checks import check_injections, check_topology
+from grid_vec.grid._lightsim_cpp import lightsim_cpp
+from grid_vec.grid.backend import Backend, PowerFlowDivergedError, PowerFlowResults
+from grid_vec.grid.model import GridModel
+
+MAX_ITER = 10
+TOLERANCE = 1e-8
+
+
+class LightSimBackend(Backend):
+    """AC power flow with lightsim2grid on the state compiled in ``model``."""
+
+    def __init__(self, model: GridModel) -> None:
+        if not isinstance(model, GridModel):
+            raise TypeError(f"model must be a GridModel, got {type(model).__name__}")
+        state = model.solver_states.get("lightsim2grid")
+        if state is None:
+            raise ValueError(f"model {model.name!r} has no 'lightsim2grid' solver state")
+        cpp = lightsim_cpp()
+        self.model = model
+        self._grid = cpp.LSGrid.__new__(cpp.LSGrid)
+        self._grid.__setstate__(state)
+        kind = model.gen_kind
+        # lightsim2grid generators are pandapower gens then ext_grids; sgens are separate
+        self._is_sgen = kind == "sgen"
+        self._ls_gen = np.flatnonzero(~self._is_sgen)
+        self._sgen = np.flatnonzero(self._is_sgen)
+        self._gen_vn_kv = model.sub_vn_kv[model.gen_sub[self._ls_gen]]
+        self._mask_load = np.ones(model.n_load, dtype=bool)
+        self._mask_gen = np.ones(self._ls_gen.size, dtype=bool)
+        self._mask_sgen = np.ones(self._sgen.size, dtype=bool)
+        n_topo = model.n_load + self._ls_gen.size + 2 * model.n_branch
+        self._mask_topo = np.ones(n_topo, dtype=bool)
+        self._sgen_bus = np.ones(self._sgen.size, dtype=np.int32)
+        self._n_sub = model.n_sub
+        self._V = np.ones(2 * model.n_sub, dtype=complex)
+        self._converged: bool | None = None
+        self._bus_active = np.asarray(self._grid.get_bus_status(), dtype=bool)
+        self._results: PowerFlowResults | None = None
+        self.timings: dict[str, float] = {
+            "set_injections": 0.0,
+            "set_topology": 0.0,
+            "powerflow": 0.0,
+            "results": 0.0,
+            "n_powerflow": 0,
+        }
+        self._V[: model.n_sub] = self._flat_start()
+
+    def _flat_start(self) -> np.ndarray:
+        return np.full(self._n_sub, self._grid.get_init_vm_pu(), dtype=complex)
+
+    def set_injections(
+        self, load_p: np.ndarray, load_q: np.ndarray, gen_p: np.ndarray, gen_v: np.ndarray
+    ) -> None:
+        start = perf_counter()
+        load_p, load_q, gen_p, gen_v = check_injections(self.model, load_p, load_q, gen_p, gen_v)
+        grid = self._grid
+        grid.update_loads_p(self._mask_load, load_p.astype(np.float32))
+        grid.update_loads_q(self._mask_load, load_q.astype(np.float32))
+        gen = self._ls_gen
+        grid.update_gens_p(self._mask_gen, gen_p[gen].astype(np.float32))
+        grid.update_gens_v(self._mask_gen, (gen_v[gen] / self._gen_vn_kv).astype(np.float32))
+        if self._sgen.size:
+            grid.update_sgens_p(self._mask_sgen, gen_p[self._sgen].astype(np.float32))
+        self.timings["set_injections"] += perf_counter() - start
+
+    def set_topology(
+        self,
+        load_bus: np.ndarray,
+        gen_bus: np.ndarray,
+        branch_or_bus: np.ndarray,
+        branch_ex_bus: np.ndarray,
+    ) -> None:
+        start = perf_counter()
+        load_bus, gen_bus, branch_or_bus, branch_ex_bus = check_topology(
+            self.model, load_bus, gen_bus, branch_or_bus, branch_ex_bus
+        )
+        # a branch is in service only when both of its ends are on a bus bar
+        off = (branch_or_bus == -1) | (branch_ex_bus == -1)
+        n_line = self.model.n_line
+        topo = np.concatenate(
+            [
+                load_bus,
+                gen_bus[self._ls_gen],
+                branch_or_bus[:n_line],
+                branch_ex_bus[:n_line],
+                branch_or_bus[n_line:],
+                branch_ex_bus[n_line:],
+            ]
+        )
+        branch_off = np.concatenate([off[:n_line], off[:n_line], off[n_line:], off[n_line:]])
+        topo[-branch_off.size :][branch_off] = -1
+        self._grid.update_topo(self._mask_topo, topo)
+        self._set_sgen_buses(gen_bus[self._sgen])
+        self._bus_active = np.asarray(self._grid.get_bus_status(), dtype=bool)
+        self.timings["set_topology"] += perf_counter() - start
+
+    def _set_sgen_buses(self, buses: np.ndarray) -> None:
+        """Static generators are outside ``update_topo``: set the (few) that changed."""
+        for i in np.flatnonzero(buses != self._sgen_bus):
+            sub = int(self.model.gen_sub[self._sgen[i]])
+            if buses[i] == -1:
+                self._grid.deactivate_sgen(int(i))
+            else:
+                if self._sgen_bus[i] == -1:
+                    self._grid.reactivate_sgen(int(i))
+                self._grid.change_bus_sgen(int(i), sub + (int(buses[i]) - 1) * self._n_sub)
+        self._sgen_bus = buses
+
+    def run_ac(self) -> bool:
+        start = perf_counter()
+        V = self._grid.ac_pf(self._V.copy(), MAX_ITER, TOLERANCE)
+        self._converged = V.size > 0
+        if self._converged:
+            self._V = V
+            self._fill_inactive_buses()
+        else:
+            self._V = np.concatenate([self._flat_start(), self._flat_start()])
+        self._results = None
+        self.timings["powerflow"] += perf_counter() - start
+        self.timings["n_powerflow"] += 1
+        return self._converged
+
+    def _fill_inactive_buses(self) -> None:
+        """Bus bars out of the solution start the next power flow from bus bar 1's value."""
+        active = self._bus_active
+        n_sub = self._n_sub
+        bb1, bb2 = self._V[:n_sub], self._V[n_sub:]
+        bb1[~active[:n_sub]] = self._flat_start()[~active[:n_sub]]
+        bb2[~active[n_sub:]] = bb1[~active[n_sub:]]
+
+    def results(self) -> PowerFlowResults:
+        if self._converged is None:
+            raise PowerFlowDivergedError("no power flow was run yet")
+        if not self._converged:
+            raise PowerFlowDivergedError(f"the last AC power flow on {self.model.name!r} diverged")
+        if self._results is not None:
+            return self._results
+        start = perf_counter()
+        grid = self._grid
+        p1, q1, v1, a1 = grid.get_line_res1()
+        p2, q2, v2, a2 = grid.get_line_res2()
+        tp1, tq1, tv1, ta1 = grid.get_trafo_res1()
+        tp2, tq2, tv2, ta2 = grid.get_trafo_res2()
+        load_p, load_q, load_v = grid.get_loads_res()
+        gen_p, gen_q, gen_v = self._gen_results()
+        V = np.where(self._bus_active, self._V, 0.0)
+        self._results = PowerFlowResults(
+            bus_vm_pu=np.abs(V),
+            bus_va_rad=np.angle(V),
+            p_or=np.concatenate([p1, tp1]),
+            q_or=np.concatenate([q1, tq1]),
+            v_or=np.concatenate([v1, tv1]),
+            a_or=np.concatenate([a1, ta1]) * 1000.0,
+            p_ex=np.concatenate([p2, tp2]),
+            q_ex=np.concatenate([q2, tq2]),
+            v_ex=np.concatenate([v2, tv2]),
+            a_ex=np.concatenate([a2, ta2]) * 1000.0,
+            load_p=load_p,
+            load_q=load_q,
+            load_v=load_v,
+            gen_p=gen_p,
+            gen_q=gen_q,
+            gen_v=gen_v,
+        )
+        self.timings["results"] += perf_counter() - start
+        return self._results
+
+    def _gen_results(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        p, q, v = self._grid.get_gen_res()
+        if not self._sgen.size:
+            return p, q, v
+        sp, sq, sv = self._grid.get_sgens_res()
+        out = []
+        for ls_values, sgen_values in ((p, sp), (q, sq), (v, sv)):
+            values = np.empty(self.model.n_gen)
+            values[self._ls_gen] = ls_values
+            values[self._sgen] = sgen_values
+            out.append(values)
+        return out[0], out[1], out[2]
+
+    def copy(self) -> LightSimBackend:
+        """An independent backend: the ``LSGrid`` is deep-copied in C++, arrays are copied."""
+        new = _copy.copy(self)
+        new._grid = self._grid.copy()
+        new._V = self._V.copy()
+        new._sgen_bus = self._sgen_bus.copy()
+        new.timings = dict(self.timings)
+        return new
