@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -46,3 +47,42 @@ class Injections:
 
     def __len__(self) -> int:
         return self.load_p.shape[0]
+
+    def row(self, t: int) -> Injections:
+        """Step ``t`` of the window as 1-D views (no copy)."""
+        return Injections(
+            self.load_p[t],
+            self.load_q[t],
+            self.gen_p[t],
+            self.gen_v[t],
+            self.load_p_forecast[t],
+            self.load_q_forecast[t],
+            self.gen_p_forecast[t],
+            self.gen_v_forecast[t],
+        )
+
+
+@runtime_checkable
+class ScenarioSource(Protocol):
+    """Anything the :class:`~grid_vec.chronics.handler.ScenarioHandler` can read scenarios from.
+
+    Implementations must pickle small (no big arrays held eagerly), so that an env can be
+    rebuilt in a worker process.
+    """
+
+    def __len__(self) -> int:
+        """Number of scenarios the handler cycles through."""
+        ...
+
+    @property
+    def names(self) -> list[str]:
+        """Scenario names, indexed by scenario id."""
+        ...
+
+    def info(self, scenario_id: int) -> ScenarioInfo:
+        """Identity and extent of a scenario; ValueError for an id the source does not have."""
+        ...
+
+    def read(self, scenario_id: int, start: int, stop: int) -> Injections:
+        """Steps ``[start, stop)`` of a scenario, with their forecasts."""
+        ...

@@ -1,0 +1,212 @@
+"""Which scenario an episode plays and where it stands in it.
+
+The handler owns the scenario order (shuffled by seed, optionally filtered by name), the
+pending ``set_id``, fast-forward and episode length limits, and reads the source
+``chunk_size`` steps at a time so that a long scenario never has to sit in memory whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from grid_vec.chronics.scenario import Injections, ScenarioInfo, ScenarioSource
+
+
+def _check_limit(arg: str, value: int | None) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{arg} must be an int or None, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{arg} must be >= 1 or None, got {value}")
+    return int(value)
+
+
+class ScenarioHandler:
+    """Cycles through a source's scenarios and serves one step at a time to the env.
+
+    After ``reset``, ``current()`` is the injections of the initial step; each ``advance()``
+    moves one step and returns False (without moving) once the episode cannot go further:
+    end of the scenario, ``max_iter`` or the reset's ``max_steps``.
+    """
+
+    def __init__(
+        self,
+        source: ScenarioSource,
+        *,
+        chunk_size: int | None = None,
+        max_iter: int | None = None,
+    ) -> None:
+        if not isinstance(source, ScenarioSource):
+            raise TypeError(f"source must implement ScenarioSource, got {type(source).__name__}")
+        if len(source) < 1:
+            raise ValueError("source has no scenario")
+        self.source = source
+        self.chunk_size = _check_limit("chunk_size", chunk_size)
+        self.max_iter = _check_limit("max_iter", max_iter)
+        self._seed: int | None = None
+        self._filter: Callable[[str], bool] | None = None
+        self._order = np.arange(len(source))
+        self._cursor = 0
+        self._pending_id: int | None = None
+        self._info: ScenarioInfo | None = None
+        self._step = 0
+        self._steps_played = 0
+        self._max_steps = 0
+        self._chunk: Injections | None = None
+        self._chunk_start = 0
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_chunk"] = None  # re-read on demand: keeps the pickle small
+        return state
+
+    # --- scenario selection ---------------------------------------------------------
+
+    def seed(self, seed: int | None) -> None:
+        """Shuffle the scenario order deterministically from ``seed`` (None: natural order)."""
+        if seed is not None and (
+            isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0
+        ):
+            raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
+        self._seed = None if seed is None else int(seed)
+        self._rebuild_order()
+
+    def set_filter(self, fn: Callable[[str], bool]) -> None:
+        """Keep only the scenarios whose name ``fn`` accepts; restarts the cycle."""
+        if not callable(fn):
+            raise TypeError(f"filter must be callable over scenario names, got {fn!r}")
+        kept = [bool(fn(name)) for name in self.source.names]
+        if not any(kept):
+            raise ValueError(f"filter {fn!r} rejects all {len(kept)} scenarios")
+        self._filter = fn
+        self._rebuild_order()
+
+    def _rebuild_order(self) -> None:
+        n = len(self.source)
+        if self._seed is None:
+            order = np.arange(n)
+        else:
+            order = np.random.default_rng(self._seed).permutation(n)
+        if self._filter is not None:
+            names = self.source.names
+            order = np.array([i for i in order if self._filter(names[i])], dtype=np.int64)
+        self._order = order
+        self._cursor = 0
+
+    @property
+    def order(self) -> np.ndarray:
+        """Scenario ids in the order successive resets play them (after shuffle and filter)."""
+        return self._order.copy()
+
+    def set_id(self, id_or_name: int | str) -> None:
+        """The next ``reset`` (only) plays this scenario, given by id or name."""
+        self._pending_id = self._resolve(id_or_name)
+
+    def _resolve(self, id_or_name: int | str) -> int:
+        if isinstance(id_or_name, str):
+            names = self.source.names
+            if id_or_name not in names:
+                shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+                raise ValueError(f"unknown scenario name {id_or_name!r}; known: {shown}")
+            return names.index(id_or_name)
+        if isinstance(id_or_name, bool) or not isinstance(id_or_name, (int, np.integer)):
+            raise TypeError(f"scenario must be an int id or a str name, got {id_or_name!r}")
+        self.source.info(int(id_or_name))  # the source validates its own id range
+        return int(id_or_name)
+
+    def set_chunk_size(self, n: int | None) -> None:
+        """Steps read from the source at a time from the next read on (None: whole scenario)."""
+        self.chunk_size = _check_limit("chunk_size", n)
+
+    def set_max_iter(self, n: int | None) -> None:
+        """Maximum steps per episode, from the next reset on (None: no limit)."""
+        self.max_iter = _check_limit("max_iter", n)
+
+    # --- episode --------------------------------------------------------------------
+
+    def reset(
+        self,
+        *,
+        scenario_id: int | str | None = None,
+        fast_forward: int = 0,
+        max_steps: int | None = None,
+    ) -> ScenarioInfo:
+        """Start an episode at step ``fast_forward`` of the chosen scenario."""
+        if scenario_id is not None:
+            sid = self._resolve(scenario_id)
+        elif self._pending_id is not None:
+            sid = self._pending_id
+        else:
+            sid = int(self._order[self._cursor])
+            self._cursor = (self._cursor + 1) % len(self._order)
+        max_steps = _check_limit("max_steps", max_steps)
+        info = self.source.info(sid)
+        if (
+            isinstance(fast_forward, bool)
+            or not isinstance(fast_forward, (int, np.integer))
+            or not 0 <= fast_forward <= info.length - 2
+        ):
+            raise ValueError(
+                f"fast_forward must be an int in [0, {info.length - 2}] for scenario "
+                f"{info.name!r} of {info.length} steps, got {fast_forward!r}"
+            )
+        self._pending_id = None
+        limits = [info.length - 1 - int(fast_forward)]
+        limits += [n for n in (self.max_iter, max_steps) if n is not None]
+        self._info = info
+        self._step = int(fast_forward)
+        self._steps_played = 0
+        self._max_steps = min(limits)
+        self._load_chunk(self._step)
+        return info
+
+    def _load_chunk(self, first: int) -> None:
+        assert self._info is not None
+        end = self._info.length
+        if self.chunk_size is not None:
+            end = min(end, first + self.chunk_size)
+        self._chunk = self.source.read(self._info.id, first, end)
+        self._chunk_start = first
+
+    def current(self) -> Injections:
+        """Injections of the current step (1-D views) and their forecast of the next step."""
+        if self._info is None:
+            raise RuntimeError("call reset() before current()")
+        if self._chunk is None:
+            self._load_chunk(self._step)
+        return self._chunk.row(self._step - self._chunk_start)
+
+    def advance(self) -> bool:
+        """Move one step; False (and no move) when the episode has no step left."""
+        if self._info is None:
+            raise RuntimeError("call reset() before advance()")
+        if self._steps_played >= self._max_steps:
+            return False
+        self._step += 1
+        self._steps_played += 1
+        if self._chunk is not None and self._step - self._chunk_start >= len(self._chunk):
+            self._load_chunk(self._step)
+        return True
+
+    @property
+    def info(self) -> ScenarioInfo:
+        if self._info is None:
+            raise RuntimeError("no scenario yet: call reset()")
+        return self._info
+
+    @property
+    def step(self) -> int:
+        """Index of the current step in the scenario."""
+        return self._step
+
+    @property
+    def steps_played(self) -> int:
+        return self._steps_played
+
+    @property
+    def max_steps(self) -> int:
+        """Steps this episode can play after its reset."""
+        return self._max_steps

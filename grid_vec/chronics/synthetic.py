@@ -1,0 +1,268 @@
+"""Synthetic scenarios: the embedded default, generated from (seed, scenario id), no download.
+
+Loads follow daily and weekly shapes (a per-load mix of residential and commercial profiles)
+with smooth and white noise, scaled so that the base net's loads are the mean level. Static
+generators (``sgen``) get solar or wind profiles. Dispatchable generators share the load net
+of renewables in proportion to their base-case output (or ``pmax`` when the base case has
+none), within their limits; the slack's target takes the residual, losses included.
+Forecasts are the next step plus a forecast error, with the dispatch re-balanced on them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import numpy as np
+
+from grid_vec.chronics.scenario import Injections, ScenarioInfo
+from grid_vec.grid.model import GridModel
+
+_LOAD_FORECAST_ERROR = 0.01  # relative standard deviation
+_RENEWABLE_FORECAST_ERROR = 0.05
+
+
+@dataclass(frozen=True)
+class _LoadTraits:
+    """Per-load characteristics, fixed for a source (the same in every scenario)."""
+
+    residential: np.ndarray  # (n_load,) weight of the residential profile, rest commercial
+    shift_h: np.ndarray  # (n_load,) hours by which the profile is shifted
+    amplitude: np.ndarray  # (n_load,) scales the deviation from the mean
+    q_ratio: np.ndarray  # (n_load,) q / p
+    is_solar: np.ndarray  # (n_gen,) bool, sgen with a solar profile (others are wind)
+
+
+class SyntheticSource:
+    """Deterministic synthetic scenarios for a compiled grid; any id >= 0 is valid.
+
+    ``len()`` is ``n_scenarios``: the number of ids a handler cycles through and shuffles.
+    """
+
+    def __init__(
+        self,
+        model: GridModel,
+        *,
+        seed: int = 0,
+        length: int = 2016,
+        n_scenarios: int = 1024,
+        start: dt.datetime = dt.datetime(2019, 1, 7),
+        step_minutes: int = 5,
+    ) -> None:
+        if not isinstance(model, GridModel):
+            raise TypeError(f"model must be a GridModel, got {type(model).__name__}")
+        for arg, value, low in (
+            ("seed", seed, 0),
+            ("length", length, 2),
+            ("n_scenarios", n_scenarios, 1),
+            ("step_minutes", step_minutes, 1),
+        ):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"{arg} must be an int, got {value!r}")
+            if value < low:
+                raise ValueError(f"{arg} must be >= {low}, got {value}")
+        if not isinstance(start, dt.datetime):
+            raise TypeError(f"start must be a datetime.datetime, got {start!r}")
+        self.model = model
+        self.seed = int(seed)
+        self.length = int(length)
+        self.n_scenarios = int(n_scenarios)
+        self.start = start
+        self.step_minutes = int(step_minutes)
+        self._traits = self._make_traits()
+        self._cache: tuple[int, Injections] | None = None
+
+    def __len__(self) -> int:
+        return self.n_scenarios
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_cache"] = None  # regenerated on demand: keeps the pickle small
+        return state
+
+    @property
+    def names(self) -> list[str]:
+        return [self._name(i) for i in range(self.n_scenarios)]
+
+    @staticmethod
+    def _name(scenario_id: int) -> str:
+        return f"synthetic_{scenario_id:04d}"
+
+    def info(self, scenario_id: int) -> ScenarioInfo:
+        scenario_id = self._check_id(scenario_id)
+        return ScenarioInfo(
+            id=scenario_id,
+            name=self._name(scenario_id),
+            start=self.start,
+            step_duration=dt.timedelta(minutes=self.step_minutes),
+            length=self.length,
+        )
+
+    def read(self, scenario_id: int, start: int, stop: int) -> Injections:
+        """Steps ``[start, stop)`` as read-only views of the generated scenario."""
+        scenario_id = self._check_id(scenario_id)
+        if not 0 <= start < stop <= self.length:
+            raise ValueError(
+                f"need 0 <= start < stop <= {self.length} (the scenario length), "
+                f"got start={start}, stop={stop}"
+            )
+        if self._cache is None or self._cache[0] != scenario_id:
+            self._cache = (scenario_id, self._generate(scenario_id))
+        full = self._cache[1]
+        return Injections(*(getattr(full, f)[start:stop] for f in Injections.__dataclass_fields__))
+
+    def _check_id(self, scenario_id: int) -> int:
+        if isinstance(scenario_id, bool) or not isinstance(scenario_id, (int, np.integer)):
+            raise TypeError(f"scenario_id must be an int, got {scenario_id!r}")
+        if scenario_id < 0:
+            raise ValueError(f"scenario_id must be >= 0 (any id is valid), got {scenario_id}")
+        return int(scenario_id)
+
+    # --- generation -------------------------------------------------------------------
+
+    def _make_traits(self) -> _LoadTraits:
+        m = self.model
+        rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(0,)))
+        n = m.n_load
+        with np.errstate(divide="ignore", invalid="ignore"):
+            q_ratio = np.where(m.load_p0 != 0, m.load_q0 / m.load_p0, 0.0)
+        names = np.char.lower(m.gen_names.astype(str))
+        is_solar = np.char.find(names, "solar") >= 0
+        is_wind = np.char.find(names, "wind") >= 0
+        unnamed = (m.gen_kind == "sgen") & ~is_solar & ~is_wind
+        is_solar |= unnamed & (np.cumsum(unnamed) % 2 == 1)  # alternate solar / wind
+        return _LoadTraits(
+            residential=rng.uniform(0.2, 1.0, n),
+            shift_h=rng.uniform(-1.0, 1.0, n),
+            amplitude=rng.uniform(0.8, 1.2, n),
+            q_ratio=q_ratio * rng.uniform(0.9, 1.1, n),
+            is_solar=is_solar & (m.gen_kind == "sgen"),
+        )
+
+    def _generate(self, scenario_id: int) -> Injections:
+        m, tr = self.model, self._traits
+        rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(1, scenario_id)))
+        steps = self.length + 1  # one more step so that the last row has a forecast
+        hours = (
+            self.start.hour + self.start.minute / 60 + np.arange(steps) * (self.step_minutes / 60)
+        )
+        weekday = (self.start.weekday() + hours // 24) % 7
+        hour_of_day = hours % 24
+
+        # loads: per-load shape with mean 1 over the scenario, scenario level, noise
+        h = (hour_of_day[:, None] - tr.shift_h[None, :]) % 24
+        residential = 0.75 + 0.2 * _bump(h, 8.0, 1.5) + 0.45 * _bump(h, 19.0, 2.5)
+        commercial = 0.7 + 0.5 * _bump(h, 13.0, 3.5)
+        weekend = (weekday >= 5)[:, None]
+        residential = residential * np.where(weekend, 1.03, 1.0)
+        commercial = commercial * np.where(weekend, 0.75, 1.0)
+        shape = tr.residential * residential + (1 - tr.residential) * commercial
+        shape /= shape.mean(axis=0)
+        shape = 1 + tr.amplitude * (shape - 1)
+        level = rng.uniform(0.95, 1.05)
+        noise = 0.03 * _smooth_noise(rng, steps, m.n_load, 12) + 0.005 * rng.standard_normal(
+            (steps, m.n_load)
+        )
+        load_p = m.load_p0 * level * shape * (1 + noise)
+        load_p_fc = load_p * (1 + _LOAD_FORECAST_ERROR * rng.standard_normal(load_p.shape))
+
+        # renewables
+        gen_p = np.zeros((steps, m.n_gen))
+        sgen = m.gen_kind == "sgen"
+        cap = _capacity(m)
+        solar = tr.is_solar
+        wind = sgen & ~solar
+        if solar.any():
+            sun = np.clip(np.sin(np.pi * (hour_of_day - 6) / 14), 0, None) ** 1.3
+            cloud = np.clip(0.75 + 0.25 * _smooth_noise(rng, steps, solar.sum(), 24), 0.1, 1)
+            gen_p[:, solar] = cap[solar] * sun[:, None] * cloud
+        if wind.any():
+            k = wind.sum()
+            w = (
+                0.35
+                + 0.2 * _smooth_noise(rng, steps, k, 72)
+                + 0.05 * _smooth_noise(rng, steps, k, 12)
+            )
+            gen_p[:, wind] = cap[wind] * np.clip(w, 0, 1)
+        gen_p_fc = gen_p.copy()
+        gen_p_fc[:, sgen] = np.clip(
+            gen_p[:, sgen]
+            * (1 + _RENEWABLE_FORECAST_ERROR * rng.standard_normal((steps, sgen.sum()))),
+            0,
+            cap[sgen],
+        )
+        _dispatch(m, load_p, gen_p)
+        _dispatch(m, load_p_fc, gen_p_fc)
+
+        load_q = load_p * tr.q_ratio
+        load_q[:, m.load_p0 == 0] = m.load_q0[m.load_p0 == 0]
+        load_q_fc = load_p_fc * tr.q_ratio
+        load_q_fc[:, m.load_p0 == 0] = m.load_q0[m.load_p0 == 0]
+        gen_v = np.broadcast_to(m.gen_v0.astype(np.float64), (self.length, m.n_gen))
+
+        arrays = Injections(
+            load_p=load_p[:-1],
+            load_q=load_q[:-1],
+            gen_p=gen_p[:-1],
+            gen_v=gen_v,
+            load_p_forecast=load_p_fc[1:],
+            load_q_forecast=load_q_fc[1:],
+            gen_p_forecast=gen_p_fc[1:],
+            gen_v_forecast=gen_v,
+        )
+        for field in Injections.__dataclass_fields__:
+            arr = getattr(arrays, field)
+            if arr.flags.writeable:
+                arr.flags.writeable = False
+        return arrays
+
+
+def _bump(h: np.ndarray, center: float, width: float) -> np.ndarray:
+    """Gaussian bump over hours of the day, wrapping around midnight."""
+    d = np.minimum(np.abs(h - center), 24 - np.abs(h - center))
+    return np.exp(-0.5 * (d / width) ** 2)
+
+
+def _smooth_noise(rng: np.random.Generator, steps: int, n: int, every: int) -> np.ndarray:
+    """Standard-normal values at knots ``every`` steps apart, linearly interpolated."""
+    knots = rng.standard_normal((steps // every + 2, n))
+    pos = np.arange(steps) / every
+    i0 = pos.astype(np.int64)
+    frac = (pos - i0)[:, None]
+    return knots[i0] * (1 - frac) + knots[i0 + 1] * frac
+
+
+def _capacity(m: GridModel) -> np.ndarray:
+    """Renewable capacity: ``pmax`` when finite and positive, else twice the base output."""
+    pmax = np.nan_to_num(m.gen_pmax.astype(np.float64), nan=0.0, posinf=0.0)
+    return np.where(pmax > 0, pmax, 2 * np.clip(m.gen_p0, 0, None))
+
+
+def _dispatch(m: GridModel, load_p: np.ndarray, gen_p: np.ndarray) -> None:
+    """Fill the dispatchable columns of ``gen_p`` (in place) to balance ``load_p``."""
+    sgen = m.gen_kind == "sgen"
+    disp = ~sgen
+    if not disp.any():
+        return
+    weights = np.clip(m.gen_p0[disp], 0, None)
+    base_net = m.load_p0.sum() - m.gen_p0[sgen].sum()
+    if weights.sum() > 0 and base_net > 0:
+        loss_factor = float(np.clip(weights.sum() / base_net, 1.0, 1.1))
+    else:
+        pmax = np.nan_to_num(m.gen_pmax[disp].astype(np.float64), nan=0.0, posinf=0.0)
+        weights = np.where(pmax > 0, pmax, 1.0)
+        loss_factor = 1.02
+    total = (load_p.sum(axis=1) - gen_p[:, sgen].sum(axis=1)) * loss_factor
+    share = total[:, None] * (weights / weights.sum())
+    slack = m.gen_kind[disp] == "slack"
+    pmin = np.nan_to_num(m.gen_pmin[disp].astype(np.float64), nan=-np.inf)
+    pmax = np.nan_to_num(m.gen_pmax[disp].astype(np.float64), nan=np.inf)
+    clipped = np.where(slack, share, np.clip(share, pmin, pmax))
+    if slack.any():
+        residual = total - clipped[:, ~slack].sum(axis=1)
+        slack_w = weights[slack]
+        slack_w = (
+            slack_w / slack_w.sum() if slack_w.sum() > 0 else np.full(slack.sum(), 1 / slack.sum())
+        )
+        clipped[:, slack] = residual[:, None] * slack_w
+    gen_p[:, disp] = clipped

@@ -1,0 +1,134 @@
+"""ScenarioHandler: order, set_id, filter, fast-forward, limits, chunked reading, pickling."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from grid_vec.chronics import ScenarioHandler, SyntheticSource
+
+
+@pytest.fixture
+def source(case14_model):
+    return SyntheticSource(case14_model, seed=0, length=50, n_scenarios=6)
+
+
+def play(handler: ScenarioHandler) -> list[np.ndarray]:
+    rows = [handler.current().load_p.copy()]
+    while handler.advance():
+        rows.append(handler.current().load_p.copy())
+    return rows
+
+
+def test_cycles_in_natural_order_then_shuffled_by_seed(source):
+    h = ScenarioHandler(source)
+    assert [h.reset().id for _ in range(7)] == [0, 1, 2, 3, 4, 5, 0]
+    h.seed(1)
+    first = [h.reset().id for _ in range(6)]
+    assert sorted(first) == list(range(6)) and first != list(range(6))
+    h2 = ScenarioHandler(source)
+    h2.seed(1)
+    assert [h2.reset().id for _ in range(6)] == first
+    h.seed(None)
+    assert h.reset().id == 0
+
+
+def test_set_id_applies_to_next_reset_only(source):
+    h = ScenarioHandler(source)
+    h.set_id(4)
+    assert h.reset().id == 4
+    assert h.reset().id == 0
+    h.set_id("synthetic_0003")
+    assert h.reset().name == "synthetic_0003"
+    assert h.reset(scenario_id=2).id == 2
+    with pytest.raises(ValueError, match="unknown scenario name 'nope'"):
+        h.set_id("nope")
+    with pytest.raises(ValueError, match="scenario_id must be >= 0"):
+        h.set_id(-1)
+    with pytest.raises(TypeError, match="int id or a str name"):
+        h.set_id(1.0)
+
+
+def test_filter_restricts_the_cycle(source):
+    h = ScenarioHandler(source)
+    h.set_filter(lambda name: name.endswith(("1", "4")))
+    assert [h.reset().id for _ in range(4)] == [1, 4, 1, 4]
+    h.seed(5)
+    assert sorted(h.order) == [1, 4]
+    with pytest.raises(ValueError, match="rejects all 6 scenarios"):
+        h.set_filter(lambda name: False)
+    assert sorted(h.order) == [1, 4]  # a rejected filter leaves the previous one
+
+
+def test_steps_follow_the_source_and_stop_at_the_end(source):
+    h = ScenarioHandler(source)
+    h.reset(scenario_id=2)
+    assert (h.step, h.steps_played, h.max_steps) == (0, 0, 49)
+    rows = play(h)
+    assert len(rows) == 50 and h.step == 49 and h.steps_played == 49
+    np.testing.assert_array_equal(np.array(rows), source.read(2, 0, 50).load_p)
+    assert not h.advance() and h.step == 49
+    cur = h.current()
+    assert cur.load_p.ndim == 1 and cur.gen_p_forecast.shape == (source.model.n_gen,)
+
+
+def test_fast_forward_max_steps_and_max_iter(source):
+    h = ScenarioHandler(source, max_iter=30)
+    h.reset(scenario_id=1, fast_forward=10)
+    assert h.step == 10 and h.max_steps == 30
+    np.testing.assert_array_equal(h.current().load_p, source.read(1, 10, 11).load_p[0])
+    assert len(play(h)) == 31
+    h.reset(fast_forward=40)
+    assert h.max_steps == 9  # the end of the scenario comes first
+    h.reset(max_steps=5)
+    assert h.max_steps == 5 and len(play(h)) == 6
+    h.set_max_iter(None)
+    h.reset()
+    assert h.max_steps == 49
+    for bad in (-1, 49, 2.0):
+        with pytest.raises(ValueError, match=r"fast_forward must be an int in \[0, 48\]"):
+            h.reset(fast_forward=bad)
+    with pytest.raises(ValueError, match="max_steps must be >= 1"):
+        h.reset(max_steps=0)
+
+
+def test_chunked_reading_gives_the_same_steps(source):
+    whole = ScenarioHandler(source)
+    whole.reset(scenario_id=3, fast_forward=5)
+    chunked = ScenarioHandler(source, chunk_size=7)
+    chunked.reset(scenario_id=3, fast_forward=5)
+    assert len(chunked._chunk) == 7
+    np.testing.assert_array_equal(np.array(play(chunked)), np.array(play(whole)))
+    chunked.set_chunk_size(1)
+    chunked.reset(scenario_id=3)
+    assert len(play(chunked)) == 50
+    with pytest.raises(ValueError, match="chunk_size must be >= 1"):
+        chunked.set_chunk_size(0)
+
+
+def test_pickle_mid_episode_resumes_at_the_same_step(source):
+    h = ScenarioHandler(source, chunk_size=10)
+    h.seed(3)
+    h.reset()
+    for _ in range(13):
+        h.advance()
+    clone = pickle.loads(pickle.dumps(h))
+    assert clone.step == 13 and clone.info == h.info
+    np.testing.assert_array_equal(clone.current().load_p, h.current().load_p)
+    assert [clone.reset().id for _ in range(3)] == [h.reset().id for _ in range(3)]
+
+
+def test_use_before_reset_and_bad_arguments(source):
+    with pytest.raises(TypeError, match="must implement ScenarioSource"):
+        ScenarioHandler([1, 2, 3])
+    h = ScenarioHandler(source)
+    with pytest.raises(RuntimeError, match="reset"):
+        h.current()
+    with pytest.raises(RuntimeError, match="reset"):
+        h.advance()
+    with pytest.raises(ValueError, match="max_iter must be >= 1"):
+        ScenarioHandler(source, max_iter=0)
+    with pytest.raises(ValueError, match="seed must be a non-negative int"):
+        h.seed(-2)

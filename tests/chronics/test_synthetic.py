@@ -1,0 +1,133 @@
+"""SyntheticSource: determinism, shapes, balance, forecasts, pickling."""
+
+from __future__ import annotations
+
+import datetime as dt
+import pickle
+
+import numpy as np
+import pytest
+
+from grid_vec.chronics import Injections, ScenarioInfo, ScenarioSource, SyntheticSource
+
+FIELDS = list(Injections.__dataclass_fields__)
+
+
+def test_same_seed_and_id_give_identical_arrays(case14_model):
+    a = SyntheticSource(case14_model, seed=3).read(5, 0, 2016)
+    b = SyntheticSource(case14_model, seed=3).read(5, 0, 2016)
+    for f in FIELDS:
+        np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
+
+
+def test_different_ids_and_seeds_differ(case14_model):
+    src = SyntheticSource(case14_model, seed=3)
+    a = src.read(0, 0, 100).load_p.copy()
+    assert not np.allclose(a, src.read(1, 0, 100).load_p)
+    assert not np.allclose(a, SyntheticSource(case14_model, seed=4).read(0, 0, 100).load_p)
+
+
+def test_ids_beyond_n_scenarios_are_valid(case14_model):
+    src = SyntheticSource(case14_model, n_scenarios=4, length=10)
+    assert len(src) == 4
+    assert src.names == ["synthetic_0000", "synthetic_0001", "synthetic_0002", "synthetic_0003"]
+    assert src.info(10_000).length == 10
+    assert src.read(10_000, 0, 10).load_p.shape == (10, case14_model.n_load)
+    with pytest.raises(ValueError, match="scenario_id must be >= 0"):
+        src.info(-1)
+
+
+def test_windows_are_slices_of_the_whole(case14_model):
+    src = SyntheticSource(case14_model, seed=1, length=300)
+    whole = src.read(2, 0, 300)
+    part = SyntheticSource(case14_model, seed=1, length=300).read(2, 100, 150)
+    for f in FIELDS:
+        np.testing.assert_array_equal(getattr(part, f), getattr(whole, f)[100:150])
+    with pytest.raises(ValueError, match="0 <= start < stop <= 300"):
+        src.read(2, 250, 301)
+
+
+def test_shapes_info_and_protocol(case118_model):
+    src = SyntheticSource(case118_model, start=dt.datetime(2020, 3, 2), step_minutes=15)
+    assert isinstance(src, ScenarioSource)
+    info = src.info(7)
+    assert info == ScenarioInfo(
+        7, "synthetic_0007", dt.datetime(2020, 3, 2), dt.timedelta(minutes=15), 2016
+    )
+    inj = src.read(7, 0, 2016)
+    assert len(inj) == 2016
+    for f in FIELDS:
+        n = case118_model.n_load if f.startswith("load") else case118_model.n_gen
+        arr = getattr(inj, f)
+        assert arr.shape == (2016, n) and arr.dtype == np.float64
+        assert np.isfinite(arr).all()
+        assert not arr.flags.writeable
+
+
+def test_load_levels_shapes_and_power_factor(case14_model):
+    m = case14_model
+    inj = SyntheticSource(m, seed=0).read(0, 0, 2016)
+    total = inj.load_p.sum(axis=1)
+    assert 0.9 < total.mean() / m.load_p0.sum() < 1.1  # the base net is the mean level
+    assert 1.1 < total.max() / total.mean() < 1.4  # peaks exceed it by 10-40%
+    assert (inj.load_p > 0).all()
+    # daily cycle: night (3-5 h) clearly below evening (18-20 h)
+    hours = (np.arange(2016) * 5 / 60) % 24
+    assert (
+        total[(hours >= 3) & (hours < 5)].mean() < 0.9 * total[(hours >= 18) & (hours < 20)].mean()
+    )
+    # per-load diversity: loads are not all scaled copies of one profile
+    rel = inj.load_p / inj.load_p.mean(axis=0)
+    assert np.corrcoef(rel.T).min() < 0.95
+    # q follows p with a per-load power factor close to the net's
+    ratio = inj.load_q / inj.load_p
+    np.testing.assert_allclose(ratio, np.broadcast_to(ratio[0], ratio.shape), rtol=1e-12)
+    np.testing.assert_allclose(ratio[0], m.load_q0 / m.load_p0, rtol=0.11)
+
+
+def test_dispatch_balances_load_within_limits(case5_model):
+    m = case5_model
+    inj = SyntheticSource(m, seed=2).read(0, 0, 2016)
+    sgen = m.gen_kind == "sgen"
+    slack = m.gen_kind == "slack"
+    other = ~sgen & ~slack
+    assert (inj.gen_p[:, other] <= m.gen_pmax[other] + 1e-9).all()
+    assert (inj.gen_p[:, other] >= m.gen_pmin[other] - 1e-9).all()
+    balance = inj.gen_p.sum(axis=1) / inj.load_p.sum(axis=1)
+    assert (balance >= 1.0 - 1e-9).all() and (balance < 1.1).all()  # losses on top of the load
+    # the sgen has a renewable profile within [0, capacity] that varies over time
+    ren = inj.gen_p[:, sgen]
+    assert (ren >= 0).all() and (ren <= m.gen_pmax[sgen]).all() and ren.std() > 0
+    np.testing.assert_array_equal(inj.gen_v, np.broadcast_to(m.gen_v0, inj.gen_v.shape))
+
+
+def test_forecasts_are_next_step_plus_small_error(case14_model):
+    inj = SyntheticSource(case14_model, seed=0).read(0, 0, 2016)
+    err = inj.load_p_forecast[:-1] / inj.load_p[1:] - 1
+    assert 0.002 < err.std() < 0.03
+    assert np.isfinite(inj.load_p_forecast[-1]).all()
+    fc_balance = inj.gen_p_forecast.sum(axis=1) / inj.load_p_forecast.sum(axis=1)
+    assert (fc_balance >= 1.0 - 1e-9).all()
+
+
+def test_pickles_small_and_regenerates_identically(case118_model):
+    src = SyntheticSource(case118_model, seed=9)
+    before = src.read(3, 0, 2016).gen_p.copy()
+    blob = pickle.dumps(src)
+    assert len(blob) < len(pickle.dumps(case118_model)) + 20_000  # the model + a few traits
+    np.testing.assert_array_equal(pickle.loads(blob).read(3, 0, 2016).gen_p, before)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"seed": -1}, ValueError, "seed must be >= 0"),
+        ({"seed": 1.5}, TypeError, "seed must be an int"),
+        ({"length": 1}, ValueError, "length must be >= 2"),
+        ({"n_scenarios": 0}, ValueError, "n_scenarios must be >= 1"),
+        ({"start": "2019-01-01"}, TypeError, "start must be a datetime"),
+    ],
+)
+def test_bad_arguments(case14_model, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        SyntheticSource(case14_model, **kwargs)
