@@ -107,7 +107,7 @@ def compile_net(net, *, name: str, thermal_limits: np.ndarray | None = None) -> 
         gen_pmin=_limit_column(net, "min_p_mw", -np.inf),
         gen_pmax=_limit_column(net, "max_p_mw", np.inf),
         solver_states={
-            "lightsim2grid": _lightsim_state(work, n_sub),
+            "lightsim2grid": {"grid": _lightsim_state(work, n_sub), "v_init": _base_voltages(work)},
             "pandapower": pp.to_json(work),
         },
     )
@@ -222,6 +222,17 @@ def _limit_column(net, column: str, default: float) -> np.ndarray:
         values = table[column].to_numpy(float) if column in table else np.full(len(table), np.nan)
         parts.append(np.where(np.isnan(values), default, values))
     return np.concatenate(parts)
+
+
+def _base_voltages(work) -> np.ndarray:
+    """Complex bus voltages (p.u.) of the base case for both bus bars: the solver's first guess.
+
+    It also carries the slack's reference angle, which lightsim2grid takes from its first guess.
+    """
+    n_sub = len(work.bus) // N_BUSBAR
+    res = work.res_bus.iloc[:n_sub]
+    v = res["vm_pu"].to_numpy(float) * np.exp(1j * np.deg2rad(res["va_degree"].to_numpy(float)))
+    return np.concatenate([v, v])
 
 
 def _lightsim_state(work, n_sub: int) -> tuple:

@@ -3,6 +3,8 @@
 Only the compiled extension is imported (never ``lightsim2grid`` itself nor pandapower), so
 worker processes stay small. Each power flow starts from the previous solution (warm start);
 a bus bar that was out of the previous solution starts from its substation's bus bar 1.
+After a divergence the next one starts again from the base case of the compiled net (which
+also fixes the slack's reference angle).
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ class LightSimBackend(Backend):
         cpp = lightsim_cpp()
         self.model = model
         self._grid = cpp.LSGrid.__new__(cpp.LSGrid)
-        self._grid.__setstate__(state)
+        self._grid.__setstate__(state["grid"])
+        self._v_init = np.asarray(state["v_init"], dtype=complex)
         kind = model.gen_kind
         # lightsim2grid generators are pandapower gens then ext_grids; sgens are separate
         self._is_sgen = kind == "sgen"
@@ -47,7 +50,7 @@ class LightSimBackend(Backend):
         self._mask_topo = np.ones(n_topo, dtype=bool)
         self._sgen_bus = np.ones(self._sgen.size, dtype=np.int32)
         self._n_sub = model.n_sub
-        self._V = np.ones(2 * model.n_sub, dtype=complex)
+        self._V = self._v_init.copy()
         self._converged: bool | None = None
         self._bus_active = np.asarray(self._grid.get_bus_status(), dtype=bool)
         self._results: PowerFlowResults | None = None
@@ -58,10 +61,6 @@ class LightSimBackend(Backend):
             "results": 0.0,
             "n_powerflow": 0,
         }
-        self._V[: model.n_sub] = self._flat_start()
-
-    def _flat_start(self) -> np.ndarray:
-        return np.full(self._n_sub, self._grid.get_init_vm_pu(), dtype=complex)
 
     def set_injections(
         self, load_p: np.ndarray, load_q: np.ndarray, gen_p: np.ndarray, gen_v: np.ndarray
@@ -129,7 +128,7 @@ class LightSimBackend(Backend):
             self._V = V
             self._fill_inactive_buses()
         else:
-            self._V = np.concatenate([self._flat_start(), self._flat_start()])
+            self._V = self._v_init.copy()
         self._results = None
         self.timings["powerflow"] += perf_counter() - start
         self.timings["n_powerflow"] += 1
@@ -140,7 +139,7 @@ class LightSimBackend(Backend):
         active = self._bus_active
         n_sub = self._n_sub
         bb1, bb2 = self._V[:n_sub], self._V[n_sub:]
-        bb1[~active[:n_sub]] = self._flat_start()[~active[:n_sub]]
+        bb1[~active[:n_sub]] = self._v_init[:n_sub][~active[:n_sub]]
         bb2[~active[n_sub:]] = bb1[~active[n_sub:]]
 
     def results(self) -> PowerFlowResults:

@@ -1,0 +1,201 @@
+"""The reference backend: ``pandapower.runpp`` on the compiled net (slow, the ground truth).
+
+Topology is written into the net's element bus columns (bus bar 2 of substation ``s`` is the
+pandapower bus ``s + n_sub``) and ``in_service`` flags. Warm start: while the topology is
+unchanged since the last converged power flow, ``runpp`` starts from those results
+(``init="results"``); after a topology change or a divergence it starts from pandapower's
+default initialisation (``init="auto"``). Either way it converges to the same solution.
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+import warnings
+from time import perf_counter
+
+import numpy as np
+
+from grid_vec.grid._checks import check_injections, check_topology
+from grid_vec.grid.backend import Backend, PowerFlowDivergedError, PowerFlowResults
+from grid_vec.grid.model import GridModel
+
+TOLERANCE_MVA = 1e-8
+
+
+class PandapowerBackend(Backend):
+    """AC power flow with ``pandapower.runpp`` on the net stored in ``model``."""
+
+    def __init__(self, model: GridModel) -> None:
+        import pandapower
+
+        if not isinstance(model, GridModel):
+            raise TypeError(f"model must be a GridModel, got {type(model).__name__}")
+        state = model.solver_states.get("pandapower")
+        if state is None:
+            raise ValueError(f"model {model.name!r} has no 'pandapower' solver state")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.net = pandapower.from_json_string(state)
+        self.model = model
+        n_gen, n_sgen = len(self.net.gen), len(self.net.sgen)
+        self._gen = slice(0, n_gen)
+        self._sgen = slice(n_gen, n_gen + n_sgen)
+        self._ext = slice(n_gen + n_sgen, model.n_gen)
+        self._converged: bool | None = None
+        self._warm = False
+        self._results: PowerFlowResults | None = None
+        self.timings: dict[str, float] = {
+            "set_injections": 0.0,
+            "set_topology": 0.0,
+            "powerflow": 0.0,
+            "results": 0.0,
+            "n_powerflow": 0,
+        }
+
+    def set_injections(
+        self, load_p: np.ndarray, load_q: np.ndarray, gen_p: np.ndarray, gen_v: np.ndarray
+    ) -> None:
+        start = perf_counter()
+        load_p, load_q, gen_p, gen_v = check_injections(self.model, load_p, load_q, gen_p, gen_v)
+        net, model = self.net, self.model
+        vm_pu = gen_v / model.sub_vn_kv[model.gen_sub]
+        net.load["p_mw"] = load_p
+        net.load["q_mvar"] = load_q
+        net.gen["p_mw"] = gen_p[self._gen]
+        net.gen["vm_pu"] = vm_pu[self._gen]
+        net.sgen["p_mw"] = gen_p[self._sgen]
+        net.ext_grid["vm_pu"] = vm_pu[self._ext]
+        self.timings["set_injections"] += perf_counter() - start
+
+    def set_topology(
+        self,
+        load_bus: np.ndarray,
+        gen_bus: np.ndarray,
+        branch_or_bus: np.ndarray,
+        branch_ex_bus: np.ndarray,
+    ) -> None:
+        start = perf_counter()
+        load_bus, gen_bus, branch_or_bus, branch_ex_bus = check_topology(
+            self.model, load_bus, gen_bus, branch_or_bus, branch_ex_bus
+        )
+        net, model = self.net, self.model
+        n_sub, n_line = model.n_sub, model.n_line
+        used = np.zeros(2 * n_sub, dtype=bool)
+
+        def place(subs: np.ndarray, buses: np.ndarray) -> np.ndarray:
+            """pandapower bus of each element (bus bar 1 when disconnected)."""
+            pp_bus = subs + (np.maximum(buses, 1) - 1) * n_sub
+            used[pp_bus[buses != -1]] = True
+            return pp_bus
+
+        branch_on = (branch_or_bus != -1) & (branch_ex_bus != -1)
+        or_bus = place(model.branch_or_sub, np.where(branch_on, branch_or_bus, -1))
+        ex_bus = place(model.branch_ex_sub, np.where(branch_on, branch_ex_bus, -1))
+        load_pp = place(model.load_sub, load_bus)
+        gen_pp = place(model.gen_sub, gen_bus)
+
+        net.line["from_bus"], net.line["to_bus"] = or_bus[:n_line], ex_bus[:n_line]
+        net.line["in_service"] = branch_on[:n_line]
+        net.trafo["hv_bus"], net.trafo["lv_bus"] = or_bus[n_line:], ex_bus[n_line:]
+        net.trafo["in_service"] = branch_on[n_line:]
+        net.load["bus"], net.load["in_service"] = load_pp, load_bus != -1
+        for table, part in (
+            (net.gen, self._gen),
+            (net.sgen, self._sgen),
+            (net.ext_grid, self._ext),
+        ):
+            table["bus"] = gen_pp[part]
+            table["in_service"] = gen_bus[part] != -1
+        used[:n_sub] = True  # bus bar 1 keeps the shunts and stays in the net
+        net.bus["in_service"] = used
+        self._warm = False
+        self.timings["set_topology"] += perf_counter() - start
+
+    def run_ac(self) -> bool:
+        import pandapower
+
+        start = perf_counter()
+        init = "results" if self._warm else "auto"
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                pandapower.runpp(
+                    self.net, init=init, calculate_voltage_angles=True, tolerance_mva=TOLERANCE_MVA
+                )
+            self._converged = True
+        except pandapower.LoadflowNotConverged:
+            self._converged = False
+        self._warm = self._converged
+        self._results = None
+        self.timings["powerflow"] += perf_counter() - start
+        self.timings["n_powerflow"] += 1
+        return self._converged
+
+    def results(self) -> PowerFlowResults:
+        if self._converged is None:
+            raise PowerFlowDivergedError("no power flow was run yet")
+        if not self._converged:
+            raise PowerFlowDivergedError(f"the last AC power flow on {self.model.name!r} diverged")
+        if self._results is not None:
+            return self._results
+        start = perf_counter()
+        net = self.net
+        bus_vm = _values(net.res_bus, "vm_pu")
+        bus_kv = bus_vm * net.bus["vn_kv"].to_numpy(float)
+        line, trafo = net.res_line, net.res_trafo
+        load_v = bus_kv[net.load["bus"].to_numpy(int)] * net.load["in_service"].to_numpy(bool)
+        gen_bus = np.concatenate(
+            [table["bus"].to_numpy(int) for table in (net.gen, net.sgen, net.ext_grid)]
+        )
+        gen_on = np.concatenate(
+            [table["in_service"].to_numpy(bool) for table in (net.gen, net.sgen, net.ext_grid)]
+        )
+        res_gen = (net.res_gen, net.res_sgen, net.res_ext_grid)
+        line_kv_or = net.bus["vn_kv"].to_numpy(float)[net.line["from_bus"].to_numpy(int)]
+        line_kv_ex = net.bus["vn_kv"].to_numpy(float)[net.line["to_bus"].to_numpy(int)]
+        self._results = PowerFlowResults(
+            bus_vm_pu=bus_vm,
+            bus_va_rad=np.deg2rad(_values(net.res_bus, "va_degree")),
+            p_or=_branch(line, "p_from_mw", trafo, "p_hv_mw"),
+            q_or=_branch(line, "q_from_mvar", trafo, "q_hv_mvar"),
+            v_or=np.concatenate(
+                [
+                    _values(line, "vm_from_pu") * line_kv_or,
+                    _values(trafo, "vm_hv_pu") * net.trafo["vn_hv_kv"].to_numpy(float),
+                ]
+            ),
+            a_or=_branch(line, "i_from_ka", trafo, "i_hv_ka") * 1000.0,
+            p_ex=_branch(line, "p_to_mw", trafo, "p_lv_mw"),
+            q_ex=_branch(line, "q_to_mvar", trafo, "q_lv_mvar"),
+            v_ex=np.concatenate(
+                [
+                    _values(line, "vm_to_pu") * line_kv_ex,
+                    _values(trafo, "vm_lv_pu") * net.trafo["vn_lv_kv"].to_numpy(float),
+                ]
+            ),
+            a_ex=_branch(line, "i_to_ka", trafo, "i_lv_ka") * 1000.0,
+            load_p=_values(net.res_load, "p_mw"),
+            load_q=_values(net.res_load, "q_mvar"),
+            load_v=load_v,
+            gen_p=np.concatenate([_values(t, "p_mw") for t in res_gen]),
+            gen_q=np.concatenate([_values(t, "q_mvar") for t in res_gen]),
+            gen_v=bus_kv[gen_bus] * gen_on,
+        )
+        self.timings["results"] += perf_counter() - start
+        return self._results
+
+    def copy(self) -> PandapowerBackend:
+        """An independent backend (deep copy of the net and of every array)."""
+        new = _copy.copy(self)
+        new.net = _copy.deepcopy(self.net)
+        new.timings = dict(self.timings)
+        return new
+
+
+def _values(table, column: str) -> np.ndarray:
+    """A result column as float64, with pandapower's NaN (out of service) reported as 0."""
+    return np.nan_to_num(table[column].to_numpy(float))
+
+
+def _branch(line, line_column: str, trafo, trafo_column: str) -> np.ndarray:
+    return np.concatenate([_values(line, line_column), _values(trafo, trafo_column)])
