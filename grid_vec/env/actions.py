@@ -1,0 +1,117 @@
+"""The ``Discrete`` action catalog of a GridEnv.
+
+Encoding (documented count per grid in the README / ``ActionCatalog.counts``):
+
+* index ``0``: do nothing;
+* indices ``1 .. n_branch``: toggle the status of branch ``i - 1`` (grid2op's
+  ``change_line_status``): a connected branch is disconnected, a disconnected one is
+  reconnected on the bus bars it had before;
+* then one index per substation bus configuration: every element of the substation is
+  assigned to bus bar 1 or 2. Configurations are enumerated and pruned like grid2op's
+  ``get_all_unitary_topologies_set``: the first element stays on bus bar 1 (the two bus bars
+  are interchangeable), every used bus bar holds at least two elements and at least one
+  branch end. For each substation that has at least one split configuration, the
+  "all on bus bar 1" configuration is included too (to undo a split).
+
+Applying a configuration sets the bus bar of every connected element of the substation; a
+disconnected branch end keeps ``-1`` and will come back on the configured bus bar.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from grid_vec.env.topology import TopologyLayout
+from grid_vec.grid.model import GridModel
+
+DO_NOTHING = 0
+KIND_NOTHING, KIND_LINE, KIND_SUB = 0, 1, 2
+
+# Substations with more elements than this are not enumerated (2**(n-1) configurations).
+MAX_ENUMERATED_ELEMENTS = 16
+
+
+@dataclass(frozen=True, eq=False)
+class ActionCatalog:
+    """All discrete actions, as flat arrays indexed by action id."""
+
+    kind: np.ndarray  # (n,) int8: KIND_NOTHING / KIND_LINE / KIND_SUB
+    target: np.ndarray  # (n,) int64: branch index (line) or substation index (sub), else -1
+    sub_buses: list  # per action: (n_elem_of_sub,) int8 bus bars for KIND_SUB, else None
+    n_line_actions: int
+    n_sub_actions: int
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {
+            "do_nothing": 1,
+            "line_status": self.n_line_actions,
+            "substation": self.n_sub_actions,
+            "total": len(self),
+        }
+
+    @classmethod
+    def from_model(cls, model: GridModel, layout: TopologyLayout) -> ActionCatalog:
+        kind = [KIND_NOTHING] + [KIND_LINE] * model.n_branch
+        target = [-1, *range(model.n_branch)]
+        sub_buses: list = [None] * (1 + model.n_branch)
+        is_branch = np.zeros(layout.n_elem, dtype=bool)
+        is_branch[layout.pos_or] = True
+        is_branch[layout.pos_ex] = True
+        n_sub_actions = 0
+        for sub in range(model.n_sub):
+            lo, hi = layout.sub_start[sub], layout.sub_start[sub + 1]
+            for config in substation_configurations(is_branch[lo:hi]):
+                kind.append(KIND_SUB)
+                target.append(sub)
+                sub_buses.append(config)
+                n_sub_actions += 1
+        return cls(
+            kind=np.asarray(kind, dtype=np.int8),
+            target=np.asarray(target, dtype=np.int64),
+            sub_buses=sub_buses,
+            n_line_actions=model.n_branch,
+            n_sub_actions=n_sub_actions,
+        )
+
+    def describe(self, index: int, model: GridModel, layout: TopologyLayout) -> str:
+        """The action in words, e.g. ``"toggle status of branch 3_4_0"``."""
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+            raise TypeError(f"action index must be an int, got {index!r}")
+        if not 0 <= index < len(self):
+            raise ValueError(f"action index must be in [0, {len(self) - 1}], got {index}")
+        kind = self.kind[index]
+        if kind == KIND_NOTHING:
+            return "do nothing"
+        if kind == KIND_LINE:
+            return f"toggle status of branch {model.branch_names[self.target[index]]}"
+        sub = int(self.target[index])
+        lo = layout.sub_start[sub]
+        buses = self.sub_buses[index]
+        on_two = [str(layout.elem_label[lo + i]) for i in np.flatnonzero(buses == 2)]
+        where = ", ".join(on_two) if on_two else "nothing (all on bus bar 1)"
+        return f"substation {model.sub_names[sub]}: bus bar 2 <- {where}"
+
+
+def substation_configurations(is_branch: np.ndarray) -> list[np.ndarray]:
+    """Pruned bus-bar assignments of one substation's elements (see module docstring)."""
+    n = len(is_branch)
+    if n < 4 or n > MAX_ENUMERATED_ELEMENTS:
+        return []
+    codes = np.arange(2 ** (n - 1), dtype=np.int64)
+    # bit j of the code -> element j + 1 on bus bar 2; element 0 always on bus bar 1
+    bits = ((codes[:, None] >> np.arange(n - 1)) & 1).astype(bool)
+    on_two = np.concatenate([np.zeros((len(codes), 1), dtype=bool), bits], axis=1)
+    n_two = on_two.sum(axis=1)
+    branch_two = (on_two & is_branch).sum(axis=1)
+    branch_one = is_branch.sum() - branch_two
+    keep = (n_two >= 2) & (n - n_two >= 2) & (branch_two >= 1) & (branch_one >= 1)
+    configs = [np.where(row, 2, 1).astype(np.int8) for row in on_two[keep]]
+    if configs:
+        configs.insert(0, np.ones(n, dtype=np.int8))
+    return configs

@@ -1,0 +1,204 @@
+"""The mutable state of one grid (topology, timers, dispatch, backend) and the physics rules.
+
+:func:`play_step` is the rule engine shared by ``GridEnv.step`` and ``GridEnv.simulate``:
+it applies a legal action and the injections of a step, solves the power flow and cascades
+overflow trips exactly as grid2op's ``Backend.next_grid_state`` and
+``BaseEnv._aux_register_env_converged`` do:
+
+* every solve, a connected branch above ``hard_overflow_threshold`` x its limit trips;
+* once per step, a connected branch above ``soft_overflow_threshold`` x its limit adds one
+  to its protection counter (which holds the consecutive overflowed steps so far), and trips
+  when the counter exceeds ``nb_timestep_overflow_allowed``;
+* after a trip the power flow is solved again (cascade) until no branch trips;
+* then timers move: reconnection/cooldown timers count down, tripped branches get
+  ``nb_timestep_reconnection``, acted-on branches / substations get their cooldown.
+
+Game over: divergence, a load or generator cut off from the slack, a disconnected slack.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import numpy as np
+
+from grid_vec.env.parameters import Parameters
+from grid_vec.env.topology import TopologyLayout, isolated_elements
+from grid_vec.grid.backend import Backend, PowerFlowResults
+from grid_vec.grid.model import GridModel
+
+
+@dataclass
+class GridState:
+    """Everything that changes while an episode is played (copied for look-ahead)."""
+
+    topo: np.ndarray  # (n_elem,) int8 bus bar of every element end, -1 = disconnected
+    last_or: np.ndarray  # (n_branch,) int8 bus bar to reconnect a branch origin on
+    last_ex: np.ndarray  # (n_branch,) int8
+    line_status: np.ndarray  # (n_branch,) bool
+    timestep_overflow: np.ndarray  # (n_branch,) int64
+    protection_counter: np.ndarray  # (n_branch,) int64
+    cooldown_line: np.ndarray  # (n_branch,) int64 steps before the status can be changed
+    cooldown_sub: np.ndarray  # (n_sub,) int64
+    target_dispatch: np.ndarray  # (n_gen,) MW asked by the agent (cumulative)
+    actual_dispatch: np.ndarray  # (n_gen,) MW really applied
+    backend: Backend
+    results: PowerFlowResults | None = None
+    topo_dirty: bool = True  # topology changed since the backend last received it
+
+    def copy(self) -> GridState:
+        """An independent copy (the backend too) for look-ahead."""
+        new = copy.copy(self)
+        for name in (
+            "topo",
+            "last_or",
+            "last_ex",
+            "line_status",
+            "timestep_overflow",
+            "protection_counter",
+            "cooldown_line",
+            "cooldown_sub",
+            "target_dispatch",
+            "actual_dispatch",
+        ):
+            setattr(new, name, getattr(self, name).copy())
+        new.backend = self.backend.copy()
+        return new
+
+
+def fresh_state(model: GridModel, layout: TopologyLayout, backend: Backend) -> GridState:
+    """Every element on bus bar 1, every timer at 0, no dispatch."""
+    n_b = model.n_branch
+    return GridState(
+        topo=np.ones(layout.n_elem, dtype=np.int8),
+        last_or=np.ones(n_b, dtype=np.int8),
+        last_ex=np.ones(n_b, dtype=np.int8),
+        line_status=np.ones(n_b, dtype=bool),
+        timestep_overflow=np.zeros(n_b, dtype=np.int64),
+        protection_counter=np.zeros(n_b, dtype=np.int64),
+        cooldown_line=np.zeros(n_b, dtype=np.int64),
+        cooldown_sub=np.zeros(model.n_sub, dtype=np.int64),
+        target_dispatch=np.zeros(model.n_gen),
+        actual_dispatch=np.zeros(model.n_gen),
+        backend=backend,
+    )
+
+
+def disconnect(state: GridState, layout: TopologyLayout, branches: np.ndarray) -> None:
+    """Disconnect branches (mask or indices), remembering their bus bars."""
+    was_on = state.line_status[branches]
+    idx = np.atleast_1d(np.arange(len(state.line_status))[branches])[np.atleast_1d(was_on)]
+    if len(idx) == 0:
+        return
+    state.last_or[idx] = state.topo[layout.pos_or[idx]]
+    state.last_ex[idx] = state.topo[layout.pos_ex[idx]]
+    state.topo[layout.pos_or[idx]] = -1
+    state.topo[layout.pos_ex[idx]] = -1
+    state.line_status[idx] = False
+    state.topo_dirty = True
+
+
+def reconnect(state: GridState, layout: TopologyLayout, branch: int) -> None:
+    """Reconnect one branch on the bus bars it had before."""
+    state.topo[layout.pos_or[branch]] = state.last_or[branch]
+    state.topo[layout.pos_ex[branch]] = state.last_ex[branch]
+    state.line_status[branch] = True
+    state.topo_dirty = True
+
+
+@dataclass
+class StepOutcome:
+    """What happened in the physics of one step."""
+
+    game_over: str | None  # reason, or None
+    tripped: np.ndarray  # (n_branch,) bool, branches tripped by the protections
+
+
+def solve(
+    state: GridState,
+    model: GridModel,
+    layout: TopologyLayout,
+    params: Parameters,
+    thermal_limit: np.ndarray,
+    *,
+    count_soft_overflow: bool = True,
+) -> StepOutcome:
+    """Solve the power flow with the current injections and topology, then cascade trips.
+
+    ``count_soft_overflow=False`` is used on reset (grid2op does not count soft overflows
+    there; hard overflows still trip).
+    """
+    tripped = np.zeros(model.n_branch, dtype=bool)
+    counter = state.protection_counter.copy()
+    increased = np.zeros(model.n_branch, dtype=bool)
+    state.results = None
+    while True:
+        reason = _push_topology(state, model, layout)
+        if reason is not None:
+            return StepOutcome(reason, tripped)
+        if not state.backend.run_ac():
+            return StepOutcome("power flow diverged", tripped)
+        state.results = state.backend.results()
+        if params.no_overflow_disconnection:
+            return StepOutcome(None, tripped)
+        a_or = state.results.a_or
+        status = state.line_status
+        to_trip = (a_or > params.hard_overflow_threshold * thermal_limit) & status
+        if count_soft_overflow:
+            soft = (a_or > params.soft_overflow_threshold * thermal_limit) & status & ~increased
+            counter[soft] += 1
+            increased |= soft
+            to_trip |= (counter > params.nb_timestep_overflow_allowed) & status
+        if not to_trip.any():
+            return StepOutcome(None, tripped)
+        tripped |= to_trip
+        disconnect(state, layout, to_trip)
+        state.results = None
+
+
+def _push_topology(state: GridState, model: GridModel, layout: TopologyLayout) -> str | None:
+    """Send a changed topology to the backend, or say why the grid cannot be solved."""
+    if not state.topo_dirty:
+        return None
+    load_iso, gen_iso, slack_off = isolated_elements(model, layout, state.topo)
+    if slack_off:
+        return "slack disconnected"
+    if load_iso.any():
+        return f"load {model.load_names[np.argmax(load_iso)]} isolated"
+    if gen_iso.any():
+        return f"generator {model.gen_names[np.argmax(gen_iso)]} isolated"
+    topo = state.topo
+    state.backend.set_topology(
+        topo[layout.pos_load], topo[layout.pos_gen], topo[layout.pos_or], topo[layout.pos_ex]
+    )
+    state.topo_dirty = False
+    return None
+
+
+def update_timers(
+    state: GridState,
+    params: Parameters,
+    thermal_limit: np.ndarray,
+    tripped: np.ndarray,
+    acted_line: int,
+    acted_sub: int,
+) -> None:
+    """Move the overflow counters and the reconnection / cooldown timers after a solve."""
+    a_or = state.results.a_or
+    cd = state.cooldown_line
+    cd[cd > 0] -= 1
+    cd[tripped] = params.nb_timestep_reconnection
+    over = a_or > thermal_limit
+    state.timestep_overflow += 1
+    state.timestep_overflow[~over] = 0
+    engaged = a_or > params.soft_overflow_threshold * thermal_limit
+    state.protection_counter += 1
+    state.protection_counter[~engaged] = 0
+    if acted_line >= 0 and params.nb_timestep_cooldown_line > 0:
+        cd[acted_line] = max(cd[acted_line], params.nb_timestep_cooldown_line)
+    if params.nb_timestep_cooldown_sub > 0:
+        cs = state.cooldown_sub
+        cs[cs > 0] -= 1
+        if acted_sub >= 0:
+            cs[acted_sub] = params.nb_timestep_cooldown_sub

@@ -1,0 +1,105 @@
+"""The topology vector: every element end's bus bar, grouped by substation.
+
+Order (grid2op's convention of a ``topo_vect`` grouped by substation): substation 0's
+elements, then substation 1's, ...; inside a substation: its loads, its generators, the
+branch origins, then the branch extremities, each in element order. Values are ``1`` or ``2``
+(bus bar) or ``-1`` (disconnected).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
+from grid_vec.grid.model import GridModel
+
+
+@dataclass(frozen=True, eq=False)
+class TopologyLayout:
+    """Positions of each element end in the topology vector."""
+
+    n_elem: int
+    sub_start: np.ndarray  # (n_sub + 1,) first position of each substation, then n_elem
+    elem_sub: np.ndarray  # (n_elem,) substation of each position
+    pos_load: np.ndarray  # (n_load,)
+    pos_gen: np.ndarray  # (n_gen,)
+    pos_or: np.ndarray  # (n_branch,)
+    pos_ex: np.ndarray  # (n_branch,)
+    elem_label: np.ndarray  # (n_elem,) str, e.g. "load load_3_0" or "branch 1_2_0 (or)"
+
+    @classmethod
+    def from_model(cls, model: GridModel) -> TopologyLayout:
+        kinds = [
+            ("load", model.load_sub, model.load_names),
+            ("gen", model.gen_sub, model.gen_names),
+            ("or", model.branch_or_sub, model.branch_names),
+            ("ex", model.branch_ex_sub, model.branch_names),
+        ]
+        # Sort key: substation first, then kind, then element index (stable).
+        subs = np.concatenate([np.asarray(s, dtype=np.int64) for _, s, _ in kinds])
+        kind_id = np.concatenate([np.full(len(s), k) for k, (_, s, _) in enumerate(kinds)])
+        order = np.lexsort((np.arange(len(subs)), kind_id, subs))
+        position = np.empty(len(subs), dtype=np.int64)
+        position[order] = np.arange(len(subs))
+        sizes = np.cumsum([0] + [len(s) for _, s, _ in kinds])
+        labels = np.concatenate(
+            [
+                np.array([_label(kind, str(n)) for n in names], dtype=object)
+                for kind, _, names in kinds
+            ]
+        )
+        counts = np.bincount(subs, minlength=model.n_sub)
+        return cls(
+            n_elem=len(subs),
+            sub_start=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+            elem_sub=subs[order],
+            pos_load=position[sizes[0] : sizes[1]],
+            pos_gen=position[sizes[1] : sizes[2]],
+            pos_or=position[sizes[2] : sizes[3]],
+            pos_ex=position[sizes[3] : sizes[4]],
+            elem_label=labels[order].astype(str),
+        )
+
+
+def _label(kind: str, name: str) -> str:
+    if kind in ("or", "ex"):
+        return f"branch {name} ({kind})"
+    return f"{kind} {name}"
+
+
+def isolated_elements(
+    model: GridModel, layout: TopologyLayout, topo: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Which loads and generators are cut off from the slack, and whether a slack is off.
+
+    Buses are numbered ``sub`` (bus bar 1) and ``n_sub + sub`` (bus bar 2); two buses are
+    joined by every branch in service. Returns ``(load_isolated, gen_isolated,
+    slack_disconnected)``; a disconnected load or generator counts as isolated.
+    """
+    n_bus = 2 * model.n_sub
+    or_bus = topo[layout.pos_or]
+    ex_bus = topo[layout.pos_ex]
+    on = (or_bus > 0) & (ex_bus > 0)
+    rows = model.branch_or_sub[on] + (or_bus[on] - 1) * model.n_sub
+    cols = model.branch_ex_sub[on] + (ex_bus[on] - 1) * model.n_sub
+    graph = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n_bus, n_bus))
+    _, comp = connected_components(graph, directed=False)
+    gen_bus_bar = topo[layout.pos_gen]
+    slack = model.gen_is_slack
+    slack_on = slack & (gen_bus_bar > 0)
+    if not slack_on.any():
+        return (
+            np.ones(model.n_load, dtype=bool),
+            np.ones(model.n_gen, dtype=bool),
+            True,
+        )
+    slack_comp = comp[model.gen_sub[slack_on] + (gen_bus_bar[slack_on] - 1) * model.n_sub]
+    load_bus_bar = topo[layout.pos_load]
+    load_comp = comp[model.load_sub + (np.maximum(load_bus_bar, 1) - 1) * model.n_sub]
+    gen_comp = comp[model.gen_sub + (np.maximum(gen_bus_bar, 1) - 1) * model.n_sub]
+    load_iso = (load_bus_bar < 0) | ~np.isin(load_comp, slack_comp)
+    gen_iso = (gen_bus_bar < 0) | ~np.isin(gen_comp, slack_comp)
+    return load_iso, gen_iso, bool((slack & (gen_bus_bar < 0)).any())
