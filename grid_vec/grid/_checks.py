@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from grid_vec.grid.model import GridModel
@@ -10,20 +12,41 @@ from grid_vec.grid.model import GridModel
 def check_injections(
     model: GridModel, load_p, load_q, gen_p, gen_v
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Float64 copies of the injections; ``ValueError`` naming the element kind and index."""
-    checked = []
-    for kind, values, size in (
-        ("load_p", load_p, model.n_load),
-        ("load_q", load_q, model.n_load),
-        ("gen_p", gen_p, model.n_gen),
-        ("gen_v", gen_v, model.n_gen),
-    ):
-        array = _as_array(kind, values, np.float64, size)
-        bad = np.flatnonzero(~np.isfinite(array))
-        if bad.size:
-            raise ValueError(f"{kind}[{int(bad[0])}] is {array[bad[0]]}; injections must be finite")
-        checked.append(array)
-    return checked[0], checked[1], checked[2], checked[3]
+    """The injections as float64 arrays; ``ValueError`` naming the element kind and index.
+
+    Arrays that are already float64 are returned as they are (not copied): the backends only
+    read them.
+    """
+    checked = (
+        _as_float("load_p", load_p, model.n_load),
+        _as_float("load_q", load_q, model.n_load),
+        _as_float("gen_p", gen_p, model.n_gen),
+        _as_float("gen_v", gen_v, model.n_gen),
+    )
+    # one cheap dot product: NaN and inf propagate into it, so a finite result means finite
+    # values (an overflow from huge values falls through to the exact check)
+    values = np.concatenate(checked)
+    if not math.isfinite(values @ values):
+        for kind, array in zip(("load_p", "load_q", "gen_p", "gen_v"), checked, strict=True):
+            bad = np.flatnonzero(~np.isfinite(array))
+            if bad.size:
+                raise ValueError(
+                    f"{kind}[{int(bad[0])}] is {array[bad[0]]}; injections must be finite"
+                )
+    return checked
+
+
+def _as_float(kind: str, values, size: int) -> np.ndarray:
+    if type(values) is np.ndarray and values.dtype == np.float64:
+        array = values
+    else:
+        try:
+            array = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{kind} must be a numeric array of shape ({size},): {exc}") from exc
+    if array.shape != (size,):
+        raise ValueError(f"{kind} must have shape ({size},), got {array.shape}")
+    return array
 
 
 def check_topology(

@@ -21,6 +21,7 @@ from grid_vec.grid.model import GridModel
 
 MAX_ITER = 10
 TOLERANCE = 1e-8
+_BRANCH_UNITS = np.array([[1.0], [1.0], [1.0], [1000.0], [1.0], [1.0], [1.0], [1000.0]])
 
 
 class LightSimBackend(Backend):
@@ -52,7 +53,7 @@ class LightSimBackend(Backend):
         self._n_sub = model.n_sub
         self._V = self._v_init.copy()
         self._converged: bool | None = None
-        self._bus_active = np.asarray(self._grid.get_bus_status(), dtype=bool)
+        self._set_bus_active()
         self._results: PowerFlowResults | None = None
         self.timings: dict[str, float] = {
             "set_injections": 0.0,
@@ -68,13 +69,14 @@ class LightSimBackend(Backend):
         start = perf_counter()
         load_p, load_q, gen_p, gen_v = check_injections(self.model, load_p, load_q, gen_p, gen_v)
         grid = self._grid
-        grid.update_loads_p(self._mask_load, load_p.astype(np.float32))
-        grid.update_loads_q(self._mask_load, load_q.astype(np.float32))
-        gen = self._ls_gen
-        grid.update_gens_p(self._mask_gen, gen_p[gen].astype(np.float32))
-        grid.update_gens_v(self._mask_gen, (gen_v[gen] / self._gen_vn_kv).astype(np.float32))
+        # lightsim2grid stores injections as float32 (converted by its bindings)
+        grid.update_loads_p(self._mask_load, load_p)
+        grid.update_loads_q(self._mask_load, load_q)
         if self._sgen.size:
-            grid.update_sgens_p(self._mask_sgen, gen_p[self._sgen].astype(np.float32))
+            grid.update_sgens_p(self._mask_sgen, gen_p[self._sgen])
+            gen_p, gen_v = gen_p[self._ls_gen], gen_v[self._ls_gen]
+        grid.update_gens_p(self._mask_gen, gen_p)
+        grid.update_gens_v(self._mask_gen, gen_v / self._gen_vn_kv)
         self.timings["set_injections"] += perf_counter() - start
 
     def set_topology(
@@ -105,7 +107,7 @@ class LightSimBackend(Backend):
         topo[-branch_off.size :][branch_off] = -1
         self._grid.update_topo(self._mask_topo, topo)
         self._set_sgen_buses(gen_bus[self._sgen])
-        self._bus_active = np.asarray(self._grid.get_bus_status(), dtype=bool)
+        self._set_bus_active()
         self.timings["set_topology"] += perf_counter() - start
 
     def _set_sgen_buses(self, buses: np.ndarray) -> None:
@@ -134,13 +136,19 @@ class LightSimBackend(Backend):
         self.timings["n_powerflow"] += 1
         return self._converged
 
+    def _set_bus_active(self) -> None:
+        """Which bus bars are in the power flow, and which inactive ones need a first guess."""
+        self._bus_active = np.asarray(self._grid.get_bus_status(), dtype=bool)
+        n_sub = self._n_sub
+        self._bb1_off = np.flatnonzero(~self._bus_active[:n_sub])
+        self._bb2_off = np.flatnonzero(~self._bus_active[n_sub:])
+
     def _fill_inactive_buses(self) -> None:
         """Bus bars out of the solution start the next power flow from bus bar 1's value."""
-        active = self._bus_active
-        n_sub = self._n_sub
-        bb1, bb2 = self._V[:n_sub], self._V[n_sub:]
-        bb1[~active[:n_sub]] = self._v_init[:n_sub][~active[:n_sub]]
-        bb2[~active[n_sub:]] = bb1[~active[n_sub:]]
+        V = self._V
+        if self._bb1_off.size:
+            V[self._bb1_off] = self._v_init[self._bb1_off]
+        V[self._bb2_off + self._n_sub] = V[self._bb2_off]
 
     def results(self) -> PowerFlowResults:
         if self._converged is None:
@@ -155,42 +163,31 @@ class LightSimBackend(Backend):
         p2, q2, v2, a2 = grid.get_line_res2()
         tp1, tq1, tv1, ta1 = grid.get_trafo_res1()
         tp2, tq2, tv2, ta2 = grid.get_trafo_res2()
-        load_p, load_q, load_v = grid.get_loads_res()
-        gen_p, gen_q, gen_v = self._gen_results()
-        V = np.where(self._bus_active, self._V, 0.0)
+        # one copy of every branch result: rows p_or, q_or, v_or, a_or, p_ex, q_ex, v_ex, a_ex
+        branch = np.concatenate(
+            (p1, tp1, q1, tq1, v1, tv1, a1, ta1, p2, tp2, q2, tq2, v2, tv2, a2, ta2)
+        ).reshape(8, -1)
+        branch *= _BRANCH_UNITS  # kA -> A
+        V = self._V * self._bus_active
         self._results = PowerFlowResults(
-            bus_vm_pu=np.abs(V),
-            bus_va_rad=np.angle(V),
-            p_or=np.concatenate([p1, tp1]),
-            q_or=np.concatenate([q1, tq1]),
-            v_or=np.concatenate([v1, tv1]),
-            a_or=np.concatenate([a1, ta1]) * 1000.0,
-            p_ex=np.concatenate([p2, tp2]),
-            q_ex=np.concatenate([q2, tq2]),
-            v_ex=np.concatenate([v2, tv2]),
-            a_ex=np.concatenate([a2, ta2]) * 1000.0,
-            load_p=load_p,
-            load_q=load_q,
-            load_v=load_v,
-            gen_p=gen_p,
-            gen_q=gen_q,
-            gen_v=gen_v,
+            np.abs(V),
+            np.arctan2(V.imag, V.real),
+            *branch,
+            *np.array(grid.get_loads_res()),
+            *self._gen_results(),
         )
         self.timings["results"] += perf_counter() - start
         return self._results
 
-    def _gen_results(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        p, q, v = self._grid.get_gen_res()
+    def _gen_results(self) -> np.ndarray:
+        """Rows p, q, v of every generator in model order (gen, sgen, ext_grid)."""
+        ls_gen = np.array(self._grid.get_gen_res())
         if not self._sgen.size:
-            return p, q, v
-        sp, sq, sv = self._grid.get_sgens_res()
-        out = []
-        for ls_values, sgen_values in ((p, sp), (q, sq), (v, sv)):
-            values = np.empty(self.model.n_gen)
-            values[self._ls_gen] = ls_values
-            values[self._sgen] = sgen_values
-            out.append(values)
-        return out[0], out[1], out[2]
+            return ls_gen
+        values = np.empty((3, self.model.n_gen))
+        values[:, self._ls_gen] = ls_gen
+        values[:, self._sgen] = np.array(self._grid.get_sgens_res())
+        return values
 
     def copy(self) -> LightSimBackend:
         """An independent backend: the ``LSGrid`` is deep-copied in C++, arrays are copied."""
