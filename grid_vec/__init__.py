@@ -2,10 +2,27 @@
 
 Layers (data flows one way): ``chronics`` (scenarios) -> ``grid`` (physics) -> ``env``
 (GridEnv) -> ``vector`` (GridVecEnv) -> ``runner`` (Runner) / RL libraries.
+
+Importing ``grid_vec`` registers the gymnasium ids (``grid_vec/Case14-v0``,
+``grid_vec/Case118-v0``) and stays light: ``make`` and the env layer load on first use.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from grid_vec.env.registration import register_envs
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "make"]
+
+register_envs()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "make":
+        from grid_vec.env.make import make
+
+        return make
+    raise AttributeError(f"module 'grid_vec' has no attribute {name!r}")

@@ -106,7 +106,10 @@ class GridEnv(gym.Env):
             r = ramp[self.redispatchable].astype(np.float32)
             self.action_space = spaces.Box(low=-r, high=r, dtype=np.float32)
 
-        self._state: GridState = fresh_state(model, self.topology, make_backend(model, backend))
+        # Each episode starts from a copy of this never-solved backend, so the solver's warm
+        # start (hence every float of a trajectory) depends only on the seed and actions.
+        self._pristine_backend = make_backend(model, backend)
+        self._state: GridState = fresh_state(model, self.topology, self._pristine_backend.copy())
         self._obs_buf = np.zeros(self.obs_layout.size, dtype=np.float32)
         self._slices = [self.obs_layout.slices[n] for n in _FLOW_SEGMENTS + _INJ_SEGMENTS]
         self._needs_reset = True
@@ -134,7 +137,7 @@ class GridEnv(gym.Env):
             fast_forward=options.get("fast_forward", 0),
             max_steps=options.get("max_steps"),
         )
-        state = fresh_state(self.model, self.topology, self._state.backend)
+        state = fresh_state(self.model, self.topology, self._pristine_backend.copy())
         if "init_state" in options:
             self._apply_init_state(state, options["init_state"])
         if self.opponent is not None:

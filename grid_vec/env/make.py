@@ -1,0 +1,60 @@
+"""``make``: build a GridEnv from an embedded grid name or a grid2op-format folder.
+
+This is the only place of the env layer that loads pandapower nets (to compile them); the
+GridEnv it returns, and any env rebuilt from the compiled model, does not need pandapower.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from grid_vec.env.embedded import EMBEDDED, embedded_model
+from grid_vec.env.grid_env import GridEnv
+from grid_vec.env.parameters import Parameters
+from grid_vec.env.registration import GYM_IDS
+
+
+def make(
+    id_or_path: str | os.PathLike,
+    *,
+    backend: str = "lightsim2grid",
+    scenario_seed: int | None = None,
+    **kwargs: Any,
+) -> GridEnv:
+    """A GridEnv for ``"case14"``, ``"case118"`` (or their gymnasium ids) or a folder path.
+
+    Keyword arguments are those of :class:`GridEnv` (``thermal_limits``, ``parameters``,
+    ``reward``, ``other_rewards``, ``opponent``, ``max_iter``, ``action_type``,
+    ``chunk_size``, ``gen_ramp``). ``scenario_seed`` seeds the embedded synthetic scenarios.
+    On a folder, its ``params.json`` gives the parameters unless ``parameters`` is passed,
+    and its ``config.py`` thermal limits apply unless ``thermal_limits`` is passed.
+    """
+    name = GYM_IDS.get(str(id_or_path), str(id_or_path))
+    if name in EMBEDDED:
+        from grid_vec.chronics.synthetic import SyntheticSource
+
+        model = embedded_model(name)
+        seed = EMBEDDED[name].scenario_seed if scenario_seed is None else scenario_seed
+        return GridEnv(model, SyntheticSource(model, seed=seed), backend=backend, **kwargs)
+    path = Path(id_or_path)
+    if not path.is_dir():
+        raise ValueError(
+            f"id_or_path must be one of {sorted(EMBEDDED) + sorted(GYM_IDS)} or a grid2op-format "
+            f"folder; {str(id_or_path)!r} is neither"
+        )
+    if scenario_seed is not None:
+        raise ValueError("scenario_seed only applies to embedded (synthetic) environments")
+    return _make_folder(path, backend=backend, **kwargs)
+
+
+def _make_folder(path: Path, *, backend: str, **kwargs: Any) -> GridEnv:
+    from grid_vec.chronics.folder import FolderSource, load_folder
+    from grid_vec.grid.compile import compile_net
+
+    folder = load_folder(path)
+    model = compile_net(folder.net, name=folder.name, thermal_limits=folder.thermal_limits)
+    if kwargs.get("parameters") is None:
+        kwargs["parameters"] = Parameters.from_grid2op_dict(folder.params or {})
+    return GridEnv(model, FolderSource(folder.path, model), backend=backend, **kwargs)
