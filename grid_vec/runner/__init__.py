@@ -1,1 +1,33 @@
-"""runner layer (see design.md)."""
+"""Runner: evaluate agents over many episodes on any gymnasium vector env, record them, and
+load recordings back (see design.md, runner/)."""
+
+from grid_vec.runner.agents import (
+    DoNothingAgent,
+    GreedyAgent,
+    RandomAgent,
+    ReconnectAgent,
+    default_action,
+)
+from grid_vec.runner.episode_data import EpisodeData, EpisodeDataError, load_run
+from grid_vec.runner.plot import plot_episode
+from grid_vec.runner.results import EpisodeResult, EpisodeTimings, format_results_table
+from grid_vec.runner.runner import EpisodeSpec, Runner, build_vector_env, derive_seed
+
+__all__ = [
+    "DoNothingAgent",
+    "EpisodeData",
+    "EpisodeDataError",
+    "EpisodeResult",
+    "EpisodeSpec",
+    "EpisodeTimings",
+    "GreedyAgent",
+    "RandomAgent",
+    "ReconnectAgent",
+    "Runner",
+    "build_vector_env",
+    "default_action",
+    "derive_seed",
+    "format_results_table",
+    "load_run",
+    "plot_episode",
+]

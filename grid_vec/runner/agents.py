@@ -1,0 +1,263 @@
+"""Agents the Runner can drive, and the baseline agents.
+
+Two kinds of agents, told apart by their methods:
+
+* **Batched policy**: any callable ``policy(obs_batch) -> actions_batch`` over the whole vector
+  env (a neural network, say). Results stay independent of the number of sub-envs as long as
+  the action of a row only depends on that row. A policy may also define ``bind(vec_env)``,
+  called once by the Runner before any work, to read spaces or call the sub-envs.
+* **Per-episode agent**: ``act(obs, reward, done) -> action``, ``reset(obs)`` and ``seed(seed)``.
+  The Runner deep-copies it once per sub-env and, at each episode start, calls ``seed`` then
+  ``reset`` on that copy, so an agent whose state is set by these two calls gives results that
+  do not depend on the schedule.
+
+An agent with an ``action_space`` (or ``observation_space``) attribute is checked against the
+vector env's single spaces.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import VectorEnv
+from gymnasium.vector.utils import concatenate, create_empty_array
+
+EPISODE_AGENT_METHODS = ("act", "reset", "seed")
+
+
+def default_action(space: spaces.Space) -> Any:
+    """A neutral, valid action of ``space``: the first one of a discrete space, zeros
+    clipped to the bounds of a box. Grid envs put do-nothing at action 0, so this is their
+    do-nothing action. Other spaces: a sample drawn with a fixed seed."""
+    if isinstance(space, spaces.Discrete):
+        return np.int64(space.start)
+    if isinstance(space, spaces.MultiDiscrete):
+        return np.asarray(space.start, dtype=space.dtype).copy()
+    if isinstance(space, spaces.MultiBinary):
+        return np.zeros(space.shape, dtype=space.dtype)
+    if isinstance(space, spaces.Box):
+        return np.clip(np.zeros(space.shape), space.low, space.high).astype(space.dtype)
+    sampler = copy.deepcopy(space)
+    sampler.seed(0)
+    return sampler.sample()
+
+
+def batch_of(space: spaces.Space, action: Any, num_envs: int) -> Any:
+    """The batched action holding ``action`` for each of ``num_envs`` sub-envs."""
+    out = create_empty_array(space, num_envs)
+    return concatenate(space, [action] * num_envs, out)
+
+
+def agent_kind(agent: Any) -> str:
+    """``"episode"`` for a per-episode agent, ``"batch"`` for a batched policy.
+
+    Raises TypeError naming the missing methods when ``agent`` is neither.
+    """
+    if hasattr(agent, "act"):
+        missing = [m for m in EPISODE_AGENT_METHODS if not callable(getattr(agent, m, None))]
+        if missing:
+            raise TypeError(
+                f"per-episode agent {type(agent).__name__} lacks method(s) {missing}; "
+                f"it needs {list(EPISODE_AGENT_METHODS)}"
+            )
+        return "episode"
+    if callable(agent):
+        return "batch"
+    raise TypeError(
+        f"agent {type(agent).__name__} is neither a batched policy (a callable obs_batch -> "
+        f"actions) nor a per-episode agent (methods {list(EPISODE_AGENT_METHODS)})"
+    )
+
+
+def check_spaces(agent: Any, env: VectorEnv) -> None:
+    """Raise ValueError when the agent declares a space other than the env's single space."""
+    for name, env_space in (
+        ("action_space", env.single_action_space),
+        ("observation_space", env.single_observation_space),
+    ):
+        agent_space = getattr(agent, name, None)
+        if agent_space is not None and agent_space != env_space:
+            raise ValueError(
+                f"agent {type(agent).__name__}.{name} is {agent_space}, but the vector env's "
+                f"single_{name} is {env_space}"
+            )
+
+
+class DoNothingAgent:
+    """Batched policy playing the same neutral action everywhere (action 0 on grid envs)."""
+
+    def __init__(self, action: Any = None) -> None:
+        self.action = action
+        self._batch: Any = None
+
+    def bind(self, env: VectorEnv) -> None:
+        """Build the constant action batch for ``env``."""
+        space = env.single_action_space
+        action = default_action(space) if self.action is None else self.action
+        if not space.contains(action):
+            raise ValueError(f"DoNothingAgent action {action!r} is not in {space}")
+        self._batch = batch_of(space, action, env.num_envs)
+
+    def __call__(self, obs_batch: Any) -> Any:
+        if self._batch is None:
+            raise RuntimeError("DoNothingAgent must be bound to a vector env first (bind(env))")
+        return self._batch
+
+
+class RandomAgent:
+    """Per-episode agent sampling uniformly from ``action_space``, reproducible per seed."""
+
+    def __init__(self, action_space: spaces.Space) -> None:
+        if not isinstance(action_space, spaces.Space):
+            raise TypeError(f"action_space must be a gymnasium Space, got {action_space!r}")
+        self.action_space = action_space
+        self._sampler = copy.deepcopy(action_space)
+
+    def seed(self, seed: int | None) -> None:
+        self._sampler.seed(seed)
+
+    def reset(self, obs: Any) -> None:
+        """Nothing to forget between episodes."""
+
+    def act(self, obs: Any, reward: float, done: bool) -> Any:
+        return self._sampler.sample()
+
+
+class ReconnectAgent:
+    """Per-episode agent reconnecting a disconnected branch when allowed, else doing nothing.
+
+    Works on flat observations: ``line_status`` and ``cooldown`` index the branch status
+    (connected when > 0.5) and the steps before the branch may be acted on (allowed when
+    <= 0) in the observation vector; ``reconnect_actions[k]`` reconnects branch ``k``.
+    The lowest-numbered reconnectable branch goes first. Use :meth:`from_view` to read the
+    indices off a grid env's zero-copy observation view.
+    """
+
+    def __init__(
+        self,
+        reconnect_actions: Sequence[Any],
+        line_status: Sequence[int] | np.ndarray,
+        cooldown: Sequence[int] | np.ndarray | None = None,
+        do_nothing: Any = 0,
+    ) -> None:
+        self.line_status = np.asarray(line_status, dtype=np.intp)
+        self.cooldown = None if cooldown is None else np.asarray(cooldown, dtype=np.intp)
+        if len(reconnect_actions) != self.line_status.size:
+            raise ValueError(
+                f"reconnect_actions has {len(reconnect_actions)} entries, line_status indexes "
+                f"{self.line_status.size} branches; they must match"
+            )
+        if self.cooldown is not None and self.cooldown.size != self.line_status.size:
+            raise ValueError(
+                f"cooldown indexes {self.cooldown.size} branches, line_status "
+                f"{self.line_status.size}; they must match"
+            )
+        self.reconnect_actions = list(reconnect_actions)
+        self.do_nothing = do_nothing
+
+    @classmethod
+    def from_view(
+        cls,
+        view: Any,
+        sample_obs: np.ndarray,
+        reconnect_actions: Sequence[Any],
+        do_nothing: Any = 0,
+    ) -> ReconnectAgent:
+        """Build from ``view(obs)`` (zero-copy, attributes ``line_status`` and optionally
+        ``time_before_cooldown_line``), locating those fields in a flat ``sample_obs``."""
+        sample = np.ascontiguousarray(sample_obs).reshape(-1)
+        fields = view(sample)
+        status = _indices_in(sample, fields.line_status, "line_status")
+        cooldown_field = getattr(fields, "time_before_cooldown_line", None)
+        cooldown = None
+        if cooldown_field is not None:
+            cooldown = _indices_in(sample, cooldown_field, "time_before_cooldown_line")
+        return cls(reconnect_actions, status, cooldown, do_nothing)
+
+    def seed(self, seed: int | None) -> None:
+        """Deterministic agent: nothing to seed."""
+
+    def reset(self, obs: Any) -> None:
+        """Stateless between steps: nothing to reset."""
+
+    def act(self, obs: Any, reward: float, done: bool) -> Any:
+        flat = np.asarray(obs).reshape(-1)
+        can = flat[self.line_status] <= 0.5
+        if self.cooldown is not None:
+            can &= flat[self.cooldown] <= 0
+        hits = np.flatnonzero(can)
+        return self.reconnect_actions[hits[0]] if hits.size else self.do_nothing
+
+
+class GreedyAgent:
+    """Batched policy trying each candidate action with the sub-envs' ``simulate(action)``
+    and keeping, per sub-env, the one with the best simulated reward.
+
+    Candidates that end the game or are flagged ``is_illegal`` in the simulated info rank
+    last; ties go to the earliest candidate, so put do-nothing first. Default candidates: every
+    action of a ``Discrete`` action space. Deterministic, so episode results do not depend on
+    the schedule. Costs one ``call("simulate", a)`` round trip per candidate and step.
+    """
+
+    def __init__(self, candidates: Sequence[Any] | None = None) -> None:
+        if candidates is not None and len(candidates) == 0:
+            raise ValueError("GreedyAgent candidates must not be empty")
+        self.candidates = None if candidates is None else list(candidates)
+        self._env: VectorEnv | None = None
+
+    def bind(self, env: VectorEnv) -> None:
+        """Check the sub-envs offer ``simulate`` and fix the candidate list."""
+        if not all(env.call("has_wrapper_attr", "simulate")):
+            raise TypeError(
+                "GreedyAgent needs sub-envs with a simulate(action) method; this vector env's "
+                "sub-envs have none"
+            )
+        space = env.single_action_space
+        if self.candidates is None:
+            if not isinstance(space, spaces.Discrete):
+                raise ValueError(f"GreedyAgent needs explicit candidates for action space {space}")
+            self.candidates = [np.int64(space.start + k) for k in range(space.n)]
+        bad = [c for c in self.candidates if not space.contains(c)]
+        if bad:
+            raise ValueError(f"GreedyAgent candidates {bad[:5]} are not in {space}")
+        self._env = env
+
+    def __call__(self, obs_batch: Any) -> Any:
+        if self._env is None or self.candidates is None:
+            raise RuntimeError("GreedyAgent must be bound to a vector env first (bind(env))")
+        env = self._env
+        best = np.full(env.num_envs, -np.inf)
+        choice = [self.candidates[0]] * env.num_envs
+        for candidate in self.candidates:
+            for i, (_, reward, terminated, info) in enumerate(env.call("simulate", candidate)):
+                illegal = bool(info.get("is_illegal", False)) if isinstance(info, dict) else False
+                score = -np.inf if terminated or illegal else float(reward)
+                if score > best[i]:
+                    best[i], choice[i] = score, candidate
+        space = env.single_action_space
+        return concatenate(space, choice, create_empty_array(space, env.num_envs))
+
+
+def _indices_in(base: np.ndarray, field: np.ndarray, name: str) -> np.ndarray:
+    """Indices of the elements of ``field`` (a view into 1-D ``base``) within ``base``."""
+    field = np.asarray(field)
+    if not np.shares_memory(base, field):
+        raise ValueError(f"view field {name} is not a zero-copy view of the observation")
+    start = field.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    step = field.strides[0] if field.ndim == 1 else base.itemsize
+    return (start + step * np.arange(field.size)) // base.itemsize
+
+
+__all__ = [
+    "DoNothingAgent",
+    "GreedyAgent",
+    "RandomAgent",
+    "ReconnectAgent",
+    "agent_kind",
+    "check_spaces",
+    "default_action",
+]

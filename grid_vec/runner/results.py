@@ -1,0 +1,123 @@
+"""What a run returns per episode, its JSON form, and a printable table."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class EpisodeTimings:
+    """Seconds spent on one episode.
+
+    ``agent`` and ``env`` are the wall times of the batched agent and ``step`` calls the
+    episode took part in (shared with the other sub-envs stepping at the same time);
+    ``powerflow`` comes from the sub-env's ``timings()["powerflow"]`` when it has one;
+    ``env_detail`` holds the episode's share of every numeric entry of ``timings()``.
+    """
+
+    agent: float
+    env: float
+    total: float
+    powerflow: float | None = None
+    env_detail: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    """Outcome of one episode; equality ignores timings (they vary run to run)."""
+
+    episode: int
+    scenario_id: Any
+    scenario_name: str | None
+    cum_reward: float
+    steps: int
+    max_steps: int | None
+    terminated: bool
+    truncated: bool
+    env_seed: int | None
+    agent_seed: int | None
+    timings: EpisodeTimings = field(compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dictionary (see :meth:`from_dict`)."""
+        return jsonable(dataclasses.asdict(self))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EpisodeResult:
+        """Rebuild a result written by :meth:`to_dict`."""
+        values = dict(data)
+        values["timings"] = EpisodeTimings(**values["timings"])
+        return cls(**values)
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with numpy scalars/arrays, tuples and dataclasses turned into JSON types;
+    anything else JSON cannot hold becomes its ``repr``."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return jsonable(dataclasses.asdict(value))
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
+
+
+def format_results_table(results: Sequence[EpisodeResult]) -> str:
+    """A plain-text table of results, one row per episode, plus a mean row."""
+    header = (
+        "episode",
+        "scenario",
+        "reward",
+        "steps",
+        "max",
+        "env seed",
+        "agent s",
+        "env s",
+        "pf s",
+    )
+    rows = [
+        (
+            str(r.episode),
+            str(r.scenario_name if r.scenario_name is not None else r.scenario_id),
+            f"{r.cum_reward:.2f}",
+            str(r.steps),
+            "-" if r.max_steps is None else str(r.max_steps),
+            str(r.env_seed),
+            f"{r.timings.agent:.3f}",
+            f"{r.timings.env:.3f}",
+            "-" if r.timings.powerflow is None else f"{r.timings.powerflow:.3f}",
+        )
+        for r in results
+    ]
+    if results:
+        rows.append(
+            (
+                "mean",
+                "",
+                f"{np.mean([r.cum_reward for r in results]):.2f}",
+                f"{np.mean([r.steps for r in results]):.1f}",
+                "",
+                "",
+                "",
+                "",
+                "",
+            )
+        )
+    widths = [max(len(row[c]) for row in [header, *rows]) for c in range(len(header))]
+    lines = [
+        "  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True))
+        for row in [header, *rows]
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)

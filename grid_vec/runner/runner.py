@@ -1,0 +1,536 @@
+"""The Runner: evaluate an agent over many episodes on any gymnasium vector env.
+
+Parallelism comes from the vector env. Each sub-env takes the next episode as soon as its
+current one ends (a partial reset with ``options["reset_mask"]`` carrying that episode's seed
+and options), so episode ``i`` depends only on its env seed, agent seed and reset options —
+never on the number of sub-envs or the schedule.
+
+Autoreset modes: ``DISABLED`` (recommended: nothing is reset behind the Runner's back) and
+``NEXT_STEP`` (the Runner resets a finished sub-env itself before the automatic reset would
+happen). ``SAME_STEP`` is refused: it resets with no seed before the Runner can choose one.
+Sub-envs with no episode left keep stepping with a neutral action (``idle_action``) until the
+last episode ends; their steps are discarded.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, VectorEnv
+from gymnasium.vector.utils import concatenate, create_empty_array, iterate
+
+from grid_vec.runner.agents import agent_kind, check_spaces, default_action
+from grid_vec.runner.episode_data import load_result
+from grid_vec.runner.progress import make_bars
+from grid_vec.runner.recording import (
+    FORMAT,
+    EpisodeRecorder,
+    finished_episodes,
+    flat_info,
+    package_versions,
+    prepare_run_dir,
+    remove_partial_episodes,
+    write_episode,
+)
+from grid_vec.runner.results import EpisodeResult, EpisodeTimings, jsonable
+
+_ARRAY_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+
+
+@dataclass(frozen=True)
+class EpisodeSpec:
+    """Everything episode ``index`` depends on."""
+
+    index: int
+    env_seed: int
+    agent_seed: int
+    options: dict[str, Any] | None
+
+
+def derive_seed(master: int, index: int, stream: int) -> int:
+    """Seed of ``stream`` (0: env, 1: agent) for episode ``index`` of a run seeded ``master``;
+    independent of how many episodes the run has."""
+    sequence = np.random.SeedSequence(master, spawn_key=(index, stream))
+    return int(sequence.generate_state(1)[0])
+
+
+def build_vector_env(env_fns: Sequence[Callable[[], gym.Env]]) -> VectorEnv:
+    """A vector env in ``DISABLED`` autoreset mode over ``env_fns``: grid_vec's GridVecEnv
+    when it is available, else gymnasium's AsyncVectorEnv."""
+    try:
+        from grid_vec.vector import GridVecEnv  # type: ignore[attr-defined]
+    except ImportError:
+        return AsyncVectorEnv(list(env_fns), autoreset_mode=AutoresetMode.DISABLED)
+    return GridVecEnv(list(env_fns), autoreset_mode=AutoresetMode.DISABLED)
+
+
+class Runner:
+    """Runs ``agent`` over episodes of ``env``.
+
+    ``env``: a gymnasium ``VectorEnv`` (its autoreset mode must be DISABLED or NEXT_STEP), or
+    a sequence of env factories, from which the Runner builds (and later closes) a vector env
+    with :func:`build_vector_env`. ``agent``: a batched policy or a per-episode agent (see
+    :mod:`grid_vec.runner.agents`). ``seed``: master seed from which default per-episode env
+    and agent seeds derive. ``idle_action``: the action played by sub-envs that have no
+    episode left (default: :func:`~grid_vec.runner.agents.default_action`).
+    """
+
+    def __init__(
+        self,
+        env: VectorEnv | Sequence[Callable[[], gym.Env]],
+        agent: Any,
+        *,
+        seed: int = 0,
+        idle_action: Any = None,
+    ) -> None:
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        self.agent = agent
+        self.kind = agent_kind(agent)
+        if isinstance(env, VectorEnv):
+            self.env, self._owns_env = env, False
+        elif isinstance(env, Sequence) and env and all(callable(f) for f in env):
+            self.env, self._owns_env = build_vector_env(env), True
+        else:
+            raise TypeError(
+                f"env must be a gymnasium VectorEnv or a non-empty sequence of env factories, "
+                f"got {env!r}"
+            )
+        try:
+            self._check_env()
+            check_spaces(agent, self.env)
+            if self.kind == "batch" and callable(getattr(agent, "bind", None)):
+                agent.bind(self.env)
+        except BaseException:
+            self.close()
+            raise
+        self.seed = int(seed)
+        space = self.env.single_action_space
+        self.idle_action = default_action(space) if idle_action is None else idle_action
+        if not space.contains(self.idle_action):
+            self.close()
+            raise ValueError(f"idle_action {self.idle_action!r} is not in {space}")
+        self._has = {n: self._offers(n) for n in ("scenario_info", "timings", "parameters")}
+
+    def _check_env(self) -> None:
+        mode = self.env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
+        self.autoreset_mode = AutoresetMode(mode)
+        if self.autoreset_mode == AutoresetMode.SAME_STEP:
+            raise ValueError(
+                "the Runner needs a vector env with autoreset_mode DISABLED (recommended) or "
+                "NEXT_STEP; SAME_STEP resets sub-envs without the episode's seed"
+            )
+
+    def _offers(self, name: str) -> bool:
+        """Whether every sub-env has attribute ``name`` (asked without ever raising in them)."""
+        try:
+            return all(self.env.call("has_wrapper_attr", name))
+        except (AttributeError, NotImplementedError, TypeError):
+            return False
+
+    def close(self) -> None:
+        """Close the vector env if the Runner built it."""
+        if self._owns_env and not getattr(self.env, "closed", False):
+            self.env.close()
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def run(
+        self,
+        nb_episode: int,
+        *,
+        max_iter: int | None = None,
+        env_seeds: Sequence[int] | None = None,
+        agent_seeds: Sequence[int] | None = None,
+        episode_id: Sequence[Any] | None = None,
+        reset_options: dict[str, Any] | Sequence[dict[str, Any] | None] | None = None,
+        pbar: Any = False,
+        path_save: str | Path | None = None,
+        resume: bool = False,
+    ) -> list[EpisodeResult]:
+        """Play ``nb_episode`` episodes; one result per episode, in episode order.
+
+        ``max_iter`` caps the steps of each episode (the Runner truncates it). ``env_seeds``
+        and ``agent_seeds`` default to seeds derived from the master seed. ``episode_id[i]``
+        is passed to the reset of episode ``i`` as ``options["scenario_id"]`` (grid envs pick
+        their scenario with it); ``reset_options`` is one dict for all episodes or one per
+        episode. ``pbar``: see :func:`grid_vec.runner.progress.make_bars`. ``path_save``
+        records every episode there; with ``resume=True`` episodes already recorded are
+        loaded instead of played (their seeds and options must match).
+        """
+        specs = self._plan(nb_episode, env_seeds, agent_seeds, episode_id, reset_options)
+        if max_iter is not None and (
+            isinstance(max_iter, bool)
+            or not isinstance(max_iter, (int, np.integer))
+            or max_iter < 1
+        ):
+            raise ValueError(f"max_iter must be None or a positive int, got {max_iter!r}")
+        if resume and path_save is None:
+            raise ValueError("resume=True needs path_save (the directory to resume)")
+        root = None if path_save is None else prepare_run_dir(path_save)
+        known = {} if root is None else self._recorded(root, specs, max_iter, resume)
+        bars = make_bars(pbar, nb_episode)
+        try:
+            bars[0].update(len(known))
+            todo = [s for s in specs if s.index not in known]
+            loop = _EpisodeLoop(self, max_iter, root, bars[0], bars[1])
+            played = loop.play(todo) if todo else {}
+        finally:
+            if bars[2]:
+                bars[0].close()
+                bars[1].close()
+        return [known[s.index] if s.index in known else played[s.index] for s in specs]
+
+    def _plan(
+        self,
+        nb_episode: int,
+        env_seeds: Sequence[int] | None,
+        agent_seeds: Sequence[int] | None,
+        episode_id: Sequence[Any] | None,
+        reset_options: dict[str, Any] | Sequence[dict[str, Any] | None] | None,
+    ) -> list[EpisodeSpec]:
+        if isinstance(nb_episode, bool) or not isinstance(nb_episode, (int, np.integer)):
+            raise TypeError(f"nb_episode must be an int, got {nb_episode!r}")
+        if nb_episode < 0:
+            raise ValueError(f"nb_episode must be >= 0, got {nb_episode}")
+        env_seeds = _seed_list("env_seeds", env_seeds, nb_episode, self.seed, 0)
+        agent_seeds = _seed_list("agent_seeds", agent_seeds, nb_episode, self.seed, 1)
+        _check_length("episode_id", episode_id, nb_episode)
+        if reset_options is None or isinstance(reset_options, dict):
+            options_list: Sequence[dict[str, Any] | None] = [reset_options] * nb_episode
+        else:
+            _check_length("reset_options", reset_options, nb_episode)
+            options_list = reset_options
+        specs = []
+        for i in range(nb_episode):
+            options = options_list[i]
+            if options is not None and not isinstance(options, dict):
+                raise TypeError(f"reset_options[{i}] must be a dict or None, got {options!r}")
+            if episode_id is not None:
+                options = {**(options or {}), "scenario_id": episode_id[i]}
+            specs.append(EpisodeSpec(i, env_seeds[i], agent_seeds[i], options))
+        return specs
+
+    def _recorded(
+        self, root: Path, specs: list[EpisodeSpec], max_iter: int | None, resume: bool
+    ) -> dict[int, EpisodeResult]:
+        """Results of the episodes of ``specs`` already recorded under ``root``."""
+        remove_partial_episodes(root)
+        on_disk = finished_episodes(root)
+        clash = [s.index for s in specs if s.index in on_disk]
+        if clash and not resume:
+            raise ValueError(
+                f"path_save {str(root)!r} already holds episodes {clash[:10]}; pass "
+                f"resume=True to keep them or choose another directory"
+            )
+        known = {}
+        for spec in specs:
+            if spec.index in on_disk:
+                result, meta = load_result(on_disk[spec.index])
+                expected = _identity(spec, max_iter)
+                found = {k: meta.get(k) for k in expected}
+                if found != expected:
+                    raise ValueError(
+                        f"{on_disk[spec.index]} was recorded with {found}, this run asks "
+                        f"{expected}; resume needs the same seeds, options and max_iter"
+                    )
+                known[spec.index] = result
+        return known
+
+
+class _EpisodeLoop:
+    """The step loop of one :meth:`Runner.run` call."""
+
+    def __init__(
+        self, runner: Runner, max_iter: int | None, root: Path | None, ep_bar: Any, step_bar: Any
+    ) -> None:
+        self.runner = runner
+        self.env = env = runner.env
+        self.max_iter = max_iter
+        self.root = root
+        self.ep_bar, self.step_bar = ep_bar, step_bar
+        n = env.num_envs
+        self.n = n
+        self.specs: list[EpisodeSpec | None] = [None] * n
+        self.active = np.zeros(n, dtype=bool)
+        self.cum = np.zeros(n)
+        self.steps = np.zeros(n, dtype=np.int64)
+        self.agent_time = np.zeros(n)
+        self.env_time = np.zeros(n)
+        self.start_time = np.zeros(n)
+        self.last_reward = np.zeros(n)
+        self.scenario: list[tuple[Any, Any, Any]] = [(None, None, None)] * n
+        self.timing_start: list[dict[str, Any] | None] = [None] * n
+        self.results: dict[int, EpisodeResult] = {}
+        self.obs_space = env.single_observation_space
+        self.act_space = env.single_action_space
+        self.agents = (
+            [copy.deepcopy(runner.agent) for _ in range(n)] if runner.kind == "episode" else []
+        )
+        self.act_buffer = create_empty_array(self.act_space, n)
+        self.recorders = (
+            [EpisodeRecorder(self.obs_space, self.act_space) for _ in range(n)] if root else []
+        )
+        self.run_meta = self._run_meta() if root else {}
+
+    def play(self, specs: list[EpisodeSpec]) -> dict[int, EpisodeResult]:
+        """Play ``specs`` over the sub-envs; results by episode index."""
+        queue = deque(specs)
+        for i in range(self.n):
+            self.specs[i] = queue.popleft() if queue else None
+        obs = self._reset(None, list(range(self.n)), self._timings())
+        env, max_iter, step_bar = self.env, self.max_iter, self.step_bar
+        while self.active.any():
+            t0 = time.perf_counter()
+            actions = self._actions(obs)
+            t1 = time.perf_counter()
+            obs, rewards, terminated, truncated, infos = env.step(actions)
+            t2 = time.perf_counter()
+            active = self.active
+            self.cum += np.where(active, rewards, 0.0)
+            self.steps += active
+            self.agent_time[active] += t1 - t0
+            self.env_time[active] += t2 - t1
+            self.last_reward = np.asarray(rewards, dtype=np.float64)
+            ended = np.logical_or(terminated, truncated)
+            cut = active & ~ended & (self.steps >= max_iter) if max_iter else None
+            if self.recorders:
+                self._record(
+                    active, actions, obs, rewards, terminated, truncated, infos, t1, t0, t2
+                )
+            step_bar.update(int(active.sum()))
+            finished = active & (ended if cut is None else ended | cut)
+            restart = finished | (~active & ended)
+            if restart.any():
+                obs = self._turnover(obs, queue, restart, finished, terminated, truncated, cut)
+        return self.results
+
+    def _actions(self, obs: Any) -> Any:
+        runner = self.runner
+        if runner.kind == "batch":
+            return runner.agent(obs)
+        rows = self._rows(self.obs_space, obs)
+        items = [
+            agent.act(rows[i], float(self.last_reward[i]), False)
+            if self.active[i]
+            else runner.idle_action
+            for i, agent in enumerate(self.agents)
+        ]
+        return concatenate(self.act_space, items, self.act_buffer)
+
+    def _record(self, active, actions, obs, rewards, terminated, truncated, infos, t1, t0, t2):
+        obs_rows = self._rows(self.obs_space, obs)
+        act_rows = self._rows(self.act_space, actions)
+        for i in np.flatnonzero(active):
+            self.recorders[i].add(
+                act_rows[i],
+                obs_rows[i],
+                float(rewards[i]),
+                bool(terminated[i]),
+                bool(truncated[i]),
+                flat_info(infos, i),
+                t2 - t1,
+                t1 - t0,
+            )
+
+    def _turnover(self, obs, queue, restart, finished, terminated, truncated, cut) -> Any:
+        """End the finished episodes, hand out the next ones, reset the sub-envs that ended."""
+        snapshot = self._timings()
+        for i in np.flatnonzero(finished):
+            by_runner = cut is not None and bool(cut[i])
+            self._finish(
+                i, bool(terminated[i]), bool(truncated[i]) or by_runner, by_runner, snapshot
+            )
+        slots = list(np.flatnonzero(restart))
+        for i in slots:
+            self.specs[i] = queue.popleft() if queue else None
+        if not any(spec is not None for spec in self.specs):
+            return obs
+        return self._reset(obs, slots, snapshot)
+
+    def _reset(self, obs: Any, slots: list[int], snapshot: Any) -> Any:
+        """Reset ``slots``, grouped by reset options (one vector reset per group); the first
+        reset of a run (``obs`` None) resets every sub-env."""
+        groups: list[tuple[dict[str, Any] | None, list[int]]] = []
+        for i in slots:
+            spec = self.specs[i]
+            options = None if spec is None else spec.options
+            for group_options, members in groups:
+                if group_options == options:
+                    members.append(i)
+                    break
+            else:
+                groups.append((options, [i]))
+        for options, members in groups:
+            seeds: list[int | None] = [None] * self.n
+            for i in slots:
+                spec = self.specs[i]
+                seeds[i] = None if spec is None else spec.env_seed
+            call_options = dict(options or {})
+            if obs is not None:
+                mask = np.zeros(self.n, dtype=bool)
+                mask[members] = True
+                call_options["reset_mask"] = mask
+            obs, infos = self.env.reset(seed=seeds, options=call_options or None)
+            scenarios = (
+                self.env.get_attr("scenario_info") if self.runner._has["scenario_info"] else None
+            )
+            rows = self._rows(self.obs_space, obs)
+            for i in members:
+                if self.specs[i] is not None:
+                    self._start(i, rows[i], infos, scenarios, snapshot)
+        return obs
+
+    def _start(self, i: int, obs: Any, infos: dict, scenarios: Any, snapshot: Any) -> None:
+        spec = self.specs[i]
+        assert spec is not None
+        self.active[i] = True
+        self.cum[i] = 0.0
+        self.steps[i] = 0
+        self.agent_time[i] = 0.0
+        self.env_time[i] = 0.0
+        self.last_reward[i] = 0.0
+        self.start_time[i] = time.perf_counter()
+        info = flat_info(infos, i)
+        scenario_id, name, length = info.get("scenario_id"), info.get("scenario_name"), None
+        if scenarios is not None:
+            current = scenarios[i]
+            scenario_id = getattr(current, "id", None) if scenario_id is None else scenario_id
+            name = getattr(current, "name", None) if name is None else name
+            length = getattr(current, "length", None)
+        self.scenario[i] = (jsonable(scenario_id), None if name is None else str(name), length)
+        self.timing_start[i] = None if snapshot is None else snapshot[i]
+        if self.agents:
+            t0 = time.perf_counter()
+            self.agents[i].seed(spec.agent_seed)
+            self.agents[i].reset(obs)
+            self.agent_time[i] += time.perf_counter() - t0
+        if self.recorders:
+            self.recorders[i].start(obs)
+
+    def _finish(
+        self, i: int, terminated: bool, truncated: bool, by_runner: bool, snapshot: Any
+    ) -> None:
+        spec = self.specs[i]
+        assert spec is not None
+        self.active[i] = False
+        scenario_id, name, length = self.scenario[i]
+        max_steps = length
+        if self.max_iter is not None:
+            max_steps = self.max_iter if length is None else min(length, self.max_iter)
+        detail = _timing_delta(self.timing_start[i], None if snapshot is None else snapshot[i])
+        result = EpisodeResult(
+            episode=spec.index,
+            scenario_id=scenario_id,
+            scenario_name=name,
+            cum_reward=float(self.cum[i]),
+            steps=int(self.steps[i]),
+            max_steps=None if max_steps is None else int(max_steps),
+            terminated=terminated,
+            truncated=truncated,
+            env_seed=spec.env_seed,
+            agent_seed=spec.agent_seed,
+            timings=EpisodeTimings(
+                agent=float(self.agent_time[i]),
+                env=float(self.env_time[i]),
+                total=time.perf_counter() - float(self.start_time[i]),
+                powerflow=detail.get("powerflow"),
+                env_detail=detail,
+            ),
+        )
+        self.results[spec.index] = result
+        if self.root is not None:
+            recorder = self.recorders[i]
+            if by_runner:
+                recorder.mark_truncated()
+            arrays, skipped = recorder.arrays()
+            recorder.clear()
+            meta = {
+                "format": FORMAT,
+                "episode": spec.index,
+                **_identity(spec, self.max_iter),
+                "scenario": {"id": scenario_id, "name": name, "length": length},
+                **self.run_meta,
+                "arrays": {k: [list(v.shape), v.dtype.str] for k, v in arrays.items()},
+                "skipped_info": skipped,
+                "result": result.to_dict(),
+            }
+            write_episode(self.root, spec.index, arrays, meta)
+        self.ep_bar.update(1)
+
+    def _rows(self, space: spaces.Space, batch: Any) -> Any:
+        if isinstance(space, _ARRAY_SPACES) and isinstance(batch, np.ndarray):
+            return batch
+        return list(iterate(space, batch))
+
+    def _timings(self) -> tuple[dict[str, Any], ...] | None:
+        return self.env.call("timings") if self.runner._has["timings"] else None
+
+    def _run_meta(self) -> dict[str, Any]:
+        env = self.env
+        spec = getattr(env, "spec", None)
+        if spec is None:
+            spec = env.get_attr("spec")[0]
+        parameters = env.get_attr("parameters")[0] if self.runner._has["parameters"] else None
+        return {
+            "env_id": getattr(spec, "id", None),
+            "num_envs": env.num_envs,
+            "autoreset_mode": self.runner.autoreset_mode.value,
+            "agent": type(self.runner.agent).__name__,
+            "observation_space": repr(self.obs_space),
+            "action_space": repr(self.act_space),
+            "parameters": jsonable(parameters),
+            "versions": package_versions(),
+        }
+
+
+def _identity(spec: EpisodeSpec, max_iter: int | None) -> dict[str, Any]:
+    """The metadata entries a resumed run must find unchanged."""
+    return {
+        "env_seed": spec.env_seed,
+        "agent_seed": spec.agent_seed,
+        "reset_options": jsonable(spec.options),
+        "max_iter": max_iter,
+    }
+
+
+def _timing_delta(start: dict[str, Any] | None, end: dict[str, Any] | None) -> dict[str, float]:
+    if not isinstance(start, dict) or not isinstance(end, dict):
+        return {}
+    return {
+        k: float(end[k]) - float(start[k])
+        for k in end
+        if k in start and isinstance(end[k], (int, float, np.number))
+    }
+
+
+def _check_length(name: str, values: Sequence[Any] | None, nb_episode: int) -> None:
+    if values is not None and len(values) != nb_episode:
+        raise ValueError(f"{name} has {len(values)} entries, expected nb_episode={nb_episode}")
+
+
+def _seed_list(
+    name: str, seeds: Sequence[int] | None, nb_episode: int, master: int, stream: int
+) -> list[int]:
+    if seeds is None:
+        return [derive_seed(master, i, stream) for i in range(nb_episode)]
+    _check_length(name, seeds, nb_episode)
+    out = []
+    for i, seed in enumerate(seeds):
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"{name}[{i}] must be a non-negative int, got {seed!r}")
+        out.append(int(seed))
+    return out
