@@ -145,13 +145,12 @@ class GridEnv(gym.Env):
         self._set_injections(state, self._handler.current(), forecast=False)
         outcome = solve(
             state, self.model, self.topology, self.parameters, self.thermal_limit,
-            count_soft_overflow=False,
+            protections=False,
         )  # fmt: skip
         if outcome.game_over is not None:
             raise RuntimeError(
                 f"scenario {info.name!r} (id {info.id}) cannot start: {outcome.game_over}"
             )
-        update_timers(state, self.parameters, self.thermal_limit, outcome.tripped, -1, -1)
         self._state = state
         self._needs_reset = False
         self._simulates_this_episode = 0

@@ -122,12 +122,11 @@ def solve(
     params: Parameters,
     thermal_limit: np.ndarray,
     *,
-    count_soft_overflow: bool = True,
+    protections: bool = True,
 ) -> StepOutcome:
     """Solve the power flow with the current injections and topology, then cascade trips.
 
-    ``count_soft_overflow=False`` is used on reset (grid2op does not count soft overflows
-    there; hard overflows still trip).
+    ``protections=False`` (used on reset, as grid2op does) solves without any trip.
     """
     tripped = np.zeros(model.n_branch, dtype=bool)
     counter = state.protection_counter.copy()
@@ -140,16 +139,15 @@ def solve(
         if not state.backend.run_ac():
             return StepOutcome("power flow diverged", tripped)
         state.results = state.backend.results()
-        if params.no_overflow_disconnection:
+        if params.no_overflow_disconnection or not protections:
             return StepOutcome(None, tripped)
         a_or = state.results.a_or
         status = state.line_status
         to_trip = (a_or > params.hard_overflow_threshold * thermal_limit) & status
-        if count_soft_overflow:
-            soft = (a_or > params.soft_overflow_threshold * thermal_limit) & status & ~increased
-            counter[soft] += 1
-            increased |= soft
-            to_trip |= (counter > params.nb_timestep_overflow_allowed) & status
+        soft = (a_or > params.soft_overflow_threshold * thermal_limit) & status & ~increased
+        counter[soft] += 1
+        increased |= soft
+        to_trip |= (counter > params.nb_timestep_overflow_allowed) & status
         if not to_trip.any():
             return StepOutcome(None, tripped)
         tripped |= to_trip
