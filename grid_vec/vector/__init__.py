@@ -1,1 +1,6 @@
-"""vector layer (see design.md)."""
+"""vector layer: GridVecEnv, a multi-process drop-in for gymnasium's AsyncVectorEnv."""
+
+from grid_vec.vector.errors import WorkerCrashedError, WorkerTimeoutError
+from grid_vec.vector.vec_env import GridVecEnv
+
+__all__ = ["GridVecEnv", "WorkerCrashedError", "WorkerTimeoutError"]

@@ -1,0 +1,232 @@
+"""Worker process: owns a slice of sub-envs and serves the commands of ``protocol``.
+
+Imports only the standard library, numpy, gymnasium and cloudpickle (through ``protocol``),
+so a spawned worker stays small whatever the parent imported.
+"""
+
+from __future__ import annotations
+
+import pickle
+import signal
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from gymnasium import Env, spaces
+from gymnasium.spaces.utils import is_space_dtype_shape_equiv
+from gymnasium.vector.vector_env import AutoresetMode
+
+from grid_vec.vector import protocol as p
+from grid_vec.vector.shared_buffers import SharedBlock, join, split
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """Everything a worker needs besides its pipes: what to build and where to write."""
+
+    worker_index: int
+    env_ids: tuple[int, ...]
+    env_fns: bytes  # cloudpickle of the list of factories for env_ids
+    block: SharedBlock
+    obs_space: spaces.Space  # single observation space used to batch observations
+    act_space: spaces.Space
+    obs_shared: bool  # observations travel through the block (else pickled in replies)
+    act_shared: bool
+    autoreset_mode: AutoresetMode
+    observation_mode: Any  # "same", "different" or a (batched, single) tuple of spaces
+    spin_s: float  # seconds to poll for the next command before blocking on the pipe
+
+
+def _error_entry(env_id: int, exc: BaseException) -> tuple[int, bytes | None, str, str, str]:
+    try:
+        blob: bytes | None = pickle.dumps(exc)
+        pickle.loads(blob)
+    except Exception:
+        blob = None
+    return env_id, blob, type(exc).__qualname__, str(exc), traceback.format_exc()
+
+
+class _Server:
+    def __init__(self, spec: WorkerSpec, envs: list[Env], fd_in: int, fd_out: int) -> None:
+        self.spec = spec
+        self.envs = envs
+        self.fd_in, self.fd_out = fd_in, fd_out
+        self.block = spec.block
+        self.autoreset = [False] * len(envs)
+        self.last_obs: list[Any] = [None] * len(envs)
+        self.single_obs_leaf = len(self.block.obs) == 1 and spec.obs_shared
+        self.act_leaf = self.block.act[0] if len(self.block.act) == 1 else None
+
+    def reply(self, code: int, payload: Any = None) -> None:
+        p.write_all(self.fd_out, p.encode(code, payload))
+
+    def serve(self) -> None:
+        handlers: dict[int, Callable[[Any], tuple[int, Any]]] = {
+            p.STEP: self.step,
+            p.RESET: self.reset,
+            p.CALL: self.call,
+            p.SET_ATTR: self.set_attr,
+        }
+        while True:
+            if self.spec.spin_s > 0:
+                p.spin_until_readable(self.fd_in, self.spec.spin_s)
+            try:
+                code, payload = p.read_message(self.fd_in)
+            except p.PeerGone:
+                return
+            if code == p.CLOSE:
+                self.reply(p.OK)
+                return
+            self.reply(*handlers[code](payload))
+
+    def _publish(self, k: int, obs: Any, reward: Any, terminated: Any, truncated: Any) -> None:
+        i = self.spec.env_ids[k]
+        block = self.block
+        if self.single_obs_leaf:
+            block.obs[0][i] = obs
+        elif self.spec.obs_shared:
+            for view, value in zip(block.obs, split(self.spec.obs_space, obs), strict=True):
+                view[i] = value
+        else:
+            self.last_obs[k] = obs
+        block.rewards[i] = reward
+        block.terminated[i] = terminated
+        block.truncated[i] = truncated
+
+    def _action(self, k: int) -> Any:
+        i = self.spec.env_ids[k]
+        if self.act_leaf is not None:  # a single Box/Discrete/... action: no structure to build
+            view = self.act_leaf
+            return view[i] if view.ndim == 1 else view[i].copy()
+        leaves = [view[i] if view.ndim == 1 else view[i].copy() for view in self.block.act]
+        return join(self.spec.act_space, leaves)
+
+    def _step_one(self, k: int, action: Any) -> tuple[Any, Any, Any, Any, dict]:
+        env = self.envs[k]
+        mode = self.spec.autoreset_mode
+        if mode == AutoresetMode.NEXT_STEP:
+            if self.autoreset[k]:
+                obs, info = env.reset()
+                reward, terminated, truncated = 0, False, False
+            else:
+                obs, reward, terminated, truncated, info = env.step(action)
+            self.autoreset[k] = bool(terminated or truncated)
+        elif mode == AutoresetMode.SAME_STEP:
+            obs, reward, terminated, truncated, info = env.step(action)
+            if terminated or truncated:
+                reset_obs, reset_info = env.reset()
+                info = {"final_info": info, "final_obs": obs, **reset_info}
+                obs = reset_obs
+        else:
+            obs, reward, terminated, truncated, info = env.step(action)
+        return obs, reward, terminated, truncated, info
+
+    def _result(self, infos: dict[int, dict], ids: Sequence[int], errors: list) -> tuple[int, Any]:
+        if errors:
+            return p.ERROR, errors
+        obs = None if self.spec.obs_shared else {k: self.last_obs[k] for k in ids}
+        if not infos and obs is None:
+            return p.OK, None
+        return p.OK_DATA, (infos, obs)
+
+    def step(self, payload: Any) -> tuple[int, Any]:
+        if payload is None:
+            ids: Sequence[int] = range(len(self.envs))
+            actions = None
+        else:
+            ids, actions = payload
+        infos: dict[int, dict] = {}
+        errors = []
+        for n, k in enumerate(ids):
+            try:
+                action = self._action(k) if actions is None else actions[n]
+                obs, reward, terminated, truncated, info = self._step_one(k, action)
+                self._publish(k, obs, reward, terminated, truncated)
+            except Exception as exc:
+                errors.append(_error_entry(self.spec.env_ids[k], exc))
+                continue
+            if info:
+                infos[k] = info
+        return self._result(infos, ids, errors)
+
+    def reset(self, payload: list[tuple[Any, Any, bool] | None]) -> tuple[int, Any]:
+        infos: dict[int, dict] = {}
+        errors = []
+        for k, entry in enumerate(payload):
+            if entry is None:
+                continue
+            seed, options, mark_done = entry
+            try:
+                obs, info = self.envs[k].reset(seed=seed, options=options)
+                self._publish(k, obs, 0.0, False, mark_done)
+            except Exception as exc:
+                errors.append(_error_entry(self.spec.env_ids[k], exc))
+                continue
+            self.autoreset[k] = mark_done and self.spec.autoreset_mode == AutoresetMode.NEXT_STEP
+            if info:
+                infos[k] = info
+        return self._result(infos, range(len(payload)), errors)
+
+    def call(self, payload: Any) -> tuple[int, Any]:
+        name, ids, per_env, args, kwargs = payload
+        results, errors = [], []
+        for n, k in enumerate(ids):
+            try:
+                attr = self.envs[k].get_wrapper_attr(name)
+                if callable(attr):
+                    a, kw = (args[n], kwargs[n]) if per_env else (args, kwargs)
+                    attr = attr(*a, **kw)
+                results.append(attr)
+            except Exception as exc:
+                errors.append(_error_entry(self.spec.env_ids[k], exc))
+        return (p.ERROR, errors) if errors else (p.OK_DATA, results)
+
+    def set_attr(self, payload: Any) -> tuple[int, Any]:
+        name, ids, values = payload
+        errors = []
+        for k, value in zip(ids, values, strict=True):
+            try:
+                self.envs[k].set_wrapper_attr(name, value)
+            except Exception as exc:
+                errors.append(_error_entry(self.spec.env_ids[k], exc))
+        return (p.ERROR, errors) if errors else (p.OK, None)
+
+    def check_spaces(self) -> list[tuple[bool, bool]]:
+        out = []
+        mode = self.spec.observation_mode
+        for env in self.envs:
+            if mode == "same":
+                same_obs = self.spec.obs_space == env.observation_space
+            else:
+                same_obs = is_space_dtype_shape_equiv(self.spec.obs_space, env.observation_space)
+            out.append((bool(same_obs), bool(self.spec.act_space == env.action_space)))
+        return out
+
+
+def worker_main(spec: WorkerSpec, cmd: Connection, reply: Connection, others: list) -> None:
+    """Process entry point: build the envs, report READY (or the error), then serve commands."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides how to shut down
+    for conn in others:
+        conn.close()
+    fd_in, fd_out = cmd.fileno(), reply.fileno()
+    envs: list[Env] = []
+    try:
+        for env_id, env_fn in zip(spec.env_ids, pickle.loads(spec.env_fns), strict=True):
+            try:
+                envs.append(env_fn())
+            except Exception as exc:
+                p.write_all(fd_out, p.encode(p.ERROR, [_error_entry(env_id, exc)]))
+                return
+        server = _Server(spec, envs, fd_in, fd_out)
+        p.write_all(fd_out, p.encode(p.READY, server.check_spaces()))
+        server.serve()
+    except (BrokenPipeError, p.PeerGone):
+        pass
+    finally:
+        for env in envs:
+            try:
+                env.close()
+            except Exception:
+                traceback.print_exc()
