@@ -16,6 +16,7 @@ worker) is paid once.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import multiprocessing
 import os
@@ -626,10 +627,8 @@ class GridVecEnv(VectorEnv):
     def __del__(self) -> None:
         """Terminate the workers of a GridVecEnv collected without close()."""
         if not getattr(self, "closed", True) and getattr(self, "_workers", None):
-            try:
+            with contextlib.suppress(Exception):
                 self.close(terminate=True)
-            except Exception:
-                pass
 
     # ---------------------------------------------------------------------- helpers
     def _assert_is_running(self) -> None:
@@ -929,10 +928,8 @@ class GridVecEnv(VectorEnv):
         note = f"raised by sub-env {env_id} of GridVecEnv (worker traceback above)"
         if hasattr(exc, "add_note"):
             exc.add_note(note)
-        try:
+        with contextlib.suppress(AttributeError):
             exc.env_index = env_id
-        except AttributeError:
-            pass
         raise exc from RemoteTraceback(f"\nsub-env {env_id} worker traceback:\n{trace}")
 
     def _merge(self, replies: dict[_Worker, Any]) -> dict[str, Any]:
