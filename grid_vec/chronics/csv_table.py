@@ -1,0 +1,122 @@
+"""Reading windows of rows from grid2op-format ``;``-separated CSV files (plain or compressed).
+
+A dataset folder is untrusted input: every malformed cell is reported with the file, the
+line and the column, never as a bare parser trace. Rows are streamed, so reading a window
+decompresses the file only up to the window's end and never holds the whole file.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import itertools
+import lzma
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+SUFFIXES = ("", ".bz2", ".gz", ".xz")
+
+
+class FolderFormatError(ValueError):
+    """A dataset folder is malformed: the message names the file and the row/column."""
+
+
+def find_csv(folder: Path, stem: str) -> Path | None:
+    """``folder/stem.csv`` or one of its compressed variants, or None if there is none."""
+    for suffix in SUFFIXES:
+        path = folder / f"{stem}.csv{suffix}"
+        if path.is_file():
+            return path
+    return None
+
+
+@contextmanager
+def _open_text(path: Path) -> Iterator[io.TextIOBase]:
+    opener = {".bz2": bz2.open, ".gz": gzip.open, ".xz": lzma.open}.get(path.suffix, open)
+    with opener(path, "rt", encoding="utf-8", newline="") as f:
+        yield f
+
+
+def read_header(path: Path) -> list[str]:
+    """Column names of a CSV file."""
+    with _open_text(path) as f:
+        try:
+            line = f.readline()
+        except (OSError, EOFError, UnicodeDecodeError) as e:
+            raise FolderFormatError(f"{path}: cannot be read ({e})") from e
+    names = [c.strip().strip('"') for c in line.rstrip("\r\n").split(";")]
+    if not line.strip() or not all(names):
+        raise FolderFormatError(f"{path}: line 1 must be a ';'-separated header of names")
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise FolderFormatError(f"{path}: column {dup!r} appears twice in the header")
+    return names
+
+
+def count_rows(path: Path) -> int:
+    """Number of data rows (lines after the header, a trailing empty line not counted)."""
+    with _open_text(path) as f:
+        try:
+            n = sum(1 for line in f if line.strip())
+        except (OSError, EOFError, UnicodeDecodeError) as e:
+            raise FolderFormatError(f"{path}: cannot be read ({e})") from e
+    return max(n - 1, 0)
+
+
+def read_rows(path: Path, start: int, stop: int, names: list[str]) -> np.ndarray:
+    """Data rows ``[start, stop)`` as a finite float64 array, one column per header name."""
+    n_col = len(names)
+    with _open_text(path) as f:
+        try:
+            lines = list(itertools.islice(f, start + 1, stop + 1))
+        except (OSError, EOFError, UnicodeDecodeError) as e:
+            raise FolderFormatError(f"{path}: cannot be read ({e})") from e
+    if len(lines) < stop - start:
+        raise FolderFormatError(
+            f"{path}: has {start + len(lines)} data rows, needs at least {stop}"
+        )
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            values = np.loadtxt(lines, delimiter=";", comments=None, ndmin=2, dtype=np.float64)
+    except ValueError:
+        values = None
+    if values is None or values.shape != (len(lines), n_col):
+        _diagnose(path, lines, start, names)
+    bad = np.argwhere(~np.isfinite(values))
+    if bad.size:
+        r, c = bad[0]
+        raise FolderFormatError(
+            f"{path}: {_where(start, r, names, c)}: value {values[r, c]} is not a finite number"
+        )
+    return values
+
+
+def _where(start: int, row: int, names: list[str], col: int | None = None) -> str:
+    """Location in file terms: line numbers count the header as line 1; columns from 1."""
+    where = f"line {start + row + 2} (data row {start + row})"
+    return where if col is None else f"{where}, column {col + 1} ({names[col]!r})"
+
+
+def _diagnose(path: Path, lines: list[str], start: int, names: list[str]) -> None:
+    """Raise the error that explains why ``lines`` do not parse as ``n_col`` floats per row."""
+    for r, line in enumerate(lines):
+        cells = line.rstrip("\r\n").split(";")
+        if len(cells) != len(names):
+            raise FolderFormatError(
+                f"{path}: {_where(start, r, names)}: has {len(cells)} columns, "
+                f"the header has {len(names)}"
+            )
+        for c, cell in enumerate(cells):
+            try:
+                float(cell)
+            except ValueError:
+                raise FolderFormatError(
+                    f"{path}: {_where(start, r, names, c)}: {cell!r} is not a number"
+                ) from None
+    raise FolderFormatError(f"{path}: rows {start}..{start + len(lines) - 1} cannot be parsed")

@@ -1,0 +1,376 @@
+"""grid2op-format dataset folders: the grid (:func:`load_folder`) and scenarios (`FolderSource`).
+
+Layout read::
+
+    <path>/grid.json                  pandapower net (pandapower's loader, allowed classes only)
+    <path>/config.py                  thermal limits, names_chronics_to_grid (ast, never run)
+    <path>/params.json, prods_charac.csv, grid_layout.json    optional
+    <path>/chronics/<name>/{load_p,load_q,prod_p,prod_v}[_forecasted].csv[.bz2|.gz|.xz]
+    <path>/chronics/<name>/start_datetime.info, time_interval.info      optional
+
+Scenario ids are the indices of the sorted ``chronics`` subfolders; names are the subfolder
+names. CSV columns are mapped to the model's element order by name (after the renaming in
+``config["names_chronics_to_grid"]``, which :class:`FolderSource` reads itself). The slack and
+static generators may be absent from ``prod_p``/``prod_v`` (grid2op datasets do not always
+list them): they keep the model's ``gen_p0``/``gen_v0``. A missing ``prod_v`` file means
+``gen_v0`` throughout; a missing ``*_forecasted`` file means the forecast is the next actual
+step (the last step repeats itself). Only this module's :func:`load_folder` imports pandapower,
+lazily.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from grid_vec.chronics.config_file import read_config_values
+from grid_vec.chronics.csv_table import (
+    FolderFormatError,
+    count_rows,
+    find_csv,
+    read_header,
+    read_rows,
+)
+from grid_vec.chronics.scenario import Injections, ScenarioInfo
+from grid_vec.grid.model import GridModel
+
+DEFAULT_START = dt.datetime(2019, 1, 1)
+DEFAULT_STEP = dt.timedelta(minutes=5)
+_STEMS = ("load_p", "load_q", "prod_p", "prod_v")
+
+
+@dataclass(frozen=True, eq=False)
+class GridFolder:
+    """The static part of a grid2op-format folder, ready for ``compile_net``."""
+
+    path: Path
+    name: str  # the folder's name
+    net: Any  # pandapower.pandapowerNet
+    thermal_limits: np.ndarray | None  # amperes per branch (lines then trafos), or None
+    params: dict  # params.json, {} when absent
+    prods_charac: dict[str, np.ndarray] | None  # prods_charac.csv columns by header name
+    layout: dict | None  # grid_layout.json
+    names_chronics_to_grid: dict | None  # config.py's renaming of CSV columns
+
+
+def load_folder(path: str | Path) -> GridFolder:
+    """Read the grid, its limits and metadata from a grid2op-format folder."""
+    root = _check_dir(path)
+    net = _load_net(root / "grid.json")
+    config: dict[str, Any] = {}
+    if (root / "config.py").is_file():
+        config = read_config_values(
+            root / "config.py", ("thermal_limits", "names_chronics_to_grid")
+        )
+    return GridFolder(
+        path=root,
+        name=root.name,
+        net=net,
+        thermal_limits=_thermal_limits(config.get("thermal_limits"), net, root / "config.py"),
+        params=_read_json(root / "params.json") or {},
+        prods_charac=_read_prods_charac(root / "prods_charac.csv"),
+        layout=_read_json(root / "grid_layout.json"),
+        names_chronics_to_grid=config.get("names_chronics_to_grid") or None,
+    )
+
+
+def _check_dir(path: str | Path) -> Path:
+    if not isinstance(path, (str, Path)):
+        raise TypeError(f"path must be a str or pathlib.Path, got {type(path).__name__}")
+    root = Path(path).expanduser().resolve()
+    if not root.is_dir():
+        raise FileNotFoundError(f"dataset folder {root} does not exist or is not a directory")
+    return root
+
+
+def _load_net(path: Path):
+    """The pandapower net, through pandapower's loader (it refuses non-allowed classes)."""
+    if not path.is_file():
+        raise FolderFormatError(f"{path}: missing file (the grid of a grid2op-format folder)")
+    import pandapower as pp
+
+    try:
+        net = pp.from_json_string(path.read_text(encoding="utf-8"), convert=True)
+    except Exception as e:  # pandapower raises many kinds (ValueError, UserWarning, KeyError...)
+        raise FolderFormatError(f"{path}: pandapower refused to load the grid: {e}") from e
+    if not isinstance(net, pp.pandapowerNet):
+        raise FolderFormatError(f"{path}: holds a {type(net).__name__}, not a pandapower net")
+    return net
+
+
+def _thermal_limits(value: Any, net, config_path: Path) -> np.ndarray | None:
+    """Limits in branch order from a list, or from a dict keyed by branch name."""
+    if value is None:
+        return None
+    n_branch = len(net.line) + len(net.trafo)
+    if isinstance(value, dict):
+        from grid_vec.grid.compile import _branch_names  # the names compile_net gives
+
+        names = _branch_names(net)
+        missing = [str(n) for n in names if n not in value]
+        if missing:
+            raise FolderFormatError(
+                f"{config_path}: thermal_limits has no entry for branch {missing[0]!r}"
+            )
+        value = [value[n] for n in names]
+    try:
+        limits = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise FolderFormatError(f"{config_path}: thermal_limits are not numbers: {e}") from e
+    if limits.shape != (n_branch,):
+        raise FolderFormatError(
+            f"{config_path}: thermal_limits has shape {limits.shape}, "
+            f"the grid has {n_branch} branches (lines then transformers)"
+        )
+    return limits
+
+
+def _read_json(path: Path) -> dict | None:
+    if not path.is_file():
+        return None
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise FolderFormatError(f"{path}: not valid JSON ({e})") from e
+    if not isinstance(value, dict):
+        raise FolderFormatError(f"{path}: expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _read_prods_charac(path: Path) -> dict[str, np.ndarray] | None:
+    """Columns by header name: float arrays where every cell is a number, else str arrays."""
+    if not path.is_file():
+        return None
+    text = path.read_text(encoding="utf-8")
+    first = text.split("\n", 1)[0]
+    delimiter = ";" if ";" in first and "," not in first else ","
+    rows = list(csv.reader(io.StringIO(text), delimiter=delimiter))
+    rows = [r for r in rows if r]
+    if not rows:
+        raise FolderFormatError(f"{path}: empty file")
+    header, body = rows[0], rows[1:]
+    for i, row in enumerate(body):
+        if len(row) != len(header):
+            raise FolderFormatError(
+                f"{path}: line {i + 2} has {len(row)} columns, the header has {len(header)}"
+            )
+    columns: dict[str, np.ndarray] = {}
+    for j, name in enumerate(header):
+        cells = [row[j].strip() for row in body]
+        try:
+            columns[name.strip()] = np.array([float(c) for c in cells])
+        except ValueError:
+            columns[name.strip()] = np.array(cells, dtype=str)
+    return columns
+
+
+class FolderSource:
+    """Scenarios of a grid2op-format folder, read lazily window by window.
+
+    Holds only paths, names and per-scenario metadata, so it pickles small; each ``read``
+    streams the CSV files up to the window's end.
+    """
+
+    def __init__(self, path: str | Path, model: GridModel) -> None:
+        if not isinstance(model, GridModel):
+            raise TypeError(f"model must be a GridModel, got {type(model).__name__}")
+        root = _check_dir(path)
+        chronics = root / "chronics"
+        if not chronics.is_dir():
+            raise FolderFormatError(f"{chronics}: missing folder (one subfolder per scenario)")
+        self.path = root
+        self.model = model
+        self._dirs = sorted(p.name for p in chronics.iterdir() if p.is_dir())
+        if not self._dirs:
+            raise FolderFormatError(f"{chronics}: no scenario subfolder")
+        rename: dict = {}
+        if (root / "config.py").is_file():
+            rename = (
+                read_config_values(root / "config.py", ("names_chronics_to_grid",)).get(
+                    "names_chronics_to_grid"
+                )
+                or {}
+            )
+        if not isinstance(rename, dict):
+            raise FolderFormatError(
+                f"{root / 'config.py'}: names_chronics_to_grid must be a dict, got {rename!r}"
+            )
+        self._rename = {"load": rename.get("loads") or {}, "prod": rename.get("prods") or {}}
+        self._infos: dict[int, ScenarioInfo] = {}
+
+    def __len__(self) -> int:
+        return len(self._dirs)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._dirs)
+
+    def _check_id(self, scenario_id: int) -> int:
+        if isinstance(scenario_id, bool) or not isinstance(scenario_id, (int, np.integer)):
+            raise TypeError(f"scenario_id must be an int, got {scenario_id!r}")
+        if not 0 <= scenario_id < len(self._dirs):
+            raise ValueError(
+                f"scenario_id must be in [0, {len(self._dirs) - 1}] "
+                f"({len(self._dirs)} scenarios in {self.path / 'chronics'}), got {scenario_id}"
+            )
+        return int(scenario_id)
+
+    def _files(self, scenario_id: int) -> dict[str, Path]:
+        """Present CSV files by stem (``load_p``, ``load_p_forecasted``, ...)."""
+        folder = self.path / "chronics" / self._dirs[scenario_id]
+        files = {}
+        for stem in _STEMS:
+            for name in (stem, f"{stem}_forecasted"):
+                found = find_csv(folder, name)
+                if found is not None:
+                    files[name] = found
+        for required in ("load_p", "load_q", "prod_p"):
+            if required not in files:
+                raise FolderFormatError(
+                    f"{folder / required}.csv: missing file (also looked for .csv.bz2/.gz/.xz)"
+                )
+        return files
+
+    def info(self, scenario_id: int) -> ScenarioInfo:
+        scenario_id = self._check_id(scenario_id)
+        if scenario_id not in self._infos:
+            folder = self.path / "chronics" / self._dirs[scenario_id]
+            lengths = {stem: count_rows(p) for stem, p in self._files(scenario_id).items()}
+            length = lengths["load_p"]
+            for stem, n in lengths.items():
+                if n != length:
+                    raise FolderFormatError(
+                        f"{self._files(scenario_id)[stem]}: has {n} data rows, load_p has {length}"
+                    )
+            if length < 2:
+                raise FolderFormatError(
+                    f"{folder}: a scenario needs at least 2 steps, load_p has {length}"
+                )
+            self._infos[scenario_id] = ScenarioInfo(
+                id=scenario_id,
+                name=self._dirs[scenario_id],
+                start=_read_start(folder / "start_datetime.info"),
+                step_duration=_read_step(folder / "time_interval.info"),
+                length=length,
+            )
+        return self._infos[scenario_id]
+
+    def read(self, scenario_id: int, start: int, stop: int) -> Injections:
+        info = self.info(scenario_id)
+        if not 0 <= start < stop <= info.length:
+            raise ValueError(
+                f"need 0 <= start < stop <= {info.length} (the length of scenario "
+                f"{info.name!r}), got start={start}, stop={stop}"
+            )
+        files = self._files(info.id)
+        arrays: dict[str, np.ndarray] = {}
+        for stem in _STEMS:
+            # one row past the window, for forecasts that default to the next actual step
+            ext_stop = min(stop + 1, info.length)
+            actual = self._read_table(files.get(stem), stem, start, ext_stop)
+            forecast_path = files.get(f"{stem}_forecasted")
+            if forecast_path is not None:
+                forecast = self._read_table(forecast_path, stem, start, stop)
+            else:
+                forecast = np.concatenate([actual[1:], actual[-1:]])[: stop - start]
+            arrays[stem] = actual[: stop - start]
+            arrays[f"{stem}_forecast"] = forecast
+        return Injections(
+            load_p=arrays["load_p"],
+            load_q=arrays["load_q"],
+            gen_p=arrays["prod_p"],
+            gen_v=arrays["prod_v"],
+            load_p_forecast=arrays["load_p_forecast"],
+            load_q_forecast=arrays["load_q_forecast"],
+            gen_p_forecast=arrays["prod_p_forecast"],
+            gen_v_forecast=arrays["prod_v_forecast"],
+        )
+
+    def _read_table(self, path: Path | None, stem: str, start: int, stop: int) -> np.ndarray:
+        """Rows ``[start, stop)`` of one file, in model element order with defaults filled."""
+        m = self.model
+        is_load = stem.startswith("load")
+        if is_load:
+            names, default, optional = m.load_names, None, np.zeros(m.n_load, dtype=bool)
+        else:
+            names = m.gen_names
+            default = m.gen_p0 if stem == "prod_p" else m.gen_v0
+            optional = m.gen_kind != "gen"  # the slack and sgens may be absent
+        out = np.empty((stop - start, len(names)))
+        if path is None:  # only prod_v may be absent
+            out[:] = default
+            return out
+        header = read_header(path)
+        rename = self._rename["load" if is_load else "prod"]
+        index = {str(n): i for i, n in enumerate(names)}
+        positions = []
+        for column in header:
+            grid_name = rename.get(column, column)
+            if grid_name not in index:
+                kind = "load" if is_load else "generator"
+                shown = ", ".join(map(str, names[:6])) + (", ..." if len(names) > 6 else "")
+                raise FolderFormatError(
+                    f"{path}: column {column!r} names no {kind} of grid {m.name!r} "
+                    f"(its {kind}s: {shown})"
+                )
+            positions.append(index[grid_name])
+        listed = np.zeros(len(names), dtype=bool)
+        listed[positions] = True
+        missing = np.flatnonzero(~listed & ~optional)
+        if missing.size:
+            raise FolderFormatError(f"{path}: no column for {str(names[missing[0]])!r}")
+        values = read_rows(path, start, stop, header)
+        if stem == "load_p":
+            negative = np.argwhere(values < 0)
+            if negative.size:
+                r, c = negative[0]
+                raise FolderFormatError(
+                    f"{path}: line {start + r + 2} (data row {start + r}), column {c + 1} "
+                    f"({header[c]!r}): negative load {values[r, c]}"
+                )
+        if default is not None:
+            out[:, ~listed] = default[~listed]
+        out[:, positions] = values
+        return out
+
+
+def _read_info_line(path: Path) -> str | None:
+    if not path.is_file():
+        return None
+    return path.read_text(encoding="utf-8").strip()
+
+
+def _read_start(path: Path) -> dt.datetime:
+    text = _read_info_line(path)
+    if text is None:
+        return DEFAULT_START
+    for fmt in ("%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d"):
+        try:
+            return dt.datetime.strptime(text, fmt)
+        except ValueError:
+            pass
+    raise FolderFormatError(f"{path}: {text!r} is not a date like '2019-01-05 23:55'")
+
+
+def _read_step(path: Path) -> dt.timedelta:
+    text = _read_info_line(path)
+    if text is None:
+        return DEFAULT_STEP
+    parts = text.split(":")
+    try:
+        numbers = [int(p) for p in parts]
+    except ValueError:
+        numbers = []
+    if len(numbers) not in (2, 3) or any(n < 0 for n in numbers):
+        raise FolderFormatError(f"{path}: {text!r} is not a duration like '00:05' (HH:MM)")
+    step = dt.timedelta(hours=numbers[0], minutes=numbers[1], seconds=[*numbers, 0][2])
+    if step <= dt.timedelta(0):
+        raise FolderFormatError(f"{path}: the step duration must be positive, got {text!r}")
+    return step
