@@ -1,10 +1,10 @@
 """The default backend: lightsim2grid's compiled ``LSGrid``, driven through its bulk setters.
 
 Only the compiled extension is imported (never ``lightsim2grid`` itself nor pandapower), so
-worker processes stay small. Each power flow starts from the previous solution (warm start);
-a bus bar that was out of the previous solution starts from its substation's bus bar 1.
-After a divergence the next one starts again from the base case of the compiled net (which
-also fixes the slack's reference angle).
+worker processes stay small. Each power flow starts from the previous solution (warm start) while
+the topology is unchanged; a bus bar that was out of the previous solution starts from its
+substation's bus bar 1. After a topology change or a divergence the next power flow starts
+from the base case of the compiled net (which also carries the slack's reference angle).
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ class LightSimBackend(Backend):
         self._sgen_bus = np.ones(self._sgen.size, dtype=np.int32)
         self._n_sub = model.n_sub
         self._V = self._v_init.copy()
+        self._topo = np.ones(n_topo, dtype=np.int32)
         self._converged: bool | None = None
         self._set_bus_active()
         self._results: PowerFlowResults | None = None
@@ -106,13 +107,19 @@ class LightSimBackend(Backend):
         branch_off = np.concatenate([off[:n_line], off[:n_line], off[n_line:], off[n_line:]])
         topo[-branch_off.size :][branch_off] = -1
         self._grid.update_topo(self._mask_topo, topo)
-        self._set_sgen_buses(gen_bus[self._sgen])
+        buses_changed = self._set_sgen_buses(gen_bus[self._sgen])
+        if not np.array_equal(topo, self._topo) or buses_changed:
+            # a new topology starts again from the base case: the previous solution can be a
+            # poor first guess, and lightsim2grid takes the slack's angle from the first guess
+            self._V = self._v_init.copy()
+            self._topo = topo
         self._set_bus_active()
         self.timings["set_topology"] += perf_counter() - start
 
-    def _set_sgen_buses(self, buses: np.ndarray) -> None:
+    def _set_sgen_buses(self, buses: np.ndarray) -> bool:
         """Static generators are outside ``update_topo``: set the (few) that changed."""
-        for i in np.flatnonzero(buses != self._sgen_bus):
+        changed = np.flatnonzero(buses != self._sgen_bus)
+        for i in changed:
             sub = int(self.model.gen_sub[self._sgen[i]])
             if buses[i] == -1:
                 self._grid.deactivate_sgen(int(i))
@@ -121,6 +128,7 @@ class LightSimBackend(Backend):
                     self._grid.reactivate_sgen(int(i))
                 self._grid.change_bus_sgen(int(i), sub + (int(buses[i]) - 1) * self._n_sub)
         self._sgen_bus = buses
+        return bool(changed.size)
 
     def run_ac(self) -> bool:
         start = perf_counter()
