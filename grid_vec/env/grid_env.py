@@ -442,6 +442,11 @@ class GridEnv(gym.Env):
             )  # fmt: skip
             for s, v in zip(self._slices, values, strict=True):
                 buf[s] = v
+            if not state.line_status.all():
+                # A disconnected branch reports zeros, whatever the backend gives at its ends.
+                off = np.flatnonzero(~state.line_status)
+                for s in self._slices[:8]:
+                    buf[s.start + off] = 0.0
         buf[sl["actual_dispatch"]] = state.actual_dispatch
         buf[sl["topo_vect"]] = state.topo
         buf[sl["timestep_overflow"]] = state.timestep_overflow

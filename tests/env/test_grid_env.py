@@ -1,0 +1,302 @@
+"""GridEnv API: spaces, observation view and physics, reset options, simulate, bad input."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import cloudpickle
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import grid_vec
+from grid_vec.env.opponent import RandomLineOpponent
+from grid_vec.env.parameters import Parameters
+
+
+def test_check_env_passes(make_env):
+    env = make_env()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(env)
+    # Warnings left, explained: flows/injections are unbounded physical quantities, and
+    # the env has no render mode.
+    explained = ("infinity", "render modes")
+    messages = [str(w.message) for w in caught if not any(e in str(w.message) for e in explained)]
+    assert not [m for m in messages if "WARN" in m], messages
+
+
+def test_gymnasium_make_and_registration():
+    env = gym.make("grid_vec/Case14-v0", max_iter=5)
+    obs, info = env.reset(seed=1)
+    assert env.observation_space.contains(obs)
+    assert {"scenario_id", "scenario_name"} <= set(info)
+    assert "grid_vec/Case118-v0" in gym.registry
+    env.close()
+
+
+def test_action_catalog(make_env):
+    env = make_env()
+    counts = env.catalog.counts
+    assert counts == {"do_nothing": 1, "line_status": 20, "substation": 105, "total": 126}
+    assert env.describe_action(0) == "do nothing"
+    assert env.describe_action(1).startswith("toggle status of branch")
+    assert "bus bar 2" in env.describe_action(125)
+    for index in range(1 + counts["line_status"], counts["total"]):
+        buses = env.catalog.sub_buses[index]
+        sub = env.catalog.target[index]
+        lo, hi = env.topology.sub_start[sub], env.topology.sub_start[sub + 1]
+        assert len(buses) == hi - lo and buses[0] == 1
+        if (buses == 2).any():  # both bus bars hold >= 2 elements, >= 1 branch
+            is_branch = np.isin(np.arange(lo, hi), np.r_[env.topology.pos_or, env.topology.pos_ex])
+            for bar in (1, 2):
+                assert (buses == bar).sum() >= 2 and ((buses == bar) & is_branch).any()
+    with pytest.raises(ValueError, match=r"\[0, 125\]"):
+        env.describe_action(126)
+
+
+def test_view_and_physics_consistency(make_env, case14):
+    limits = 3 * case14.thermal_limit_a
+    env = make_env(thermal_limits=limits)
+    obs, _ = env.reset(seed=0)
+    for _ in range(3):
+        obs, *_ = env.step(0)
+        view = env.view(obs)
+        res = env._state.results
+        np.testing.assert_allclose(view.rho, res.a_or / limits, rtol=1e-6)
+        np.testing.assert_allclose(view.rho, view.a_or / limits, rtol=1e-5)
+        for name in ("p_or", "q_or", "v_or", "a_or", "p_ex", "load_p", "gen_p", "gen_q", "gen_v"):
+            np.testing.assert_allclose(getattr(view, name), getattr(res, name), rtol=1e-6)
+    assert np.shares_memory(view.rho, obs)
+    assert view.line_status.tolist() == [1.0] * case14.n_branch
+    assert (view.time_next_maintenance == -1).all()
+    assert view.step[0] == 3 and view.year[0] == 2019
+    with pytest.raises(AttributeError, match="segments"):
+        _ = view.nope
+
+
+def test_pandapower_and_lightsim_agree(case14):
+    from grid_vec.chronics.synthetic import SyntheticSource
+    from grid_vec.env.grid_env import GridEnv
+
+    envs = [
+        GridEnv(
+            case14,
+            SyntheticSource(case14, length=20),
+            backend=b,
+            thermal_limits=case14.thermal_limit_a,
+        )
+        for b in ("lightsim2grid", "pandapower")
+    ]
+    obs = [e.reset(seed=4)[0] for e in envs]
+    np.testing.assert_allclose(obs[0], obs[1], rtol=1e-4, atol=1e-4)
+    for action in (0, 3, 0, 1 + 20 + 2, 0):
+        obs = [e.step(action)[0] for e in envs]
+        np.testing.assert_allclose(obs[0], obs[1], rtol=1e-4, atol=1e-4)
+
+
+def test_same_seed_same_trajectory(case14):
+    def play():
+        env = grid_vec.make("case14", opponent=RandomLineOpponent([0, 5, 9], attack_duration=3))
+        obs, _ = env.reset(seed=7)
+        rng = np.random.default_rng(0)
+        out = [obs]
+        for _ in range(40):
+            obs, _, term, trunc, _ = env.step(int(rng.integers(env.action_space.n)))
+            out.append(obs)
+            if term or trunc:
+                break
+        return np.array(out)
+
+    np.testing.assert_array_equal(play(), play())
+
+
+def test_simulate_leaves_state_untouched(make_env):
+    env, twin = make_env(), make_env()
+    env.reset(seed=3)
+    twin.reset(seed=3)
+    sim_obs, reward, term, _ = env.simulate(5)
+    assert reward == 1.0 and not term and env.view(sim_obs).line_status[4] == 0
+    for action in (0, 7, 30):
+        env.simulate(action)
+    assert env.timings()["simulates"] == 4
+    for action in (0, 2, 0):
+        a, b = env.step(action), twin.step(action)
+        np.testing.assert_array_equal(a[0], b[0])
+    assert env.simulate(0)[0][6] == env.view(a[0]).step[0] + 1
+
+
+def test_simulate_limit(make_env):
+    env = make_env(parameters=Parameters(max_simulate_per_step=1))
+    env.reset(seed=0)
+    env.simulate(0)
+    with pytest.raises(RuntimeError, match="max_simulate_per_step"):
+        env.simulate(0)
+    env.step(0)
+    env.simulate(0)
+
+
+def test_reset_options(make_env, case14):
+    env = make_env()
+    _, info = env.reset(options={"scenario_id": 3})
+    assert info["scenario_id"] == 3 and env.scenario_info.id == 3
+    _, info = env.reset(options={"scenario_id": info["scenario_name"], "fast_forward": 12})
+    assert info["scenario_id"] == 3
+    obs, _ = env.reset(options={"scenario_id": 3, "fast_forward": 12})
+    assert env.view(obs).hour_of_day[0] == 1  # 12 steps of 5 minutes
+    status = np.ones(case14.n_branch, dtype=bool)
+    status[2] = False
+    obs, _ = env.reset(options={"init_state": {"line_status": status}})
+    assert env.view(obs).line_status[2] == 0
+    with pytest.raises(ValueError, match="unknown reset options"):
+        env.reset(options={"scenario": 1})
+    with pytest.raises(ValueError, match="init_state"):
+        env.reset(options={"init_state": {"bus": [3]}})
+    env.set_scenario_id(5)
+    assert env.reset()[1]["scenario_id"] == 5
+
+
+@pytest.mark.parametrize("bad", [-1, 126, 1.5, "1", np.array([1, 2]), None, True])
+def test_bad_discrete_action(make_env, bad):
+    env = make_env()
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"int in \[0, 125\]"):
+        env.step(bad)
+    assert not env.step(np.int64(0))[2]  # still usable
+
+
+@pytest.mark.parametrize(
+    ("bad", "match"),
+    [
+        (np.array([np.nan, 0, 0, 0], dtype=np.float32), "finite"),
+        (np.zeros(3, dtype=np.float32), "shape"),
+        (np.zeros(4, dtype=np.int64), "float array"),
+        (np.full(4, 100.0, dtype=np.float32), "ramp"),
+        ([0.0, 0.0, 0.0, 0.0], "float array"),
+    ],
+)
+def test_bad_redispatch_action(make_env, bad, match):
+    env = make_env(action_type="redispatch")
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=match):
+        env.step(bad)
+    assert not env.step(np.zeros(4, dtype=np.float32))[2]
+
+
+def test_redispatch_moves_generators_within_limits(make_env, case14):
+    env = make_env(action_type="redispatch")
+    obs, _ = env.reset(seed=0)
+    action = env.action_space.high.copy()
+    action[[1, 2, 3]] = 0.0  # only the first redispatchable generator
+    g = env.redispatchable[0]
+    for _ in range(3):
+        obs, _, _, _, info = env.step(action)
+        assert not info["is_ambiguous"]
+    view = env.view(obs)
+    assert view.actual_dispatch[g] == pytest.approx(3 * action[0], rel=1e-5)
+    assert case14.gen_pmin[g] <= view.gen_p[g] <= case14.gen_pmax[g] + 1e-6
+
+
+def test_rewards_and_other_rewards(make_env):
+    env = make_env(reward="line_margin", other_rewards=["flat", "redispatch_cost"])
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step(0)
+    assert 0.0 < reward <= 1.0
+    assert info["other_rewards"]["flat"] == 1.0
+    assert 0.0 < info["other_rewards"]["redispatch_cost"] <= 1.0
+    with pytest.raises(ValueError, match="reward: unknown reward 'nope'"):
+        make_env(reward="nope")
+    with pytest.raises(ValueError, match="other_rewards"):
+        make_env(other_rewards=["nope"])
+
+
+def test_opponent_budget_and_blocked_reconnection(make_env):
+    opponent = RandomLineOpponent(
+        [0, 5, 9], budget_per_step=1.0, attack_cost=2.0, attack_duration=4, attack_cooldown=2
+    )
+    env = make_env(length=200, opponent=opponent)
+    env.reset(seed=1)
+    attacks = 0
+    for _ in range(120):
+        _, _, term, trunc, info = env.step(0)
+        assert opponent.budget >= 0.0
+        if info["attacked_branch"] >= 0:
+            attacks += 1
+            branch = info["attacked_branch"]
+            obs, _, _, _, info = env.step(1 + branch)  # try to reconnect at once
+            assert info["is_illegal"] and env.view(obs).line_status[branch] == 0
+        if term or trunc:
+            break
+    assert attacks >= 3
+    with pytest.raises(ValueError, match="unknown branch"):
+        make_env(opponent=RandomLineOpponent(["nope"]))
+
+
+def test_make_argument_errors(case14):
+    with pytest.raises(ValueError, match=r"thermal_limits.*\(20\)"):
+        grid_vec.make("case14", thermal_limits=np.ones(3))
+    with pytest.raises(ValueError, match=r"thermal_limits.*> 0"):
+        grid_vec.make("case14", thermal_limits=-np.ones(20))
+    with pytest.raises(ValueError, match="id_or_path"):
+        grid_vec.make("case15")
+    with pytest.raises(ValueError, match="action_type"):
+        grid_vec.make("case14", action_type="both")
+
+
+def test_parameters_defaults_and_grid2op_dict():
+    p = Parameters()
+    assert (p.nb_timestep_overflow_allowed, p.hard_overflow_threshold) == (2, 2.0)
+    assert (p.nb_timestep_reconnection, p.max_line_status_changed, p.max_sub_changed) == (10, 1, 1)
+    q = Parameters.from_grid2op_dict(
+        {"NB_TIMESTEP_COOLDOWN_LINE": "3", "NO_OVERFLOW_DISCONNECTION": "True", "ENV_DC": False}
+    )
+    assert q.nb_timestep_cooldown_line == 3 and q.no_overflow_disconnection
+    assert Parameters.from_grid2op_dict(q.to_grid2op_dict()) == q
+    with pytest.raises(ValueError, match="nb_timestep_overflow_allowed"):
+        Parameters(nb_timestep_overflow_allowed=-1)
+    with pytest.raises(ValueError, match="HARD_OVERFLOW_THRESHOLD"):
+        Parameters.from_grid2op_dict({"HARD_OVERFLOW_THRESHOLD": "x"})
+
+
+def test_pickled_factory_runs_without_pandapower(case14):
+    from grid_vec.chronics.synthetic import SyntheticSource
+    from grid_vec.env.grid_env import GridEnv
+
+    source = SyntheticSource(case14, length=30)
+    factory = cloudpickle.dumps(lambda: GridEnv(case14, source))
+    code = textwrap.dedent(
+        """
+        import sys, pickle
+        env = pickle.loads(sys.stdin.buffer.read())()
+        env.reset(seed=0)
+        for a in range(10):
+            env.step(0)
+        env.simulate(0)
+        assert "pandapower" not in sys.modules, "pandapower was imported"
+        print("ok")
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], input=factory, capture_output=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr.decode()[-2000:]
+    assert out.stdout.strip() == b"ok"
+
+
+def test_folder_env_from_grid2op_data():
+    pytest.importorskip("grid_vec.chronics.folder")
+    grid2op = pytest.importorskip("grid2op")
+    from pathlib import Path
+
+    path = Path(grid2op.__file__).parent / "data" / "l2rpn_case14_sandbox"
+    env = grid_vec.make(path, max_iter=10)
+    obs, info = env.reset(seed=0)
+    assert info["scenario_name"] and env.observation_space.contains(obs)
+    assert env.parameters == Parameters()
+    for _ in range(10):
+        obs, _, term, trunc, _ = env.step(0)
+    assert trunc and not term
