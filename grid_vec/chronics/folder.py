@@ -175,10 +175,14 @@ class FolderSource:
     """Scenarios of a grid2op-format folder, read lazily window by window.
 
     Holds only paths, names and per-scenario metadata, so it pickles small; each ``read``
-    streams the CSV files up to the window's end.
+    streams the CSV files up to the window's end. A negative ``load_p`` is an error unless
+    ``allow_negative_loads``: some L2RPN datasets (``l2rpn_wcci_2020``, ``l2rpn_icaps_2021``,
+    ``l2rpn_neurips_2020_track1``) model interconnections as loads that export power.
     """
 
-    def __init__(self, path: str | Path, model: GridModel) -> None:
+    def __init__(
+        self, path: str | Path, model: GridModel, *, allow_negative_loads: bool = False
+    ) -> None:
         if not isinstance(model, GridModel):
             raise TypeError(f"model must be a GridModel, got {type(model).__name__}")
         root = _check_dir(path)
@@ -187,6 +191,7 @@ class FolderSource:
             raise FolderFormatError(f"{chronics}: missing folder (one subfolder per scenario)")
         self.path = root
         self.model = model
+        self.allow_negative_loads = bool(allow_negative_loads)
         self._dirs = sorted(p.name for p in chronics.iterdir() if p.is_dir())
         if not self._dirs:
             raise FolderFormatError(f"{chronics}: no scenario subfolder")
@@ -327,13 +332,14 @@ class FolderSource:
         if missing.size:
             raise FolderFormatError(f"{path}: no column for {str(names[missing[0]])!r}")
         values = read_rows(path, start, stop, header)
-        if stem == "load_p":
+        if stem == "load_p" and not self.allow_negative_loads:
             negative = np.argwhere(values < 0)
             if negative.size:
                 r, c = negative[0]
                 raise FolderFormatError(
                     f"{path}: line {start + r + 2} (data row {start + r}), column {c + 1} "
-                    f"({header[c]!r}): negative load {values[r, c]}"
+                    f"({header[c]!r}): negative load {values[r, c]} (allow_negative_loads=True "
+                    "accepts loads that export power)"
                 )
         if default is not None:
             out[:, ~listed] = default[~listed]

@@ -242,6 +242,15 @@ def test_malformed_files_are_reported_with_file_row_and_column(
     assert issubclass(FolderFormatError, ValueError)
 
 
+def test_negative_loads_are_accepted_on_request(tmp_path, case14_model, net14):
+    root = write_folder(tmp_path / "env", case14_model, net14, n_scenarios=1)
+    _edit(root / "chronics" / "0000" / "load_p.csv.bz2", _set_cell(8, 1, "-3.5"))
+    with pytest.raises(FolderFormatError, match="allow_negative_loads=True"):
+        FolderSource(root, case14_model).read(0, 0, N_ROWS)
+    inj = FolderSource(root, case14_model, allow_negative_loads=True).read(0, 0, N_ROWS)
+    assert inj.load_p[8, 1] == -3.5
+
+
 def test_duplicate_header_column_is_reported(tmp_path, case14_model, net14):
     root = write_folder(tmp_path / "bad", case14_model, net14, n_scenarios=1)
     path = root / "chronics" / "0000" / "prod_p.csv"
