@@ -1,0 +1,181 @@
+"""Backend behaviour: argument errors leave the state unchanged, copies, timings, imports."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from grid_helpers import base_topology
+
+from grid_vec.grid import BACKEND_NAMES, PowerFlowDivergedError, make_backend
+from grid_vec.grid.compile import compile_net
+from grid_vec.grid.networks import load_network
+
+
+@pytest.fixture(scope="module")
+def model():
+    return compile_net(load_network("case5"), name="case5")
+
+
+def _base_injections(model) -> list[np.ndarray]:
+    return [model.load_p0.copy(), model.load_q0.copy(), model.gen_p0.copy(), model.gen_v0.copy()]
+
+
+def _solved(model, name: str):
+    backend = make_backend(model, name)
+    backend.set_injections(*_base_injections(model))
+    assert backend.run_ac()
+    return backend
+
+
+def _assert_same_solution(backend, expected) -> None:
+    assert backend.run_ac()
+    np.testing.assert_allclose(backend.results().bus_vm_pu, expected.bus_vm_pu, atol=1e-9)
+    np.testing.assert_allclose(backend.results().p_or, expected.p_or, atol=1e-6)
+
+
+def _bad_injections(model):
+    """(argument index, bad value, expected message fragment)."""
+    nan_gen_p = model.gen_p0.copy()
+    nan_gen_p[2] = np.nan
+    inf_load_q = model.load_q0.copy()
+    inf_load_q[1] = np.inf
+    neg_inf_v = model.gen_v0.copy()
+    neg_inf_v[4] = -np.inf
+    return [
+        (0, model.load_p0[:-1], r"load_p must have shape \(3,\)"),
+        (2, np.ones((model.n_gen, 1)), r"gen_p must have shape \(5,\)"),
+        (2, nan_gen_p, r"gen_p\[2\] is nan"),
+        (1, inf_load_q, r"load_q\[1\] is inf"),
+        (3, neg_inf_v, r"gen_v\[4\] is -inf"),
+    ]
+
+
+@pytest.mark.parametrize("name", BACKEND_NAMES)
+def test_bad_injections_raise_and_leave_state_unchanged(model, name: str) -> None:
+    backend = _solved(model, name)
+    expected = backend.results()
+    for position, value, message in _bad_injections(model):
+        args = _base_injections(model)
+        args[0] = args[0] * 1.5  # a valid change that must not be applied either
+        args[position] = value
+        with pytest.raises(ValueError, match=message):
+            backend.set_injections(*args)
+        _assert_same_solution(backend, expected)
+
+
+@pytest.mark.parametrize("name", BACKEND_NAMES)
+@pytest.mark.parametrize(
+    ("position", "index", "value", "message"),
+    [
+        (0, 1, 3, r"load_bus\[1\] is 3"),
+        (1, 0, 0, r"gen_bus\[0\] is 0"),
+        (3, 4, -2, r"branch_ex_bus\[4\] is -2"),
+        (2, 2, 1.5, r"branch_or_bus\[2\] is 1.5"),
+    ],
+)
+def test_bad_bus_values_raise_and_leave_state_unchanged(
+    model, name: str, position: int, index: int, value, message: str
+) -> None:
+    backend = _solved(model, name)
+    expected = backend.results()
+    topology = [t.astype(float) for t in base_topology(model)]
+    topology[2][0] = -1  # a valid change that must not be applied either
+    topology[position][index] = value
+    with pytest.raises(ValueError, match=message):
+        backend.set_topology(*topology)
+    _assert_same_solution(backend, expected)
+
+
+@pytest.mark.parametrize("name", BACKEND_NAMES)
+def test_topology_shape_is_checked(model, name: str) -> None:
+    backend = make_backend(model, name)
+    topology = base_topology(model)
+    topology[1] = topology[1][:-1]
+    with pytest.raises(ValueError, match=r"gen_bus must have shape \(5,\)"):
+        backend.set_topology(*topology)
+
+
+@pytest.mark.parametrize("name", BACKEND_NAMES)
+def test_disconnected_elements_report_zero(model, name: str) -> None:
+    backend = _solved(model, name)
+    topology = base_topology(model)
+    topology[0][0] = -1  # load 0
+    topology[3][1] = -1  # branch 1, at its extremity: the whole branch goes out
+    backend.set_topology(*topology)
+    assert backend.run_ac()
+    res = backend.results()
+    assert res.load_p[0] == 0 and res.load_q[0] == 0
+    assert res.p_or[1] == 0 and res.p_ex[1] == 0 and res.a_or[1] == 0
+    assert np.all(res.bus_vm_pu[model.n_sub :] == 0)  # no bus bar 2 in use
+    # the load came off: the slack produces less
+    slack = np.flatnonzero(model.gen_is_slack)[0]
+    assert res.gen_p[slack] < model.gen_p0[slack] - 0.5 * model.load_p0[0]
+
+
+@pytest.mark.parametrize("name", BACKEND_NAMES)
+def test_results_before_any_power_flow_raise(model, name: str) -> None:
+    with pytest.raises(PowerFlowDivergedError):
+        make_backend(model, name).results()
+
+
+@pytest.mark.parametrize("name", BACKEND_NAMES)
+def test_copy_is_independent(model, name: str) -> None:
+    backend = _solved(model, name)
+    expected = backend.results()
+    clone = backend.copy()
+    args = _base_injections(model)
+    args[0] = args[0] * 1.2
+    clone.set_injections(*args)
+    topology = base_topology(model)
+    topology[2][0] = -1
+    clone.set_topology(*topology)
+    assert clone.run_ac()
+    assert not np.allclose(clone.results().p_or, expected.p_or)
+    _assert_same_solution(backend, expected)
+
+
+@pytest.mark.parametrize("name", BACKEND_NAMES)
+def test_timings_count_every_stage(model, name: str) -> None:
+    backend = _solved(model, name)
+    backend.set_topology(*base_topology(model))
+    backend.run_ac()
+    backend.results()
+    timings = backend.timings
+    assert timings["n_powerflow"] == 2
+    for stage in ("set_injections", "set_topology", "powerflow", "results"):
+        assert timings[stage] > 0, stage
+
+
+def test_make_backend_rejects_unknown_name(model) -> None:
+    with pytest.raises(ValueError, match="allowed names: lightsim2grid, pandapower"):
+        make_backend(model, "newton")
+
+
+def test_lightsim_backend_runs_without_pandapower(model, tmp_path) -> None:
+    """A worker that only unpickles a GridModel and steps it never imports pandapower."""
+    path = tmp_path / "model.pkl"
+    path.write_bytes(pickle.dumps(model))
+    script = textwrap.dedent(
+        f"""
+        import pickle, sys
+        from grid_vec.grid.lightsim import LightSimBackend
+        model = pickle.loads(open({str(path)!r}, "rb").read())
+        backend = LightSimBackend(model)
+        backend.set_injections(model.load_p0, model.load_q0, model.gen_p0, model.gen_v0)
+        assert backend.run_ac()
+        print(round(float(backend.results().p_or[0]), 3))
+        heavy = sorted(m for m in ("pandapower", "lightsim2grid", "grid2op") if m in sys.modules)
+        assert not heavy, heavy
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    backend = _solved(model, "lightsim2grid")
+    assert float(done.stdout) == pytest.approx(backend.results().p_or[0], abs=1e-3)
