@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import re
 import shutil
 import sys
+import threading
 import zipfile
 from collections.abc import Iterable
 from importlib import metadata
@@ -84,6 +86,43 @@ def write_episode(root: Path, index: int, arrays: dict[str, np.ndarray], meta: d
     (tmp / META_FILE).write_text(json.dumps(meta, indent=1, allow_nan=True))
     os.rename(tmp, final)
     return final
+
+
+class EpisodeWriter:
+    """Writes episodes with :func:`write_episode` on a background thread, so compression
+    overlaps the stepping (zlib releases the GIL). At most ``backlog`` episodes wait, which
+    keeps memory bounded; a write error is raised by the next ``submit`` or by ``close``."""
+
+    def __init__(self, root: Path, backlog: int = 2) -> None:
+        self.root = root
+        self._jobs: queue.Queue[tuple[int, dict, dict] | None] = queue.Queue(maxsize=backlog)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._work, name="episode-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, index: int, arrays: dict[str, np.ndarray], meta: dict) -> None:
+        """Queue episode ``index`` for writing (blocks while the backlog is full)."""
+        self._raise()
+        self._jobs.put((index, arrays, meta))
+
+    def close(self, *, check: bool = True) -> None:
+        """Write what is queued, stop the thread; with ``check``, raise a write error."""
+        self._jobs.put(None)
+        self._thread.join()
+        if check:
+            self._raise()
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            raise OSError(f"writing an episode under {self.root} failed") from self._error
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            if self._error is None:
+                try:
+                    write_episode(self.root, *job)
+                except BaseException as exc:  # reported to the Runner's thread
+                    self._error = exc
 
 
 def package_versions() -> dict[str, str]:

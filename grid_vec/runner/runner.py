@@ -34,12 +34,12 @@ from grid_vec.runner.progress import make_bars
 from grid_vec.runner.recording import (
     FORMAT,
     EpisodeRecorder,
+    EpisodeWriter,
     finished_episodes,
     flat_info,
     package_versions,
     prepare_run_dir,
     remove_partial_episodes,
-    write_episode,
 )
 from grid_vec.runner.results import EpisodeResult, EpisodeTimings, jsonable
 
@@ -288,7 +288,18 @@ class _EpisodeLoop:
 
     def play(self, specs: list[EpisodeSpec]) -> dict[int, EpisodeResult]:
         """Play ``specs`` over the sub-envs; results by episode index."""
-        queue = deque(specs)
+        self.writer = None if self.root is None else EpisodeWriter(self.root)
+        try:
+            self._play(deque(specs))
+        except BaseException:
+            if self.writer is not None:
+                self.writer.close(check=False)  # keep the episodes that did finish
+            raise
+        if self.writer is not None:
+            self.writer.close()
+        return self.results
+
+    def _play(self, queue: deque[EpisodeSpec]) -> None:
         for i in range(self.n):
             self.specs[i] = queue.popleft() if queue else None
         obs = self._reset(None, list(range(self.n)), self._timings())
@@ -316,7 +327,6 @@ class _EpisodeLoop:
             restart = finished | (~active & ended)
             if restart.any():
                 obs = self._turnover(obs, queue, restart, finished, terminated, truncated, cut)
-        return self.results
 
     def _actions(self, obs: Any) -> Any:
         runner = self.runner
@@ -452,7 +462,7 @@ class _EpisodeLoop:
             ),
         )
         self.results[spec.index] = result
-        if self.root is not None:
+        if self.writer is not None:
             recorder = self.recorders[i]
             if by_runner:
                 recorder.mark_truncated()
@@ -468,7 +478,7 @@ class _EpisodeLoop:
                 "skipped_info": skipped,
                 "result": result.to_dict(),
             }
-            write_episode(self.root, spec.index, arrays, meta)
+            self.writer.submit(spec.index, arrays, meta)
         self.ep_bar.update(1)
 
     def _rows(self, space: spaces.Space, batch: Any) -> Any:
