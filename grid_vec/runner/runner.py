@@ -266,10 +266,13 @@ class _EpisodeLoop:
         self.n = n
         self.specs: list[EpisodeSpec | None] = [None] * n
         self.active = np.zeros(n, dtype=bool)
+        self.n_active = 0
+        # Every active episode takes part in every batch step, so per-episode steps and times
+        # are differences of run-wide clocks (steps, agent s, env s) taken at start and end.
+        self.clock = np.zeros(3)
+        self.clock_start = np.zeros((n, 3))
+        self.agent_reset_time = np.zeros(n)
         self.cum = np.zeros(n)
-        self.steps = np.zeros(n, dtype=np.int64)
-        self.agent_time = np.zeros(n)
-        self.env_time = np.zeros(n)
         self.start_time = np.zeros(n)
         self.last_reward = np.zeros(n)
         self.scenario: list[tuple[Any, Any, Any]] = [(None, None, None)] * n
@@ -303,29 +306,26 @@ class _EpisodeLoop:
         for i in range(self.n):
             self.specs[i] = queue.popleft() if queue else None
         obs = self._reset(None, list(range(self.n)), self._timings())
-        env, max_iter, step_bar = self.env, self.max_iter, self.step_bar
-        while self.active.any():
+        env, max_iter, step_bar, clock = self.env, self.max_iter, self.step_bar, self.clock
+        while self.n_active:
             t0 = time.perf_counter()
             actions = self._actions(obs)
             t1 = time.perf_counter()
             obs, rewards, terminated, truncated, infos = env.step(actions)
             t2 = time.perf_counter()
-            active = self.active
-            self.cum += np.where(active, rewards, 0.0)
-            self.steps += active
-            self.agent_time[active] += t1 - t0
-            self.env_time[active] += t2 - t1
-            self.last_reward = np.asarray(rewards, dtype=np.float64)
-            ended = np.logical_or(terminated, truncated)
-            cut = active & ~ended & (self.steps >= max_iter) if max_iter else None
+            clock += (1.0, t1 - t0, t2 - t1)
+            self.cum += rewards  # idle sub-envs accumulate too; their sums are never read
+            self.last_reward[:] = rewards
             if self.recorders:
-                self._record(
-                    active, actions, obs, rewards, terminated, truncated, infos, t1, t0, t2
-                )
-            step_bar.update(int(active.sum()))
-            finished = active & (ended if cut is None else ended | cut)
-            restart = finished | (~active & ended)
-            if restart.any():
+                self._record(actions, obs, rewards, terminated, truncated, infos, t1 - t0, t2 - t1)
+            step_bar.update(self.n_active)
+            ended = terminated | truncated
+            cut = None
+            if max_iter is not None:
+                cut = self.active & ~ended & (clock[0] - self.clock_start[:, 0] >= max_iter)
+            if ended.any() or (cut is not None and cut.any()):
+                finished = self.active & (ended if cut is None else ended | cut)
+                restart = finished | (~self.active & ended)
                 obs = self._turnover(obs, queue, restart, finished, terminated, truncated, cut)
 
     def _actions(self, obs: Any) -> Any:
@@ -341,10 +341,10 @@ class _EpisodeLoop:
         ]
         return concatenate(self.act_space, items, self.act_buffer)
 
-    def _record(self, active, actions, obs, rewards, terminated, truncated, infos, t1, t0, t2):
+    def _record(self, actions, obs, rewards, terminated, truncated, infos, agent_s, env_s):
         obs_rows = self._rows(self.obs_space, obs)
         act_rows = self._rows(self.act_space, actions)
-        for i in np.flatnonzero(active):
+        for i in np.flatnonzero(self.active):
             self.recorders[i].add(
                 act_rows[i],
                 obs_rows[i],
@@ -352,8 +352,8 @@ class _EpisodeLoop:
                 bool(terminated[i]),
                 bool(truncated[i]),
                 flat_info(infos, i),
-                t2 - t1,
-                t1 - t0,
+                env_s,
+                agent_s,
             )
 
     def _turnover(self, obs, queue, restart, finished, terminated, truncated, cut) -> Any:
@@ -408,10 +408,10 @@ class _EpisodeLoop:
         spec = self.specs[i]
         assert spec is not None
         self.active[i] = True
+        self.n_active += 1
+        self.clock_start[i] = self.clock
+        self.agent_reset_time[i] = 0.0
         self.cum[i] = 0.0
-        self.steps[i] = 0
-        self.agent_time[i] = 0.0
-        self.env_time[i] = 0.0
         self.last_reward[i] = 0.0
         self.start_time[i] = time.perf_counter()
         info = flat_info(infos, i)
@@ -427,7 +427,7 @@ class _EpisodeLoop:
             t0 = time.perf_counter()
             self.agents[i].seed(spec.agent_seed)
             self.agents[i].reset(obs)
-            self.agent_time[i] += time.perf_counter() - t0
+            self.agent_reset_time[i] = time.perf_counter() - t0
         if self.recorders:
             self.recorders[i].start(obs)
 
@@ -437,6 +437,8 @@ class _EpisodeLoop:
         spec = self.specs[i]
         assert spec is not None
         self.active[i] = False
+        self.n_active -= 1
+        steps, agent_s, env_s = self.clock - self.clock_start[i]
         scenario_id, name, length = self.scenario[i]
         max_steps = length
         if self.max_iter is not None:
@@ -447,15 +449,15 @@ class _EpisodeLoop:
             scenario_id=scenario_id,
             scenario_name=name,
             cum_reward=float(self.cum[i]),
-            steps=int(self.steps[i]),
+            steps=int(steps),
             max_steps=None if max_steps is None else int(max_steps),
             terminated=terminated,
             truncated=truncated,
             env_seed=spec.env_seed,
             agent_seed=spec.agent_seed,
             timings=EpisodeTimings(
-                agent=float(self.agent_time[i]),
-                env=float(self.env_time[i]),
+                agent=float(agent_s + self.agent_reset_time[i]),
+                env=float(env_s),
                 total=time.perf_counter() - float(self.start_time[i]),
                 powerflow=detail.get("powerflow"),
                 env_detail=detail,
