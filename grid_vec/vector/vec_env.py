@@ -447,6 +447,10 @@ class GridVecEnv(VectorEnv):
             cursor[w] += 1
         return tuple(results)
 
+    def render(self) -> tuple[Any, ...] | None:
+        """Rendered frames of every sub-env."""
+        return self.call("render")
+
     def get_attr(self, name: str) -> tuple[Any, ...]:
         """Attribute ``name`` of every sub-env."""
         return self.call(name)

@@ -1,0 +1,20 @@
+"""Vector tests: toy envs travel by value, so spawned workers need not import tests/."""
+
+import cloudpickle
+import pytest
+import vec_toy_envs
+
+cloudpickle.register_pickle_by_value(vec_toy_envs)
+
+
+@pytest.fixture
+def shm_and_children():
+    """Assert a test leaves no new /dev/shm entry and no live child process behind."""
+    import multiprocessing
+    import os
+
+    before = set(os.listdir("/dev/shm"))
+    yield
+    leftover_children = [p for p in multiprocessing.active_children() if p.is_alive()]
+    assert not leftover_children, leftover_children
+    assert set(os.listdir("/dev/shm")) <= before

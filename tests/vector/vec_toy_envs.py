@@ -1,0 +1,207 @@
+"""Small deterministic envs for the vector tests (pickled by value into spawned workers)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import time
+from typing import ClassVar
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+
+class CountEnv(gym.Env):
+    """Box obs from the env's RNG and a counter; ends (terminated) after ``episode_len`` steps.
+
+    Truncates instead when ``truncate`` is set. Infos: ``t`` on odd steps, nested ``extra`` on
+    every third step, nothing otherwise; reset info holds the seed it received.
+    """
+
+    metadata: ClassVar[dict] = {"render_modes": ["rgb_array"], "render_fps": 4}
+
+    def __init__(self, episode_len: int = 4, truncate: bool = False, obs_size: int = 3):
+        self.observation_space = spaces.Box(-10.0, 10.0, (obs_size,), np.float32)
+        self.action_space = spaces.Discrete(3)
+        self.episode_len = episode_len
+        self.truncate = truncate
+        self.render_mode = "rgb_array"
+        self.t = 0
+        self.tag = "init"
+
+    def _obs(self) -> np.ndarray:
+        noise = self.np_random.uniform(-1, 1, self.observation_space.shape)
+        return (noise + self.t).astype(np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        info = {"seed": -1 if seed is None else seed}
+        if options and "start" in options:
+            self.t = int(options["start"])
+        return self._obs(), info
+
+    def step(self, action):
+        self.t += 1
+        done = self.t >= self.episode_len
+        reward = float(action) + self.np_random.normal()
+        info: dict = {}
+        if self.t % 2:
+            info["t"] = self.t
+        if self.t % 3 == 0:
+            info["extra"] = {"action": int(action), "vec": np.full(2, self.t, np.float32)}
+        return self._obs(), reward, done and not self.truncate, done and self.truncate, info
+
+    def render(self):
+        return np.full((2, 2, 3), self.t, dtype=np.uint8)
+
+    def add(self, a, b=0):
+        return self.t + a + b
+
+    def loaded_modules(self) -> list[str]:
+        return sorted(
+            m for m in ("pandapower", "lightsim2grid", "grid_vec.env") if m in sys.modules
+        )
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+class NestedEnv(gym.Env):
+    """Dict observation of every flat leaf kind, Tuple action of Discrete and Box."""
+
+    def __init__(self, episode_len: int = 3):
+        self.observation_space = spaces.Dict(
+            {
+                "pos": spaces.Box(-1.0, 1.0, (2,), np.float64),
+                "count": spaces.Discrete(10),
+                "bits": spaces.MultiBinary(3),
+                "pair": spaces.Tuple((spaces.MultiDiscrete([2, 3]), spaces.Discrete(4, start=1))),
+            }
+        )
+        self.action_space = spaces.Tuple(
+            (spaces.Discrete(2), spaces.Box(-1.0, 1.0, (2,), np.float32))
+        )
+        self.episode_len = episode_len
+        self.t = 0
+
+    def _obs(self):
+        rng = self.np_random
+        return {
+            "pos": rng.uniform(-1, 1, 2),
+            "count": self.t,
+            "bits": rng.integers(0, 2, 3).astype(np.int8),
+            "pair": (rng.integers(0, [2, 3]), 1 + self.t % 4),
+        }
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self.t += 1
+        choice, push = action
+        reward = float(choice) + float(np.sum(push))
+        done = self.t >= self.episode_len
+        return self._obs(), reward, done, False, {"push": np.asarray(push, np.float32)}
+
+
+class DictActionEnv(gym.Env):
+    """Tuple observation, Dict action of MultiDiscrete and MultiBinary."""
+
+    def __init__(self):
+        self.observation_space = spaces.Tuple(
+            (spaces.Box(0, 5, (2, 2), np.int32), spaces.Discrete(3))
+        )
+        self.action_space = spaces.Dict(
+            {"md": spaces.MultiDiscrete([3, 2]), "mb": spaces.MultiBinary(2)}
+        )
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return (self.np_random.integers(0, 5, (2, 2)).astype(np.int32), 0), {}
+
+    def step(self, action):
+        self.t += 1
+        total = int(np.sum(action["md"]) + np.sum(action["mb"]))
+        obs = (np.full((2, 2), min(total, 5), np.int32), self.t % 3)
+        return obs, float(total), self.t >= 5, False, {}
+
+
+class TextEnv(gym.Env):
+    """A Text observation: no fixed-size layout, so it takes the pickled path."""
+
+    def __init__(self):
+        self.observation_space = spaces.Text(max_length=8)
+        self.action_space = spaces.Discrete(2)
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return "start", {}
+
+    def step(self, action):
+        self.t += 1
+        return "ab"[int(action)] * self.t, 1.0, self.t >= 3, False, {}
+
+
+class FaultyEnv(CountEnv):
+    """CountEnv that misbehaves at step ``at``: raise, exit, kill itself, segfault or hang."""
+
+    def __init__(self, fault: str = "raise", at: int = 2, episode_len: int = 100):
+        super().__init__(episode_len=episode_len)
+        self.fault, self.at = fault, at
+
+    def step(self, action):
+        if self.t + 1 == self.at:
+            if self.fault == "raise":
+                raise ValueError(f"faulty step at t={self.at}")
+            if self.fault == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            if self.fault == "segfault":
+                ctypes.string_at(0)
+            if self.fault == "hang":
+                time.sleep(60)
+        return super().step(action)
+
+
+class SlowEnv(CountEnv):
+    """CountEnv whose steps sleep ``delay`` seconds (varied step times for pool mode)."""
+
+    def __init__(self, delay: float = 0.0):
+        super().__init__(episode_len=1000)
+        self.delay = delay
+
+    def step(self, action):
+        time.sleep(self.delay)
+        return super().step(action)
+
+
+class OtherSpaceEnv(CountEnv):
+    """CountEnv with a differently bounded observation space (same shape and dtype)."""
+
+    def __init__(self):
+        super().__init__()
+        self.observation_space = spaces.Box(-5.0, 5.0, (3,), np.float32)
+
+
+class BadInitEnv(CountEnv):
+    def __init__(self):
+        if os.environ.get("GRID_VEC_TEST_PARENT") != str(os.getpid()):
+            raise RuntimeError("cannot build in a worker")
+        super().__init__()
+
+
+class OtherActionEnv(CountEnv):
+    """CountEnv with four actions instead of three."""
+
+    def __init__(self):
+        super().__init__()
+        self.action_space = spaces.Discrete(4)
