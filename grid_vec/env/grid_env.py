@@ -43,7 +43,6 @@ ACTION_TYPES = ("discrete", "redispatch")
 Parsed = tuple[int, int, "np.ndarray | None", "np.ndarray | None"]
 RESET_OPTIONS = ("scenario_id", "fast_forward", "max_steps", "init_state")
 _FLOW_SEGMENTS = ("p_or", "q_or", "v_or", "a_or", "p_ex", "q_ex", "v_ex", "a_ex")
-_INJ_SEGMENTS = ("load_p", "load_q", "load_v", "gen_p", "gen_q", "gen_v")
 
 
 class GridEnv(gym.Env):
@@ -111,7 +110,14 @@ class GridEnv(gym.Env):
         self._pristine_backend = make_backend(model, backend)
         self._state: GridState = fresh_state(model, self.topology, self._pristine_backend.copy())
         self._obs_buf = np.zeros(self.obs_layout.size, dtype=np.float32)
-        self._slices = [self.obs_layout.slices[n] for n in _FLOW_SEGMENTS + _INJ_SEGMENTS]
+        sl = self.obs_layout.slices
+        self._rho_sl = sl["rho"]
+        self._flows_sl = slice(sl["line_status"].start, sl["gen_v"].stop)
+        self._timers_sl = slice(sl["actual_dispatch"].start, sl["time_before_cooldown_sub"].stop)
+        self._branch_flow_starts = [sl[n].start for n in _FLOW_SEGMENTS]
+        self._obs_buf[sl["time_next_maintenance"]] = -1.0  # no maintenance is modelled
+        self._inv_limit = 1.0 / self.thermal_limit
+        self._rho = np.zeros(model.n_branch)
         self._needs_reset = True
         self._simulates_this_step = 0
         self._simulates_this_episode = 0
@@ -197,7 +203,7 @@ class GridEnv(gym.Env):
             "is_ambiguous": ambiguous is not None,
             "ambiguous_reason": ambiguous,
             "game_over_reason": outcome.game_over,
-            "tripped_branches": np.flatnonzero(outcome.tripped),
+            "tripped_branches": outcome.tripped,
             "attacked_branch": attack,
             "other_rewards": others,
         }
@@ -250,7 +256,7 @@ class GridEnv(gym.Env):
             "is_ambiguous": ambiguous is not None,
             "ambiguous_reason": ambiguous,
             "game_over_reason": outcome.game_over,
-            "tripped_branches": np.flatnonzero(outcome.tripped),
+            "tripped_branches": outcome.tripped,
             "other_rewards": others,
         }
         return obs, reward, terminated, info
@@ -424,51 +430,59 @@ class GridEnv(gym.Env):
         state.backend.set_injections(load_p, load_q, gen_p, gen_v)
 
     def _observe(self, state: GridState, info: ScenarioInfo, step: int, played: int) -> np.ndarray:
+        """Fill the preallocated buffer (a few contiguous writes) and return a copy."""
         buf = self._obs_buf
-        sl = self.obs_layout.slices
         when = info.start + info.step_duration * step
         buf[:7] = (
             when.year, when.month, when.day, when.hour, when.minute, when.weekday(), played,
         )  # fmt: skip
         res = state.results
         if res is None:
-            buf[sl["rho"].start : sl["gen_v"].stop] = 0.0
+            buf[self._rho_sl] = 0.0
+            buf[self._flows_sl] = 0.0
         else:
-            buf[sl["rho"]] = res.a_or / self.thermal_limit
-            buf[sl["line_status"]] = state.line_status
-            values = (
-                res.p_or, res.q_or, res.v_or, res.a_or, res.p_ex, res.q_ex, res.v_ex, res.a_ex,
-                res.load_p, res.load_q, res.load_v, res.gen_p, res.gen_q, res.gen_v,
+            np.multiply(res.a_or, self._inv_limit, out=self._rho)
+            buf[self._rho_sl] = self._rho
+            np.concatenate(
+                (
+                    state.line_status,
+                    res.p_or, res.q_or, res.v_or, res.a_or, res.p_ex, res.q_ex, res.v_ex, res.a_ex,
+                    res.load_p, res.load_q, res.load_v, res.gen_p, res.gen_q, res.gen_v,
+                ),
+                out=buf[self._flows_sl],
+                casting="same_kind",
             )  # fmt: skip
-            for s, v in zip(self._slices, values, strict=True):
-                buf[s] = v
             if not state.line_status.all():
                 # A disconnected branch reports zeros, whatever the backend gives at its ends.
                 off = np.flatnonzero(~state.line_status)
-                for s in self._slices[:8]:
-                    buf[s.start + off] = 0.0
-        buf[sl["actual_dispatch"]] = state.actual_dispatch
-        buf[sl["topo_vect"]] = state.topo
-        buf[sl["timestep_overflow"]] = state.timestep_overflow
-        buf[sl["time_before_cooldown_line"]] = state.cooldown_line
-        buf[sl["time_before_cooldown_sub"]] = state.cooldown_sub
-        buf[sl["time_next_maintenance"]] = -1.0
+                for start in self._branch_flow_starts:
+                    buf[start + off] = 0.0
+        np.concatenate(
+            (
+                state.actual_dispatch, state.topo, state.timestep_overflow,
+                state.cooldown_line, state.cooldown_sub,
+            ),
+            out=buf[self._timers_sl],
+            casting="same_kind",
+        )  # fmt: skip
         return buf.copy()
 
     def _rewards(self, state: GridState, terminated: bool) -> tuple[float, dict[str, float]]:
+        """Main and other rewards, reading the rho computed by ``_observe``."""
         res = state.results
         if res is None:
-            zeros_b = np.zeros(self.model.n_branch)
+            m = self.model
             inputs = RewardInputs(
-                zeros_b, state.line_status, np.zeros(self.model.n_load),
-                np.zeros(self.model.n_gen), state.actual_dispatch,
+                np.zeros(m.n_branch), state.line_status, np.zeros(m.n_load), np.zeros(m.n_gen),
+                state.actual_dispatch,
             )  # fmt: skip
         else:
             inputs = RewardInputs(
-                res.a_or / self.thermal_limit, state.line_status, res.load_p, res.gen_p,
-                state.actual_dispatch,
-            )  # fmt: skip
+                self._rho, state.line_status, res.load_p, res.gen_p, state.actual_dispatch
+            )
         reward = float(self.reward_fn(inputs, terminated))
+        if not self.other_rewards:
+            return reward, {}
         others = {name: float(fn(inputs, terminated)) for name, fn in self.other_rewards.items()}
         return reward, others
 

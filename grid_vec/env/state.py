@@ -107,12 +107,16 @@ def reconnect(state: GridState, layout: TopologyLayout, branch: int) -> None:
     state.topo_dirty = True
 
 
+_NO_TRIP = np.zeros(0, dtype=np.int64)
+_NO_TRIP.flags.writeable = False
+
+
 @dataclass
 class StepOutcome:
     """What happened in the physics of one step."""
 
     game_over: str | None  # reason, or None
-    tripped: np.ndarray  # (n_branch,) bool, branches tripped by the protections
+    tripped: np.ndarray  # indices of the branches tripped by the protections
 
 
 def solve(
@@ -128,31 +132,44 @@ def solve(
 
     ``protections=False`` (used on reset, as grid2op does) solves without any trip.
     """
-    tripped = np.zeros(model.n_branch, dtype=bool)
-    counter = state.protection_counter.copy()
-    increased = np.zeros(model.n_branch, dtype=bool)
+    tripped = None
+    counter = increased = None
+    soft_limit = params.soft_overflow_threshold * thermal_limit
     state.results = None
     while True:
         reason = _push_topology(state, model, layout)
+        if reason is None and not state.backend.run_ac():
+            reason = "power flow diverged"
         if reason is not None:
-            return StepOutcome(reason, tripped)
-        if not state.backend.run_ac():
-            return StepOutcome("power flow diverged", tripped)
+            return StepOutcome(reason, _indices(tripped))
         state.results = state.backend.results()
         if params.no_overflow_disconnection or not protections:
-            return StepOutcome(None, tripped)
+            return StepOutcome(None, _NO_TRIP)
         a_or = state.results.a_or
+        soft = a_or > soft_limit  # hard >= soft: no soft overflow, no trip (fast path)
+        if not soft.any():
+            return StepOutcome(None, _indices(tripped))
+        if counter is None:
+            counter = state.protection_counter.copy()
+            increased = np.zeros(model.n_branch, dtype=bool)
+            tripped = np.zeros(model.n_branch, dtype=bool)
         status = state.line_status
         to_trip = (a_or > params.hard_overflow_threshold * thermal_limit) & status
-        soft = (a_or > params.soft_overflow_threshold * thermal_limit) & status & ~increased
+        soft &= status & ~increased
         counter[soft] += 1
         increased |= soft
         to_trip |= (counter > params.nb_timestep_overflow_allowed) & status
         if not to_trip.any():
-            return StepOutcome(None, tripped)
+            return StepOutcome(None, _indices(tripped))
         tripped |= to_trip
         disconnect(state, layout, to_trip)
         state.results = None
+
+
+def _indices(mask: np.ndarray | None) -> np.ndarray:
+    if mask is None or not mask.any():
+        return _NO_TRIP
+    return np.flatnonzero(mask)
 
 
 def _push_topology(state: GridState, model: GridModel, layout: TopologyLayout) -> str | None:
@@ -185,14 +202,17 @@ def update_timers(
     """Move the overflow counters and the reconnection / cooldown timers after a solve."""
     a_or = state.results.a_or
     cd = state.cooldown_line
-    cd[cd > 0] -= 1
+    if cd.any():
+        cd[cd > 0] -= 1
     cd[tripped] = params.nb_timestep_reconnection
-    over = a_or > thermal_limit
-    state.timestep_overflow += 1
-    state.timestep_overflow[~over] = 0
     engaged = a_or > params.soft_overflow_threshold * thermal_limit
-    state.protection_counter += 1
-    state.protection_counter[~engaged] = 0
+    if engaged.any() or state.protection_counter.any():
+        state.protection_counter += 1
+        state.protection_counter *= engaged
+    over = engaged if params.soft_overflow_threshold == 1.0 else a_or > thermal_limit
+    if over.any() or state.timestep_overflow.any():
+        state.timestep_overflow += 1
+        state.timestep_overflow *= over
     if acted_line >= 0 and params.nb_timestep_cooldown_line > 0:
         cd[acted_line] = max(cd[acted_line], params.nb_timestep_cooldown_line)
     if params.nb_timestep_cooldown_sub > 0:

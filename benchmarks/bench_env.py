@@ -1,0 +1,117 @@
+"""Do-nothing steps per second of a GridEnv, side by side with grid2op + LightSimBackend.
+
+Measured in one run: the embedded case14 (synthetic scenarios, lightsim2grid backend),
+grid_vec on grid2op's ``l2rpn_case14_sandbox`` folder (when the folder source is available),
+and grid2op itself with ``LightSimBackend`` on that folder (skipped with a message when
+grid2op is not installed). Median of several repetitions; episodes that end are reset
+(resets are not timed).
+
+    python benchmarks/bench_env.py [--steps 3000] [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+import warnings
+from pathlib import Path
+
+import grid_vec
+
+
+def steps_per_second(reset, step, n_steps: int) -> float:
+    """Time ``n_steps`` do-nothing steps (resets excluded)."""
+    reset()
+    elapsed, done = 0.0, 0
+    while done < n_steps:
+        t0 = time.perf_counter()
+        over = step()
+        elapsed += time.perf_counter() - t0
+        done += 1
+        if over:
+            reset()
+    return n_steps / elapsed
+
+
+def bench_grid_vec(target, n_steps: int, repeats: int) -> list[float]:
+    env = grid_vec.make(target)
+
+    def step() -> bool:
+        _, _, term, trunc, _ = env.step(0)
+        return term or trunc
+
+    seeds = iter(range(10**6))
+    return [
+        steps_per_second(lambda: env.reset(seed=next(seeds)), step, n_steps) for _ in range(repeats)
+    ]
+
+
+def bench_grid2op(path: Path, n_steps: int, repeats: int) -> list[float]:
+    import grid2op
+    from lightsim2grid import LightSimBackend
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        env = grid2op.make(str(path), backend=LightSimBackend())
+    do_nothing = env.action_space()
+
+    def step() -> bool:
+        return env.step(do_nothing)[2]
+
+    return [steps_per_second(env.reset, step, n_steps) for _ in range(repeats)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    rows: dict[str, list[float]] = {}
+    rows["grid_vec embedded case14"] = bench_grid_vec("case14", args.steps, args.repeats)
+    try:
+        import grid2op
+    except ImportError:
+        print("grid2op not installed: skipping the side-by-side comparison")
+        grid2op = None
+    if grid2op is not None:
+        sandbox = Path(grid2op.__file__).parent / "data" / "l2rpn_case14_sandbox"
+        try:
+            rows["grid_vec l2rpn_case14_sandbox"] = bench_grid_vec(
+                sandbox, args.steps, args.repeats
+            )
+        except ImportError as exc:
+            print(f"grid_vec folder source unavailable ({exc}): skipping that row")
+        g2o_steps = max(200, args.steps // 10)
+        rows["grid2op+LightSimBackend l2rpn_case14_sandbox"] = bench_grid2op(
+            sandbox, g2o_steps, args.repeats
+        )
+    medians = {name: statistics.median(values) for name, values in rows.items()}
+    reference = medians.get("grid2op+LightSimBackend l2rpn_case14_sandbox")
+    print(f"{'environment':46s} {'steps/s (median)':>17s} {'x grid2op':>10s}")
+    for name, value in medians.items():
+        ratio = f"{value / reference:10.1f}" if reference else f"{'-':>10s}"
+        print(f"{name:46s} {value:17,.0f} {ratio}")
+    out = Path(__file__).parent / "results" / "bench_env.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(
+        json.dumps(
+            {
+                "steps": args.steps,
+                "repeats": args.repeats,
+                "machine": platform.processor() or platform.machine(),
+                "runs_steps_per_s": rows,
+                "median_steps_per_s": medians,
+                "ratio_vs_grid2op": (
+                    {k: v / reference for k, v in medians.items()} if reference else None
+                ),
+            },
+            indent=1,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
