@@ -42,13 +42,7 @@ def _open_text(path: Path) -> Iterator[io.TextIOBase]:
         yield f
 
 
-def read_header(path: Path) -> list[str]:
-    """Column names of a CSV file."""
-    with _open_text(path) as f:
-        try:
-            line = f.readline()
-        except (OSError, EOFError, UnicodeDecodeError) as e:
-            raise FolderFormatError(f"{path}: cannot be read ({e})") from e
+def _parse_header(path: Path, line: str) -> list[str]:
     names = [c.strip().strip('"') for c in line.rstrip("\r\n").split(";")]
     if not line.strip() or not all(names):
         raise FolderFormatError(f"{path}: line 1 must be a ';'-separated header of names")
@@ -68,25 +62,36 @@ def count_rows(path: Path) -> int:
     return max(n - 1, 0)
 
 
-def read_rows(path: Path, start: int, stop: int, names: list[str]) -> np.ndarray:
-    """Data rows ``[start, stop)`` as a finite float64 array, one column per header name."""
-    n_col = len(names)
+def read_table(
+    path: Path, start: int, stop: int, *, total: int | None = None
+) -> tuple[list[str], np.ndarray]:
+    """The header names and data rows ``[start, stop)`` as a finite float64 array.
+
+    One pass over the file, up to the window's end. ``total``: the number of data rows the
+    file must have; checked when the window reaches it (a shorter file is caught by any
+    window that goes past its end).
+    """
     with _open_text(path) as f:
         try:
-            lines = list(itertools.islice(f, start + 1, stop + 1))
+            names = _parse_header(path, f.readline())
+            lines = list(itertools.islice(f, start, stop))
+            extra = stop == total and any(line.strip() for line in f)
         except (OSError, EOFError, UnicodeDecodeError) as e:
             raise FolderFormatError(f"{path}: cannot be read ({e})") from e
+    expected = "" if total is None else f" (load_p has {total})"
     if len(lines) < stop - start:
         raise FolderFormatError(
-            f"{path}: has {start + len(lines)} data rows, needs at least {stop}"
+            f"{path}: has {start + len(lines)} data rows, needs at least {stop}{expected}"
         )
+    if extra:
+        raise FolderFormatError(f"{path}: has more than {total} data rows{expected}")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             values = np.loadtxt(lines, delimiter=";", comments=None, ndmin=2, dtype=np.float64)
     except ValueError:
         values = None
-    if values is None or values.shape != (len(lines), n_col):
+    if values is None or values.shape != (len(lines), len(names)):
         _diagnose(path, lines, start, names)
     bad = np.argwhere(~np.isfinite(values))
     if bad.size:
@@ -94,7 +99,7 @@ def read_rows(path: Path, start: int, stop: int, names: list[str]) -> np.ndarray
         raise FolderFormatError(
             f"{path}: {_where(start, r, names, c)}: value {values[r, c]} is not a finite number"
         )
-    return values
+    return names, values
 
 
 def _where(start: int, row: int, names: list[str], col: int | None = None) -> str:
@@ -104,7 +109,7 @@ def _where(start: int, row: int, names: list[str], col: int | None = None) -> st
 
 
 def _diagnose(path: Path, lines: list[str], start: int, names: list[str]) -> None:
-    """Raise the error that explains why ``lines`` do not parse as ``n_col`` floats per row."""
+    """Raise the error that explains why ``lines`` do not parse as one float per header name."""
     for r, line in enumerate(lines):
         cells = line.rstrip("\r\n").split(";")
         if len(cells) != len(names):

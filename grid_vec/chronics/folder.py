@@ -35,8 +35,7 @@ from grid_vec.chronics.csv_table import (
     FolderFormatError,
     count_rows,
     find_csv,
-    read_header,
-    read_rows,
+    read_table,
 )
 from grid_vec.chronics.scenario import Injections, ScenarioInfo
 from grid_vec.grid.model import GridModel
@@ -247,13 +246,8 @@ class FolderSource:
         scenario_id = self._check_id(scenario_id)
         if scenario_id not in self._infos:
             folder = self.path / "chronics" / self._dirs[scenario_id]
-            lengths = {stem: count_rows(p) for stem, p in self._files(scenario_id).items()}
-            length = lengths["load_p"]
-            for stem, n in lengths.items():
-                if n != length:
-                    raise FolderFormatError(
-                        f"{self._files(scenario_id)[stem]}: has {n} data rows, load_p has {length}"
-                    )
+            # load_p sets the length; the other files are checked against it when read
+            length = count_rows(self._files(scenario_id)["load_p"])
             if length < 2:
                 raise FolderFormatError(
                     f"{folder}: a scenario needs at least 2 steps, load_p has {length}"
@@ -279,10 +273,10 @@ class FolderSource:
         for stem in _STEMS:
             # one row past the window, for forecasts that default to the next actual step
             ext_stop = min(stop + 1, info.length)
-            actual = self._read_table(files.get(stem), stem, start, ext_stop)
+            actual = self._read_table(files.get(stem), stem, start, ext_stop, info.length)
             forecast_path = files.get(f"{stem}_forecasted")
             if forecast_path is not None:
-                forecast = self._read_table(forecast_path, stem, start, stop)
+                forecast = self._read_table(forecast_path, stem, start, stop, info.length)
             else:
                 forecast = np.concatenate([actual[1:], actual[-1:]])[: stop - start]
             arrays[stem] = actual[: stop - start]
@@ -298,7 +292,9 @@ class FolderSource:
             gen_v_forecast=arrays["prod_v_forecast"],
         )
 
-    def _read_table(self, path: Path | None, stem: str, start: int, stop: int) -> np.ndarray:
+    def _read_table(
+        self, path: Path | None, stem: str, start: int, stop: int, total: int
+    ) -> np.ndarray:
         """Rows ``[start, stop)`` of one file, in model element order with defaults filled."""
         m = self.model
         is_load = stem.startswith("load")
@@ -312,7 +308,7 @@ class FolderSource:
         if path is None:  # only prod_v may be absent
             out[:] = default
             return out
-        header = read_header(path)
+        header, values = read_table(path, start, stop, total=total)
         rename = self._rename["load" if is_load else "prod"]
         index = {str(n): i for i, n in enumerate(names)}
         positions = []
@@ -331,7 +327,6 @@ class FolderSource:
         missing = np.flatnonzero(~listed & ~optional)
         if missing.size:
             raise FolderFormatError(f"{path}: no column for {str(names[missing[0]])!r}")
-        values = read_rows(path, start, stop, header)
         if stem == "load_p" and not self.allow_negative_loads:
             negative = np.argwhere(values < 0)
             if negative.size:

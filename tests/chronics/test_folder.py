@@ -214,12 +214,17 @@ def _set_cell(row: int, col: int, value: str):
         (
             "prod_p_forecasted.csv",
             lambda ls: ls[:-2],
-            r"prod_p_forecasted\.csv: has 28 data rows, load_p has 30",
+            r"prod_p_forecasted\.csv: has 28 data rows, needs at least 30 \(load_p has 30\)",
         ),
         (
             "load_p.csv.bz2",
             lambda ls: [ls[0], ls[0], *ls[2:]],
             r"load_p\.csv\.bz2: line 2 \(data row 0\), column 1 \('load_1_0'\): 'load_1_0' is not",
+        ),
+        (
+            "load_q_forecasted.csv.bz2",
+            lambda ls: [*ls, ls[-1]],
+            r"load_q_forecasted\.csv\.bz2: has more than 30 data rows \(load_p has 30\)",
         ),
         ("time_interval.info", None, None),
     ],
