@@ -119,7 +119,7 @@ class Runner:
         if not space.contains(self.idle_action):
             self.close()
             raise ValueError(f"idle_action {self.idle_action!r} is not in {space}")
-        self._has = {n: self._offers(n) for n in ("scenario_info", "timings", "parameters")}
+        self._has: dict[str, bool] | None = None  # probed after a first reset (see _probe)
 
     def _check_env(self) -> None:
         mode = self.env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
@@ -130,12 +130,17 @@ class Runner:
                 "NEXT_STEP; SAME_STEP resets sub-envs without the episode's seed"
             )
 
-    def _offers(self, name: str) -> bool:
-        """Whether every sub-env has attribute ``name`` (asked without ever raising in them)."""
-        try:
-            return all(self.env.call("has_wrapper_attr", name))
-        except (AttributeError, NotImplementedError, TypeError):
-            return False
+    def _probe(self) -> dict[str, bool]:
+        """Which optional grid attributes every sub-env offers (``has_wrapper_attr`` never
+        raises in a gymnasium env; asked after a reset, as a property may need one)."""
+        if self._has is None:
+            self._has = {}
+            for name in ("scenario_info", "timings", "parameters"):
+                try:
+                    self._has[name] = all(self.env.call("has_wrapper_attr", name))
+                except (AttributeError, NotImplementedError, TypeError):
+                    self._has[name] = False
+        return self._has
 
     def close(self) -> None:
         """Close the vector env if the Runner built it."""
@@ -287,7 +292,7 @@ class _EpisodeLoop:
         self.recorders = (
             [EpisodeRecorder(self.obs_space, self.act_space) for _ in range(n)] if root else []
         )
-        self.run_meta = self._run_meta() if root else {}
+        self.run_meta: dict[str, Any] | None = None
 
     def play(self, specs: list[EpisodeSpec]) -> dict[int, EpisodeResult]:
         """Play ``specs`` over the sub-envs; results by episode index."""
@@ -305,7 +310,7 @@ class _EpisodeLoop:
     def _play(self, queue: deque[EpisodeSpec]) -> None:
         for i in range(self.n):
             self.specs[i] = queue.popleft() if queue else None
-        obs = self._reset(None, list(range(self.n)), self._timings())
+        obs = self._reset(None, list(range(self.n)), None)
         env, max_iter, step_bar, clock = self.env, self.max_iter, self.step_bar, self.clock
         while self.n_active:
             t0 = time.perf_counter()
@@ -395,9 +400,10 @@ class _EpisodeLoop:
                 mask[members] = True
                 call_options["reset_mask"] = mask
             obs, infos = self.env.reset(seed=seeds, options=call_options or None)
-            scenarios = (
-                self.env.get_attr("scenario_info") if self.runner._has["scenario_info"] else None
-            )
+            if snapshot is None:  # first reset of the run
+                snapshot = self._timings()
+            has = self.runner._probe()
+            scenarios = self.env.get_attr("scenario_info") if has["scenario_info"] else None
             rows = self._rows(self.obs_space, obs)
             for i in members:
                 if self.specs[i] is not None:
@@ -465,6 +471,8 @@ class _EpisodeLoop:
         )
         self.results[spec.index] = result
         if self.writer is not None:
+            if self.run_meta is None:
+                self.run_meta = self._run_meta()
             recorder = self.recorders[i]
             if by_runner:
                 recorder.mark_truncated()
@@ -489,14 +497,14 @@ class _EpisodeLoop:
         return list(iterate(space, batch))
 
     def _timings(self) -> tuple[dict[str, Any], ...] | None:
-        return self.env.call("timings") if self.runner._has["timings"] else None
+        return self.env.call("timings") if self.runner._probe()["timings"] else None
 
     def _run_meta(self) -> dict[str, Any]:
         env = self.env
         spec = getattr(env, "spec", None)
         if spec is None:
             spec = env.get_attr("spec")[0]
-        parameters = env.get_attr("parameters")[0] if self.runner._has["parameters"] else None
+        parameters = env.get_attr("parameters")[0] if self.runner._probe()["parameters"] else None
         return {
             "env_id": getattr(spec, "id", None),
             "num_envs": env.num_envs,
