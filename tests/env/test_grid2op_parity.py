@@ -1,0 +1,59 @@
+"""Same game as grid2op on its own data: flows, overflow timing, reconnection delay, game over."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import grid_vec
+
+pytestmark = pytest.mark.grid2op
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    grid2op = pytest.importorskip("grid2op")
+    pytest.importorskip("grid_vec.chronics.folder")
+    return Path(grid2op.__file__).parent / "data" / "l2rpn_case14_sandbox"
+
+
+def _grid2op_env(path: Path, limits: np.ndarray):
+    import grid2op
+    from lightsim2grid import LightSimBackend
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        env = grid2op.make(str(path), backend=LightSimBackend())
+    env.set_thermal_limit(limits)
+    env.set_id(0)
+    return env, env.reset()
+
+
+def test_same_trajectory_as_grid2op_with_a_soft_overflow(sandbox):
+    ours = grid_vec.make(sandbox)
+    limits = ours.thermal_limit.copy()
+    limits[9] *= 0.7  # branch 9 overflows (rho ~1.14) from the first step
+    ours = grid_vec.make(sandbox, thermal_limits=limits)
+    theirs, g_obs = _grid2op_env(sandbox, limits)
+    obs, info = ours.reset(options={"scenario_id": 0})
+    assert info["scenario_name"] == theirs.chronics_handler.get_name()
+    np.testing.assert_allclose(ours.view(obs).rho, g_obs.rho, rtol=1e-5)
+    for t in range(12):
+        reconnect = t >= 3
+        g_act = theirs.action_space({"set_line_status": [(9, 1)]}) if reconnect else None
+        g_obs, _, g_done, g_info = theirs.step(g_act or theirs.action_space())
+        view = ours.view(obs)
+        obs, _, term, _, info = ours.step(1 + 9 if reconnect and view.line_status[9] == 0 else 0)
+        view = ours.view(obs)
+        assert term == g_done, t
+        if term:
+            break
+        assert info["is_illegal"] == g_info["is_illegal"], t
+        np.testing.assert_array_equal(view.line_status.astype(bool), g_obs.line_status)
+        np.testing.assert_array_equal(view.timestep_overflow, g_obs.timestep_overflow)
+        np.testing.assert_allclose(view.rho, g_obs.rho, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(view.load_p, g_obs.load_p, rtol=1e-6)
+    assert t >= 3  # the trip (step 2) and illegal reconnections were compared
