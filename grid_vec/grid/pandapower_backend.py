@@ -5,6 +5,11 @@ pandapower bus ``s + n_sub``) and ``in_service`` flags. Warm start: while the to
 unchanged since the last converged power flow, ``runpp`` starts from those results
 (``init="results"``); after a topology change or a divergence it starts from pandapower's
 default initialisation (``init="auto"``). Either way it converges to the same solution.
+
+Islands: ``runpp`` solves the component holding the slack and silently leaves any other
+island unsolved. Like lightsim2grid (which does not converge then), this backend reports such
+a power flow as diverged as soon as a bus bar holding a connected element is left unsolved
+(an isolated load or generator, a cut-off part of the grid).
 """
 
 from __future__ import annotations
@@ -42,6 +47,10 @@ class PandapowerBackend(Backend):
         self._sgen = slice(n_gen, n_gen + n_sgen)
         self._ext = slice(n_gen + n_sgen, model.n_gen)
         self._converged: bool | None = None
+        # bus bars holding a connected element: each must be solved, else it is an island
+        self._used_bus = np.zeros(2 * model.n_sub, dtype=bool)
+        for subs in (model.load_sub, model.gen_sub, model.branch_or_sub, model.branch_ex_sub):
+            self._used_bus[subs] = True
         self._warm = False
         self._results: PowerFlowResults | None = None
         self.timings: dict[str, float] = {
@@ -106,6 +115,7 @@ class PandapowerBackend(Backend):
         ):
             table["bus"] = gen_pp[part]
             table["in_service"] = gen_bus[part] != -1
+        self._used_bus = used.copy()
         used[:n_sub] = True  # bus bar 1 keeps the shunts and stays in the net
         net.bus["in_service"] = used
         self._warm = False
@@ -122,7 +132,8 @@ class PandapowerBackend(Backend):
                 pandapower.runpp(
                     self.net, init=init, calculate_voltage_angles=True, tolerance_mva=TOLERANCE_MVA
                 )
-            self._converged = True
+            vm = self.net.res_bus["vm_pu"].to_numpy(float)
+            self._converged = not np.isnan(vm[self._used_bus]).any()
         except pandapower.LoadflowNotConverged:
             self._converged = False
         self._warm = self._converged

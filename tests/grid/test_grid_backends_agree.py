@@ -81,3 +81,20 @@ def test_divergence_is_reported_by_both() -> None:
         # back to the base case: it solves again
         backend.set_injections(model.load_p0, model.load_q0, model.gen_p0, model.gen_v0)
         assert backend.run_ac() is True, name
+
+
+@pytest.mark.parametrize(
+    ("cut", "what"),
+    [([18], "generator at substation 7"), ([11, 14], "load at substation 13")],
+)
+def test_islands_are_reported_as_divergence_by_both(cut: list[int], what: str) -> None:
+    """Cutting off a generator or a load: pandapower would solve the rest of the grid,
+    lightsim2grid does not converge; both backends report a divergence."""
+    model = compile_net(load_network("case14"), name="case14")
+    topology = base_topology(model)
+    topology[2][cut] = -1
+    for name in ("lightsim2grid", "pandapower"):
+        backend = make_backend(model, name)
+        backend.set_topology(*topology)
+        backend.set_injections(model.load_p0, model.load_q0, model.gen_p0, model.gen_v0)
+        assert backend.run_ac() is False, f"{name}: isolated {what}"
