@@ -7,7 +7,8 @@ Element orders, used by every layer above:
 * branches: ``net.line`` rows then ``net.trafo`` rows, in table order;
 * loads: ``net.load`` rows;
 * generators: ``net.gen`` rows, then ``net.sgen`` rows (not voltage-controlling), then
-  ``net.ext_grid`` rows (the slack).
+  ``net.ext_grid`` rows (the slack). A ``net.gen`` row with ``slack=True`` (grid2op's
+  own grids have one and no ext_grid) is the slack too: its ``gen_kind`` is ``"slack"``.
 
 A ``GridModel`` holds only numpy arrays, strings and the serialised solver states, so it
 pickles in a few KB and can be shipped to worker processes that never import pandapower.
