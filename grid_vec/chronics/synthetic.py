@@ -143,22 +143,23 @@ class SyntheticSource:
         m, tr = self.model, self._traits
         rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(1, scenario_id)))
         steps = self.length + 1  # one more step so that the last row has a forecast
-        hours = (
-            self.start.hour + self.start.minute / 60 + np.arange(steps) * (self.step_minutes / 60)
-        )
-        weekday = (self.start.weekday() + hours // 24) % 7
-        hour_of_day = hours % 24
+        minutes = self.start.hour * 60 + self.start.minute + np.arange(steps) * self.step_minutes
+        weekday = (self.start.weekday() + minutes // 1440) % 7
+        hour_of_day = (minutes % 1440) / 60
 
         # loads: per-load shape with mean 1 over the scenario, scenario level, noise
-        h = (hour_of_day[:, None] - tr.shift_h[None, :]) % 24
+        # the shape only depends on (minute of day, weekend): computed once per distinct pair
+        key = minutes % 1440 + 1440 * (weekday >= 5)
+        distinct, where, counts = np.unique(key, return_inverse=True, return_counts=True)
+        h = ((distinct[:, None] % 1440) / 60 - tr.shift_h[None, :]) % 24
+        weekend = (distinct >= 1440)[:, None]
         residential = 0.75 + 0.2 * _bump(h, 8.0, 1.5) + 0.45 * _bump(h, 19.0, 2.5)
         commercial = 0.7 + 0.5 * _bump(h, 13.0, 3.5)
-        weekend = (weekday >= 5)[:, None]
-        residential = residential * np.where(weekend, 1.03, 1.0)
-        commercial = commercial * np.where(weekend, 0.75, 1.0)
+        residential *= np.where(weekend, 1.03, 1.0)
+        commercial *= np.where(weekend, 0.75, 1.0)
         shape = tr.residential * residential + (1 - tr.residential) * commercial
-        shape /= shape.mean(axis=0)
-        shape = 1 + tr.amplitude * (shape - 1)
+        shape /= counts @ shape / steps  # mean 1 over the scenario
+        shape = (1 + tr.amplitude * (shape - 1))[where]
         level = rng.uniform(0.95, 1.05)
         noise = 0.03 * _smooth_noise(rng, steps, m.n_load, 12) + 0.005 * rng.standard_normal(
             (steps, m.n_load)

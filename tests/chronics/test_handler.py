@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -132,3 +134,13 @@ def test_use_before_reset_and_bad_arguments(source):
         ScenarioHandler(source, max_iter=0)
     with pytest.raises(ValueError, match="seed must be a non-negative int"):
         h.seed(-2)
+
+
+def test_chronics_imports_without_pandapower_or_pandas():
+    """A worker rebuilding an env must not pay pandapower's import."""
+    code = (
+        "import sys, grid_vec.chronics\n"
+        "assert 'pandapower' not in sys.modules and 'pandas' not in sys.modules, "
+        "sorted(m for m in sys.modules if m.startswith(('pandas', 'pandapower')))"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
