@@ -501,6 +501,14 @@ class GridVecEnv(VectorEnv):
             w.pool.append([ids[j] for j in js])
         self._busy.update(ids)
 
+    @property
+    def pending_env_ids(self) -> tuple[int, ...]:
+        """Pool mode: ids sent and not yet returned by :meth:`recv`.
+
+        ``batch_size`` may be lowered between calls, e.g. to collect the last envs in flight.
+        """
+        return tuple(sorted(self._busy))
+
     def recv(
         self, timeout: float | None = None
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict, np.ndarray]:
