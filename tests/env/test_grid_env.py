@@ -262,6 +262,15 @@ def test_parameters_defaults_and_grid2op_dict():
         Parameters.from_grid2op_dict({"HARD_OVERFLOW_THRESHOLD": "x"})
 
 
+def test_import_grid_vec_is_light():
+    code = (
+        "import sys, grid_vec, gymnasium; "
+        "assert 'grid_vec/Case14-v0' in gymnasium.registry; "
+        "assert 'pandapower' not in sys.modules and 'grid_vec.env.grid_env' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
 def test_pickled_factory_runs_without_pandapower(case14):
     from grid_vec.chronics.synthetic import SyntheticSource
     from grid_vec.env.grid_env import GridEnv
