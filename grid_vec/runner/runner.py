@@ -293,6 +293,7 @@ class _EpisodeLoop:
             [EpisodeRecorder(self.obs_space, self.act_space) for _ in range(n)] if root else []
         )
         self.run_meta: dict[str, Any] | None = None
+        self.writer: EpisodeWriter | None = None
 
     def play(self, specs: list[EpisodeSpec]) -> dict[int, EpisodeResult]:
         """Play ``specs`` over the sub-envs; results by episode index."""
