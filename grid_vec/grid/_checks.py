@@ -49,32 +49,36 @@ def _as_float(kind: str, values, size: int) -> np.ndarray:
     return array
 
 
-def check_topology(
-    model: GridModel, load_bus, gen_bus, branch_or_bus, branch_ex_bus
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Int copies of the bus assignments; ``ValueError`` on anything but 1, 2 or -1."""
-    checked = []
-    for kind, values, size in (
-        ("load_bus", load_bus, model.n_load),
-        ("gen_bus", gen_bus, model.n_gen),
-        ("branch_or_bus", branch_or_bus, model.n_branch),
-        ("branch_ex_bus", branch_ex_bus, model.n_branch),
-    ):
-        array = _as_array(kind, values, None, size)
+def check_topology(model: GridModel, load_bus, gen_bus, branch_or_bus, branch_ex_bus) -> np.ndarray:
+    """All bus assignments in one new int32 array (loads, gens, branch origins, extremities).
+
+    ``ValueError`` naming the element kind and index on anything but 1, 2 or -1.
+    """
+    kinds = ("load_bus", "gen_bus", "branch_or_bus", "branch_ex_bus")
+    sizes = (model.n_load, model.n_gen, model.n_branch, model.n_branch)
+    arrays = [
+        _as_array(kind, values, None, size)
+        for kind, values, size in zip(
+            kinds, (load_bus, gen_bus, branch_or_bus, branch_ex_bus), sizes, strict=True
+        )
+    ]
+    for kind, array in zip(kinds, arrays, strict=True):
         if array.dtype.kind not in "iuf":
             raise TypeError(f"{kind} must be numeric, got dtype {array.dtype}")
-        bad = np.flatnonzero((array != 1) & (array != 2) & (array != -1))
-        if bad.size:
-            raise ValueError(
-                f"{kind}[{int(bad[0])}] is {array[bad[0]]}; allowed bus values are 1, 2 or -1"
-            )
-        checked.append(array.astype(np.int32))
-    return checked[0], checked[1], checked[2], checked[3]
+    values = np.concatenate(arrays)
+    if not ((values == 1) | (values == 2) | (values == -1)).all():
+        for kind, array in zip(kinds, arrays, strict=True):
+            bad = np.flatnonzero((array != 1) & (array != 2) & (array != -1))
+            if bad.size:
+                raise ValueError(
+                    f"{kind}[{int(bad[0])}] is {array[bad[0]]}; allowed bus values are 1, 2 or -1"
+                )
+    return values.astype(np.int32)
 
 
 def _as_array(kind: str, values, dtype, size: int) -> np.ndarray:
     try:
-        array = np.array(values, dtype=dtype, copy=True)
+        array = np.asarray(values, dtype=dtype)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{kind} must be a numeric array of shape ({size},): {exc}") from exc
     if array.shape != (size,):

@@ -48,11 +48,25 @@ class LightSimBackend(Backend):
         self._mask_gen = np.ones(self._ls_gen.size, dtype=bool)
         self._mask_sgen = np.ones(self._sgen.size, dtype=bool)
         n_topo = model.n_load + self._ls_gen.size + 2 * model.n_branch
-        self._mask_topo = np.ones(n_topo, dtype=bool)
         self._sgen_bus = np.ones(self._sgen.size, dtype=np.int32)
         self._n_sub = model.n_sub
         self._V = self._v_init.copy()
         self._topo = np.ones(n_topo, dtype=np.int32)
+        # model order (loads, gens, branch origins, branch extremities) -> lightsim2grid's
+        # topology vector (loads, gens without sgens, line ends 1 and 2, trafo ends 1 and 2)
+        n_load, n_gen, n_line = model.n_load, model.n_gen, model.n_line
+        origin = n_load + n_gen + np.arange(model.n_branch)
+        extremity = origin + model.n_branch
+        self._topo_order = np.concatenate(
+            [
+                np.arange(n_load),
+                n_load + self._ls_gen,
+                origin[:n_line],
+                extremity[:n_line],
+                origin[n_line:],
+                extremity[n_line:],
+            ]
+        )
         self._converged: bool | None = None
         self._set_bus_active()
         self._results: PowerFlowResults | None = None
@@ -88,32 +102,21 @@ class LightSimBackend(Backend):
         branch_ex_bus: np.ndarray,
     ) -> None:
         start = perf_counter()
-        load_bus, gen_bus, branch_or_bus, branch_ex_bus = check_topology(
-            self.model, load_bus, gen_bus, branch_or_bus, branch_ex_bus
-        )
+        buses = check_topology(self.model, load_bus, gen_bus, branch_or_bus, branch_ex_bus)
         # a branch is in service only when both of its ends are on a bus bar
-        off = (branch_or_bus == -1) | (branch_ex_bus == -1)
-        n_line = self.model.n_line
-        topo = np.concatenate(
-            [
-                load_bus,
-                gen_bus[self._ls_gen],
-                branch_or_bus[:n_line],
-                branch_ex_bus[:n_line],
-                branch_or_bus[n_line:],
-                branch_ex_bus[n_line:],
-            ]
-        )
-        branch_off = np.concatenate([off[:n_line], off[:n_line], off[n_line:], off[n_line:]])
-        topo[-branch_off.size :][branch_off] = -1
-        self._grid.update_topo(self._mask_topo, topo)
-        buses_changed = self._set_sgen_buses(gen_bus[self._sgen])
-        if not np.array_equal(topo, self._topo) or buses_changed:
+        n_load, n_gen, n_branch = self.model.n_load, self.model.n_gen, self.model.n_branch
+        ends = buses[n_load + n_gen :].reshape(2, n_branch)
+        ends[:, (ends == -1).any(axis=0)] = -1
+        topo = buses[self._topo_order]
+        changed = topo != self._topo
+        sgen_changed = self._set_sgen_buses(buses[n_load + self._sgen])
+        if changed.any() or sgen_changed:
+            self._grid.update_topo(changed, topo)
             # a new topology starts again from the base case: the previous solution can be a
             # poor first guess, and lightsim2grid takes the slack's angle from the first guess
             self._V = self._v_init.copy()
             self._topo = topo
-        self._set_bus_active()
+            self._set_bus_active()
         self.timings["set_topology"] += perf_counter() - start
 
     def _set_sgen_buses(self, buses: np.ndarray) -> bool:

@@ -84,10 +84,11 @@ class PandapowerBackend(Backend):
         branch_ex_bus: np.ndarray,
     ) -> None:
         start = perf_counter()
-        load_bus, gen_bus, branch_or_bus, branch_ex_bus = check_topology(
-            self.model, load_bus, gen_bus, branch_or_bus, branch_ex_bus
-        )
+        buses = check_topology(self.model, load_bus, gen_bus, branch_or_bus, branch_ex_bus)
         net, model = self.net, self.model
+        load_bus, gen_bus, branch_or_bus, branch_ex_bus = np.split(
+            buses, np.cumsum([model.n_load, model.n_gen, model.n_branch])
+        )
         n_sub, n_line = model.n_sub, model.n_line
         used = np.zeros(2 * n_sub, dtype=bool)
 
