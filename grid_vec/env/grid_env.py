@@ -425,7 +425,7 @@ class GridEnv(gym.Env):
             )  # fmt: skip
         else:
             load_p, load_q, gen_p, gen_v = inj.load_p, inj.load_q, inj.gen_p, inj.gen_v
-        if state.target_dispatch.any():
+        if np.count_nonzero(state.target_dispatch):
             m = self.model
             wanted = np.clip(gen_p + state.target_dispatch, m.gen_pmin, m.gen_pmax)
             state.actual_dispatch[:] = np.where(state.target_dispatch != 0, wanted - gen_p, 0.0)
@@ -455,7 +455,7 @@ class GridEnv(gym.Env):
                 out=buf[self._flows_sl],
                 casting="same_kind",
             )  # fmt: skip
-            if not state.line_status.all():
+            if np.count_nonzero(state.line_status) < len(state.line_status):
                 # A disconnected branch reports zeros, whatever the backend gives at its ends.
                 off = np.flatnonzero(~state.line_status)
                 for start in self._branch_flow_starts:
