@@ -10,10 +10,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from grid_vec.env.embedded import EMBEDDED, embedded_model
 from grid_vec.env.grid_env import GridEnv
 from grid_vec.env.parameters import Parameters
 from grid_vec.env.registration import GYM_IDS
+from grid_vec.grid.model import GridModel
 
 
 def make(
@@ -29,7 +32,8 @@ def make(
     ``reward``, ``other_rewards``, ``opponent``, ``max_iter``, ``action_type``,
     ``chunk_size``, ``gen_ramp``). ``scenario_seed`` seeds the embedded synthetic scenarios.
     On a folder, its ``params.json`` gives the parameters unless ``parameters`` is passed,
-    and its ``config.py`` thermal limits apply unless ``thermal_limits`` is passed.
+    its ``config.py`` thermal limits apply unless ``thermal_limits`` is passed, and the
+    ramps of ``prods_charac.csv`` bound the redispatch action unless ``gen_ramp`` is passed.
     """
     name = GYM_IDS.get(str(id_or_path), str(id_or_path))
     if name in EMBEDDED:
@@ -57,4 +61,20 @@ def _make_folder(path: Path, *, backend: str, **kwargs: Any) -> GridEnv:
     model = compile_net(folder.net, name=folder.name, thermal_limits=folder.thermal_limits)
     if kwargs.get("parameters") is None:
         kwargs["parameters"] = Parameters.from_grid2op_dict(folder.params or {})
+    if kwargs.get("gen_ramp") is None:
+        kwargs["gen_ramp"] = _folder_ramps(folder.prods_charac, model)
     return GridEnv(model, FolderSource(folder.path, model), backend=backend, **kwargs)
+
+
+def _folder_ramps(charac: dict[str, np.ndarray] | None, model: GridModel) -> np.ndarray | None:
+    """Symmetric ramp per generator from ``prods_charac.csv`` (the smaller of up and down),
+    GridEnv's default for generators the file does not list; None without the columns."""
+    needed = ("name", "max_ramp_up", "max_ramp_down")
+    if charac is None or any(c not in charac for c in needed):
+        return None
+    ramp = 0.05 * np.asarray(model.gen_pmax, dtype=np.float64)
+    by_name = {str(n): i for i, n in enumerate(model.gen_names)}
+    for name, up, down in zip(*(charac[c] for c in needed), strict=True):
+        if str(name) in by_name:
+            ramp[by_name[str(name)]] = min(float(up), float(down))
+    return ramp

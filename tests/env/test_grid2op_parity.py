@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import grid_vec
+from grid_vec.env.parameters import Parameters
 
 pytestmark = pytest.mark.grid2op
 
@@ -57,3 +58,24 @@ def test_same_trajectory_as_grid2op_with_a_soft_overflow(sandbox):
         np.testing.assert_allclose(view.rho, g_obs.rho, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(view.load_p, g_obs.load_p, rtol=1e-6)
     assert t >= 3  # the trip (step 2) and illegal reconnections were compared
+
+
+def test_folder_params_json_and_ramps(sandbox, tmp_path):
+    import shutil
+
+    folder = tmp_path / "sandbox"
+    shutil.copytree(sandbox, folder)
+    (folder / "params.json").write_text(
+        '{"NB_TIMESTEP_COOLDOWN_LINE": 3, "NB_TIMESTEP_OVERFLOW_ALLOWED": "1", "ENV_DC": false}'
+    )
+    env = grid_vec.make(folder, action_type="redispatch")
+    assert env.parameters == Parameters(nb_timestep_cooldown_line=3, nb_timestep_overflow_allowed=1)
+    # prods_charac.csv: gen_1_0 ramps 5 MW per step, gen_2_1 10
+    names = list(env.model.gen_names[env.redispatchable])
+    assert env.action_space.high[names.index("gen_1_0")] == 5.0
+    assert env.action_space.high[names.index("gen_2_1")] == 10.0
+    explicit = Parameters(max_sub_changed=2)
+    assert grid_vec.make(folder, parameters=explicit).parameters == explicit
+    (folder / "params.json").write_text('{"NB_TIMESTEP_RECONNECTION": "soon"}')
+    with pytest.raises(ValueError, match="NB_TIMESTEP_RECONNECTION"):
+        grid_vec.make(folder)
