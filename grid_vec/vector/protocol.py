@@ -55,7 +55,10 @@ def encode(code: int, payload: Any = None, *, by_value: bool = False) -> bytes:
 
 def write_all(fd: int, data: bytes) -> None:
     """Write every byte of ``data`` to ``fd`` (pipes may accept large writes in pieces)."""
-    view = memoryview(data)
+    written = os.write(fd, data)
+    if written == len(data):
+        return
+    view = memoryview(data)[written:]
     while view:
         written = os.write(fd, view)
         view = view[written:]

@@ -54,7 +54,7 @@ from grid_vec.vector.shared_buffers import (
 )
 from grid_vec.vector.worker import WorkerSpec, worker_main
 
-_DEFAULT_SPIN_US = 100.0
+_DEFAULT_SPIN_US = 50.0
 _RESERVED = ("reset", "step", "close", "_setattr", "_check_spaces")
 _POLL_IN = select.POLLIN | select.POLLHUP | select.POLLERR
 
@@ -76,6 +76,7 @@ class _Worker:
         self.process: Any = None
         self.cmd_fd = -1
         self.reply_fd = -1
+        self.sentinel = -1
         self.conns: list[Any] = []
         self.alive = False
         self.stale = 0  # replies still owed for a *_wait that timed out
@@ -109,7 +110,7 @@ class GridVecEnv(VectorEnv):
             :class:`WorkerCrashedError` names the sub-envs lost.
         batch_size: number of envs :meth:`recv` returns in pool mode (default ``num_envs``).
         spin_us: microseconds the parent and the workers poll for a message before sleeping
-            on the pipe. Default: 100 when every worker and the parent can have a core of their
+            on the pipe. Default: 50 when every worker and the parent can have a core of their
             own (workers < usable cores), else 0, so spinning never starves the workers.
 
     Pool mode: after :meth:`reset`, :meth:`send` actions to any envs and :meth:`recv` the
@@ -281,7 +282,7 @@ class GridVecEnv(VectorEnv):
         cmd_r.close()
         rep_w.close()
         w.process, w.conns = process, [cmd_w, rep_r]
-        w.cmd_fd, w.reply_fd = cmd_w.fileno(), rep_r.fileno()
+        w.cmd_fd, w.reply_fd, w.sentinel = cmd_w.fileno(), rep_r.fileno(), process.sentinel
         w.alive, w.stale, w.pool = True, 0, deque()
         return w
 
@@ -804,8 +805,8 @@ class GridVecEnv(VectorEnv):
         owner: dict[int, _Worker] = {}
         for w in workers:
             poller.register(w.reply_fd, _POLL_IN)
-            poller.register(w.process.sentinel, _POLL_IN)
-            owner[w.reply_fd] = owner[w.process.sentinel] = w
+            poller.register(w.sentinel, _POLL_IN)
+            owner[w.reply_fd] = owner[w.sentinel] = w
         remaining = set(workers)
         replies: dict[_Worker, tuple[int, Any]] = {}
         crashed: list[_Worker] = []
@@ -825,7 +826,7 @@ class GridVecEnv(VectorEnv):
                 w = owner[fd]
                 if w not in remaining:
                     continue
-                if fd == w.process.sentinel and not select.select([w.reply_fd], [], [], 0)[0]:
+                if fd == w.sentinel and not select.select([w.reply_fd], [], [], 0)[0]:
                     crashed.append(w)
                 else:
                     try:
@@ -834,7 +835,7 @@ class GridVecEnv(VectorEnv):
                         crashed.append(w)
                 remaining.discard(w)
                 poller.unregister(w.reply_fd)
-                poller.unregister(w.process.sentinel)
+                poller.unregister(w.sentinel)
             if not need_all and (replies or crashed):
                 break
         late = [w for w in workers if w in remaining]
