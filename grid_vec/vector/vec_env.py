@@ -3,8 +3,10 @@
 Each worker process carries a contiguous slice of sub-envs. Actions, observations, rewards and
 termination flags live in one shared block (:mod:`shared_buffers`); commands are 5-byte
 headers over pipes (:mod:`protocol`), with pickled payloads only for infos, calls and errors.
-The parent blocks in ``poll`` on the reply pipes and on the process sentinels, so a worker
-that dies is noticed at once, and no core is burnt spinning.
+The parent waits in ``poll`` on the reply pipes and on the process sentinels, so a worker
+that dies is noticed at once. Both sides first poll for a bounded few tens of microseconds,
+yielding the core at each turn, then sleep: a reply that comes quickly costs no wake-up, and
+with more processes than cores nobody is starved.
 
 Default start method: ``spawn``. A spawned worker imports only numpy, gymnasium and
 cloudpickle plus what the env factory needs, inherits no descriptors (so a dead parent or
@@ -102,16 +104,17 @@ class GridVecEnv(VectorEnv):
 
     Args beyond AsyncVectorEnv's:
         envs_per_worker: sub-envs carried by one worker, stepped in one round trip.
-            Default: ``ceil(num_envs / os.cpu_count())``.
+            Default: ``ceil(num_envs / usable cores)``.
         step_timeout: seconds a ``step``/``reset`` may take (when its ``*_wait`` gets no
             timeout) before the worker is killed and handled as crashed.
         restart_on_crash: restart a dead (or timed-out) worker during ``step``/``reset``;
             its sub-envs come back reset, with ``truncated=True`` on a step. Otherwise a
             :class:`WorkerCrashedError` names the sub-envs lost.
         batch_size: number of envs :meth:`recv` returns in pool mode (default ``num_envs``).
-        spin_us: microseconds the parent and the workers poll for a message before sleeping
-            on the pipe. Default: 50 when every worker and the parent can have a core of their
-            own (workers < usable cores), else 0, so spinning never starves the workers.
+        spin_us: microseconds the parent and the workers poll for a message (yielding the
+            core at each turn) before sleeping on the pipe; saves the wake-up of a sleeping
+            process on each side. Default: 50 when there are no more workers than usable
+            cores, else 0.
 
     Pool mode: after :meth:`reset`, :meth:`send` actions to any envs and :meth:`recv` the
     first ``batch_size`` envs that are done, with their ids. Per-env calls:
@@ -158,7 +161,7 @@ class GridVecEnv(VectorEnv):
             raise ValueError(f"spin_us must be a number >= 0 or None, got {spin_us!r}")
         num_workers = math.ceil(self.num_envs / self.envs_per_worker)
         if spin_us is None:
-            spin_us = _DEFAULT_SPIN_US if num_workers < _usable_cpus() else 0.0
+            spin_us = _DEFAULT_SPIN_US if num_workers <= _usable_cpus() else 0.0
         self.spin_us = float(spin_us)
         self._ctx = multiprocessing.get_context(self.context)
 
@@ -207,7 +210,7 @@ class GridVecEnv(VectorEnv):
     # ----------------------------------------------------------------- construction
     def _check_envs_per_worker(self, value: int | None) -> int:
         if value is None:
-            return max(1, math.ceil(self.num_envs / (os.cpu_count() or 1)))
+            return max(1, math.ceil(self.num_envs / _usable_cpus()))
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
             raise ValueError(f"envs_per_worker must be a positive integer or None, got {value!r}")
         return int(value)
