@@ -261,7 +261,6 @@ class GridVecEnv(VectorEnv):
         cmd_r, cmd_w = self._ctx.Pipe(duplex=False)
         rep_r, rep_w = self._ctx.Pipe(duplex=False)
         spec = WorkerSpec(
-            worker_index=w.index,
             env_ids=w.env_ids,
             env_fns=w.blob,
             block=self._block,

@@ -26,7 +26,6 @@ from grid_vec.vector.shared_buffers import SharedBlock, join, split
 class WorkerSpec:
     """Everything a worker needs besides its pipes: what to build and where to write."""
 
-    worker_index: int
     env_ids: tuple[int, ...]
     env_fns: bytes  # cloudpickle of the list of factories for env_ids
     block: SharedBlock

@@ -83,6 +83,18 @@ def test_restart_on_crash_brings_envs_back_truncated(mode):
     envs.close()
 
 
+def test_restart_on_crash_during_reset_redoes_the_reset():
+    fns = [CountEnv, functools.partial(FaultyEnv, "kill_on_reset", at=2)]
+    envs = GridVecEnv(fns, envs_per_worker=1, restart_on_crash=True)
+    envs.reset(seed=0)  # the factory's first reset happens in the restarted worker
+    obs, info = envs.reset(seed=5)
+    assert envs.restarts == 1 and envs.seeds == (5, 6)
+    assert info["seed"].tolist() == [5, 6]
+    expected = CountEnv().reset(seed=6)[0]
+    np.testing.assert_array_equal(obs[1], expected)
+    envs.close()
+
+
 def test_step_timeout_kills_a_stuck_worker():
     envs = GridVecEnv([functools.partial(FaultyEnv, "hang", at=1)], step_timeout=0.3)
     envs.reset()

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from gymnasium.error import AlreadyPendingCallError, NoAsyncCallError
 from gymnasium.vector import SyncVectorEnv
-from vec_toy_envs import CountEnv, SlowEnv
+from vec_toy_envs import CountEnv, FaultyEnv, SlowEnv
 
 from grid_vec.vector import GridVecEnv
 
@@ -88,4 +88,16 @@ def test_pool_argument_and_state_errors():
     envs.step(np.zeros(3, np.int64))  # back to lockstep use
     with pytest.raises(ValueError, match="batch_size"):
         GridVecEnv([CountEnv], batch_size=2)
+    envs.close()
+
+
+def test_pool_restart_on_crash_returns_the_lost_envs_truncated():
+    fns = [CountEnv, functools.partial(FaultyEnv, "kill", at=2)]
+    envs = GridVecEnv(fns, envs_per_worker=1, batch_size=2, restart_on_crash=True)
+    envs.reset(seed=0)
+    for _ in range(2):
+        envs.send(np.zeros(2, np.int64), [0, 1])
+        _, _, _, truncated, _, ids = envs.recv()
+    assert dict(zip(ids.tolist(), truncated.tolist(), strict=True)) == {0: False, 1: True}
+    assert envs.restarts == 1
     envs.close()

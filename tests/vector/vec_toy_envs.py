@@ -151,11 +151,18 @@ class TextEnv(gym.Env):
 
 
 class FaultyEnv(CountEnv):
-    """CountEnv that misbehaves at step ``at``: raise, exit, kill itself, segfault or hang."""
+    """CountEnv that misbehaves at step ``at`` (raise, kill, segfault, hang) or reset ``at``."""
 
     def __init__(self, fault: str = "raise", at: int = 2, episode_len: int = 100):
         super().__init__(episode_len=episode_len)
         self.fault, self.at = fault, at
+        self.resets = 0
+
+    def reset(self, *, seed=None, options=None):
+        self.resets += 1
+        if self.fault == "kill_on_reset" and self.resets == self.at:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().reset(seed=seed, options=options)
 
     def step(self, action):
         if self.t + 1 == self.at:
