@@ -544,8 +544,11 @@ class GridVecEnv(VectorEnv):
                 self._absorb_pool(w, ids, payload)
             if crashed:
                 lost = {w: [i for batch in w.pool for i in batch] for w in crashed}
+                for ids in lost.values():
+                    self._busy.difference_update(ids)
                 recovered = self._recover(crashed, during="step", timed_out=False)
                 for w, (_, payload) in recovered.items():
+                    self._busy.update(lost[w])
                     self._absorb_pool(w, lost[w], payload)
         ids = np.array([self._ready.popleft() for _ in range(self.batch_size)], dtype=np.int64)
         infos: dict[str, Any] = {}
@@ -586,7 +589,7 @@ class GridVecEnv(VectorEnv):
         """Stop the workers (gracefully unless ``terminate``) and release every resource."""
         try:
             if not terminate:
-                self._close_gracefully(timeout)
+                terminate = not self._close_gracefully(timeout)
         except BaseException:
             terminate = True
             raise
@@ -595,7 +598,8 @@ class GridVecEnv(VectorEnv):
                 self._stop(w, kill=terminate)
             self._state = AsyncState.DEFAULT
 
-    def _close_gracefully(self, timeout: float | None) -> None:
+    def _close_gracefully(self, timeout: float | None) -> bool:
+        """Ask every live worker to close its envs and exit; False if one did not in time."""
         limit = timeout if timeout is not None else self.step_timeout
         deadline = None if limit is None else time.monotonic() + limit
         if self._state != AsyncState.DEFAULT:
@@ -617,7 +621,7 @@ class GridVecEnv(VectorEnv):
         while pending:
             replies, crashed, late = self._wait(pending, deadline, need_all=False)
             if late and not replies and not crashed:
-                break
+                return False
             for w in replies:
                 if w.stale:
                     w.stale -= 1
@@ -625,6 +629,7 @@ class GridVecEnv(VectorEnv):
                     pending.remove(w)
             for w in crashed:
                 pending.remove(w)
+        return True
 
     def _stop(self, w: _Worker, *, kill: bool) -> None:
         proc = w.process

@@ -105,6 +105,16 @@ def test_step_timeout_kills_a_stuck_worker():
     envs.close()
 
 
+def test_close_with_timeout_terminates_a_stuck_worker():
+    envs = GridVecEnv([functools.partial(FaultyEnv, "hang", at=1)])
+    envs.reset()
+    envs.step_async(np.zeros(1, np.int64))
+    start = time.monotonic()
+    envs.close(timeout=0.3)
+    assert time.monotonic() - start < 2.0
+    assert envs.closed
+
+
 def test_step_timeout_with_restart_returns_truncated():
     fns = [functools.partial(FaultyEnv, "hang", at=1), CountEnv]
     envs = GridVecEnv(fns, envs_per_worker=1, step_timeout=0.3, restart_on_crash=True)
