@@ -25,6 +25,7 @@ import os
 import pickle
 import select
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from copy import deepcopy
@@ -88,6 +89,26 @@ class _Worker:
         for conn in self.conns:
             conn.close()
         self.conns = []
+
+
+def _stop_worker(w: _Worker, *, kill: bool) -> None:
+    """Join (or terminate, then kill) a worker process and close its pipes."""
+    proc = w.process
+    if proc is not None:
+        proc.join(timeout=0 if kill else 2.0)
+        if proc.is_alive():
+            proc.terminate()
+            proc.join(timeout=1.0)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+    w.close_pipes()
+    w.alive = False
+
+
+def _stop_all(workers: list[_Worker]) -> None:
+    for w in workers:
+        _stop_worker(w, kill=True)
 
 
 class _InfoBatch:
@@ -199,6 +220,9 @@ class GridVecEnv(VectorEnv):
             self._workers.append(_Worker(index, ids, blob))
         self._worker_of = [w for w in self._workers for _ in w.env_ids]
         self._local_of = [k for w in self._workers for k in range(len(w.env_ids))]
+        # At interpreter exit, before multiprocessing joins non-daemon children, stop workers
+        # of a GridVecEnv never closed (holds the worker list, not self).
+        self._exit_guard = weakref.finalize(self, _stop_all, self._workers)
         try:
             for w in self._workers:
                 self._spawn(w)
@@ -632,17 +656,7 @@ class GridVecEnv(VectorEnv):
         return True
 
     def _stop(self, w: _Worker, *, kill: bool) -> None:
-        proc = w.process
-        if proc is not None:
-            proc.join(timeout=0 if kill else 2.0)
-            if proc.is_alive():
-                proc.terminate()
-                proc.join(timeout=1.0)
-            if proc.is_alive():
-                proc.kill()
-                proc.join()
-        w.close_pipes()
-        w.alive = False
+        _stop_worker(w, kill=kill)
 
     def __del__(self) -> None:
         """Terminate the workers of a GridVecEnv collected without close()."""
@@ -900,8 +914,14 @@ class GridVecEnv(VectorEnv):
                 self._restart(workers, during="call")
             self._state = AsyncState.DEFAULT
             error = WorkerTimeoutError if timed_out else WorkerCrashedError
+            hint = (
+                " while starting (see their stderr; with the default 'spawn' context a script "
+                "must create GridVecEnv under `if __name__ == '__main__':`)"
+                if during == "startup"
+                else ""
+            )
             raise error(
-                f"workers {[w.index for w in workers]} (pids {pids}) {cause}; "
+                f"workers {[w.index for w in workers]} (pids {pids}) {cause}{hint}; "
                 f"sub-envs {list(lost)} lost",
                 lost,
             )

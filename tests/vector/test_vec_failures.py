@@ -203,7 +203,7 @@ sys.path.insert(0, {tests!r})
 import vec_toy_envs
 cloudpickle.register_pickle_by_value(vec_toy_envs)
 from grid_vec.vector import GridVecEnv
-envs = GridVecEnv([vec_toy_envs.SlowEnv] * 2, envs_per_worker=1)
+envs = GridVecEnv([vec_toy_envs.SlowEnv] * 2, envs_per_worker=1, daemon={daemon})
 envs.reset()
 envs.set_attr("delay", 0.5)
 print(json.dumps(envs.worker_pids()), flush=True)
@@ -216,9 +216,12 @@ except KeyboardInterrupt:
 """
 
 
-@pytest.mark.parametrize("ending", ["envs.close()", "os._exit(0)", "raise SystemExit(0)"])
-def test_no_process_left_after_interrupt_or_abrupt_exit(ending):
-    code = SCRIPT.format(tests=str(Path(__file__).parent), ending=ending)
+@pytest.mark.parametrize(
+    ("ending", "daemon"),
+    [("envs.close()", True), ("os._exit(0)", True), ("raise SystemExit(0)", False)],
+)
+def test_no_process_left_after_interrupt_or_abrupt_exit(ending, daemon):
+    code = SCRIPT.format(tests=str(Path(__file__).parent), ending=ending, daemon=daemon)
     repo = Path(__file__).parents[2]
     out = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
