@@ -146,37 +146,46 @@ class SharedBlock:
         self._attach()
 
 
-def check_leaf_actions(leaf: spaces.Space, value: Any, count: int) -> np.ndarray:
-    """``value`` as an array of ``count`` actions of the flat ``leaf``; ValueError if invalid."""
-    arr = np.asarray(value)
-    shape = (count, *_leaf_shape(leaf))
-    if arr.shape != shape:
-        raise ValueError(f"actions for {leaf} must have shape {shape}, got {arr.shape}")
-    kind = arr.dtype.kind
-    if isinstance(leaf, spaces.Box):
-        allowed = "iuf" if leaf.dtype.kind == "f" else "iu"
-        if kind not in allowed or not (np.all(arr >= leaf.low) and np.all(arr <= leaf.high)):
+class LeafActionCheck:
+    """Validates batches of actions for one flat leaf space (bounds precomputed once)."""
+
+    def __init__(self, leaf: spaces.Space) -> None:
+        if not isinstance(leaf, FLAT_LEAF_TYPES):
+            raise TypeError(f"expected one of {FLAT_LEAF_TYPES}, got {leaf}")
+        self.leaf = leaf
+        self.tail = _leaf_shape(leaf)
+        self.is_box = isinstance(leaf, spaces.Box)
+        if self.is_box:
+            self.kinds = "iuf" if leaf.dtype.kind == "f" else "iu"
+            self.allowed = f"dtype kinds {self.kinds!r}, within [low, high], no NaN"
+        elif isinstance(leaf, spaces.MultiBinary):
+            self.kinds, self.start, self.stop = "iub", 0, 2
+            self.allowed = "integers 0 or 1"
+        else:
+            self.kinds, self.start = "iu", leaf.start
+            self.stop = leaf.start + (leaf.n if isinstance(leaf, spaces.Discrete) else leaf.nvec)
+            self.allowed = f"integers in [{self.start}, {self.stop})"
+        self.scalar_bounds = not self.is_box and np.ndim(self.start) == np.ndim(self.stop) == 0
+        if self.scalar_bounds:
+            self.start, self.stop = int(self.start), int(self.stop)
+
+    def __call__(self, value: Any, count: int) -> np.ndarray:
+        """``value`` as an array of ``count`` actions; ValueError naming what is allowed."""
+        arr = np.asarray(value)
+        if arr.shape != (count, *self.tail):
             raise ValueError(
-                f"actions {arr!r} (dtype {arr.dtype}) are outside {leaf}: "
-                f"allowed dtype kinds {allowed!r}, bounds [low, high] without NaN"
+                f"actions for {self.leaf} must have shape {(count, *self.tail)}, got {arr.shape}"
+            )
+        if arr.dtype.kind not in self.kinds or not self._in_bounds(arr):
+            raise ValueError(
+                f"actions {arr!r} (dtype {arr.dtype}) are outside {self.leaf}: {self.allowed}"
             )
         return arr
-    if isinstance(leaf, spaces.MultiBinary):
-        ok = kind in "iub" and _within(arr, 0, 2)
-        allowed_text = "integers 0 or 1"
-    else:
-        start = leaf.start
-        stop = leaf.start + (leaf.n if isinstance(leaf, spaces.Discrete) else leaf.nvec)
-        ok = kind in "iu" and _within(arr, start, stop)
-        allowed_text = f"integers in [{start}, {stop})"
-    if not ok:
-        raise ValueError(f"actions {arr!r} (dtype {arr.dtype}) are outside {leaf}: {allowed_text}")
-    return arr
 
-
-def _within(arr: np.ndarray, start: Any, stop: Any) -> bool:
-    """All of ``arr`` in ``[start, stop)``; plain Python for the small batches of a step."""
-    if arr.size <= 32 and np.ndim(start) == 0 and np.ndim(stop) == 0:
-        values = arr.ravel().tolist()
-        return not values or (min(values) >= start and max(values) < stop)
-    return bool(np.all((arr >= start) & (arr < stop)))
+    def _in_bounds(self, arr: np.ndarray) -> bool:
+        if self.is_box:
+            return bool(np.all(arr >= self.leaf.low) and np.all(arr <= self.leaf.high))
+        if self.scalar_bounds and arr.size <= 32:  # plain Python is faster on small batches
+            values = arr.ravel().tolist()
+            return not values or (min(values) >= self.start and max(values) < self.stop)
+        return bool(np.all((arr >= self.start) & (arr < self.stop)))

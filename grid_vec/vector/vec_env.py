@@ -48,13 +48,7 @@ from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 
 from grid_vec.vector import protocol as p
 from grid_vec.vector.errors import RemoteTraceback, WorkerCrashedError, WorkerTimeoutError
-from grid_vec.vector.shared_buffers import (
-    SharedBlock,
-    check_leaf_actions,
-    flat_leaves,
-    join,
-    split,
-)
+from grid_vec.vector.shared_buffers import LeafActionCheck, SharedBlock, flat_leaves, join, split
 from grid_vec.vector.worker import WorkerSpec, worker_main
 
 _DEFAULT_SPIN_US = 50.0
@@ -188,8 +182,10 @@ class GridVecEnv(VectorEnv):
 
         self._read_spaces()
         self._obs_shared = shared_memory and flat_leaves(self.single_observation_space) is not None
-        self._act_leaves = flat_leaves(self.single_action_space) or []
-        self._act_shared = bool(self._act_leaves)
+        self._act_checks = [
+            LeafActionCheck(leaf) for leaf in flat_leaves(self.single_action_space) or []
+        ]
+        self._act_shared = bool(self._act_checks)
         self._block = SharedBlock(
             self.num_envs,
             self.single_observation_space if self._obs_shared else None,
@@ -746,18 +742,15 @@ class GridVecEnv(VectorEnv):
         count = self.num_envs if ids is None else len(ids)
         space = self.single_action_space
         if self._act_shared:
-            leaves = self._act_leaves
-            if len(leaves) == 1 and leaves[0] is space:
-                arrays = [check_leaf_actions(space, actions, count)]
+            checks = self._act_checks
+            if len(checks) == 1 and checks[0].leaf is space:
+                arrays = [checks[0](actions, count)]
             else:
                 try:
                     values = split(space, actions)
                 except ValueError as exc:
                     raise ValueError(f"actions do not match {space}: {exc}") from None
-                arrays = [
-                    check_leaf_actions(leaf, value, count)
-                    for leaf, value in zip(leaves, values, strict=True)
-                ]
+                arrays = [check(value, count) for check, value in zip(checks, values, strict=True)]
             for view, arr in zip(self._block.act, arrays, strict=True):
                 if ids is None:
                     view[...] = arr
