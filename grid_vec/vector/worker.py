@@ -78,7 +78,12 @@ class _Server:
             if code == p.CLOSE:
                 self.reply(p.OK)
                 return
-            self.reply(*handlers[code](payload))
+            status, result = handlers[code](payload)
+            try:
+                message = p.encode(status, result)
+            except Exception as exc:  # e.g. a call returned something that cannot be pickled
+                message = p.encode(p.ERROR, [_error_entry(self.spec.env_ids[0], exc)])
+            p.write_all(self.fd_out, message)
 
     def _publish(self, k: int, obs: Any, reward: Any, terminated: Any, truncated: Any) -> None:
         i = self.spec.env_ids[k]

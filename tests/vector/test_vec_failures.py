@@ -239,7 +239,10 @@ def test_no_process_left_after_interrupt_or_abrupt_exit(ending, daemon):
     assert not any(_alive(pid) for pid in pids)
 
 
-def test_worker_imports_stay_small():
+def test_worker_imports_stay_small_and_unpicklable_results_are_errors():
     envs = GridVecEnv([CountEnv])
     assert envs.call("loaded_modules") == ([],)
+    with pytest.raises(TypeError, match="generator"):
+        envs.call("generator")
+    assert envs.call("add", 1) == (1,)
     envs.close()

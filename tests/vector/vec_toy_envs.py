@@ -67,6 +67,9 @@ class CountEnv(gym.Env):
     def pid(self) -> int:
         return os.getpid()
 
+    def generator(self):
+        return (i for i in range(3))
+
 
 class NestedEnv(gym.Env):
     """Dict observation of every flat leaf kind, Tuple action of Discrete and Box."""
