@@ -165,8 +165,8 @@ class GymnasiumToSB3VecEnv(VecEnv):
         if envs is not None:
             return [_has_wrapper(envs[i], wrapper_class) for i in ids]
         names = _subclass_names(wrapper_class)
-        chains = self._call("__str__", ids, (), {})
-        return [bool(names & set(_wrapper_names(chain))) for chain in chains]
+        chains = self._call("__str__", None, (), {})  # side-effect free: ask every sub-env
+        return [bool(names & set(_wrapper_names(chains[i]))) for i in ids]
 
     def get_images(self) -> Sequence[np.ndarray | None]:
         if self.render_mode != "rgb_array":
