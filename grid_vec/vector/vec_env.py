@@ -85,6 +85,13 @@ class _Worker:
         self.conns = []
 
 
+def _readable(fd: int) -> bool:
+    """Whether ``fd`` has data (or EOF) to read right now (poll: no 1024-descriptor limit)."""
+    poller = select.poll()
+    poller.register(fd, _POLL_IN)
+    return bool(poller.poll(0))
+
+
 def _stop_worker(w: _Worker, *, kill: bool) -> None:
     """Join (or terminate, then kill) a worker process and close its pipes."""
     proc = w.process
@@ -840,7 +847,7 @@ class GridVecEnv(VectorEnv):
                 w = owner[fd]
                 if w not in remaining:
                     continue
-                if fd == w.sentinel and not select.select([w.reply_fd], [], [], 0)[0]:
+                if fd == w.sentinel and not _readable(w.reply_fd):
                     crashed.append(w)
                 else:
                     try:
