@@ -6,7 +6,9 @@ GridEnv it returns, and any env rebuilt from the compiled model, does not need p
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +37,30 @@ def make(
     its ``config.py`` thermal limits apply unless ``thermal_limits`` is passed, and the
     ramps of ``prods_charac.csv`` bound the redispatch action unless ``gen_ramp`` is passed.
     """
+    return env_factory(id_or_path, backend=backend, scenario_seed=scenario_seed, **kwargs)()
+
+
+def env_factory(
+    id_or_path: str | os.PathLike,
+    *,
+    backend: str = "lightsim2grid",
+    scenario_seed: int | None = None,
+    **kwargs: Any,
+) -> Callable[[], GridEnv]:
+    """A picklable zero-argument factory of the GridEnv that :func:`make` would build.
+
+    The net is loaded and compiled here, once; the factory only holds the compiled model and
+    the scenario source, so a worker process calling it never imports pandapower (with the
+    lightsim2grid backend). Arguments are those of :func:`make`.
+    """
     name = GYM_IDS.get(str(id_or_path), str(id_or_path))
     if name in EMBEDDED:
         from grid_vec.chronics.synthetic import SyntheticSource
 
         model = embedded_model(name)
         seed = EMBEDDED[name].scenario_seed if scenario_seed is None else scenario_seed
-        return GridEnv(model, SyntheticSource(model, seed=seed), backend=backend, **kwargs)
+        source = SyntheticSource(model, seed=seed)
+        return functools.partial(GridEnv, model, source, backend=backend, **kwargs)
     path = Path(id_or_path)
     if not path.is_dir():
         raise ValueError(
@@ -50,10 +69,10 @@ def make(
         )
     if scenario_seed is not None:
         raise ValueError("scenario_seed only applies to embedded (synthetic) environments")
-    return _make_folder(path, backend=backend, **kwargs)
+    return _folder_factory(path, backend=backend, **kwargs)
 
 
-def _make_folder(path: Path, *, backend: str, **kwargs: Any) -> GridEnv:
+def _folder_factory(path: Path, *, backend: str, **kwargs: Any) -> Callable[[], GridEnv]:
     from grid_vec.chronics.folder import FolderSource, load_folder
     from grid_vec.grid.compile import compile_net
 
@@ -63,7 +82,8 @@ def _make_folder(path: Path, *, backend: str, **kwargs: Any) -> GridEnv:
         kwargs["parameters"] = Parameters.from_grid2op_dict(folder.params or {})
     if kwargs.get("gen_ramp") is None:
         kwargs["gen_ramp"] = _folder_ramps(folder.prods_charac, model)
-    return GridEnv(model, FolderSource(folder.path, model), backend=backend, **kwargs)
+    source = FolderSource(folder.path, model)
+    return functools.partial(GridEnv, model, source, backend=backend, **kwargs)
 
 
 def _folder_ramps(charac: dict[str, np.ndarray] | None, model: GridModel) -> np.ndarray | None:
