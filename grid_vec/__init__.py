@@ -9,20 +9,25 @@ Importing ``grid_vec`` registers the gymnasium ids (``grid_vec/Case14-v0``,
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from grid_vec.env.registration import register_envs
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "make"]
+__all__ = ["GridVecEnv", "__version__", "make", "make_vec"]
+
+_LAZY = {
+    "make": "grid_vec.env.make",
+    "GridVecEnv": "grid_vec.vector.vec_env",
+    "make_vec": "grid_vec.vector.make_vec",
+}
 
 register_envs()
 
 
 def __getattr__(name: str) -> Any:
-    if name == "make":
-        from grid_vec.env.make import make
-
-        return make
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'grid_vec' has no attribute {name!r}")

@@ -1,18 +1,17 @@
 """Gymnasium registration of the embedded environments (imports gymnasium only).
 
 ``gymnasium.make("grid_vec/Case14-v0", **kwargs)`` calls :func:`grid_vec.env.make.make`.
-``VECTOR_ENTRY_POINT`` is the slot for ``gymnasium.make_vec``: the integrator sets it to the
-GridVecEnv factory once the vector layer lands (None: gymnasium's own vectorisation).
+``gymnasium.make_vec("grid_vec/Case14-v0", num_envs)`` builds a GridVecEnv through
+:func:`grid_vec.vector.make_vec` (pass ``vectorization_mode="sync"`` or ``"async"`` for
+gymnasium's own vector envs).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 # gymnasium ids -> embedded grid names
 GYM_IDS = {"grid_vec/Case14-v0": "case14", "grid_vec/Case118-v0": "case118"}
 
-VECTOR_ENTRY_POINT: str | Callable | None = None
+VECTOR_ENTRY_POINT = "grid_vec.vector.make_vec:make_vec"
 
 
 def register_envs() -> None:

@@ -48,6 +48,7 @@ from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 
 from grid_vec.vector import protocol as p
 from grid_vec.vector.errors import RemoteTraceback, WorkerCrashedError, WorkerTimeoutError
+from grid_vec.vector.grid_commands import GridCommands
 from grid_vec.vector.shared_buffers import LeafActionCheck, SharedBlock, flat_leaves, join, split
 from grid_vec.vector.worker import WorkerSpec, worker_main
 
@@ -121,7 +122,7 @@ class _InfoBatch:
         self.num_envs = num_envs
 
 
-class GridVecEnv(VectorEnv):
+class GridVecEnv(GridCommands, VectorEnv):
     """Vector env running sub-envs in worker processes, behaving like ``AsyncVectorEnv``.
 
     Args beyond AsyncVectorEnv's:

@@ -1,0 +1,90 @@
+"""Grid commands of a vector env whose sub-envs are GridEnvs (the seed's command set).
+
+Mixed into :class:`~grid_vec.vector.vec_env.GridVecEnv`. Each command is a per-env
+``call_each`` of the GridEnv method of the same meaning, so the vector layer needs to know
+only the method names, not the env layer itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium.vector.utils import concatenate, create_empty_array, iterate
+
+
+class GridCommands:
+    """Scenario control, look-ahead simulation, parameters and timings for every sub-env."""
+
+    num_envs: int
+    single_observation_space: Any
+    action_space: Any
+    call_each: Callable[..., tuple[Any, ...]]
+    call: Callable[..., tuple[Any, ...]]
+
+    def _per_env(self, name: str, value: Any, what: str) -> list[Any]:
+        """``value`` for every sub-env: one value for all, or a sequence of ``num_envs``."""
+        if isinstance(value, Sequence) and not isinstance(value, str):
+            if len(value) != self.num_envs:
+                raise ValueError(
+                    f"{name} needs one {what} for all envs or a sequence of {self.num_envs}, "
+                    f"got {len(value)}"
+                )
+            return list(value)
+        return [value] * self.num_envs
+
+    def _each(self, method: str, values: list[Any]) -> tuple[Any, ...]:
+        return self.call_each(method, args=[(v,) for v in values])
+
+    def set_scenario_id(self, ids: int | str | Sequence[int | str]) -> None:
+        """Scenario (index or name) each sub-env plays at its next reset."""
+        self._each("set_scenario_id", self._per_env("set_scenario_id", ids, "id"))
+
+    def set_scenario_filter(self, fns: Callable[[str], bool] | Sequence[Callable]) -> None:
+        """Restrict each sub-env's scenarios to the names a callable accepts."""
+        values = self._per_env("set_scenario_filter", fns, "callable")
+        for fn in values:
+            if not callable(fn):
+                raise TypeError(f"set_scenario_filter needs callables, got {fn!r}")
+        self._each("set_scenario_filter", values)
+
+    def set_fast_forward(self, max_steps: int | Sequence[int]) -> None:
+        """At each reset, skip a random number of steps in ``[0, max_steps)`` (0: none)."""
+        self._each("set_fast_forward", self._per_env("set_fast_forward", max_steps, "int"))
+
+    def set_chunk_size(self, n: int | None) -> None:
+        """Steps each sub-env reads from its scenario source at a time (None: whole)."""
+        self.call("set_chunk_size", n)
+
+    def set_max_iter(self, n: int | None) -> None:
+        """Cap on the steps of every episode (None: the scenario length)."""
+        self.call("set_max_iter", n)
+
+    def get_parameters(self) -> tuple[Any, ...]:
+        """The game rules (``Parameters``) of each sub-env."""
+        return self.call("get_wrapper_attr", "parameters")
+
+    def set_parameters(self, parameters: Any) -> None:
+        """Apply ``parameters`` (one for all, or one per sub-env) to the sub-envs."""
+        self._each("set_parameters", self._per_env("set_parameters", parameters, "Parameters"))
+
+    def timings(self) -> tuple[dict[str, float], ...]:
+        """Per sub-env cumulative timings (action, power flow, observation, total) and counts."""
+        return self.call("timings")
+
+    def simulate(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, tuple[dict, ...]]:
+        """Look one step ahead on each sub-env's forecast with its action, states untouched.
+
+        Returns batched ``(observations, rewards, terminated, infos)``; ``infos`` is one dict
+        per sub-env.
+        """
+        if not self.action_space.contains(actions):
+            raise ValueError(f"simulate needs actions in {self.action_space}, got {actions!r}")
+        per_env = list(iterate(self.action_space, actions))
+        results = self.call_each("simulate", args=[(a,) for a in per_env])
+        obs = create_empty_array(self.single_observation_space, n=self.num_envs)
+        obs = concatenate(self.single_observation_space, [r[0] for r in results], obs)
+        rewards = np.array([r[1] for r in results], dtype=np.float64)
+        terminated = np.array([r[2] for r in results], dtype=np.bool_)
+        return obs, rewards, terminated, tuple(r[3] for r in results)
