@@ -63,7 +63,7 @@ def evaluate(model, limits, ids) -> tuple[list[float], Counter]:
         while True:
             _, _, term, trunc, info = env.step(0)
             played += 1
-            tripped |= len(info["tripped_branches"]) > 0
+            tripped |= info["tripped_branches"].any()
             if term:
                 kind = "overflow cascade" if tripped else "other"
                 reasons[f"{kind}: {info['game_over_reason'].split()[0]}"] += 1

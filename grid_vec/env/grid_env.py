@@ -11,8 +11,8 @@ opponent attack, apply the action and the new injections, solve and cascade (see
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
+from time import perf_counter
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -28,6 +28,8 @@ from grid_vec.env.parameters import Parameters
 from grid_vec.env.rewards import RewardFn, RewardInputs, make_reward
 from grid_vec.env.state import (
     GridState,
+    OverflowLimits,
+    StepOutcome,
     disconnect,
     fresh_state,
     reconnect,
@@ -42,7 +44,6 @@ ACTION_TYPES = ("discrete", "redispatch")
 # A validated action: (kind, target branch/substation, substation bus bars, redispatch MW)
 Parsed = tuple[int, int, "np.ndarray | None", "np.ndarray | None"]
 RESET_OPTIONS = ("scenario_id", "fast_forward", "max_steps", "init_state")
-_FLOW_SEGMENTS = ("p_or", "q_or", "v_or", "a_or", "p_ex", "q_ex", "v_ex", "a_ex")
 
 
 class GridEnv(gym.Env):
@@ -109,15 +110,28 @@ class GridEnv(gym.Env):
         # start (hence every float of a trajectory) depends only on the seed and actions.
         self._pristine_backend = make_backend(model, backend)
         self._state: GridState = fresh_state(model, self.topology, self._pristine_backend.copy())
+        self._limits = OverflowLimits.of(self.parameters, self.thermal_limit)
+        # discrete action index -> parsed action, built once (the step hot path only looks up)
+        self._parsed_actions: list[Parsed] = [
+            (int(k), int(t), b, None)
+            for k, t, b in zip(
+                self.catalog.kind, self.catalog.target, self.catalog.sub_buses, strict=True
+            )
+        ]
         self._obs_buf = np.zeros(self.obs_layout.size, dtype=np.float32)
         sl = self.obs_layout.slices
-        self._rho_sl = sl["rho"]
-        self._flows_sl = slice(sl["line_status"].start, sl["gen_v"].stop)
-        self._timers_sl = slice(sl["actual_dispatch"].start, sl["time_before_cooldown_sub"].stop)
-        self._branch_flow_starts = [sl[n].start for n in _FLOW_SEGMENTS]
+        self._obs_rho = self._obs_buf[sl["rho"]]
+        self._obs_status = self._obs_buf[sl["line_status"]]
+        # the observation's p_or .. gen_v segments are the backend's flow layout, in order
+        self._obs_flows = self._obs_buf[sl["p_or"].start : sl["gen_v"].stop]
+        self._obs_timers = self._obs_buf[
+            sl["actual_dispatch"].start : sl["time_before_cooldown_sub"].stop
+        ]
         self._obs_buf[sl["time_next_maintenance"]] = -1.0  # no maintenance is modelled
         self._inv_limit = 1.0 / self.thermal_limit
         self._rho = np.zeros(model.n_branch)
+        self._no_trip = np.zeros(model.n_branch, dtype=bool)
+        self._no_trip.flags.writeable = False
         self._needs_reset = True
         self._simulates_this_step = 0
         self._simulates_this_episode = 0
@@ -152,9 +166,8 @@ class GridEnv(gym.Env):
             self.opponent.reset(np.random.default_rng(self.np_random.integers(2**63)))
         self._set_injections(state, self._handler.current(), forecast=False)
         outcome = solve(
-            state, self.model, self.topology, self.parameters, self.thermal_limit,
-            protections=False,
-        )  # fmt: skip
+            state, self.model, self.topology, self.parameters, self._limits, protections=False
+        )
         if outcome.game_over is not None:
             raise RuntimeError(
                 f"scenario {info.name!r} (id {info.id}) cannot start: {outcome.game_over}"
@@ -170,11 +183,12 @@ class GridEnv(gym.Env):
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         if self._needs_reset:
             raise RuntimeError("the episode is over (or never started): call reset() first")
-        t0 = time.perf_counter()
+        t0 = perf_counter()
         parsed = self._parse(action)
         state = self._state
         illegal, ambiguous, parsed = self._legalise(state, parsed)
-        self._handler.advance()
+        handler = self._handler
+        handler.advance()
         attack = -1
         if self.opponent is not None:
             attack = self.opponent.step(state.line_status)
@@ -183,33 +197,24 @@ class GridEnv(gym.Env):
                 cd = state.cooldown_line
                 cd[attack] = max(cd[attack], self.opponent.attack_duration)
         acted_line, acted_sub = self._apply(state, parsed)
-        self._set_injections(state, self._handler.current(), forecast=False)
-        t1 = time.perf_counter()
-        outcome = solve(state, self.model, self.topology, self.parameters, self.thermal_limit)
-        t2 = time.perf_counter()
+        self._set_injections(state, handler.current(), forecast=False)
+        t1 = perf_counter()
+        outcome = solve(state, self.model, self.topology, self.parameters, self._limits)
+        t2 = perf_counter()
         terminated = outcome.game_over is not None
         if not terminated:
             update_timers(
-                state, self.parameters, self.thermal_limit, outcome.tripped, acted_line, acted_sub
+                state, self.parameters, self._limits, outcome.tripped, acted_line, acted_sub
             )
-        truncated = not terminated and self._handler.steps_played >= self._handler.max_steps
+        played = handler.steps_played
+        truncated = not terminated and played >= handler.max_steps
         self._needs_reset = terminated or truncated
         self._simulates_this_step = 0
-        obs = self._observe(
-            state, self._handler.info, self._handler.step, self._handler.steps_played
-        )
+        obs = self._observe(state, handler.info, handler.step, played)
         reward, others = self._rewards(state, terminated)
-        info = {
-            "is_illegal": illegal is not None,
-            "illegal_reason": illegal,
-            "is_ambiguous": ambiguous is not None,
-            "ambiguous_reason": ambiguous,
-            "game_over_reason": outcome.game_over,
-            "tripped_branches": outcome.tripped,
-            "attacked_branch": attack,
-            "other_rewards": others,
-        }
-        t3 = time.perf_counter()
+        info = self._info(illegal, ambiguous, outcome, others)
+        info["attacked_branch"] = attack
+        t3 = perf_counter()
         timings = self._timings
         timings["action"] += t1 - t0
         timings["powerflow"] += t2 - t1
@@ -233,17 +238,17 @@ class GridEnv(gym.Env):
             raise RuntimeError(f"max_simulate_per_step={p.max_simulate_per_step} reached")
         if 0 <= p.max_simulate_per_episode <= self._simulates_this_episode:
             raise RuntimeError(f"max_simulate_per_episode={p.max_simulate_per_episode} reached")
-        t0 = time.perf_counter()
+        t0 = perf_counter()
         parsed = self._parse(action)
         state = self._state.copy()
         illegal, ambiguous, parsed = self._legalise(state, parsed)
         acted_line, acted_sub = self._apply(state, parsed)
         self._set_injections(state, self._handler.current(), forecast=True)
-        outcome = solve(state, self.model, self.topology, self.parameters, self.thermal_limit)
+        outcome = solve(state, self.model, self.topology, self.parameters, self._limits)
         terminated = outcome.game_over is not None
         if not terminated:
             update_timers(
-                state, self.parameters, self.thermal_limit, outcome.tripped, acted_line, acted_sub
+                state, self.parameters, self._limits, outcome.tripped, acted_line, acted_sub
             )
         played = self._handler.steps_played + 1
         obs = self._observe(state, self._handler.info, self._handler.step + 1, played)
@@ -251,17 +256,8 @@ class GridEnv(gym.Env):
         self._simulates_this_step += 1
         self._simulates_this_episode += 1
         self._counts["simulates"] += 1
-        self._timings["simulate"] += time.perf_counter() - t0
-        info = {
-            "is_illegal": illegal is not None,
-            "illegal_reason": illegal,
-            "is_ambiguous": ambiguous is not None,
-            "ambiguous_reason": ambiguous,
-            "game_over_reason": outcome.game_over,
-            "tripped_branches": outcome.tripped,
-            "other_rewards": others,
-        }
-        return obs, reward, terminated, info
+        self._timings["simulate"] += perf_counter() - t0
+        return obs, reward, terminated, self._info(illegal, ambiguous, outcome, others)
 
     # --- commands used by the vector env ------------------------------------------------
 
@@ -284,6 +280,7 @@ class GridEnv(gym.Env):
         if not isinstance(parameters, Parameters):
             raise TypeError(f"parameters must be a Parameters, got {type(parameters).__name__}")
         self.parameters = parameters
+        self._limits = OverflowLimits.of(parameters, self.thermal_limit)
 
     @property
     def scenario_info(self) -> ScenarioInfo:
@@ -322,13 +319,7 @@ class GridEnv(gym.Env):
                 raise ValueError(
                     f"action must be an int in [0, {self.action_space.n - 1}], got {action}"
                 )
-            index = int(action)
-            return (
-                int(self.catalog.kind[index]),
-                int(self.catalog.target[index]),
-                self.catalog.sub_buses[index],
-                None,
-            )
+            return self._parsed_actions[action]
         space = self.action_space
         if not isinstance(action, np.ndarray) or action.dtype.kind != "f":
             raise ValueError(
@@ -351,6 +342,8 @@ class GridEnv(gym.Env):
     def _legalise(self, state: GridState, parsed: Parsed) -> tuple[str | None, str | None, Parsed]:
         """Return (illegal reason, ambiguous reason, action to play)."""
         kind, target, _, redispatch = parsed
+        if kind == KIND_NOTHING and redispatch is None:
+            return None, None, parsed
         illegal = None
         p = self.parameters
         if kind == KIND_LINE:
@@ -430,7 +423,9 @@ class GridEnv(gym.Env):
             wanted = np.clip(gen_p + state.target_dispatch, m.gen_pmin, m.gen_pmax)
             state.actual_dispatch[:] = np.where(state.target_dispatch != 0, wanted - gen_p, 0.0)
             gen_p = gen_p + state.actual_dispatch
-        state.backend.set_injections(load_p, load_q, gen_p, gen_v)
+        # the scenario sources hand out finite float64 rows of the model's sizes (the folder
+        # source checks its files as it reads them): no re-validation on the hot path
+        state.backend.set_injections_trusted(load_p, load_q, gen_p, gen_v)
 
     def _observe(self, state: GridState, info: ScenarioInfo, step: int, played: int) -> np.ndarray:
         """Fill the preallocated buffer (a few contiguous writes) and return a copy."""
@@ -439,55 +434,58 @@ class GridEnv(gym.Env):
         buf[:7] = (
             when.year, when.month, when.day, when.hour, when.minute, when.weekday(), played,
         )  # fmt: skip
-        res = state.results
-        if res is None:
-            buf[self._rho_sl] = 0.0
-            buf[self._flows_sl] = 0.0
+        if state.solved:
+            np.multiply(state.a_or, self._inv_limit, out=self._rho)
+            self._obs_rho[:] = self._rho
+            self._obs_flows[:] = state.flows
         else:
-            np.multiply(res.a_or, self._inv_limit, out=self._rho)
-            buf[self._rho_sl] = self._rho
-            np.concatenate(
-                (
-                    state.line_status,
-                    res.p_or, res.q_or, res.v_or, res.a_or, res.p_ex, res.q_ex, res.v_ex, res.a_ex,
-                    res.load_p, res.load_q, res.load_v, res.gen_p, res.gen_q, res.gen_v,
-                ),
-                out=buf[self._flows_sl],
-                casting="same_kind",
-            )  # fmt: skip
-            if np.count_nonzero(state.line_status) < len(state.line_status):
-                # A disconnected branch reports zeros, whatever the backend gives at its ends.
-                off = np.flatnonzero(~state.line_status)
-                for start in self._branch_flow_starts:
-                    buf[start + off] = 0.0
+            self._rho[:] = 0.0
+            self._obs_rho[:] = 0.0
+            self._obs_flows[:] = 0.0
+        self._obs_status[:] = state.line_status
         np.concatenate(
             (
                 state.actual_dispatch, state.topo, state.timestep_overflow,
                 state.cooldown_line, state.cooldown_sub,
             ),
-            out=buf[self._timers_sl],
+            out=self._obs_timers,
             casting="same_kind",
         )  # fmt: skip
         return buf.copy()
 
     def _rewards(self, state: GridState, terminated: bool) -> tuple[float, dict[str, float]]:
-        """Main and other rewards, reading the rho computed by ``_observe``."""
-        res = state.results
-        if res is None:
-            m = self.model
-            inputs = RewardInputs(
-                np.zeros(m.n_branch), state.line_status, np.zeros(m.n_load), np.zeros(m.n_gen),
-                state.actual_dispatch,
-            )  # fmt: skip
+        """Main and other rewards, reading the rho computed by ``_observe`` (zeros when the
+        last solve failed)."""
+        if state.solved:
+            load_p, gen_p = state.load_p, state.gen_p
         else:
-            inputs = RewardInputs(
-                self._rho, state.line_status, res.load_p, res.gen_p, state.actual_dispatch
-            )
+            load_p, gen_p = np.zeros(self.model.n_load), np.zeros(self.model.n_gen)
+        inputs = RewardInputs(self._rho, state.line_status, load_p, gen_p, state.actual_dispatch)
         reward = float(self.reward_fn(inputs, terminated))
         if not self.other_rewards:
             return reward, {}
         others = {name: float(fn(inputs, terminated)) for name, fn in self.other_rewards.items()}
         return reward, others
+
+    def _info(
+        self,
+        illegal: str | None,
+        ambiguous: str | None,
+        outcome: StepOutcome,
+        others: dict[str, float],
+    ) -> dict[str, Any]:
+        """The step's info: scalars, strings / None and fixed-shape arrays only, so that vector
+        envs can batch the infos of sub-envs whatever happened in each."""
+        tripped = outcome.tripped
+        return {
+            "is_illegal": illegal is not None,
+            "illegal_reason": illegal,
+            "is_ambiguous": ambiguous is not None,
+            "ambiguous_reason": ambiguous,
+            "game_over_reason": outcome.game_over,
+            "tripped_branches": self._no_trip.copy() if tripped is None else tripped,
+            "other_rewards": others,
+        }
 
     def _apply_init_state(self, state: GridState, init: Any) -> None:
         """``{"line_status": (n_branch,) bool, "bus": (n_elem,) topo vector of 1/2}``."""

@@ -25,7 +25,7 @@ import numpy as np
 
 from grid_vec.env.parameters import Parameters
 from grid_vec.env.topology import TopologyLayout, isolated_elements
-from grid_vec.grid.backend import Backend, PowerFlowResults
+from grid_vec.grid.backend import Backend, flow_slices
 from grid_vec.grid.model import GridModel
 
 
@@ -44,12 +44,19 @@ class GridState:
     target_dispatch: np.ndarray  # (n_gen,) MW asked by the agent (cumulative)
     actual_dispatch: np.ndarray  # (n_gen,) MW really applied
     backend: Backend
-    results: PowerFlowResults | None = None
+    # results of the last solve, FLOW_FIELDS order, laid out by slices (flow_slices(model))
+    slices: dict[str, slice]
+    flows: np.ndarray
+    a_or: np.ndarray  # views into flows
+    load_p: np.ndarray
+    gen_p: np.ndarray
+    solved: bool = False  # flows hold the current topology's converged results
     topo_dirty: bool = True  # topology changed since the backend last received it
 
     def copy(self) -> GridState:
         """An independent copy (the backend too) for look-ahead."""
         new = copy.copy(self)
+        new.flows, new.a_or, new.load_p, new.gen_p = _flow_views(self.flows.copy(), self.slices)
         for name in (
             "topo",
             "last_or",
@@ -67,9 +74,15 @@ class GridState:
         return new
 
 
+def _flow_views(flows: np.ndarray, slices: dict[str, slice]) -> tuple[np.ndarray, ...]:
+    return flows, flows[slices["a_or"]], flows[slices["load_p"]], flows[slices["gen_p"]]
+
+
 def fresh_state(model: GridModel, layout: TopologyLayout, backend: Backend) -> GridState:
     """Every element on bus bar 1, every timer at 0, no dispatch."""
     n_b = model.n_branch
+    slices = flow_slices(model)
+    flows, a_or, load_p, gen_p = _flow_views(np.zeros(slices["all"].stop), slices)
     return GridState(
         topo=np.ones(layout.n_elem, dtype=np.int8),
         last_or=np.ones(n_b, dtype=np.int8),
@@ -82,6 +95,11 @@ def fresh_state(model: GridModel, layout: TopologyLayout, backend: Backend) -> G
         target_dispatch=np.zeros(model.n_gen),
         actual_dispatch=np.zeros(model.n_gen),
         backend=backend,
+        slices=slices,
+        flows=flows,
+        a_or=a_or,
+        load_p=load_p,
+        gen_p=gen_p,
     )
 
 
@@ -111,8 +129,22 @@ def reconnect(state: GridState, layout: TopologyLayout, branch: int) -> None:
 # arrays of the step hot path.
 _any = np.count_nonzero
 
-_NO_TRIP = np.zeros(0, dtype=np.int64)
-_NO_TRIP.flags.writeable = False
+
+@dataclass(frozen=True)
+class OverflowLimits:
+    """Current limits in amperes per branch, computed once per (parameters, thermal limits)."""
+
+    thermal: np.ndarray  # the branch's thermal limit
+    soft: np.ndarray  # above it, the branch counts an overflowed step
+    hard: np.ndarray  # above it, the branch trips at once
+
+    @classmethod
+    def of(cls, params: Parameters, thermal_limit: np.ndarray) -> OverflowLimits:
+        return cls(
+            thermal_limit,
+            params.soft_overflow_threshold * thermal_limit,
+            params.hard_overflow_threshold * thermal_limit,
+        )
 
 
 @dataclass
@@ -120,7 +152,7 @@ class StepOutcome:
     """What happened in the physics of one step."""
 
     game_over: str | None  # reason, or None
-    tripped: np.ndarray  # indices of the branches tripped by the protections
+    tripped: np.ndarray | None  # (n_branch,) bool, branches tripped by the protections; None: none
 
 
 def solve(
@@ -128,7 +160,7 @@ def solve(
     model: GridModel,
     layout: TopologyLayout,
     params: Parameters,
-    thermal_limit: np.ndarray,
+    limits: OverflowLimits,
     *,
     protections: bool = True,
 ) -> StepOutcome:
@@ -138,48 +170,40 @@ def solve(
     """
     tripped = None
     counter = increased = None
-    soft_limit = params.soft_overflow_threshold * thermal_limit
-    state.results = None
+    backend = state.backend
+    a_or = state.a_or
     while True:
-        reason = _push_topology(state, model, layout)
-        if reason is None and not state.backend.run_ac():
-            reason = "power flow diverged"
-        if reason is not None:
-            return StepOutcome(reason, _indices(tripped))
-        state.results = state.backend.results()
+        state.solved = False
+        if state.topo_dirty:
+            reason = _push_topology(state, model, layout)
+            if reason is not None:
+                return StepOutcome(reason, tripped)
+        if not backend.run_ac():
+            return StepOutcome("power flow diverged", tripped)
+        backend.read_flows(state.flows)
+        state.solved = True
         if params.no_overflow_disconnection or not protections:
-            return StepOutcome(None, _NO_TRIP)
-        a_or = state.results.a_or
-        soft = a_or > soft_limit  # hard >= soft: no soft overflow, no trip (fast path)
+            return StepOutcome(None, None)
+        soft = a_or > limits.soft  # hard >= soft: no soft overflow, no trip (fast path)
         if not _any(soft):
-            return StepOutcome(None, _indices(tripped))
+            return StepOutcome(None, tripped)
         if counter is None:
             counter = state.protection_counter.copy()
             increased = np.zeros(model.n_branch, dtype=bool)
-            tripped = np.zeros(model.n_branch, dtype=bool)
         status = state.line_status
-        to_trip = (a_or > params.hard_overflow_threshold * thermal_limit) & status
+        to_trip = (a_or > limits.hard) & status
         soft &= status & ~increased
         counter[soft] += 1
         increased |= soft
         to_trip |= (counter > params.nb_timestep_overflow_allowed) & status
         if not _any(to_trip):
-            return StepOutcome(None, _indices(tripped))
-        tripped |= to_trip
+            return StepOutcome(None, tripped)
+        tripped = to_trip if tripped is None else tripped | to_trip
         disconnect(state, layout, to_trip)
-        state.results = None
-
-
-def _indices(mask: np.ndarray | None) -> np.ndarray:
-    if mask is None or not _any(mask):
-        return _NO_TRIP
-    return np.flatnonzero(mask)
 
 
 def _push_topology(state: GridState, model: GridModel, layout: TopologyLayout) -> str | None:
-    """Send a changed topology to the backend, or say why the grid cannot be solved."""
-    if not state.topo_dirty:
-        return None
+    """Send the changed topology to the backend, or say why the grid cannot be solved."""
     load_iso, gen_iso, slack_off = isolated_elements(model, layout, state.topo)
     if slack_off:
         return "slack disconnected"
@@ -188,7 +212,8 @@ def _push_topology(state: GridState, model: GridModel, layout: TopologyLayout) -
     if gen_iso.any():
         return f"generator {model.gen_names[np.argmax(gen_iso)]} isolated"
     topo = state.topo
-    state.backend.set_topology(
+    # the env built this topology itself (values 1, 2 or -1 only): no re-validation
+    state.backend.set_topology_trusted(
         topo[layout.pos_load], topo[layout.pos_gen], topo[layout.pos_or], topo[layout.pos_ex]
     )
     state.topo_dirty = False
@@ -198,22 +223,23 @@ def _push_topology(state: GridState, model: GridModel, layout: TopologyLayout) -
 def update_timers(
     state: GridState,
     params: Parameters,
-    thermal_limit: np.ndarray,
-    tripped: np.ndarray,
+    limits: OverflowLimits,
+    tripped: np.ndarray | None,
     acted_line: int,
     acted_sub: int,
 ) -> None:
     """Move the overflow counters and the reconnection / cooldown timers after a solve."""
-    a_or = state.results.a_or
+    a_or = state.a_or
     cd = state.cooldown_line
     if _any(cd):
         cd[cd > 0] -= 1
-    cd[tripped] = params.nb_timestep_reconnection
-    engaged = a_or > params.soft_overflow_threshold * thermal_limit
+    if tripped is not None:
+        cd[tripped] = params.nb_timestep_reconnection
+    engaged = a_or > limits.soft
     if _any(engaged) or _any(state.protection_counter):
         state.protection_counter += 1
         state.protection_counter *= engaged
-    over = engaged if params.soft_overflow_threshold == 1.0 else a_or > thermal_limit
+    over = engaged if params.soft_overflow_threshold == 1.0 else a_or > limits.thermal
     if _any(over) or _any(state.timestep_overflow):
         state.timestep_overflow += 1
         state.timestep_overflow *= over
@@ -221,6 +247,7 @@ def update_timers(
         cd[acted_line] = max(cd[acted_line], params.nb_timestep_cooldown_line)
     if params.nb_timestep_cooldown_sub > 0:
         cs = state.cooldown_sub
-        cs[cs > 0] -= 1
+        if _any(cs):
+            cs[cs > 0] -= 1
         if acted_sub >= 0:
             cs[acted_sub] = params.nb_timestep_cooldown_sub

@@ -15,6 +15,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grid_vec.grid.model import GridModel
+
+# The fields of PowerFlowResults that :meth:`Backend.read_flows` writes, in this order: every
+# branch quantity (one value per branch), then the loads', then the generators'.
+FLOW_FIELDS = (
+    "p_or", "q_or", "v_or", "a_or", "p_ex", "q_ex", "v_ex", "a_ex",
+    "load_p", "load_q", "load_v", "gen_p", "gen_q", "gen_v",
+)  # fmt: skip
+
 
 class PowerFlowDivergedError(RuntimeError):
     """Raised (or reported) when an AC power flow does not converge."""
@@ -77,3 +86,42 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def copy(self) -> Backend:
         """An independent deep copy (injections, topology, last results) for look-ahead."""
+
+    def read_flows(self, out: np.ndarray) -> None:
+        """Write the last converged results into ``out``, a float64 array of
+        :func:`flow_slices` layout (the :data:`FLOW_FIELDS` back to back), without allocating.
+
+        The hot path of an environment step; this default copies from :meth:`results`.
+        """
+        res = self.results()
+        np.concatenate([getattr(res, name) for name in FLOW_FIELDS], out=out)
+
+    def set_injections_trusted(
+        self, load_p: np.ndarray, load_q: np.ndarray, gen_p: np.ndarray, gen_v: np.ndarray
+    ) -> None:
+        """:meth:`set_injections` for callers that guarantee finite float64 arrays of the right
+        shapes (an environment feeding validated scenario data): backends may skip the checks."""
+        self.set_injections(load_p, load_q, gen_p, gen_v)
+
+    def set_topology_trusted(
+        self,
+        load_bus: np.ndarray,
+        gen_bus: np.ndarray,
+        branch_or_bus: np.ndarray,
+        branch_ex_bus: np.ndarray,
+    ) -> None:
+        """:meth:`set_topology` for callers that guarantee integer arrays of the right shapes
+        holding only 1, 2 or -1: backends may skip the checks."""
+        self.set_topology(load_bus, gen_bus, branch_or_bus, branch_ex_bus)
+
+
+def flow_slices(model: GridModel) -> dict[str, slice]:
+    """Where each of :data:`FLOW_FIELDS` lies in the flat array of :meth:`Backend.read_flows`;
+    the key ``"all"`` spans the whole array."""
+    sizes = [model.n_branch] * 8 + [model.n_load] * 3 + [model.n_gen] * 3
+    slices, start = {}, 0
+    for name, size in zip(FLOW_FIELDS, sizes, strict=True):
+        slices[name] = slice(start, start + size)
+        start += size
+    slices["all"] = slice(0, start)
+    return slices

@@ -16,12 +16,17 @@ import numpy as np
 
 from grid_vec.grid._checks import check_injections, check_topology
 from grid_vec.grid._lightsim_cpp import lightsim_cpp
-from grid_vec.grid.backend import Backend, PowerFlowDivergedError, PowerFlowResults
+from grid_vec.grid.backend import (
+    FLOW_FIELDS,
+    Backend,
+    PowerFlowDivergedError,
+    PowerFlowResults,
+    flow_slices,
+)
 from grid_vec.grid.model import GridModel
 
 MAX_ITER = 10
 TOLERANCE = 1e-8
-_BRANCH_UNITS = np.array([[1.0], [1.0], [1.0], [1000.0], [1.0], [1.0], [1.0], [1000.0]])
 
 
 class LightSimBackend(Backend):
@@ -43,7 +48,7 @@ class LightSimBackend(Backend):
         self._is_sgen = kind == "sgen"
         self._ls_gen = np.flatnonzero(~self._is_sgen)
         self._sgen = np.flatnonzero(self._is_sgen)
-        self._gen_vn_kv = model.sub_vn_kv[model.gen_sub[self._ls_gen]]
+        self._inv_sub_kv = 1.0 / model.sub_vn_kv[model.gen_sub]  # kV -> p.u., every generator
         self._mask_load = np.ones(model.n_load, dtype=bool)
         self._mask_gen = np.ones(self._ls_gen.size, dtype=bool)
         self._mask_sgen = np.ones(self._sgen.size, dtype=bool)
@@ -67,6 +72,11 @@ class LightSimBackend(Backend):
                 extremity[n_line:],
             ]
         )
+        self._flow_slices = flow_slices(model)
+        self._gen_start = self._flow_slices["gen_p"].start
+        self._units = np.ones(self._flow_slices["all"].stop)  # read_flows' layout
+        self._units[self._flow_slices["a_or"]] = 1000.0  # lightsim2grid gives kA
+        self._units[self._flow_slices["a_ex"]] = 1000.0
         self._converged: bool | None = None
         self._set_bus_active()
         self._results: PowerFlowResults | None = None
@@ -83,16 +93,28 @@ class LightSimBackend(Backend):
     ) -> None:
         start = perf_counter()
         load_p, load_q, gen_p, gen_v = check_injections(self.model, load_p, load_q, gen_p, gen_v)
+        self._set_injections(load_p, load_q, gen_p, gen_v * self._inv_sub_kv)
+        self.timings["set_injections"] += perf_counter() - start
+
+    def set_injections_trusted(
+        self, load_p: np.ndarray, load_q: np.ndarray, gen_p: np.ndarray, gen_v: np.ndarray
+    ) -> None:
+        start = perf_counter()
+        self._set_injections(load_p, load_q, gen_p, gen_v * self._inv_sub_kv)
+        self.timings["set_injections"] += perf_counter() - start
+
+    def _set_injections(
+        self, load_p: np.ndarray, load_q: np.ndarray, gen_p: np.ndarray, gen_v_pu: np.ndarray
+    ) -> None:
         grid = self._grid
         # lightsim2grid stores injections as float32 (converted by its bindings)
         grid.update_loads_p(self._mask_load, load_p)
         grid.update_loads_q(self._mask_load, load_q)
         if self._sgen.size:
             grid.update_sgens_p(self._mask_sgen, gen_p[self._sgen])
-            gen_p, gen_v = gen_p[self._ls_gen], gen_v[self._ls_gen]
+            gen_p, gen_v_pu = gen_p[self._ls_gen], gen_v_pu[self._ls_gen]
         grid.update_gens_p(self._mask_gen, gen_p)
-        grid.update_gens_v(self._mask_gen, gen_v / self._gen_vn_kv)
-        self.timings["set_injections"] += perf_counter() - start
+        grid.update_gens_v(self._mask_gen, gen_v_pu)
 
     def set_topology(
         self,
@@ -102,7 +124,25 @@ class LightSimBackend(Backend):
         branch_ex_bus: np.ndarray,
     ) -> None:
         start = perf_counter()
-        buses = check_topology(self.model, load_bus, gen_bus, branch_or_bus, branch_ex_bus)
+        self._set_topology(
+            check_topology(self.model, load_bus, gen_bus, branch_or_bus, branch_ex_bus)
+        )
+        self.timings["set_topology"] += perf_counter() - start
+
+    def set_topology_trusted(
+        self,
+        load_bus: np.ndarray,
+        gen_bus: np.ndarray,
+        branch_or_bus: np.ndarray,
+        branch_ex_bus: np.ndarray,
+    ) -> None:
+        start = perf_counter()
+        buses = np.concatenate((load_bus, gen_bus, branch_or_bus, branch_ex_bus), dtype=np.int32)
+        self._set_topology(buses)
+        self.timings["set_topology"] += perf_counter() - start
+
+    def _set_topology(self, buses: np.ndarray) -> None:
+        """``buses``: a new int32 array, loads, gens, branch origins, branch extremities."""
         # a branch is in service only when both of its ends are on a bus bar
         n_load, n_gen, n_branch = self.model.n_load, self.model.n_gen, self.model.n_branch
         ends = buses[n_load + n_gen :].reshape(2, n_branch)
@@ -117,7 +157,6 @@ class LightSimBackend(Backend):
             self._V = self._v_init.copy()
             self._topo = topo
             self._set_bus_active()
-        self.timings["set_topology"] += perf_counter() - start
 
     def _set_sgen_buses(self, buses: np.ndarray) -> bool:
         """Static generators are outside ``update_topo``: set the (few) that changed."""
@@ -153,52 +192,60 @@ class LightSimBackend(Backend):
         n_sub = self._n_sub
         self._bb1_off = np.flatnonzero(~self._bus_active[:n_sub])
         self._bb2_off = np.flatnonzero(~self._bus_active[n_sub:])
+        self._bb2_off_bus = self._bb2_off + n_sub
 
     def _fill_inactive_buses(self) -> None:
         """Bus bars out of the solution start the next power flow from bus bar 1's value."""
         V = self._V
         if self._bb1_off.size:
             V[self._bb1_off] = self._v_init[self._bb1_off]
-        V[self._bb2_off + self._n_sub] = V[self._bb2_off]
+        V[self._bb2_off_bus] = V[self._bb2_off]
 
     def results(self) -> PowerFlowResults:
+        self._check_converged()
+        if self._results is not None:
+            return self._results
+        start = perf_counter()
+        flows = np.empty(self._flow_slices["all"].stop)
+        self._fill_flows(flows)
+        V = self._V * self._bus_active
+        self._results = PowerFlowResults(
+            np.abs(V),
+            np.arctan2(V.imag, V.real),
+            *(flows[self._flow_slices[name]] for name in FLOW_FIELDS),
+        )
+        self.timings["results"] += perf_counter() - start
+        return self._results
+
+    def read_flows(self, out: np.ndarray) -> None:
+        self._check_converged()
+        start = perf_counter()
+        self._fill_flows(out)
+        self.timings["results"] += perf_counter() - start
+
+    def _check_converged(self) -> None:
         if self._converged is None:
             raise PowerFlowDivergedError("no power flow was run yet")
         if not self._converged:
             raise PowerFlowDivergedError(f"the last AC power flow on {self.model.name!r} diverged")
-        if self._results is not None:
-            return self._results
-        start = perf_counter()
+
+    def _fill_flows(self, out: np.ndarray) -> None:
+        """One ``concatenate`` of lightsim2grid's result views into ``out`` (FLOW_FIELDS order)."""
         grid = self._grid
         p1, q1, v1, a1 = grid.get_line_res1()
         p2, q2, v2, a2 = grid.get_line_res2()
         tp1, tq1, tv1, ta1 = grid.get_trafo_res1()
         tp2, tq2, tv2, ta2 = grid.get_trafo_res2()
-        # one copy of every branch result: rows p_or, q_or, v_or, a_or, p_ex, q_ex, v_ex, a_ex
-        branch = np.concatenate(
-            (p1, tp1, q1, tq1, v1, tv1, a1, ta1, p2, tp2, q2, tq2, v2, tv2, a2, ta2)
-        ).reshape(8, -1)
-        branch *= _BRANCH_UNITS  # kA -> A
-        V = self._V * self._bus_active
-        self._results = PowerFlowResults(
-            np.abs(V),
-            np.arctan2(V.imag, V.real),
-            *branch,
-            *np.array(grid.get_loads_res()),
-            *self._gen_results(),
-        )
-        self.timings["results"] += perf_counter() - start
-        return self._results
-
-    def _gen_results(self) -> np.ndarray:
-        """Rows p, q, v of every generator in model order (gen, sgen, ext_grid)."""
-        ls_gen = np.array(self._grid.get_gen_res())
-        if not self._sgen.size:
-            return ls_gen
-        values = np.empty((3, self.model.n_gen))
-        values[:, self._ls_gen] = ls_gen
-        values[:, self._sgen] = np.array(self._grid.get_sgens_res())
-        return values
+        lp, lq, lv = grid.get_loads_res()
+        parts = (p1, tp1, q1, tq1, v1, tv1, a1, ta1, p2, tp2, q2, tq2, v2, tv2, a2, ta2, lp, lq, lv)
+        if self._sgen.size:
+            np.concatenate(parts, out=out[: self._gen_start])
+            gens = out[self._gen_start :].reshape(3, -1)
+            gens[:, self._ls_gen] = grid.get_gen_res()
+            gens[:, self._sgen] = grid.get_sgens_res()
+        else:
+            np.concatenate((*parts, *grid.get_gen_res()), out=out)
+        out *= self._units  # kA -> A
 
     def copy(self) -> LightSimBackend:
         """An independent backend: the ``LSGrid`` is deep-copied in C++, arrays are copied."""

@@ -165,6 +165,11 @@ class PandapowerBackend(Backend):
         res_gen = (net.res_gen, net.res_sgen, net.res_ext_grid)
         line_kv_or = net.bus["vn_kv"].to_numpy(float)[net.line["from_bus"].to_numpy(int)]
         line_kv_ex = net.bus["vn_kv"].to_numpy(float)[net.line["to_bus"].to_numpy(int)]
+        # pandapower reports the bus voltages at the ends of an out-of-service branch: the
+        # contract says a disconnected branch reports zeros
+        branch_on = np.concatenate(
+            [net.line["in_service"].to_numpy(bool), net.trafo["in_service"].to_numpy(bool)]
+        )
         self._results = PowerFlowResults(
             bus_vm_pu=bus_vm,
             bus_va_rad=np.deg2rad(_values(net.res_bus, "va_degree")),
@@ -175,7 +180,8 @@ class PandapowerBackend(Backend):
                     _values(line, "vm_from_pu") * line_kv_or,
                     _values(trafo, "vm_hv_pu") * net.trafo["vn_hv_kv"].to_numpy(float),
                 ]
-            ),
+            )
+            * branch_on,
             a_or=_branch(line, "i_from_ka", trafo, "i_hv_ka") * 1000.0,
             p_ex=_branch(line, "p_to_mw", trafo, "p_lv_mw"),
             q_ex=_branch(line, "q_to_mvar", trafo, "q_lv_mvar"),
@@ -184,7 +190,8 @@ class PandapowerBackend(Backend):
                     _values(line, "vm_to_pu") * line_kv_ex,
                     _values(trafo, "vm_lv_pu") * net.trafo["vn_lv_kv"].to_numpy(float),
                 ]
-            ),
+            )
+            * branch_on,
             a_ex=_branch(line, "i_to_ka", trafo, "i_lv_ka") * 1000.0,
             load_p=_values(net.res_load, "p_mw"),
             load_q=_values(net.res_load, "q_mvar"),

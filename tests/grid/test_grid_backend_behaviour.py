@@ -12,6 +12,7 @@ import pytest
 from grid_helpers import base_topology
 
 from grid_vec.grid import BACKEND_NAMES, PowerFlowDivergedError, make_backend
+from grid_vec.grid.backend import FLOW_FIELDS, flow_slices
 from grid_vec.grid.compile import compile_net
 from grid_vec.grid.networks import load_network
 
@@ -179,3 +180,44 @@ def test_lightsim_backend_runs_without_pandapower(model, tmp_path) -> None:
     assert done.returncode == 0, done.stderr
     backend = _solved(model, "lightsim2grid")
     assert float(done.stdout) == pytest.approx(backend.results().p_or[0], abs=1e-3)
+
+
+@pytest.mark.parametrize("name", BACKEND_NAMES)
+def test_disconnected_branch_reports_zeros(model, name: str) -> None:
+    backend = _solved(model, name)
+    load_bus, gen_bus, or_bus, ex_bus = base_topology(model)
+    or_bus[1] = -1  # one end off: the whole branch is out of service
+    backend.set_topology(load_bus, gen_bus, or_bus, ex_bus)
+    assert backend.run_ac()
+    res = backend.results()
+    for field in ("p_or", "q_or", "v_or", "a_or", "p_ex", "q_ex", "v_ex", "a_ex"):
+        assert getattr(res, field)[1] == 0.0, field
+        assert getattr(res, field)[0] != 0.0, field
+
+
+@pytest.mark.parametrize("name", BACKEND_NAMES)
+def test_trusted_setters_and_read_flows_match_the_public_api(model, name: str) -> None:
+    """The environment's hot path (no re-validation, flat results) gives the same numbers."""
+    checked, trusted = _solved(model, name), _solved(model, name)
+    rng = np.random.default_rng(0)
+    injections = [a * (1 + 0.05 * rng.random(a.shape)) for a in _base_injections(model)]
+    topology = base_topology(model)
+    topology[3][2] = -1  # branch 2 out of service
+    checked.set_injections(*injections)
+    checked.set_topology(*topology)
+    trusted.set_injections_trusted(*injections)
+    trusted.set_topology_trusted(*[t.astype(np.int8) for t in topology])
+    assert checked.run_ac() and trusted.run_ac()
+    res = checked.results()
+    flows = np.empty(flow_slices(model)["all"].stop)
+    trusted.read_flows(flows)
+    for field in FLOW_FIELDS:
+        np.testing.assert_allclose(
+            flows[flow_slices(model)[field]], getattr(res, field), rtol=1e-7, atol=1e-9
+        )
+    assert flows[flow_slices(model)["v_ex"]][2] == 0.0
+
+
+def test_read_flows_before_any_power_flow_raises(model) -> None:
+    with pytest.raises(PowerFlowDivergedError, match="no power flow"):
+        make_backend(model).read_flows(np.empty(flow_slices(model)["all"].stop))
