@@ -49,6 +49,7 @@ from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 from grid_vec.vector import protocol as p
 from grid_vec.vector.errors import RemoteTraceback, WorkerCrashedError, WorkerTimeoutError
 from grid_vec.vector.grid_commands import GridCommands
+from grid_vec.vector.infos import BatchedInfo, place_infos, unbatch_info
 from grid_vec.vector.shared_buffers import LeafActionCheck, SharedBlock, flat_leaves, join, split
 from grid_vec.vector.worker import WorkerSpec, worker_main
 
@@ -606,6 +607,9 @@ class GridVecEnv(GridCommands, VectorEnv):
     def _absorb_pool(self, w: _Worker, ids: list[int], payload: Any) -> None:
         if payload is not None:
             infos, obs = payload
+            if isinstance(infos, BatchedInfo):  # a restarted worker's reset of its whole slice
+                rows = (unbatch_info(infos, k) for k in range(len(w.env_ids)))
+                infos = {k: info for k, info in enumerate(rows) if info}
             for k, info in infos.items():
                 self._ready_info[w.env_ids[k]] = info
             for k, value in (obs or {}).items():
@@ -980,8 +984,11 @@ class GridVecEnv(GridCommands, VectorEnv):
             if payload is None:
                 continue
             env_infos, obs = payload
-            for k, info in env_infos.items():
-                infos = self._add_info(infos, info, w.env_ids[k])
+            if isinstance(env_infos, BatchedInfo):
+                infos = place_infos(infos, env_infos, w.env_ids[0], self.num_envs)
+            else:
+                for k, info in env_infos.items():
+                    infos = self._add_info(infos, info, w.env_ids[k])
             for k, value in (obs or {}).items():
                 self._last_obs[w.env_ids[k]] = value
         if not self._obs_shared:

@@ -19,6 +19,7 @@ from gymnasium.spaces.utils import is_space_dtype_shape_equiv
 from gymnasium.vector.vector_env import AutoresetMode
 
 from grid_vec.vector import protocol as p
+from grid_vec.vector.infos import batch_infos
 from grid_vec.vector.shared_buffers import SharedBlock, join, split
 
 
@@ -127,12 +128,16 @@ class _Server:
             obs, reward, terminated, truncated, info = env.step(action)
         return obs, reward, terminated, truncated, info
 
-    def _result(self, infos: dict[int, dict], ids: Sequence[int], errors: list) -> tuple[int, Any]:
+    def _result(
+        self, infos: dict[int, dict], ids: Sequence[int], errors: list, *, whole_slice: bool
+    ) -> tuple[int, Any]:
         if errors:
             return p.ERROR, errors
         obs = None if self.spec.obs_shared else {k: self.last_obs[k] for k in ids}
         if not infos and obs is None:
             return p.OK, None
+        if whole_slice and infos:
+            return p.OK_DATA, (batch_infos(infos, len(self.envs)), obs)
         return p.OK_DATA, (infos, obs)
 
     def step(self, payload: Any) -> tuple[int, Any]:
@@ -153,7 +158,7 @@ class _Server:
                 continue
             if info:
                 infos[k] = info
-        return self._result(infos, ids, errors)
+        return self._result(infos, ids, errors, whole_slice=payload is None)
 
     def reset(self, payload: list[tuple[Any, Any, bool] | None]) -> tuple[int, Any]:
         infos: dict[int, dict] = {}
@@ -171,7 +176,7 @@ class _Server:
             self.autoreset[k] = mark_done and self.spec.autoreset_mode == AutoresetMode.NEXT_STEP
             if info:
                 infos[k] = info
-        return self._result(infos, range(len(payload)), errors)
+        return self._result(infos, range(len(payload)), errors, whole_slice=True)
 
     def call(self, payload: Any) -> tuple[int, Any]:
         name, ids, per_env, args, kwargs = payload
