@@ -3,8 +3,9 @@
 Measured in one run: the embedded case14 (synthetic scenarios, lightsim2grid backend),
 grid_vec on grid2op's ``l2rpn_case14_sandbox`` folder (when the folder source is available),
 and grid2op itself with ``LightSimBackend`` on that folder (skipped with a message when
-grid2op is not installed). Median of several repetitions; episodes that end are reset
-(resets are not timed).
+grid2op is not installed). Every row times the same number of do-nothing steps after the
+same warm-up, with the same harness; median of several repetitions; episodes that end are
+reset (resets are not timed).
 
     python benchmarks/bench_env.py [--steps 3000] [--repeats 5]
 """
@@ -87,9 +88,8 @@ def main() -> None:
             )
         except ImportError as exc:
             print(f"grid_vec folder source unavailable ({exc}): skipping that row")
-        g2o_steps = max(200, args.steps // 10)
         rows["grid2op+LightSimBackend l2rpn_case14_sandbox"] = bench_grid2op(
-            sandbox, g2o_steps, args.repeats
+            sandbox, args.steps, args.repeats
         )
     medians = {name: statistics.median(values) for name, values in rows.items()}
     reference = medians.get("grid2op+LightSimBackend l2rpn_case14_sandbox")

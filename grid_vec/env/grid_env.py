@@ -120,13 +120,12 @@ class GridEnv(gym.Env):
         ]
         self._obs_buf = np.zeros(self.obs_layout.size, dtype=np.float32)
         sl = self.obs_layout.slices
-        self._obs_rho = self._obs_buf[sl["rho"]]
-        self._obs_status = self._obs_buf[sl["line_status"]]
-        # the observation's p_or .. gen_v segments are the backend's flow layout, in order
-        self._obs_flows = self._obs_buf[sl["p_or"].start : sl["gen_v"].stop]
-        self._obs_timers = self._obs_buf[
-            sl["actual_dispatch"].start : sl["time_before_cooldown_sub"].stop
-        ]
+        # rho .. time_before_cooldown_sub, filled by one concatenate: rho, line status, the
+        # backend's flows (p_or .. gen_v, its read_flows layout), dispatch, topology, then the
+        # state's timers (timestep_overflow, cooldown_line, cooldown_sub: its buffer's order)
+        self._obs_state = self._obs_buf[sl["rho"].start : sl["time_before_cooldown_sub"].stop]
+        self._n_obs_timers = 2 * model.n_branch + model.n_sub
+        self._zero_flows = np.zeros(sl["gen_v"].stop - sl["p_or"].start)
         self._obs_buf[sl["time_next_maintenance"]] = -1.0  # no maintenance is modelled
         self._inv_limit = 1.0 / self.thermal_limit
         self._rho = np.zeros(model.n_branch)
@@ -428,7 +427,8 @@ class GridEnv(gym.Env):
         state.backend.set_injections_trusted(load_p, load_q, gen_p, gen_v)
 
     def _observe(self, state: GridState, info: ScenarioInfo, step: int, played: int) -> np.ndarray:
-        """Fill the preallocated buffer (a few contiguous writes) and return a copy."""
+        """Fill the preallocated buffer (time features, then one ``concatenate`` from rho to
+        the substation cooldowns, casting to float32) and return a copy."""
         buf = self._obs_buf
         when = info.start + info.step_duration * step
         buf[:7] = (
@@ -436,19 +436,16 @@ class GridEnv(gym.Env):
         )  # fmt: skip
         if state.solved:
             np.multiply(state.a_or, self._inv_limit, out=self._rho)
-            self._obs_rho[:] = self._rho
-            self._obs_flows[:] = state.flows
+            flows = state.flows
         else:
             self._rho[:] = 0.0
-            self._obs_rho[:] = 0.0
-            self._obs_flows[:] = 0.0
-        self._obs_status[:] = state.line_status
+            flows = self._zero_flows
         np.concatenate(
             (
-                state.actual_dispatch, state.topo, state.timestep_overflow,
-                state.cooldown_line, state.cooldown_sub,
+                self._rho, state.line_status, flows, state.actual_dispatch, state.topo,
+                state.timers[: self._n_obs_timers],
             ),
-            out=self._obs_timers,
+            out=self._obs_state,
             casting="same_kind",
         )  # fmt: skip
         return buf.copy()

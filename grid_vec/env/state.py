@@ -37,10 +37,13 @@ class GridState:
     last_or: np.ndarray  # (n_branch,) int8 bus bar to reconnect a branch origin on
     last_ex: np.ndarray  # (n_branch,) int8
     line_status: np.ndarray  # (n_branch,) bool
-    timestep_overflow: np.ndarray  # (n_branch,) int64
-    protection_counter: np.ndarray  # (n_branch,) int64
-    cooldown_line: np.ndarray  # (n_branch,) int64 steps before the status can be changed
-    cooldown_sub: np.ndarray  # (n_sub,) int64
+    # every counter and timer, one int64 buffer (one check tells whether any is running):
+    # timestep_overflow, cooldown_line, cooldown_sub, protection_counter, views into it
+    timers: np.ndarray
+    timestep_overflow: np.ndarray  # (n_branch,) consecutive steps above the thermal limit
+    cooldown_line: np.ndarray  # (n_branch,) steps before the status can be changed
+    cooldown_sub: np.ndarray  # (n_sub,)
+    protection_counter: np.ndarray  # (n_branch,) consecutive steps above the soft limit
     target_dispatch: np.ndarray  # (n_gen,) MW asked by the agent (cumulative)
     actual_dispatch: np.ndarray  # (n_gen,) MW really applied
     backend: Backend
@@ -57,21 +60,28 @@ class GridState:
         """An independent copy (the backend too) for look-ahead."""
         new = copy.copy(self)
         new.flows, new.a_or, new.load_p, new.gen_p = _flow_views(self.flows.copy(), self.slices)
+        new.timers, *timer_views = _timer_views(self.timers.copy(), len(self.cooldown_sub))
+        new.timestep_overflow, new.cooldown_line, new.cooldown_sub, new.protection_counter = (
+            timer_views
+        )
         for name in (
             "topo",
             "last_or",
             "last_ex",
             "line_status",
-            "timestep_overflow",
-            "protection_counter",
-            "cooldown_line",
-            "cooldown_sub",
             "target_dispatch",
             "actual_dispatch",
         ):
             setattr(new, name, getattr(self, name).copy())
         new.backend = self.backend.copy()
         return new
+
+
+def _timer_views(timers: np.ndarray, n_sub: int) -> tuple[np.ndarray, ...]:
+    """The buffer, then its timestep_overflow, cooldown_line, cooldown_sub and
+    protection_counter views."""
+    n_b = (len(timers) - n_sub) // 3
+    return timers, *np.split(timers, [n_b, 2 * n_b, 2 * n_b + n_sub])
 
 
 def _flow_views(flows: np.ndarray, slices: dict[str, slice]) -> tuple[np.ndarray, ...]:
@@ -83,15 +93,19 @@ def fresh_state(model: GridModel, layout: TopologyLayout, backend: Backend) -> G
     n_b = model.n_branch
     slices = flow_slices(model)
     flows, a_or, load_p, gen_p = _flow_views(np.zeros(slices["all"].stop), slices)
+    timers, overflow, cooldown_line, cooldown_sub, counter = _timer_views(
+        np.zeros(3 * n_b + model.n_sub, dtype=np.int64), model.n_sub
+    )
     return GridState(
         topo=np.ones(layout.n_elem, dtype=np.int8),
         last_or=np.ones(n_b, dtype=np.int8),
         last_ex=np.ones(n_b, dtype=np.int8),
         line_status=np.ones(n_b, dtype=bool),
-        timestep_overflow=np.zeros(n_b, dtype=np.int64),
-        protection_counter=np.zeros(n_b, dtype=np.int64),
-        cooldown_line=np.zeros(n_b, dtype=np.int64),
-        cooldown_sub=np.zeros(model.n_sub, dtype=np.int64),
+        timers=timers,
+        timestep_overflow=overflow,
+        cooldown_line=cooldown_line,
+        cooldown_sub=cooldown_sub,
+        protection_counter=counter,
         target_dispatch=np.zeros(model.n_gen),
         actual_dispatch=np.zeros(model.n_gen),
         backend=backend,
@@ -230,24 +244,25 @@ def update_timers(
 ) -> None:
     """Move the overflow counters and the reconnection / cooldown timers after a solve."""
     a_or = state.a_or
-    cd = state.cooldown_line
-    if _any(cd):
-        cd[cd > 0] -= 1
-    if tripped is not None:
-        cd[tripped] = params.nb_timestep_reconnection
     engaged = a_or > limits.soft
-    if _any(engaged) or _any(state.protection_counter):
+    over = engaged if params.soft_overflow_threshold == 1.0 else a_or > limits.thermal
+    if _any(state.timers):
+        cd = state.cooldown_line
+        cd[cd > 0] -= 1
+        cs = state.cooldown_sub
+        cs[cs > 0] -= 1
         state.protection_counter += 1
         state.protection_counter *= engaged
-    over = engaged if params.soft_overflow_threshold == 1.0 else a_or > limits.thermal
-    if _any(over) or _any(state.timestep_overflow):
         state.timestep_overflow += 1
         state.timestep_overflow *= over
+    elif _any(engaged) or (over is not engaged and _any(over)):
+        # nothing was running: only the overflowed branches start counting
+        state.protection_counter[:] = engaged
+        state.timestep_overflow[:] = over
+    if tripped is not None:
+        state.cooldown_line[tripped] = params.nb_timestep_reconnection
     if acted_line >= 0 and params.nb_timestep_cooldown_line > 0:
+        cd = state.cooldown_line
         cd[acted_line] = max(cd[acted_line], params.nb_timestep_cooldown_line)
-    if params.nb_timestep_cooldown_sub > 0:
-        cs = state.cooldown_sub
-        if _any(cs):
-            cs[cs > 0] -= 1
-        if acted_sub >= 0:
-            cs[acted_sub] = params.nb_timestep_cooldown_sub
+    if acted_sub >= 0 and params.nb_timestep_cooldown_sub > 0:
+        state.cooldown_sub[acted_sub] = params.nb_timestep_cooldown_sub

@@ -2,9 +2,9 @@
 
 Only the compiled extension is imported (never ``lightsim2grid`` itself nor pandapower), so
 worker processes stay small. Each power flow starts from the previous solution (warm start) while
-the topology is unchanged; a bus bar that was out of the previous solution starts from its
-substation's bus bar 1. After a topology change or a divergence the next power flow starts
-from the base case of the compiled net (which also carries the slack's reference angle).
+the topology is unchanged (so the set of bus bars in the solution is the same). After a topology
+change or a divergence the next power flow starts from the base case of the compiled net (which
+also carries the slack's reference angle).
 """
 
 from __future__ import annotations
@@ -178,7 +178,6 @@ class LightSimBackend(Backend):
         self._converged = V.size > 0
         if self._converged:
             self._V = V
-            self._fill_inactive_buses()
         else:
             self._V = self._v_init.copy()
         self._results = None
@@ -187,19 +186,8 @@ class LightSimBackend(Backend):
         return self._converged
 
     def _set_bus_active(self) -> None:
-        """Which bus bars are in the power flow, and which inactive ones need a first guess."""
+        """Which bus bars are in the power flow (the others report zero voltage)."""
         self._bus_active = np.asarray(self._grid.get_bus_status(), dtype=bool)
-        n_sub = self._n_sub
-        self._bb1_off = np.flatnonzero(~self._bus_active[:n_sub])
-        self._bb2_off = np.flatnonzero(~self._bus_active[n_sub:])
-        self._bb2_off_bus = self._bb2_off + n_sub
-
-    def _fill_inactive_buses(self) -> None:
-        """Bus bars out of the solution start the next power flow from bus bar 1's value."""
-        V = self._V
-        if self._bb1_off.size:
-            V[self._bb1_off] = self._v_init[self._bb1_off]
-        V[self._bb2_off_bus] = V[self._bb2_off]
 
     def results(self) -> PowerFlowResults:
         self._check_converged()
