@@ -22,30 +22,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
-import grid_vec
+from grid_vec.env.make import env_factory
 from grid_vec.integrations.sb3 import make_sb3_vec_env
 
 RESULTS = Path(__file__).parent / "results"
-
-
-class TripsAsTuple(gym.Wrapper):
-    """``info["tripped_branches"]`` as a tuple: gymnasium's info batching cannot stack
-    GridEnv's variable-length index array (see the adapter's report)."""
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        info["tripped_branches"] = tuple(int(b) for b in info["tripped_branches"])
-        return obs, reward, terminated, truncated, info
-
-
-def case14_env() -> gym.Env:
-    return TripsAsTuple(grid_vec.make("case14"))
 
 
 class RolloutTimer(BaseCallback):
@@ -67,7 +52,7 @@ class RolloutTimer(BaseCallback):
 
 
 def contenders(n_envs: int, with_dummy: bool) -> dict[str, Callable[[], VecEnv]]:
-    fns = [case14_env] * n_envs
+    fns = [env_factory("case14")] * n_envs
     out: dict[str, Callable[[], VecEnv]] = {
         "SubprocVecEnv": lambda: SubprocVecEnv(fns, start_method="spawn"),
         "adapter+GridVecEnv": lambda: make_sb3_vec_env(fns),

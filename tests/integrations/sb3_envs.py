@@ -9,8 +9,6 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.wrappers import TimeLimit
 
-import grid_vec
-
 
 class DriftEnv(gym.Env):
     """A point drifting on a line: action 0/1 pushes left/right, noise from the env's RNG.
@@ -55,22 +53,5 @@ class DriftEnv(gym.Env):
         return self.x * factor
 
 
-class TripsAsTuple(gym.Wrapper):
-    """Gives ``info["tripped_branches"]`` as a tuple.
-
-    GridEnv reports it as an index array whose length varies, which gymnasium's info batching
-    (every VectorEnv) cannot stack.
-    """
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        info["tripped_branches"] = tuple(int(b) for b in info["tripped_branches"])
-        return obs, reward, terminated, truncated, info
-
-
 def drift_env(max_steps: int = 7) -> gym.Env:
     return TimeLimit(DriftEnv(), max_episode_steps=max_steps)
-
-
-def case14_env(max_iter: int = 12) -> gym.Env:
-    return TripsAsTuple(grid_vec.make("case14", max_iter=max_iter))

@@ -15,6 +15,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
 
+from grid_vec.env.make import env_factory
 from grid_vec.integrations.sb3 import SB3VecEnv, make_sb3_vec_env, unbatch_infos
 from grid_vec.vector import GridVecEnv
 
@@ -164,7 +165,7 @@ def test_importing_grid_vec_does_not_import_sb3_or_torch():
 
 @pytest.mark.slow
 def test_ppo_learns_on_case14_through_grid_vec_env(no_leftovers):
-    adapter = make_sb3_vec_env([sb3_envs.case14_env] * 4)
+    adapter = make_sb3_vec_env([env_factory("case14", max_iter=50)] * 4)
     try:
         model = PPO("MlpPolicy", adapter, n_steps=256, batch_size=256, n_epochs=2, seed=0)
         model.learn(4096)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import numpy as np
@@ -11,6 +10,7 @@ import sb3_envs
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
+from grid_vec.env.make import env_factory
 from grid_vec.integrations.sb3 import SB3VecEnv
 from grid_vec.vector import GridVecEnv
 
@@ -117,7 +117,7 @@ def test_drift_matches_subproc_vec_env_with_options(no_leftovers):
 
 def test_case14_matches_subproc_vec_env(no_leftovers):
     """GridEnv episodes ending by game over and by max_iter, same seeds and actions."""
-    fns = [functools.partial(sb3_envs.case14_env, max_iter=12)] * 3
+    fns = [env_factory("case14", max_iter=12)] * 3
     rng = np.random.default_rng(0)
     actions = np.where(rng.random((30, 3)) < 0.85, 0, rng.integers(1, 126, size=(30, 3)))
     ours = play(SB3VecEnv(GridVecEnv(fns, autoreset_mode=SAME)), 21, actions)
