@@ -14,8 +14,9 @@ names. CSV columns are mapped to the model's element order by name (after the re
 static generators may be absent from ``prod_p``/``prod_v`` (grid2op datasets do not always
 list them): they keep the model's ``gen_p0``/``gen_v0``. A missing ``prod_v`` file means
 ``gen_v0`` throughout; a missing ``*_forecasted`` file means the forecast is the next actual
-step (the last step repeats itself). Only this module's :func:`load_folder` imports pandapower,
-lazily.
+step (the last step repeats itself). As in grid2op, row 0 of a scenario is the state one
+time interval after ``start_datetime.info`` (``ScenarioInfo.start`` is that instant). Only
+this module's :func:`load_folder` imports pandapower, lazily.
 """
 
 from __future__ import annotations
@@ -252,11 +253,14 @@ class FolderSource:
                 raise FolderFormatError(
                     f"{folder}: a scenario needs at least 2 steps, load_p has {length}"
                 )
+            step = _read_step(folder / "time_interval.info")
             self._infos[scenario_id] = ScenarioInfo(
                 id=scenario_id,
                 name=self._dirs[scenario_id],
-                start=_read_start(folder / "start_datetime.info"),
-                step_duration=_read_step(folder / "time_interval.info"),
+                # grid2op moves its clock one interval before it reads a row: row 0 is the
+                # state at start_datetime.info + one step (GridStateFromFile.load_next)
+                start=_read_start(folder / "start_datetime.info") + step,
+                step_duration=step,
                 length=length,
             )
         return self._infos[scenario_id]

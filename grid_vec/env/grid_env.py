@@ -164,13 +164,16 @@ class GridEnv(gym.Env):
         if self.opponent is not None:
             self.opponent.reset(np.random.default_rng(self.np_random.integers(2**63)))
         self._set_injections(state, self._handler.current(), forecast=False)
+        # grid2op's reset plays one step in which only hard overflows trip, then zeroes every
+        # counter and timer: a branch tripped there starts disconnected, reconnectable at once
         outcome = solve(
-            state, self.model, self.topology, self.parameters, self._limits, protections=False
+            state, self.model, self.topology, self.parameters, self._limits, count_soft=False
         )
         if outcome.game_over is not None:
             raise RuntimeError(
                 f"scenario {info.name!r} (id {info.id}) cannot start: {outcome.game_over}"
             )
+        state.timers[:] = 0
         self._state = state
         self._needs_reset = False
         self._simulates_this_episode = 0

@@ -176,11 +176,11 @@ def solve(
     params: Parameters,
     limits: OverflowLimits,
     *,
-    protections: bool = True,
+    count_soft: bool = True,
 ) -> StepOutcome:
     """Solve the power flow with the current injections and topology, then cascade trips.
 
-    ``protections=False`` (used on reset, as grid2op does) solves without any trip.
+    ``count_soft=False`` (on reset, as grid2op's reset step): only hard overflows trip.
     """
     tripped = None
     counter = increased = None
@@ -196,7 +196,7 @@ def solve(
             return StepOutcome("power flow diverged", tripped)
         backend.read_flows(state.flows)
         state.solved = True
-        if params.no_overflow_disconnection or not protections:
+        if params.no_overflow_disconnection:
             return StepOutcome(None, None)
         soft = a_or > limits.soft  # hard >= soft: no soft overflow, no trip (fast path)
         if not _any(soft):
@@ -206,10 +206,11 @@ def solve(
             increased = np.zeros(model.n_branch, dtype=bool)
         status = state.line_status
         to_trip = (a_or > limits.hard) & status
-        soft &= status & ~increased
-        counter[soft] += 1
-        increased |= soft
-        to_trip |= (counter > params.nb_timestep_overflow_allowed) & status
+        if count_soft:
+            soft &= status & ~increased
+            counter[soft] += 1
+            increased |= soft
+            to_trip |= (counter > params.nb_timestep_overflow_allowed) & status
         if not _any(to_trip):
             return StepOutcome(None, tripped)
         tripped = to_trip if tripped is None else tripped | to_trip

@@ -101,7 +101,7 @@ def test_folder_reads_back_what_was_written(folder14, case14_model):
     assert len(src) == 2 and src.names == ["0000", "0001"]
     info = src.info(1)
     assert (info.id, info.name, info.length) == (1, "0001", N_ROWS)
-    assert info.start == dt.datetime(2019, 1, 5, 23, 55)
+    assert info.start == dt.datetime(2019, 1, 6, 0, 0)  # row 0: one step after the file's date
     assert info.step_duration == dt.timedelta(minutes=5)
     got, want = src.read(1, 0, N_ROWS), expected(model, 1)
     for f in FIELDS:
@@ -141,7 +141,7 @@ def test_missing_forecasts_and_prod_v_use_next_step_and_setpoints(tmp_path, case
     (root / "chronics" / "0000" / "prod_v.csv").unlink()
     (root / "chronics" / "0000" / "start_datetime.info").unlink()
     src = FolderSource(root, case14_model)
-    assert src.info(0).start == dt.datetime(2019, 1, 1)
+    assert src.info(0).start == dt.datetime(2019, 1, 1, 0, 5)
     inj = src.read(0, 0, N_ROWS)
     np.testing.assert_array_equal(inj.load_p_forecast[:-1], inj.load_p[1:])
     np.testing.assert_array_equal(inj.load_p_forecast[-1], inj.load_p[-1])
@@ -388,7 +388,7 @@ def test_reads_l2rpn_case14_sandbox_from_the_grid2op_package():
     src = FolderSource(folder.path, model)
     assert src.names[:2] == ["0000", "0001"]
     info = src.info(0)
-    assert info.start == dt.datetime(2019, 1, 5, 23, 55) and info.length == 576
+    assert info.start == dt.datetime(2019, 1, 6, 0, 0) and info.length == 576
     inj = src.read(0, 0, info.length)
     for stem, field, names in (
         ("load_p", "load_p", model.load_names),

@@ -79,3 +79,24 @@ def test_folder_params_json_and_ramps(sandbox, tmp_path):
     (folder / "params.json").write_text('{"NB_TIMESTEP_RECONNECTION": "soon"}')
     with pytest.raises(ValueError, match="NB_TIMESTEP_RECONNECTION"):
         grid_vec.make(folder)
+
+
+def test_time_features_and_hard_overflow_at_reset_as_grid2op(sandbox):
+    """Row 0 is one interval after start_datetime.info; a hard overflow trips during reset
+    and leaves no reconnection delay."""
+    limits = grid_vec.make(sandbox).thermal_limit.copy()
+    limits[9] *= 0.35  # branch 9 at ~2.3x its limit: above the hard threshold from the start
+    ours = grid_vec.make(sandbox, thermal_limits=limits)
+    theirs, g_obs = _grid2op_env(sandbox, limits)
+    obs, _ = ours.reset(options={"scenario_id": 0})
+    for t in range(3):
+        view = ours.view(obs)
+        for name in ("year", "month", "day", "hour_of_day", "minute_of_hour", "day_of_week"):
+            assert getattr(view, name)[0] == getattr(g_obs, name), (t, name)
+        np.testing.assert_array_equal(view.line_status.astype(bool), g_obs.line_status)
+        np.testing.assert_array_equal(
+            view.time_before_cooldown_line, g_obs.time_before_cooldown_line
+        )
+        g_obs, *_ = theirs.step(theirs.action_space())
+        obs, *_ = ours.step(0)
+    assert ours.view(obs).line_status[9] == 0

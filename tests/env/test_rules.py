@@ -41,12 +41,32 @@ def test_overflow_trips_after_exactly_n_steps(make_env, case14):
         assert view.time_before_cooldown_line[BRANCH] == Parameters().nb_timestep_reconnection
 
 
-def test_hard_overflow_trips_at_once(make_env, case14):
+def _hard_overflow_after_reset(make_env, case14, **params):
+    """An env whose BRANCH is at ~1.5x its limit from reset (soft overflow only), then a
+    hard threshold of 1.2 from the first step: BRANCH trips on the first step."""
     flow = _flow(make_env, BRANCH)
-    env = make_env(thermal_limits=loose_limits(case14, b0=0.45 * flow))
+    env = make_env(thermal_limits=loose_limits(case14, b0=flow / 1.5))
     env.reset(seed=0, options={"scenario_id": 0})
+    env.set_parameters(Parameters(hard_overflow_threshold=1.2, **params))
+    return env
+
+
+def test_hard_overflow_trips_at_once(make_env, case14):
+    env = _hard_overflow_after_reset(make_env, case14)
     _, _, _, _, info = env.step(0)
     assert np.flatnonzero(info["tripped_branches"]).tolist() == [BRANCH]
+
+
+def test_hard_overflow_at_reset_trips_without_reconnection_delay(make_env, case14):
+    """As grid2op's reset: hard overflows trip, soft ones are not counted, timers start at 0."""
+    flow = _flow(make_env, BRANCH)
+    env = make_env(thermal_limits=loose_limits(case14, b0=flow / 2.5))
+    obs, _ = env.reset(seed=0, options={"scenario_id": 0})
+    view = env.view(obs)
+    assert view.line_status[BRANCH] == 0 and view.time_before_cooldown_line[BRANCH] == 0
+    assert (view.timestep_overflow == 0).all()
+    obs, _, _, _, info = env.step(1 + BRANCH)  # reconnecting it at once is legal
+    assert not info["is_illegal"]
 
 
 def test_no_overflow_disconnection(make_env, case14):
@@ -63,13 +83,8 @@ def test_no_overflow_disconnection(make_env, case14):
 
 
 def test_reconnection_delay(make_env, case14):
-    flow = _flow(make_env, BRANCH)
     delay = 4
-    env = make_env(
-        thermal_limits=loose_limits(case14, b0=0.45 * flow),
-        parameters=Parameters(nb_timestep_reconnection=delay),
-    )
-    env.reset(seed=0, options={"scenario_id": 0})
+    env = _hard_overflow_after_reset(make_env, case14, nb_timestep_reconnection=delay)
     env.step(0)  # trips
     toggle = 1 + BRANCH
     for _ in range(delay):
