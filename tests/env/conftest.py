@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
+from env_helpers import loose_limits
 
 from grid_vec.chronics.synthetic import SyntheticSource
 from grid_vec.env.embedded import embedded_model
@@ -24,11 +24,3 @@ def make_env(case14):
         return GridEnv(case14, SyntheticSource(case14, seed=0, length=length), **kwargs)
 
     return build
-
-
-def loose_limits(model, **tight: float) -> np.ndarray:
-    """Limits that never bind, except the branches given as ``b<index>=amperes``."""
-    limits = np.full(model.n_branch, 1e9)
-    for key, value in tight.items():
-        limits[int(key[1:])] = value
-    return limits

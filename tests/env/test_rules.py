@@ -6,7 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
-from conftest import loose_limits
+from env_helpers import loose_limits
 
 from grid_vec.env.parameters import Parameters
 from grid_vec.env.topology import isolated_elements
