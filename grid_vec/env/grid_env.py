@@ -285,8 +285,9 @@ class GridEnv(gym.Env):
         self._limits = OverflowLimits.of(parameters, self.thermal_limit)
 
     @property
-    def scenario_info(self) -> ScenarioInfo:
-        return self._handler.info
+    def scenario_info(self) -> ScenarioInfo | None:
+        """The scenario of the current (or last) episode; None before the first reset."""
+        return self._handler.info if self._counts["resets"] else None
 
     @property
     def scenario_order(self) -> np.ndarray:

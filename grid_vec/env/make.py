@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from gymnasium.envs.registration import EnvSpec
 
 from grid_vec.env.embedded import EMBEDDED, embedded_model
 from grid_vec.env.grid_env import GridEnv
@@ -26,6 +28,7 @@ def make(
     *,
     backend: str = "lightsim2grid",
     scenario_seed: int | None = None,
+    allow_negative_loads: bool = False,
     **kwargs: Any,
 ) -> GridEnv:
     """A GridEnv for ``"case14"``, ``"case118"`` (or their gymnasium ids) or a folder path.
@@ -35,9 +38,39 @@ def make(
     ``chunk_size``, ``gen_ramp``). ``scenario_seed`` seeds the embedded synthetic scenarios.
     On a folder, its ``params.json`` gives the parameters unless ``parameters`` is passed,
     its ``config.py`` thermal limits apply unless ``thermal_limits`` is passed, and the
-    ramps of ``prods_charac.csv`` bound the redispatch action unless ``gen_ramp`` is passed.
+    ramps of ``prods_charac.csv`` bound the redispatch action unless ``gen_ramp`` is passed;
+    ``allow_negative_loads=True`` accepts folders whose loads export power (for example
+    ``l2rpn_wcci_2020``'s interconnections).
+
+    The env's ``spec`` names it (the registered gymnasium id of an embedded grid,
+    ``grid_vec/<folder name>`` for a folder) and keeps the arguments, so that recordings can
+    name the env and ``gymnasium.make(env.spec)`` builds it again.
     """
-    return env_factory(id_or_path, backend=backend, scenario_seed=scenario_seed, **kwargs)()
+    env = env_factory(
+        id_or_path,
+        backend=backend,
+        scenario_seed=scenario_seed,
+        allow_negative_loads=allow_negative_loads,
+        **kwargs,
+    )()
+    name = GYM_IDS.get(str(id_or_path), str(id_or_path))
+    if name in EMBEDDED:
+        env_id, target = _EMBEDDED_IDS[name], name
+    else:
+        env_id = "grid_vec/" + re.sub(r"[^\w.-]", "_", Path(id_or_path).resolve().name)
+        target = str(id_or_path)
+    given = {"scenario_seed": scenario_seed, "allow_negative_loads": allow_negative_loads}
+    explicit = {k: v for k, v in given.items() if v not in (None, False)}
+    env.spec = EnvSpec(
+        id=env_id,
+        entry_point="grid_vec.env.make:make",
+        kwargs={"id_or_path": target, "backend": backend, **explicit, **kwargs},
+    )
+    return env
+
+
+# embedded grid name -> its registered gymnasium id
+_EMBEDDED_IDS = {name: env_id for env_id, name in GYM_IDS.items()}
 
 
 def env_factory(
@@ -45,6 +78,7 @@ def env_factory(
     *,
     backend: str = "lightsim2grid",
     scenario_seed: int | None = None,
+    allow_negative_loads: bool = False,
     **kwargs: Any,
 ) -> Callable[[], GridEnv]:
     """A picklable zero-argument factory of the GridEnv that :func:`make` would build.
@@ -53,8 +87,14 @@ def env_factory(
     the scenario source, so a worker process calling it never imports pandapower (with the
     lightsim2grid backend). Arguments are those of :func:`make`.
     """
+    if not isinstance(allow_negative_loads, bool):
+        raise TypeError(
+            f"allow_negative_loads must be a bool, got {type(allow_negative_loads).__name__}"
+        )
     name = GYM_IDS.get(str(id_or_path), str(id_or_path))
     if name in EMBEDDED:
+        if allow_negative_loads:
+            raise ValueError("allow_negative_loads only applies to grid2op-format folders")
         from grid_vec.chronics.synthetic import SyntheticSource
 
         model = embedded_model(name)
@@ -69,10 +109,17 @@ def env_factory(
         )
     if scenario_seed is not None:
         raise ValueError("scenario_seed only applies to embedded (synthetic) environments")
-    return _folder_factory(path, backend=backend, **kwargs)
+    return _folder_factory(
+        path, backend=backend, allow_negative_loads=allow_negative_loads, **kwargs
+    )
 
 
-def _folder_factory(path: Path, *, backend: str, **kwargs: Any) -> Callable[[], GridEnv]:
+def _folder_factory(
+    path: Path, *, backend: str, allow_negative_loads: bool, **kwargs: Any
+) -> Callable[[], GridEnv]:
+    from grid_vec.grid._pandapower import import_pandapower
+
+    import_pandapower()  # quietly, before load_folder imports it (see grid_vec.grid._pandapower)
     from grid_vec.chronics.folder import FolderSource, load_folder
     from grid_vec.grid.compile import compile_net
 
@@ -82,7 +129,7 @@ def _folder_factory(path: Path, *, backend: str, **kwargs: Any) -> Callable[[], 
         kwargs["parameters"] = Parameters.from_grid2op_dict(folder.params or {})
     if kwargs.get("gen_ramp") is None:
         kwargs["gen_ramp"] = _folder_ramps(folder.prods_charac, model)
-    source = FolderSource(folder.path, model)
+    source = FolderSource(folder.path, model, allow_negative_loads=allow_negative_loads)
     return functools.partial(GridEnv, model, source, backend=backend, **kwargs)
 
 

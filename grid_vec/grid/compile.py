@@ -13,6 +13,7 @@ otherwise grid2op's pandapower naming (``load_{bus}_{i}``, ``gen_{bus}_{i}``,
 from __future__ import annotations
 
 import copy
+import importlib.util
 import warnings
 
 import numpy as np
@@ -22,13 +23,21 @@ from grid_vec.grid.model import GridModel
 N_BUSBAR = 2
 
 
+def numba_available() -> bool:
+    """Whether numba can be imported: ``pandapower.runpp`` is told, so that it neither tries
+    numba in vain nor logs that it is missing."""
+    return importlib.util.find_spec("numba") is not None
+
+
 def compile_net(net, *, name: str, thermal_limits: np.ndarray | None = None) -> GridModel:
     """Compile ``net`` (a ``pandapowerNet``) into a picklable :class:`GridModel`.
 
     ``thermal_limits`` (amperes, one per branch: lines then transformers) overrides the
     limits derived from ``max_i_ka`` and the transformer ratings.
     """
-    import pandapower as pp
+    from grid_vec.grid._pandapower import import_pandapower
+
+    pp = import_pandapower()
 
     if not isinstance(net, pp.pandapowerNet):
         raise TypeError(f"net must be a pandapower.pandapowerNet, got {type(net).__name__}")
@@ -44,7 +53,7 @@ def compile_net(net, *, name: str, thermal_limits: np.ndarray | None = None) -> 
     work = copy.deepcopy(net)
     vn_kv = work.bus["vn_kv"].to_numpy(dtype=float)
     pp.create_buses(work, n_sub, vn_kv=vn_kv, index=np.arange(n_sub, 2 * n_sub), in_service=False)
-    pp.runpp(work, calculate_voltage_angles=True)
+    pp.runpp(work, calculate_voltage_angles=True, numba=numba_available())
 
     gen_bus = np.concatenate(
         [
@@ -237,7 +246,10 @@ def _base_voltages(work) -> np.ndarray:
 
 def _lightsim_state(work, n_sub: int) -> tuple:
     """Build the lightsim2grid model of the modified net and return its ``__getstate__()``."""
-    from lightsim2grid.network import init_from_pandapower
+    from grid_vec.grid._pandapower import import_pandapower
+
+    # lightsim2grid imports grid2op too: the same warning to keep quiet
+    init_from_pandapower = import_pandapower("lightsim2grid.network").init_from_pandapower
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

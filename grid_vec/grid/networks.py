@@ -14,6 +14,6 @@ def load_network(name: str) -> pandapower.pandapowerNet:
     """A fresh pandapower net for one of :data:`NETWORK_NAMES` (from ``pandapower.networks``)."""
     if name not in NETWORK_NAMES:
         raise ValueError(f"unknown network {name!r}; allowed names: {', '.join(NETWORK_NAMES)}")
-    import pandapower.networks
+    from grid_vec.grid._pandapower import import_pandapower
 
-    return getattr(pandapower.networks, name)()
+    return getattr(import_pandapower("pandapower.networks"), name)()

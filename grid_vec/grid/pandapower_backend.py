@@ -21,7 +21,9 @@ from time import perf_counter
 import numpy as np
 
 from grid_vec.grid._checks import check_injections, check_topology
+from grid_vec.grid._pandapower import import_pandapower
 from grid_vec.grid.backend import Backend, PowerFlowDivergedError, PowerFlowResults
+from grid_vec.grid.compile import numba_available
 from grid_vec.grid.model import GridModel
 
 TOLERANCE_MVA = 1e-8
@@ -31,7 +33,7 @@ class PandapowerBackend(Backend):
     """AC power flow with ``pandapower.runpp`` on the net stored in ``model``."""
 
     def __init__(self, model: GridModel) -> None:
-        import pandapower
+        pandapower = import_pandapower()
 
         if not isinstance(model, GridModel):
             raise TypeError(f"model must be a GridModel, got {type(model).__name__}")
@@ -131,7 +133,11 @@ class PandapowerBackend(Backend):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 pandapower.runpp(
-                    self.net, init=init, calculate_voltage_angles=True, tolerance_mva=TOLERANCE_MVA
+                    self.net,
+                    init=init,
+                    calculate_voltage_angles=True,
+                    tolerance_mva=TOLERANCE_MVA,
+                    numba=numba_available(),
                 )
             vm = self.net.res_bus["vm_pu"].to_numpy(float)
             self._converged = not np.isnan(vm[self._used_bus]).any()

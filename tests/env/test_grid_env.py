@@ -309,3 +309,99 @@ def test_folder_env_from_grid2op_data():
     for _ in range(10):
         obs, _, term, trunc, _ = env.step(0)
     assert trunc and not term
+
+
+def test_scenario_info_is_none_before_the_first_reset(make_env):
+    env = make_env()
+    assert env.scenario_info is None
+    env.reset(seed=0, options={"scenario_id": 2})
+    assert env.scenario_info.id == 2
+
+
+def test_make_gives_the_env_an_identity():
+    env = grid_vec.make("case14", max_iter=7, scenario_seed=3)
+    assert env.spec.id == "grid_vec/Case14-v0"
+    again = gym.make(env.spec)  # the spec rebuilds the same env
+    assert again.unwrapped.spec.kwargs["max_iter"] == 7
+    first, _ = env.reset(seed=5)
+    second, _ = again.reset(seed=5)
+    np.testing.assert_array_equal(first, second)
+    assert gym.make("grid_vec/Case118-v0").unwrapped.spec.id == "grid_vec/Case118-v0"
+    with pytest.raises(ValueError, match="allow_negative_loads"):
+        grid_vec.make("case14", allow_negative_loads=True)
+
+
+def _sandbox_copy(tmp_path):
+    grid2op = pytest.importorskip("grid2op")
+    import shutil
+    from pathlib import Path
+
+    folder = tmp_path / "my sandbox"
+    shutil.copytree(Path(grid2op.__file__).parent / "data" / "l2rpn_case14_sandbox", folder)
+    return folder
+
+
+def test_folder_spec_and_negative_loads(tmp_path):
+    import bz2
+
+    folder = _sandbox_copy(tmp_path)
+    load_p = folder / "chronics" / "0000" / "load_p.csv.bz2"
+    header, first, *rest = bz2.decompress(load_p.read_bytes()).decode().splitlines()
+    first = ";".join(["-3.5", *first.split(";")[1:]])  # the first load exports 3.5 MW
+    load_p.write_bytes(bz2.compress("\n".join([header, first, *rest, ""]).encode()))
+    env = grid_vec.make(folder)
+    assert env.spec.id == "grid_vec/my_sandbox" and env.spec.kwargs["id_or_path"] == str(folder)
+    with pytest.raises(ValueError, match="allow_negative_loads"):
+        env.reset(options={"scenario_id": 0})
+    env = grid_vec.make(folder, allow_negative_loads=True)
+    obs, _ = env.reset(options={"scenario_id": 0})
+    assert env.view(obs).load_p[0] == pytest.approx(-3.5)
+    assert env.spec.kwargs["allow_negative_loads"] is True
+
+
+def test_infos_batch_in_gymnasium_vector_envs(case14):
+    """Every info entry has a fixed shape: SyncVectorEnv batches them over many steps while
+    the sub-envs trip different branches."""
+    from env_helpers import loose_limits
+
+    # soft overflows from the start: both sub-envs trip on their 3rd step, 1 branch vs 2
+    tight = [loose_limits(case14, b1=240.0), loose_limits(case14, b0=500.0, b3=180.0)]
+    fns = [
+        (lambda limits=limits: grid_vec.make("case14", thermal_limits=limits, max_iter=30))
+        for limits in tight
+    ]
+    vec = gym.vector.SyncVectorEnv(fns)
+    vec.reset(seed=0)
+    tripped_counts = set()
+    for _ in range(60):
+        _, _, _, _, infos = vec.step(np.zeros(2, dtype=np.int64))
+        if "tripped_branches" not in infos:  # both sub-envs were resetting
+            continue
+        assert infos["tripped_branches"].shape == (2, case14.n_branch)
+        assert infos["tripped_branches"].dtype == bool
+        tripped_counts.add(tuple(infos["tripped_branches"].sum(axis=1)))
+    assert any(a != b for a, b in tripped_counts)  # different trips batched in one step
+    vec.close()
+
+
+def test_building_envs_prints_no_warning_about_numba():
+    """pandapower -> lightsim2grid -> grid2op warn about numba at import, and pandapower's
+    runpp logs it: none of it reaches the grid_vec user (a fresh process imports them)."""
+    code = textwrap.dedent(
+        """
+        import importlib.util, pathlib, grid_vec
+        env = grid_vec.make("case14", backend="pandapower")
+        env.reset(seed=0)
+        env.step(0)
+        spec = importlib.util.find_spec("grid2op")
+        if spec is not None:
+            root = pathlib.Path(next(iter(spec.submodule_search_locations)))
+            grid_vec.make(root / "data" / "l2rpn_case14_sandbox").reset(seed=0)
+        print("ok")
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-W", "error::UserWarning", "-c", code], capture_output=True, timeout=240
+    )
+    assert out.returncode == 0, out.stderr.decode()[-2000:]
+    assert b"numba" not in out.stderr.lower() + out.stdout.lower(), out.stderr.decode()[-2000:]
