@@ -112,12 +112,16 @@ class GridEnv(gym.Env):
         self._state: GridState = fresh_state(model, self.topology, self._pristine_backend.copy())
         self._limits = OverflowLimits.of(self.parameters, self.thermal_limit)
         # discrete action index -> parsed action, built once (the step hot path only looks up)
-        self._parsed_actions: list[Parsed] = [
-            (int(k), int(t), b, None)
-            for k, t, b in zip(
-                self.catalog.kind, self.catalog.target, self.catalog.sub_buses, strict=True
-            )
-        ]
+        self._parsed_actions: list[Parsed] = (
+            [
+                (int(k), int(t), b, None)
+                for k, t, b in zip(
+                    self.catalog.kind, self.catalog.target, self.catalog.sub_buses, strict=True
+                )
+            ]
+            if action_type == "discrete"
+            else []
+        )
         self._obs_buf = np.zeros(self.obs_layout.size, dtype=np.float32)
         sl = self.obs_layout.slices
         # rho .. time_before_cooldown_sub, filled by one concatenate: rho, line status, the
@@ -125,7 +129,6 @@ class GridEnv(gym.Env):
         # state's timers (timestep_overflow, cooldown_line, cooldown_sub: its buffer's order)
         self._obs_state = self._obs_buf[sl["rho"].start : sl["time_before_cooldown_sub"].stop]
         self._n_obs_timers = 2 * model.n_branch + model.n_sub
-        self._zero_flows = np.zeros(sl["gen_v"].stop - sl["p_or"].start)
         self._obs_buf[sl["time_next_maintenance"]] = -1.0  # no maintenance is modelled
         self._inv_limit = 1.0 / self.thermal_limit
         self._rho = np.zeros(model.n_branch)
@@ -138,6 +141,7 @@ class GridEnv(gym.Env):
             ("action", "powerflow", "observation", "total", "simulate"), 0.0
         )
         self._counts = {"steps": 0, "simulates": 0, "resets": 0}
+        self._inputs = self._reward_inputs(self._state)
 
     # --- gymnasium API ----------------------------------------------------------------
 
@@ -175,6 +179,7 @@ class GridEnv(gym.Env):
             )
         state.timers[:] = 0
         self._state = state
+        self._inputs = self._reward_inputs(state)
         self._needs_reset = False
         self._simulates_this_episode = 0
         self._simulates_this_step = 0
@@ -213,7 +218,7 @@ class GridEnv(gym.Env):
         self._needs_reset = terminated or truncated
         self._simulates_this_step = 0
         obs = self._observe(state, handler.info, handler.step, played)
-        reward, others = self._rewards(state, terminated)
+        reward, others = self._rewards(self._inputs, terminated)
         info = self._info(illegal, ambiguous, outcome, others)
         info["attacked_branch"] = attack
         t3 = perf_counter()
@@ -254,7 +259,7 @@ class GridEnv(gym.Env):
             )
         played = self._handler.steps_played + 1
         obs = self._observe(state, self._handler.info, self._handler.step + 1, played)
-        reward, others = self._rewards(state, terminated)
+        reward, others = self._rewards(self._reward_inputs(state), terminated)
         self._simulates_this_step += 1
         self._simulates_this_episode += 1
         self._counts["simulates"] += 1
@@ -311,6 +316,9 @@ class GridEnv(gym.Env):
 
     def _parse(self, action: Any) -> Parsed:
         """Validate an action; return (kind, target, substation buses, redispatch MW)."""
+        parsed_actions = self._parsed_actions
+        if type(action) is int and 0 <= action < len(parsed_actions):  # the common case, fast
+            return parsed_actions[action]
         if self.action_type == "discrete":
             if isinstance(action, np.ndarray) and action.shape == () and action.dtype.kind in "iu":
                 action = int(action)
@@ -438,15 +446,10 @@ class GridEnv(gym.Env):
         buf[:7] = (
             when.year, when.month, when.day, when.hour, when.minute, when.weekday(), played,
         )  # fmt: skip
-        if state.solved:
-            np.multiply(state.a_or, self._inv_limit, out=self._rho)
-            flows = state.flows
-        else:
-            self._rho[:] = 0.0
-            flows = self._zero_flows
+        np.multiply(state.a_or, self._inv_limit, out=self._rho)
         np.concatenate(
             (
-                self._rho, state.line_status, flows, state.actual_dispatch, state.topo,
+                self._rho, state.line_status, state.flows, state.actual_dispatch, state.topo,
                 state.timers[: self._n_obs_timers],
             ),
             out=self._obs_state,
@@ -454,14 +457,15 @@ class GridEnv(gym.Env):
         )  # fmt: skip
         return buf.copy()
 
-    def _rewards(self, state: GridState, terminated: bool) -> tuple[float, dict[str, float]]:
-        """Main and other rewards, reading the rho computed by ``_observe`` (zeros when the
-        last solve failed)."""
-        if state.solved:
-            load_p, gen_p = state.load_p, state.gen_p
-        else:
-            load_p, gen_p = np.zeros(self.model.n_load), np.zeros(self.model.n_gen)
-        inputs = RewardInputs(self._rho, state.line_status, load_p, gen_p, state.actual_dispatch)
+    def _reward_inputs(self, state: GridState) -> RewardInputs:
+        """What the rewards read: views of the state's buffers and of the rho that
+        ``_observe`` computes, so one object serves a whole episode."""
+        return RewardInputs(
+            self._rho, state.line_status, state.load_p, state.gen_p, state.actual_dispatch
+        )
+
+    def _rewards(self, inputs: RewardInputs, terminated: bool) -> tuple[float, dict[str, float]]:
+        """Main and other rewards (after ``_observe`` computed rho)."""
         reward = float(self.reward_fn(inputs, terminated))
         if not self.other_rewards:
             return reward, {}

@@ -47,13 +47,13 @@ class GridState:
     target_dispatch: np.ndarray  # (n_gen,) MW asked by the agent (cumulative)
     actual_dispatch: np.ndarray  # (n_gen,) MW really applied
     backend: Backend
-    # results of the last solve, FLOW_FIELDS order, laid out by slices (flow_slices(model))
+    # results of the last solve (zeros after a failed one), FLOW_FIELDS order, laid out by
+    # slices (flow_slices(model))
     slices: dict[str, slice]
     flows: np.ndarray
     a_or: np.ndarray  # views into flows
     load_p: np.ndarray
     gen_p: np.ndarray
-    solved: bool = False  # flows hold the current topology's converged results
     topo_dirty: bool = True  # topology changed since the backend last received it
 
     def copy(self) -> GridState:
@@ -187,15 +187,13 @@ def solve(
     backend = state.backend
     a_or = state.a_or
     while True:
-        state.solved = False
-        if state.topo_dirty:
-            reason = _push_topology(state, model, layout)
-            if reason is not None:
-                return StepOutcome(reason, tripped)
-        if not backend.run_ac():
-            return StepOutcome("power flow diverged", tripped)
+        reason = _push_topology(state, model, layout) if state.topo_dirty else None
+        if reason is None and not backend.run_ac():
+            reason = "power flow diverged"
+        if reason is not None:
+            state.flows[:] = 0.0  # no results
+            return StepOutcome(reason, tripped)
         backend.read_flows(state.flows)
-        state.solved = True
         if params.no_overflow_disconnection:
             return StepOutcome(None, None)
         soft = a_or > limits.soft  # hard >= soft: no soft overflow, no trip (fast path)
