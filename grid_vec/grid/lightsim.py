@@ -49,6 +49,7 @@ class LightSimBackend(Backend):
         self._ls_gen = np.flatnonzero(~self._is_sgen)
         self._sgen = np.flatnonzero(self._is_sgen)
         self._inv_sub_kv = 1.0 / model.sub_vn_kv[model.gen_sub]  # kV -> p.u., every generator
+        self._gen_v_sent = b""  # bytes of the last gen_v (kV, float64) given to the grid
         self._mask_load = np.ones(model.n_load, dtype=bool)
         self._mask_gen = np.ones(self._ls_gen.size, dtype=bool)
         self._mask_sgen = np.ones(self._sgen.size, dtype=bool)
@@ -93,18 +94,18 @@ class LightSimBackend(Backend):
     ) -> None:
         start = perf_counter()
         load_p, load_q, gen_p, gen_v = check_injections(self.model, load_p, load_q, gen_p, gen_v)
-        self._set_injections(load_p, load_q, gen_p, gen_v * self._inv_sub_kv)
+        self._set_injections(load_p, load_q, gen_p, gen_v)
         self.timings["set_injections"] += perf_counter() - start
 
     def set_injections_trusted(
         self, load_p: np.ndarray, load_q: np.ndarray, gen_p: np.ndarray, gen_v: np.ndarray
     ) -> None:
         start = perf_counter()
-        self._set_injections(load_p, load_q, gen_p, gen_v * self._inv_sub_kv)
+        self._set_injections(load_p, load_q, gen_p, gen_v)
         self.timings["set_injections"] += perf_counter() - start
 
     def _set_injections(
-        self, load_p: np.ndarray, load_q: np.ndarray, gen_p: np.ndarray, gen_v_pu: np.ndarray
+        self, load_p: np.ndarray, load_q: np.ndarray, gen_p: np.ndarray, gen_v: np.ndarray
     ) -> None:
         grid = self._grid
         # lightsim2grid stores injections as float32 (converted by its bindings)
@@ -112,9 +113,17 @@ class LightSimBackend(Backend):
         grid.update_loads_q(self._mask_load, load_q)
         if self._sgen.size:
             grid.update_sgens_p(self._mask_sgen, gen_p[self._sgen])
-            gen_p, gen_v_pu = gen_p[self._ls_gen], gen_v_pu[self._ls_gen]
+            gen_p = gen_p[self._ls_gen]
         grid.update_gens_p(self._mask_gen, gen_p)
-        grid.update_gens_v(self._mask_gen, gen_v_pu)
+        # voltage setpoints rarely change from one step to the next (grid2op datasets often
+        # keep them constant): comparing the bytes is cheaper than sending them again
+        gen_v_bytes = gen_v.tobytes()
+        if gen_v_bytes != self._gen_v_sent:
+            gen_v_pu = gen_v * self._inv_sub_kv
+            grid.update_gens_v(
+                self._mask_gen, gen_v_pu[self._ls_gen] if self._sgen.size else gen_v_pu
+            )
+            self._gen_v_sent = gen_v_bytes
 
     def set_topology(
         self,

@@ -221,3 +221,19 @@ def test_trusted_setters_and_read_flows_match_the_public_api(model, name: str) -
 def test_read_flows_before_any_power_flow_raises(model) -> None:
     with pytest.raises(PowerFlowDivergedError, match="no power flow"):
         make_backend(model).read_flows(np.empty(flow_slices(model)["all"].stop))
+
+
+@pytest.mark.parametrize("name", BACKEND_NAMES)
+def test_new_voltage_setpoints_are_applied(model, name: str) -> None:
+    """Backends may skip resending unchanged setpoints, never changed ones."""
+    backend = _solved(model, name)
+    load_p, load_q, gen_p, gen_v = _base_injections(model)
+    before = backend.results().gen_v.copy()
+    for raised in (gen_v * 1.01, gen_v):
+        backend.set_injections_trusted(load_p, load_q, gen_p, raised)
+        assert backend.run_ac()
+        voltage_controlled = model.gen_kind != "sgen"
+        np.testing.assert_allclose(
+            backend.results().gen_v[voltage_controlled], raised[voltage_controlled], rtol=1e-6
+        )
+    np.testing.assert_allclose(backend.results().gen_v, before, rtol=1e-9)
