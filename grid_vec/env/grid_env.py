@@ -22,7 +22,7 @@ from gymnasium import spaces
 from grid_vec.chronics.handler import ScenarioHandler
 from grid_vec.chronics.scenario import Injections, ScenarioInfo, ScenarioSource
 from grid_vec.env.actions import KIND_LINE, KIND_NOTHING, KIND_SUB, ActionCatalog
-from grid_vec.env.observation import ObservationLayout, ObservationView
+from grid_vec.env.observation import ObservationLayout, ObservationView, time_features
 from grid_vec.env.opponent import RandomLineOpponent
 from grid_vec.env.parameters import Parameters
 from grid_vec.env.rewards import RewardFn, RewardInputs, make_reward
@@ -44,6 +44,7 @@ ACTION_TYPES = ("discrete", "redispatch")
 # A validated action: (kind, target branch/substation, substation bus bars, redispatch MW)
 Parsed = tuple[int, int, "np.ndarray | None", "np.ndarray | None"]
 RESET_OPTIONS = ("scenario_id", "fast_forward", "max_steps", "init_state")
+_TIME_BLOCK = 2016  # steps of time features computed at once (a week of 5-minute steps)
 
 
 class GridEnv(gym.Env):
@@ -142,6 +143,10 @@ class GridEnv(gym.Env):
         )
         self._counts = {"steps": 0, "simulates": 0, "resets": 0}
         self._inputs = self._reward_inputs(self._state)
+        # time features of the steps from _times_first on, for the scenario _times_info
+        self._times = np.zeros((0, 6), dtype=np.float32)
+        self._times_info: ScenarioInfo | None = None
+        self._times_first = 0
 
     # --- gymnasium API ----------------------------------------------------------------
 
@@ -442,10 +447,12 @@ class GridEnv(gym.Env):
         """Fill the preallocated buffer (time features, then one ``concatenate`` from rho to
         the substation cooldowns, casting to float32) and return a copy."""
         buf = self._obs_buf
-        when = info.start + info.step_duration * step
-        buf[:7] = (
-            when.year, when.month, when.day, when.hour, when.minute, when.weekday(), played,
-        )  # fmt: skip
+        row = step - self._times_first
+        if self._times_info is not info or not 0 <= row < len(self._times):
+            self._times = time_features(info.start, info.step_duration, step, _TIME_BLOCK)
+            self._times_info, self._times_first, row = info, step, 0
+        buf[:6] = self._times[row]
+        buf[6] = played
         np.multiply(state.a_or, self._inv_limit, out=self._rho)
         np.concatenate(
             (

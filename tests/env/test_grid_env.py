@@ -405,3 +405,20 @@ def test_building_envs_prints_no_warning_about_numba():
     )
     assert out.returncode == 0, out.stderr.decode()[-2000:]
     assert b"numba" not in out.stderr.lower() + out.stdout.lower(), out.stderr.decode()[-2000:]
+
+
+def test_time_features_match_datetime():
+    import datetime as dt
+
+    from grid_vec.env.observation import time_features
+
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        start = dt.datetime(2015, 1, 1) + dt.timedelta(minutes=int(rng.integers(0, 10**7)))
+        step = dt.timedelta(minutes=int(rng.choice([5, 15, 60])))
+        first = int(rng.integers(0, 5000))
+        rows = time_features(start, step, first, 40)
+        for k, row in enumerate(rows):
+            when = start + step * (first + k)
+            expected = (when.year, when.month, when.day, when.hour, when.minute, when.weekday())
+            assert tuple(row) == expected, when
