@@ -215,9 +215,7 @@ class GridEnv(gym.Env):
         t2 = perf_counter()
         terminated = outcome.game_over is not None
         if not terminated:
-            update_timers(
-                state, self.parameters, self._limits, outcome.tripped, acted_line, acted_sub
-            )
+            update_timers(state, self.parameters, self._limits, outcome, acted_line, acted_sub)
         played = handler.steps_played
         truncated = not terminated and played >= handler.max_steps
         self._needs_reset = terminated or truncated
@@ -259,9 +257,7 @@ class GridEnv(gym.Env):
         outcome = solve(state, self.model, self.topology, self.parameters, self._limits)
         terminated = outcome.game_over is not None
         if not terminated:
-            update_timers(
-                state, self.parameters, self._limits, outcome.tripped, acted_line, acted_sub
-            )
+            update_timers(state, self.parameters, self._limits, outcome, acted_line, acted_sub)
         played = self._handler.steps_played + 1
         obs = self._observe(state, self._handler.info, self._handler.step + 1, played)
         reward, others = self._rewards(self._reward_inputs(state), terminated)

@@ -167,6 +167,7 @@ class StepOutcome:
 
     game_over: str | None  # reason, or None
     tripped: np.ndarray | None  # (n_branch,) bool, branches tripped by the protections; None: none
+    overflow: bool = True  # a branch may be above its soft limit (False: none is, for sure)
 
 
 def solve(
@@ -198,7 +199,7 @@ def solve(
             return StepOutcome(None, None)
         soft = a_or > limits.soft  # hard >= soft: no soft overflow, no trip (fast path)
         if not _any(soft):
-            return StepOutcome(None, tripped)
+            return StepOutcome(None, tripped, overflow=False)
         if counter is None:
             counter = state.protection_counter.copy()
             increased = np.zeros(model.n_branch, dtype=bool)
@@ -237,27 +238,30 @@ def update_timers(
     state: GridState,
     params: Parameters,
     limits: OverflowLimits,
-    tripped: np.ndarray | None,
+    outcome: StepOutcome,
     acted_line: int,
     acted_sub: int,
 ) -> None:
     """Move the overflow counters and the reconnection / cooldown timers after a solve."""
-    a_or = state.a_or
-    engaged = a_or > limits.soft
-    over = engaged if params.soft_overflow_threshold == 1.0 else a_or > limits.thermal
-    if _any(state.timers):
-        cd = state.cooldown_line
-        cd[cd > 0] -= 1
-        cs = state.cooldown_sub
-        cs[cs > 0] -= 1
-        state.protection_counter += 1
-        state.protection_counter *= engaged
-        state.timestep_overflow += 1
-        state.timestep_overflow *= over
-    elif _any(engaged) or (over is not engaged and _any(over)):
-        # nothing was running: only the overflowed branches start counting
-        state.protection_counter[:] = engaged
-        state.timestep_overflow[:] = over
+    running = _any(state.timers)
+    # a_or <= soft limit everywhere with soft = 1: no counter can start (the usual step)
+    if running or outcome.overflow or params.soft_overflow_threshold != 1.0:
+        a_or = state.a_or
+        engaged = a_or > limits.soft
+        over = engaged if params.soft_overflow_threshold == 1.0 else a_or > limits.thermal
+        if running:
+            cd = state.cooldown_line
+            cd[cd > 0] -= 1
+            cs = state.cooldown_sub
+            cs[cs > 0] -= 1
+            state.protection_counter += 1
+            state.protection_counter *= engaged
+            state.timestep_overflow += 1
+            state.timestep_overflow *= over
+        else:  # nothing was running: only the overflowed branches start counting
+            state.protection_counter[:] = engaged
+            state.timestep_overflow[:] = over
+    tripped = outcome.tripped
     if tripped is not None:
         state.cooldown_line[tripped] = params.nb_timestep_reconnection
     if acted_line >= 0 and params.nb_timestep_cooldown_line > 0:
