@@ -215,7 +215,8 @@ class LightSimBackend(Backend):
         return self._results
 
     def read_flows(self, out: np.ndarray) -> None:
-        self._check_converged()
+        if not self._converged:
+            self._check_converged()  # raises
         start = perf_counter()
         self._fill_flows(out)
         self.timings["results"] += perf_counter() - start
