@@ -84,6 +84,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("path", type=Path, help="directory of a saved run")
     replay.add_argument("--no-plot", action="store_true", help="do not write PNG plots")
+
+    from grid_vec.bench import add_arguments as add_bench_arguments
+
+    bench = commands.add_parser(
+        "bench",
+        help="standard throughput benchmark: env-steps/s side by side with other tools",
+        description="Time env-steps/s of GridEnv and GridVecEnv side by side with gymnasium's "
+        "vector envs, SB3's SubprocVecEnv and grid2op (each skipped when not installed), on "
+        "the same workloads, in one run; print the table and write the JSON (and a PNG).",
+    )
+    add_bench_arguments(bench)
     return parser
 
 
@@ -177,6 +188,12 @@ def _view_of(env_id: str | None) -> Any:
         return None
 
 
+def _bench(args: argparse.Namespace) -> int:
+    from grid_vec.bench import run_from_args
+
+    return run_from_args(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``grid-vec`` console script; returns the exit status."""
     parser = build_parser()
@@ -185,6 +202,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args)
     if args.command == "replay":
         return _replay(args)
+    if args.command == "bench":
+        return _bench(args)
     parser.print_help()
     return 0
 
