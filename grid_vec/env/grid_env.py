@@ -123,6 +123,7 @@ class GridEnv(gym.Env):
             if action_type == "discrete"
             else []
         )
+        self._do_nothing: Parsed | None = self._parsed_actions[0] if self._parsed_actions else None
         self._obs_buf = np.zeros(self.obs_layout.size, dtype=np.float32)
         sl = self.obs_layout.slices
         # rho .. time_before_cooldown_sub, filled by one concatenate: rho, line status, the
@@ -198,7 +199,10 @@ class GridEnv(gym.Env):
         t0 = perf_counter()
         parsed = self._parse(action)
         state = self._state
-        illegal, ambiguous, parsed = self._legalise(state, parsed)
+        do_nothing = parsed is self._do_nothing  # nothing to legalise nor apply (fast path)
+        illegal = ambiguous = None
+        if not do_nothing:
+            illegal, ambiguous, parsed = self._legalise(state, parsed)
         handler = self._handler
         handler.advance()
         attack = -1
@@ -208,7 +212,7 @@ class GridEnv(gym.Env):
                 disconnect(state, self.topology, np.array([attack]))
                 cd = state.cooldown_line
                 cd[attack] = max(cd[attack], self.opponent.attack_duration)
-        acted_line, acted_sub = self._apply(state, parsed)
+        acted_line, acted_sub = (-1, -1) if do_nothing else self._apply(state, parsed)
         self._set_injections(state, handler.current(), forecast=False)
         t1 = perf_counter()
         outcome = solve(state, self.model, self.topology, self.parameters, self._limits)
