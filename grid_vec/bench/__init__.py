@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shlex
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -122,6 +124,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         f"budget {config.budget_s:.0f} s"
     )
     doc = run_suite(config)
+    doc["command"] = _command_line()
     print()
     print(format_table(doc))
     if args.markdown:
@@ -136,6 +139,13 @@ def run_from_args(args: argparse.Namespace) -> int:
         except ImportError as exc:
             print(f"no plot: {exc}")
     return 0
+
+
+def _command_line() -> str:
+    """This process's command line, as ``grid-vec ...`` when run by the console script."""
+    if Path(sys.argv[0]).name == "grid-vec":
+        return shlex.join(["grid-vec", *sys.argv[1:]])
+    return shlex.join(["python", *sys.argv])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -87,13 +87,32 @@ def format_markdown(doc: dict[str, Any]) -> str:
         for s in subjects:
             row = [cells.get((s, workload, n, actions), "-").replace(" x", " ×") for n in counts]
             lines.append(f"| {workload} | {actions} | {s} | " + " | ".join(row) + " |")
-    m = doc["machine"]
-    lines.append("")
-    lines.append(
-        f"Median env-steps/s ({doc['mode']} mode, {doc['config']['protocol']['reps']} "
-        f"repetitions); ×R = grid_vec / subject. Machine: {m['cpu_model']}, "
-        f"{m['usable_cores']} cores, Python {m['python']}."
+    m, p = doc["machine"], doc["config"]["protocol"]
+    default = (
+        "grid-vec bench --quick --markdown"
+        if doc["mode"] == "quick"
+        else "grid-vec bench --markdown"
     )
+    command = doc.get("command", default)
+    lines += [
+        "",
+        f"`{command}` on {m['cpu_model']} ({m['usable_cores']} cores, "
+        f"Python {m['python']}, {m['date'][:10]}). How to read it:",
+        "",
+        f"- each cell is the median env-steps/s of {p['reps']} timed repetitions of "
+        f"about {p['rep_s']} s each, after a {p['warmup_s']} s warm-up; episodes that end "
+        "are reset inside the timed steps (autoreset), for every subject alike;",
+        "- ×R is grid_vec's median divided by the subject's on the same workload, actions "
+        "and number of envs (GridEnv for single envs, GridVecEnv for vector envs): "
+        "R > 1 means grid_vec is R times faster;",
+        "- `random` draws uniformly from GridEnv's action catalog (many actions end "
+        "episodes, so resets weigh a lot); grid2op subjects run do-nothing only, since "
+        "their action space is not the same;",
+        "- `l2rpn_case14_sandbox` is the same grid2op folder for grid_vec and grid2op; "
+        "`trivial` is an env that does no work: only the vector env's overhead is timed;",
+        "- `-`: not applicable (single env) or skipped for the time budget; the JSON "
+        "keeps every sample, the spread, the skips and the machine description.",
+    ]
     return "\n".join(lines)
 
 

@@ -14,7 +14,7 @@ import os
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -33,21 +33,19 @@ def action_table(n_actions: int, num_envs: int, mode: str, seed: int) -> np.ndar
     return np.random.default_rng(seed).integers(0, n_actions, (_TABLE, num_envs), np.int64)
 
 
-class Session:
+class Session(Protocol):
     """``num_envs`` running envs of one subject; :meth:`close` releases them."""
 
     num_envs: int
-    n_actions: int
-    seed: int
 
     def runner(self, mode: str) -> Callable[[int], int]:
-        raise NotImplementedError
+        """``run(k)``: ``k`` batch steps with ``mode`` actions, returning the env steps done."""
+        ...
 
-    def close(self) -> None:
-        raise NotImplementedError
+    def close(self) -> None: ...
 
 
-class VectorSession(Session):
+class VectorSession:
     """Any gymnasium ``VectorEnv`` stepped with a batch of actions per call."""
 
     def __init__(self, envs: Any, seed: int) -> None:
@@ -96,7 +94,7 @@ class PoolSession(VectorSession):
         return run
 
 
-class SingleSession(Session):
+class SingleSession:
     """One gymnasium env; an episode that ends is reset within the timed steps."""
 
     def __init__(self, env: Any, seed: int) -> None:
@@ -133,7 +131,7 @@ class SB3Session(VectorSession):
         venv.reset()
 
 
-class Grid2opSession(Session):
+class Grid2opSession:
     """grid2op single env or ``SingleEnvMultiProcess`` (do-nothing only: grid2op's action
     space is not grid_vec's, so random actions would not be the same work)."""
 
