@@ -5,6 +5,10 @@ action becomes do-nothing, flagged in ``info``), move the scenario one step, let
 opponent attack, apply the action and the new injections, solve and cascade (see
 :mod:`grid_vec.env.state`), move the timers, build the observation, reward and info.
 
+Reset solves the first state as grid2op's reset does: a branch above the hard overflow
+threshold trips (soft overflows are not counted) and every timer starts at 0, so such a
+branch starts disconnected and may be reconnected at once.
+
 ``terminated``: game over (divergence, isolated load/generator, disconnected slack).
 ``truncated``: end of the scenario, of ``max_iter`` or of the reset's ``max_steps``.
 """

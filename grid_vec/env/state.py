@@ -1,9 +1,9 @@
 """The mutable state of one grid (topology, timers, dispatch, backend) and the physics rules.
 
-:func:`play_step` is the rule engine shared by ``GridEnv.step`` and ``GridEnv.simulate``:
-it applies a legal action and the injections of a step, solves the power flow and cascades
-overflow trips exactly as grid2op's ``Backend.next_grid_state`` and
-``BaseEnv._aux_register_env_converged`` do:
+:func:`solve` and :func:`update_timers` are the rule engine shared by ``GridEnv.reset``,
+``GridEnv.step`` and ``GridEnv.simulate``: once an action and the injections of a step are
+in the state, they solve the power flow and cascade overflow trips exactly as grid2op's
+``Backend.next_grid_state`` and ``BaseEnv._aux_register_env_converged`` do:
 
 * every solve, a connected branch above ``hard_overflow_threshold`` x its limit trips;
 * once per step, a connected branch above ``soft_overflow_threshold`` x its limit adds one
@@ -11,7 +11,9 @@ overflow trips exactly as grid2op's ``Backend.next_grid_state`` and
   when the counter exceeds ``nb_timestep_overflow_allowed``;
 * after a trip the power flow is solved again (cascade) until no branch trips;
 * then timers move: reconnection/cooldown timers count down, tripped branches get
-  ``nb_timestep_reconnection``, acted-on branches / substations get their cooldown.
+  ``nb_timestep_reconnection``, acted-on branches / substations get their cooldown;
+* on reset (grid2op's reset plays such a step, then zeroes every timer): only hard overflows
+  trip, and every counter and timer starts at 0.
 
 Game over: divergence, a load or generator cut off from the slack, a disconnected slack.
 """
