@@ -46,6 +46,7 @@ class ScenarioHandler:
         self.source = source
         self.chunk_size = _check_limit("chunk_size", chunk_size)
         self.max_iter = _check_limit("max_iter", max_iter)
+        self.max_fast_forward: int | None = None
         self._seed: int | None = None
         self._filter: Callable[[str], bool] | None = None
         self._order = np.arange(len(source))
@@ -121,6 +122,11 @@ class ScenarioHandler:
         """Steps read from the source at a time from the next read on (None: whole scenario)."""
         self.chunk_size = _check_limit("chunk_size", n)
 
+    def set_max_fast_forward(self, n: int | None) -> None:
+        """Resets without an explicit ``fast_forward`` skip a random number of steps in
+        ``[0, n)`` (grid2op's ``set_ff``: episodes that do not all start at midnight)."""
+        self.max_fast_forward = _check_limit("max_fast_forward", n)
+
     def set_max_iter(self, n: int | None) -> None:
         """Maximum steps per episode, from the next reset on (None: no limit)."""
         self.max_iter = _check_limit("max_iter", n)
@@ -131,10 +137,15 @@ class ScenarioHandler:
         self,
         *,
         scenario_id: int | str | None = None,
-        fast_forward: int = 0,
+        fast_forward: int | None = None,
         max_steps: int | None = None,
+        rng: np.random.Generator | None = None,
     ) -> ScenarioInfo:
-        """Start an episode at step ``fast_forward`` of the chosen scenario."""
+        """Start an episode at step ``fast_forward`` of the chosen scenario.
+
+        ``fast_forward=None``: step 0, or with :meth:`set_max_fast_forward` a step drawn from
+        ``rng`` in ``[0, max_fast_forward)`` (bounded by the scenario's length).
+        """
         if scenario_id is not None:
             sid = self._resolve(scenario_id)
         elif self._pending_id is not None:
@@ -144,6 +155,12 @@ class ScenarioHandler:
             self._cursor = (self._cursor + 1) % len(self._order)
         max_steps = _check_limit("max_steps", max_steps)
         info = self.source.info(sid)
+        if fast_forward is None:
+            fast_forward = 0
+            if self.max_fast_forward:
+                if rng is None:
+                    raise ValueError("a random fast-forward needs an rng")
+                fast_forward = int(rng.integers(0, min(self.max_fast_forward, info.length - 1)))
         if (
             isinstance(fast_forward, bool)
             or not isinstance(fast_forward, (int, np.integer))

@@ -169,8 +169,9 @@ class GridEnv(gym.Env):
             self._handler.seed(seed)
         info = self._handler.reset(
             scenario_id=options.get("scenario_id"),
-            fast_forward=options.get("fast_forward", 0),
+            fast_forward=options.get("fast_forward"),
             max_steps=options.get("max_steps"),
+            rng=self.np_random,
         )
         state = fresh_state(self.model, self.topology, self._pristine_backend.copy())
         if "init_state" in options:
@@ -287,6 +288,11 @@ class GridEnv(gym.Env):
 
     def set_chunk_size(self, n: int | None) -> None:
         self._handler.set_chunk_size(n)
+
+    def set_fast_forward(self, max_steps: int | None) -> None:
+        """Following resets (without a ``fast_forward`` option) skip a random number of
+        steps in ``[0, max_steps)``, drawn from the env's seeded RNG; None or 0: no skip."""
+        self._handler.set_max_fast_forward(max_steps or None)
 
     def set_max_iter(self, n: int | None) -> None:
         self._handler.set_max_iter(n)

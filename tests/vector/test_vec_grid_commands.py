@@ -109,3 +109,30 @@ def test_gymnasium_make_vec_builds_a_grid_vec_env():
 def test_make_vec_rejects_bad_num_envs():
     with pytest.raises(ValueError, match="num_envs"):
         make_vec("case14", 0)
+
+
+def _start_minutes(envs, obs):
+    view = envs.call("get_wrapper_attr", "view")[0]
+    rows = [view(o) for o in obs]
+    return [
+        int(v.day[0]) * 1440 + int(v.hour_of_day[0]) * 60 + int(v.minute_of_hour[0]) for v in rows
+    ]
+
+
+def test_set_fast_forward_starts_episodes_at_seeded_random_steps(case14_envs):
+    case14_envs.set_scenario_id(0)
+    obs, _ = case14_envs.reset(seed=0)
+    midnight = _start_minutes(case14_envs, obs)
+    case14_envs.set_fast_forward(2000)
+    case14_envs.set_scenario_id(0)
+    first = _start_minutes(case14_envs, case14_envs.reset(seed=21)[0])
+    case14_envs.set_scenario_id(0)
+    again = _start_minutes(case14_envs, case14_envs.reset(seed=21)[0])
+    assert first == again  # drawn from the seeded env RNG
+    assert len(set(first)) > 1 and first != midnight
+    # an explicit fast_forward option wins over the random one
+    obs, _ = case14_envs.reset(seed=21, options={"scenario_id": 0, "fast_forward": 12})
+    assert [m - midnight[0] for m in _start_minutes(case14_envs, obs)] == [60] * 4
+    case14_envs.set_fast_forward(0)
+    case14_envs.set_scenario_id(0)
+    assert _start_minutes(case14_envs, case14_envs.reset(seed=21)[0]) == midnight
