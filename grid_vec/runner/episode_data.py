@@ -75,8 +75,8 @@ class EpisodeData:
     def info(self, key: str) -> np.ndarray | list[np.ndarray] | None:
         """The recorded per-step values of info entry ``key`` (dotted for nested ones,
         e.g. ``"is_illegal"``, ``"other_rewards.margin"``), or None when not recorded.
-        Entries of varying length per step (``"tripped_branches"``) come back as a list of
-        one array per step."""
+        Entries of varying length per step come back as a list of one array per step; fixed
+        shapes (GridEnv's ``"tripped_branches"`` mask per branch) as one array."""
         values = self.arrays.get(f"info.{key}")
         offsets = self.arrays.get(f"info_offsets.{key}")
         if values is None or offsets is None:

@@ -160,7 +160,7 @@ class EpisodeRecorder:
     ``rewards``, ``terminated``, ``truncated``, ``step_time`` and ``agent_time`` (seconds of
     the batched calls), and ``info.<key>`` for every info entry whose values form a regular
     array (``info_present.<key>`` marks the steps that carried it when some did not); 1-D
-    entries of varying length (e.g. tripped branch indices) are stored concatenated, with
+    entries of varying length (e.g. a list of event indices) are stored concatenated, with
     ``info_offsets.<key>`` (steps + 1 offsets: step ``t`` holds ``values[off[t]:off[t+1]]``).
     Observations and actions of spaces other than Box/Discrete/MultiDiscrete/MultiBinary are
     stored flattened (``gymnasium.spaces.flatten``).
