@@ -13,6 +13,9 @@ import numpy as np
 
 from grid_vec.chronics.scenario import Injections, ScenarioInfo, ScenarioSource
 
+# load_p, load_q, gen_p, gen_v of one step (empty before the first read)
+Rows = tuple[np.ndarray, ...]
+
 
 def _check_limit(arg: str, value: int | None) -> int | None:
     if value is None:
@@ -58,10 +61,14 @@ class ScenarioHandler:
         self._max_steps = 0
         self._chunk: Injections | None = None
         self._chunk_start = 0
+        # the chunk's (load_p, load_q, gen_p, gen_v), now and forecast: indexed per step
+        self._now: Rows = ()
+        self._ahead: Rows = ()
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_chunk"] = None  # re-read on demand: keeps the pickle small
+        state["_now"] = state["_ahead"] = ()
         return state
 
     # --- scenario selection ---------------------------------------------------------
@@ -185,8 +192,13 @@ class ScenarioHandler:
         end = self._info.length
         if self.chunk_size is not None:
             end = min(end, first + self.chunk_size)
-        self._chunk = self.source.read(self._info.id, first, end)
+        chunk = self._chunk = self.source.read(self._info.id, first, end)
         self._chunk_start = first
+        self._now = (chunk.load_p, chunk.load_q, chunk.gen_p, chunk.gen_v)
+        self._ahead = (
+            chunk.load_p_forecast, chunk.load_q_forecast, chunk.gen_p_forecast,
+            chunk.gen_v_forecast,
+        )  # fmt: skip
 
     def current(self) -> Injections:
         """Injections of the current step (1-D views) and their forecast of the next step."""
@@ -195,6 +207,18 @@ class ScenarioHandler:
         if self._chunk is None:
             self._load_chunk(self._step)
         return self._chunk.row(self._step - self._chunk_start)
+
+    def rows(self, *, forecast: bool = False) -> Rows:
+        """``(load_p, load_q, gen_p, gen_v)`` of the current step (1-D views), or with
+        ``forecast`` their forecast of the next step: :meth:`current` without building an
+        :class:`Injections` (the env's step hot path)."""
+        if self._chunk is None:
+            if self._info is None:
+                raise RuntimeError("call reset() before rows()")
+            self._load_chunk(self._step)
+        t = self._step - self._chunk_start
+        load_p, load_q, gen_p, gen_v = self._ahead if forecast else self._now
+        return load_p[t], load_q[t], gen_p[t], gen_v[t]
 
     def advance(self) -> bool:
         """Move one step; False (and no move) when the episode has no step left."""

@@ -24,7 +24,7 @@ import numpy as np
 from gymnasium import spaces
 
 from grid_vec.chronics.handler import ScenarioHandler
-from grid_vec.chronics.scenario import Injections, ScenarioInfo, ScenarioSource
+from grid_vec.chronics.scenario import ScenarioInfo, ScenarioSource
 from grid_vec.env.actions import KIND_LINE, KIND_NOTHING, KIND_SUB, ActionCatalog
 from grid_vec.env.observation import ObservationLayout, ObservationView, time_features
 from grid_vec.env.opponent import RandomLineOpponent
@@ -178,7 +178,7 @@ class GridEnv(gym.Env):
             self._apply_init_state(state, options["init_state"])
         if self.opponent is not None:
             self.opponent.reset(np.random.default_rng(self.np_random.integers(2**63)))
-        self._set_injections(state, self._handler.current(), forecast=False)
+        self._set_injections(state, self._handler.rows())
         # grid2op's reset plays one step in which only hard overflows trip, then zeroes every
         # counter and timer: a branch tripped there starts disconnected, reconnectable at once
         outcome = solve(
@@ -218,7 +218,7 @@ class GridEnv(gym.Env):
                 cd = state.cooldown_line
                 cd[attack] = max(cd[attack], self.opponent.attack_duration)
         acted_line, acted_sub = (-1, -1) if do_nothing else self._apply(state, parsed)
-        self._set_injections(state, handler.current(), forecast=False)
+        self._set_injections(state, handler.rows())
         t1 = perf_counter()
         outcome = solve(state, self.model, self.topology, self.parameters, self._limits)
         t2 = perf_counter()
@@ -262,7 +262,7 @@ class GridEnv(gym.Env):
         state = self._state.copy()
         illegal, ambiguous, parsed = self._legalise(state, parsed)
         acted_line, acted_sub = self._apply(state, parsed)
-        self._set_injections(state, self._handler.current(), forecast=True)
+        self._set_injections(state, self._handler.rows(forecast=True))
         outcome = solve(state, self.model, self.topology, self.parameters, self._limits)
         terminated = outcome.game_over is not None
         if not terminated:
@@ -391,7 +391,7 @@ class GridEnv(gym.Env):
                 )
         ambiguous = None
         if redispatch is not None and redispatch.any():
-            sched = self._handler.current().gen_p  # not yet advanced: checked on the next step
+            sched = self._handler.rows()[2]  # gen_p, not yet advanced: checked on the next step
             target_mw = sched + state.target_dispatch + redispatch
             bad = (
                 (target_mw < self.model.gen_pmin - 1e-6) | (target_mw > self.model.gen_pmax + 1e-6)
@@ -437,13 +437,9 @@ class GridEnv(gym.Env):
         state.last_or[in_block_or] = buses[layout.pos_or[in_block_or] - lo]
         state.last_ex[in_block_ex] = buses[layout.pos_ex[in_block_ex] - lo]
 
-    def _set_injections(self, state: GridState, inj: Injections, *, forecast: bool) -> None:
-        if forecast:
-            load_p, load_q, gen_p, gen_v = (
-                inj.load_p_forecast, inj.load_q_forecast, inj.gen_p_forecast, inj.gen_v_forecast,
-            )  # fmt: skip
-        else:
-            load_p, load_q, gen_p, gen_v = inj.load_p, inj.load_q, inj.gen_p, inj.gen_v
+    def _set_injections(self, state: GridState, rows: tuple[np.ndarray, ...]) -> None:
+        """Give the backend a step's (load_p, load_q, gen_p, gen_v), with the redispatch."""
+        load_p, load_q, gen_p, gen_v = rows
         if np.count_nonzero(state.target_dispatch):
             m = self.model
             wanted = np.clip(gen_p + state.target_dispatch, m.gen_pmin, m.gen_pmax)

@@ -81,6 +81,7 @@ class LightSimBackend(Backend):
         self._converged: bool | None = None
         self._set_bus_active()
         self._results: PowerFlowResults | None = None
+        self._views: _ResultViews | None = None
         self.timings: dict[str, float] = {
             "set_injections": 0.0,
             "set_topology": 0.0,
@@ -161,6 +162,7 @@ class LightSimBackend(Backend):
         sgen_changed = self._set_sgen_buses(buses[n_load + self._sgen])
         if changed.any() or sgen_changed:
             self._grid.update_topo(changed, topo)
+            self._views = None
             # a new topology starts again from the base case: the previous solution can be a
             # poor first guess, and lightsim2grid takes the slack's angle from the first guess
             self._V = self._v_init.copy()
@@ -179,6 +181,8 @@ class LightSimBackend(Backend):
                     self._grid.reactivate_sgen(int(i))
                 self._grid.change_bus_sgen(int(i), sub + (int(buses[i]) - 1) * self._n_sub)
         self._sgen_bus = buses
+        if changed.size:
+            self._views = None
         return bool(changed.size)
 
     def run_ac(self) -> bool:
@@ -189,6 +193,7 @@ class LightSimBackend(Backend):
             self._V = V
         else:
             self._V = self._v_init.copy()
+            self._views = None  # a failed solve reallocates lightsim2grid's result vectors
         self._results = None
         self.timings["powerflow"] += perf_counter() - start
         self.timings["n_powerflow"] += 1
@@ -229,27 +234,56 @@ class LightSimBackend(Backend):
 
     def _fill_flows(self, out: np.ndarray) -> None:
         """One ``concatenate`` of lightsim2grid's result views into ``out`` (FLOW_FIELDS order)."""
-        grid = self._grid
-        p1, q1, v1, a1 = grid.get_line_res1()
-        p2, q2, v2, a2 = grid.get_line_res2()
-        tp1, tq1, tv1, ta1 = grid.get_trafo_res1()
-        tp2, tq2, tv2, ta2 = grid.get_trafo_res2()
-        lp, lq, lv = grid.get_loads_res()
-        parts = (p1, tp1, q1, tq1, v1, tv1, a1, ta1, p2, tp2, q2, tq2, v2, tv2, a2, ta2, lp, lq, lv)
+        views = self._views
+        if views is None:
+            views = self._views = _ResultViews.of(self._grid)
         if self._sgen.size:
-            np.concatenate(parts, out=out[: self._gen_start])
+            np.concatenate(views.branches_loads, out=out[: self._gen_start])
             gens = out[self._gen_start :].reshape(3, -1)
-            gens[:, self._ls_gen] = grid.get_gen_res()
-            gens[:, self._sgen] = grid.get_sgens_res()
+            gens[:, self._ls_gen] = views.gens
+            gens[:, self._sgen] = views.sgens
         else:
-            np.concatenate((*parts, *grid.get_gen_res()), out=out)
+            np.concatenate(views.branches_loads + views.gens, out=out)
         out *= self._units  # kA -> A
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_views"] = None  # views into this process' LSGrid: never carried over
+        return state
 
     def copy(self) -> LightSimBackend:
         """An independent backend: the ``LSGrid`` is deep-copied in C++, arrays are copied."""
         new = _copy.copy(self)
         new._grid = self._grid.copy()
+        new._views = None
         new._V = self._V.copy()
         new._sgen_bus = self._sgen_bus.copy()
         new.timings = dict(self.timings)
         return new
+
+
+class _ResultViews:
+    """lightsim2grid's result getters return read-only views of its own result vectors, which
+    it overwrites in place at each converged solve: fetched once, they are read with no getter
+    call per step. A failed solve reallocates those vectors (and a topology change may), so
+    the backend drops its views then, as well as on copy and pickling."""
+
+    __slots__ = ("branches_loads", "gens", "sgens")
+
+    def __init__(self, branches_loads: tuple, gens: tuple, sgens: tuple) -> None:
+        self.branches_loads = branches_loads  # FLOW_FIELDS order up to load_v
+        self.gens = gens  # gen_p, gen_q, gen_v of lightsim2grid's generators
+        self.sgens = sgens  # the same for static generators
+
+    @classmethod
+    def of(cls, grid) -> _ResultViews:
+        p1, q1, v1, a1 = grid.get_line_res1()
+        p2, q2, v2, a2 = grid.get_line_res2()
+        tp1, tq1, tv1, ta1 = grid.get_trafo_res1()
+        tp2, tq2, tv2, ta2 = grid.get_trafo_res2()
+        lp, lq, lv = grid.get_loads_res()
+        return cls(
+            (p1, tp1, q1, tq1, v1, tv1, a1, ta1, p2, tp2, q2, tq2, v2, tv2, a2, ta2, lp, lq, lv),
+            tuple(grid.get_gen_res()),
+            tuple(grid.get_sgens_res()),
+        )

@@ -167,3 +167,20 @@ def test_random_fast_forward_is_bounded_seeded_and_needs_an_rng(source):
     handler.set_max_fast_forward(None)
     handler.reset(scenario_id=0)
     assert handler.step == 0
+
+
+def test_rows_are_the_current_injections_across_chunks_and_pickling(source):
+    """rows() (the env's hot path) serves exactly what current() does, now and forecast."""
+    h = ScenarioHandler(source, chunk_size=7)
+    with pytest.raises(RuntimeError, match="reset"):
+        h.rows()
+    h.reset(fast_forward=3)
+    for n in range(20):
+        if n == 9:
+            h = pickle.loads(pickle.dumps(h))  # mid-chunk: the chunk is re-read on demand
+        cur = h.current()
+        now = (cur.load_p, cur.load_q, cur.gen_p, cur.gen_v)
+        ahead = (cur.load_p_forecast, cur.load_q_forecast, cur.gen_p_forecast, cur.gen_v_forecast)
+        for got, want in zip(h.rows() + h.rows(forecast=True), now + ahead, strict=True):
+            np.testing.assert_array_equal(got, want)
+        h.advance()

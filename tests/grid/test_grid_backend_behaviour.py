@@ -237,3 +237,44 @@ def test_new_voltage_setpoints_are_applied(model, name: str) -> None:
             backend.results().gen_v[voltage_controlled], raised[voltage_controlled], rtol=1e-6
         )
     np.testing.assert_allclose(backend.results().gen_v, before, rtol=1e-9)
+
+
+def test_lightsim_read_flows_stay_fresh_across_divergence_topology_and_copies(model) -> None:
+    """The lightsim2grid backend reads its results through views fetched once: after a failed
+    solve (which reallocates lightsim2grid's vectors), a topology change, a copy or a pickle
+    round trip, read_flows must still give the numbers of a backend that never saw them."""
+    flows = np.empty(flow_slices(model)["all"].stop)
+    expected = np.empty_like(flows)
+    injections = _base_injections(model)
+    topology = base_topology(model)
+
+    def check(backend) -> None:
+        reference = make_backend(model)
+        reference.set_injections(*injections)
+        reference.set_topology(*topology)
+        assert backend.run_ac() and reference.run_ac()
+        backend.read_flows(flows)
+        reference.read_flows(expected)
+        np.testing.assert_allclose(flows, expected, rtol=1e-6, atol=1e-6)
+
+    backend = _solved(model, "lightsim2grid")
+    backend.read_flows(flows)
+    injections = [a * 1.03 for a in injections]
+    backend.set_injections(*injections)
+    check(backend)
+    huge = [a * 1e3 for a in injections[:3]] + [injections[3]]
+    backend.set_injections(*huge)
+    assert not backend.run_ac()
+    backend.set_injections(*injections)
+    check(backend)
+    topology[3][2] = -1
+    backend.set_topology(*topology)
+    check(backend)
+    copied = backend.copy()
+    injections = [a * 0.97 for a in injections]
+    copied.set_injections(*injections)
+    check(copied)
+    clone = pickle.loads(pickle.dumps(copied))
+    check(clone)
+    del backend, copied  # the clone reads its own grid
+    check(clone)
