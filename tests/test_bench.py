@@ -116,11 +116,13 @@ def test_cli_quick_run_end_to_end(tmp_path, capsys):
     out = tmp_path / "results" / "t.json"
     argv = ["bench", "--quick", "--workloads", "case14", "trivial", "--reps", "2"]
     argv += ["--subjects", "GridEnv", "GridVecEnv", "SyncVectorEnv", "AsyncVectorEnv"]
-    argv += ["--budget", "30", "--out", str(out), "--markdown", "--no-plot"]
+    argv += ["--actions", "do-nothing", "random", "--budget", "30"]
+    argv += ["--out", str(out), "--markdown", "--no-plot"]
     assert main(argv) == 0
     doc = json.loads(out.read_text())
     _check_schema(doc, reps=2)
     assert doc["mode"] == "quick" and doc["config"]["num_envs"] == [1, 2]
+    assert isinstance(doc["command"], str)
     cells = {(r["subject"], r["workload"], r["num_envs"], r["actions"]) for r in doc["results"]}
     assert ("GridEnv", "case14", 1, "random") in cells
     assert ("AsyncVectorEnv", "trivial", 1, "do-nothing") in cells

@@ -2,7 +2,7 @@
 GridVecEnv side by side with gymnasium's vector envs, SB3's SubprocVecEnv and grid2op, on the
 same workloads, same machine, one run, medians.
 
-    grid-vec bench --quick            # about a minute: 1 and 2 envs
+    grid-vec bench --quick            # about a minute: 1 and 2 envs, do-nothing
     grid-vec bench                    # full: 1..32 envs within --budget seconds
     grid-vec bench --markdown         # also print the README table
 """
@@ -63,14 +63,17 @@ def _positive_int(text: str) -> int:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the benchmark's options to ``parser`` (shared by the CLI and benchmarks/)."""
     parser.add_argument(
-        "--quick", action="store_true", help="1 and 2 envs, short repetitions (about 1 minute)"
+        "--quick",
+        action="store_true",
+        help="1 and 2 envs, do-nothing actions, no GridVecEnv variants, short repetitions "
+        "(about 1 minute)",
     )
     parser.add_argument(
         "--budget",
         type=_positive_float,
         default=None,
-        help="seconds the measurements may take; cells that would not fit are skipped, "
-        "largest env counts first (default: 540, quick: 50)",
+        help="seconds the measurements may take, shared among the env counts; cells that "
+        "would not fit in their share are skipped (default: 560, quick: 50)",
     )
     parser.add_argument(
         "--num-envs", type=_positive_int, nargs="+", default=None, help="env counts to time"

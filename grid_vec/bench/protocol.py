@@ -34,9 +34,9 @@ class Protocol:
     repetitions follow, each giving env-steps per second.
     """
 
-    warmup_s: float = 0.3
+    warmup_s: float = 0.2
     reps: int = 5
-    rep_s: float = 0.2
+    rep_s: float = 0.15
     min_warmup_steps: int = 2
 
     def __post_init__(self) -> None:

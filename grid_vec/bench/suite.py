@@ -3,6 +3,7 @@ a time budget, and the versioned result document (results, ratios, skips, machin
 
 from __future__ import annotations
 
+import math
 import time
 import traceback
 from collections.abc import Callable
@@ -26,15 +27,15 @@ def _check_names(what: str, names: tuple[str, ...], allowed: Any) -> None:
 
 @dataclass(frozen=True)
 class BenchConfig:
-    """What to run. Cells go by increasing number of envs, so a budget that runs out drops
-    the largest counts first; a cell whose estimated cost exceeds the time left is skipped."""
+    """What to run: every applicable (num_envs, workload, subject) cell, within ``budget_s``
+    seconds of measurement (see :func:`run_suite` for how the budget is shared)."""
 
     num_envs: tuple[int, ...] = NUM_ENVS
     workloads: tuple[str, ...] = tuple(WORKLOADS)
     subjects: tuple[str, ...] = tuple(SUBJECTS)
     actions: tuple[str, ...] = ACTIONS
     protocol: Protocol = field(default_factory=Protocol)
-    budget_s: float = 540.0
+    budget_s: float = 560.0
     seed: int = 0
     mode: str = "full"
 
@@ -54,6 +55,8 @@ class BenchConfig:
 
 QUICK = BenchConfig(
     num_envs=(1, 2),
+    subjects=tuple(s for s in SUBJECTS if s not in ("GridVecEnv 1/worker", "GridVecEnv pool")),
+    actions=("do-nothing",),
     protocol=Protocol(warmup_s=0.05, reps=3, rep_s=0.03),
     budget_s=50.0,
     mode="quick",
@@ -85,8 +88,31 @@ def _modes(subject: Subject, workload: Workload, wanted: tuple[str, ...]) -> lis
     return list(wanted)
 
 
+def _level_weight(n: int) -> float:
+    """Budget share of one cell of ``n`` envs, relative to one env (more processes to start)."""
+    return 1.0 + math.log2(n) / 8
+
+
+def _cells(config: BenchConfig, n: int, unavailable: set[str]) -> list[tuple[Subject, Workload]]:
+    out = []
+    for wname in config.workloads:
+        for sname in config.subjects:
+            subject = SUBJECTS[sname]
+            if wname not in subject.workloads or (subject.single and n != 1):
+                continue
+            if sname not in unavailable and wname not in unavailable:
+                out.append((subject, WORKLOADS[wname]))
+    return out
+
+
 def run_suite(config: BenchConfig, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Measure every cell of ``config`` and return the result document (see :data:`SCHEMA`)."""
+    """Measure every cell of ``config`` and return the result document (see :data:`SCHEMA`).
+
+    Each number of envs gets a share of the time left (its cell count times
+    :func:`_level_weight`), so
+    that the largest counts are measured too; within it, cells go from the cheapest estimate
+    up and a cell that would not fit in the share is skipped (and recorded as such).
+    """
     start = time.perf_counter()
     deadline = start + config.budget_s
     machine = describe_machine()
@@ -96,41 +122,41 @@ def run_suite(config: BenchConfig, log: Callable[[str], None] = print) -> dict[s
     history: dict[tuple[str, str], _History] = {}
     unavailable = _unavailable(config, log, skipped)
     p = config.protocol
-    for n in config.num_envs:
-        for wname in config.workloads:
-            workload = WORKLOADS[wname]
-            for sname in config.subjects:
-                subject = SUBJECTS[sname]
-                if wname not in subject.workloads or (subject.single and n != 1):
-                    continue
-                if sname in unavailable or wname in unavailable:
-                    continue
-                modes = _modes(subject, workload, config.actions)
-                if not modes:
-                    continue
-                cell = {"subject": sname, "workload": wname, "num_envs": n}
-                cost = _estimate(subject, n, len(modes), history.get((sname, wname)), p)
-                if time.perf_counter() + cost > deadline:
-                    skipped.append({**cell, "reason": f"budget (estimated {cost:.1f} s)"})
-                    continue
-                try:
-                    rows, hist = _run_cell(subject, workload, n, modes, config)
-                except Exception as exc:
-                    log(f"  {sname} on {wname} x{n}: FAILED {type(exc).__name__}: {exc}")
-                    errors.append({**cell, "error": traceback.format_exc(limit=3)})
-                    continue
-                history[(sname, wname)] = hist
-                for row in rows:
-                    log(
-                        f"  {wname:<21} {row['actions']:<10} {sname:<25} x{n:<3}"
-                        f" {row['steps_per_s']:>11,.0f} env-steps/s"
-                    )
-                results.extend(rows)
+    levels = [_cells(config, n, unavailable) for n in config.num_envs]
+    weights = [
+        len(cells) * _level_weight(n) for n, cells in zip(config.num_envs, levels, strict=True)
+    ]
+    for i, n in enumerate(config.num_envs):
+        now = time.perf_counter()
+        level_deadline = now + (deadline - now) * weights[i] / max(1e-9, sum(weights[i:]))
+        planned = []
+        for subject, workload in levels[i]:
+            modes = _modes(subject, workload, config.actions)
+            prev = history.get((subject.name, workload.name))
+            planned.append((_estimate(subject, n, len(modes), prev, p), subject, workload, modes))
+        for cost, subject, workload, modes in sorted(planned, key=lambda c: c[0]):
+            cell = {"subject": subject.name, "workload": workload.name, "num_envs": n}
+            if time.perf_counter() + cost > level_deadline:
+                skipped.append({**cell, "reason": f"budget (estimated {cost:.1f} s)"})
+                continue
+            try:
+                rows, hist = _run_cell(subject, workload, n, modes, config)
+            except Exception as exc:
+                log(f"  {subject.name} on {workload.name} x{n}: FAILED {type(exc).__name__}: {exc}")
+                errors.append({**cell, "error": traceback.format_exc(limit=3)})
+                continue
+            history[(subject.name, workload.name)] = hist
+            for row in rows:
+                log(
+                    f"  {workload.name:<21} {row['actions']:<10} {subject.name:<25} x{n:<3}"
+                    f" {row['steps_per_s']:>11,.0f} env-steps/s"
+                )
+            results.extend(rows)
     return {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
         "mode": config.mode,
-        "config": {**asdict(config), "protocol": asdict(p)},
+        "config": asdict(config),
         "machine": machine.as_dict(),
         "results": results,
         "ratios": ratios(results),
