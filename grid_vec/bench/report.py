@@ -139,8 +139,11 @@ def plot(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
     groups = [g for g in _groups(doc) if g[1] == "do-nothing"]
     if not groups:
         raise ValueError("no do-nothing result to plot")
-    fig, axes = plt.subplots(1, len(groups), figsize=(5 * len(groups), 4), squeeze=False)
-    for ax, (workload, actions, subjects, _) in zip(axes[0], groups, strict=True):
+    cols = min(2, len(groups))
+    rows = -(-len(groups) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(6.5 * cols, 4.5 * rows), squeeze=False)
+    order, colors = list(SUBJECTS), plt.get_cmap("tab20")
+    for ax, (workload, actions, subjects, counts) in zip(axes.flat, groups, strict=False):
         for s in subjects:
             points = sorted(
                 (r["num_envs"], r["steps_per_s"])
@@ -148,14 +151,17 @@ def plot(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
                 if (r["subject"], r["workload"], r["actions"]) == (s, workload, actions)
             )
             xs, ys = zip(*points, strict=True)
-            ax.plot(xs, ys, marker="o", label=s)
+            ax.plot(xs, ys, marker="o", label=s, color=colors(order.index(s) % 20))
         ax.set_xscale("log", base=2)
+        ax.set_xticks(counts, [str(n) for n in counts])
         ax.set_yscale("log")
         ax.set_title(f"{workload} ({actions})")
         ax.set_xlabel("number of envs")
         ax.set_ylabel("env-steps/s (median)")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
+    for ax in axes.flat[len(groups) :]:
+        ax.set_visible(False)
     fig.tight_layout()
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
