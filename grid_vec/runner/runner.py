@@ -82,6 +82,11 @@ class Runner:
     :mod:`grid_vec.runner.agents`). ``seed``: master seed from which default per-episode env
     and agent seeds derive. ``idle_action``: the action played by sub-envs that have no
     episode left (default: :func:`~grid_vec.runner.agents.default_action`).
+
+    ``executor="ray"`` plays the episodes on ``num_actors`` Ray actors (default: one per CPU
+    of the cluster at ``ray_address``, or of a local Ray instance when it is None) with the
+    same results as a local run; ``env`` must then be picklable env factories and ``env`` is
+    None on the Runner (see :mod:`grid_vec.integrations.ray`, extra ``ray``).
     """
 
     def __init__(
@@ -91,11 +96,18 @@ class Runner:
         *,
         seed: int = 0,
         idle_action: Any = None,
+        executor: str = "local",
+        ray_address: str | None = None,
+        num_actors: int | None = None,
     ) -> None:
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise ValueError(f"seed must be a non-negative int, got {seed!r}")
         self.agent = agent
         self.kind = agent_kind(agent)
+        self._pool = _episode_pool(executor, env, agent, idle_action, ray_address, num_actors)
+        if self._pool is not None:
+            self.env, self._owns_env, self.seed = None, False, int(seed)
+            return
         if isinstance(env, VectorEnv):
             self.env, self._owns_env = env, False
         elif isinstance(env, Sequence) and env and all(callable(f) for f in env):
@@ -143,7 +155,9 @@ class Runner:
         return self._has
 
     def close(self) -> None:
-        """Close the vector env if the Runner built it."""
+        """Close the vector env if the Runner built it (the Ray actors under executor="ray")."""
+        if self._pool is not None:
+            self._pool.close()
         if self._owns_env and not getattr(self.env, "closed", False):
             self.env.close()
 
@@ -177,12 +191,7 @@ class Runner:
         loaded instead of played (their seeds and options must match).
         """
         specs = self._plan(nb_episode, env_seeds, agent_seeds, episode_id, reset_options)
-        if max_iter is not None and (
-            isinstance(max_iter, bool)
-            or not isinstance(max_iter, (int, np.integer))
-            or max_iter < 1
-        ):
-            raise ValueError(f"max_iter must be None or a positive int, got {max_iter!r}")
+        _check_max_iter(max_iter)
         if resume and path_save is None:
             raise ValueError("resume=True needs path_save (the directory to resume)")
         root = None if path_save is None else prepare_run_dir(path_save)
@@ -191,13 +200,34 @@ class Runner:
         try:
             bars[0].update(len(known))
             todo = [s for s in specs if s.index not in known]
-            loop = _EpisodeLoop(self, max_iter, root, bars[0], bars[1])
-            played = loop.play(todo) if todo else {}
+            if not todo:
+                played = {}
+            elif self._pool is not None:
+                played = self._pool.play(todo, max_iter, root, bars[0], bars[1])
+            else:
+                played = _EpisodeLoop(self, max_iter, root, bars[0], bars[1]).play(todo)
         finally:
             if bars[2]:
                 bars[0].close()
                 bars[1].close()
         return [known[s.index] if s.index in known else played[s.index] for s in specs]
+
+    def play_specs(
+        self,
+        specs: Sequence[EpisodeSpec],
+        *,
+        max_iter: int | None = None,
+        path_save: str | Path | None = None,
+    ) -> dict[int, EpisodeResult]:
+        """Play exactly ``specs`` (their own indices, seeds and options) on this Runner's
+        vector env, recording them under ``path_save``; results by episode index. The
+        building block of executors: each Ray actor plays its share of a run with it."""
+        if self._pool is not None:
+            raise ValueError("play_specs runs on the local vector env; use run() with a pool")
+        _check_max_iter(max_iter)
+        root = None if path_save is None else prepare_run_dir(path_save)
+        no_bar, _, _ = make_bars(False, len(specs))
+        return _EpisodeLoop(self, max_iter, root, no_bar, no_bar).play(list(specs))
 
     def _plan(
         self,
@@ -536,6 +566,38 @@ def _timing_delta(start: dict[str, Any] | None, end: dict[str, Any] | None) -> d
         for k in end
         if k in start and isinstance(end[k], (int, float, np.number))
     }
+
+
+def _episode_pool(
+    executor: str,
+    env: Any,
+    agent: Any,
+    idle_action: Any,
+    ray_address: str | None,
+    num_actors: int | None,
+) -> Any:
+    """The Ray episode pool for ``executor="ray"``, None for ``"local"`` (imports Ray only
+    when asked, so ``import grid_vec`` never does)."""
+    if executor == "local":
+        if ray_address is not None or num_actors is not None:
+            raise ValueError("ray_address and num_actors need executor='ray'")
+        return None
+    if executor != "ray":
+        raise ValueError(f"executor must be 'local' or 'ray', got {executor!r}")
+    try:
+        from grid_vec.integrations.ray import RayEpisodePool
+    except ImportError as exc:
+        raise ImportError("executor='ray' needs Ray: pip install 'grid_vec[ray]'") from exc
+    return RayEpisodePool(
+        env, agent, idle_action=idle_action, address=ray_address, num_actors=num_actors
+    )
+
+
+def _check_max_iter(max_iter: int | None) -> None:
+    if max_iter is not None and (
+        isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1
+    ):
+        raise ValueError(f"max_iter must be None or a positive int, got {max_iter!r}")
 
 
 def _check_length(name: str, values: Sequence[Any] | None, nb_episode: int) -> None:

@@ -1,0 +1,219 @@
+"""The Runner on Ray: episodes played by Ray actors (``Runner(..., executor="ray")``).
+
+Each actor holds a local :class:`~grid_vec.runner.Runner` over a gymnasium ``SyncVectorEnv``
+of the run's env factories (in-process sub-envs, one CPU per actor) and plays the episodes
+it is handed with their own seeds and options, so a result is the one a local run gives:
+episode ``i`` depends only on its seeds and scenario, never on which actor played it.
+
+Recording needs no shared file system: an actor records its episodes in a private temporary
+directory and returns the finished files (bytes); the driver writes them under ``path_save``
+atomically, exactly as a local run lays them out.
+
+Failures: when an actor dies (killed, out of memory, node lost) the episodes it held go back
+to the queue and a fresh actor replaces it; after ``max_actor_failures`` deaths the run stops
+with an error naming the episodes left. An exception raised by the env or the agent is a bug,
+not a failure of the machine: it is raised at once with its original type.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections import deque
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import ray
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+from ray.exceptions import RayActorError
+
+from grid_vec.runner.recording import ARRAYS_FILE, META_FILE, episode_dirname, finished_episodes
+from grid_vec.runner.results import EpisodeResult
+from grid_vec.runner.runner import EpisodeSpec, Runner
+
+IN_FLIGHT_PER_ACTOR = 2  # a second task waits in the actor's queue: no idle gap between tasks
+
+
+def connect(address: str | None = None) -> bool:
+    """Join the Ray cluster at ``address`` (``"auto"``, ``"ray://host:10001"``…), or start a
+    local instance when ``address`` is None; nothing when Ray is already initialised.
+    Returns True when this call started or joined Ray (the caller then shuts it down)."""
+    if address is not None and not isinstance(address, str):
+        raise TypeError(f"ray_address must be a str or None, got {address!r}")
+    if ray.is_initialized():
+        return False
+    if address is None:
+        ray.init(include_dashboard=False)
+    else:
+        ray.init(address=address)
+    return True
+
+
+class _EpisodeActor:
+    """A Ray actor playing chunks of episodes with a local Runner."""
+
+    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], agent: Any, idle_action: Any):
+        self._env_fns = list(env_fns)
+        self._agent = agent
+        self._idle_action = idle_action
+        self._runner: Runner | None = None
+
+    def setup(self) -> None:
+        """Build the vector env and the Runner (raises the Runner's argument errors)."""
+        env = SyncVectorEnv(self._env_fns, autoreset_mode=AutoresetMode.DISABLED)
+        try:
+            self._runner = Runner(env, self._agent, idle_action=self._idle_action)
+        except BaseException:
+            env.close()
+            raise
+
+    def play(
+        self, specs: list[EpisodeSpec], max_iter: int | None, record: bool
+    ) -> tuple[dict[int, EpisodeResult], dict[int, dict[str, bytes]]]:
+        """Results of ``specs`` and, with ``record``, the files of each recorded episode."""
+        assert self._runner is not None, "setup() first"
+        if not record:
+            return self._runner.play_specs(specs, max_iter=max_iter), {}
+        tmp = Path(tempfile.mkdtemp(prefix="grid_vec-ray-"))
+        try:
+            results = self._runner.play_specs(specs, max_iter=max_iter, path_save=tmp)
+            files = {
+                index: {name: (path / name).read_bytes() for name in (ARRAYS_FILE, META_FILE)}
+                for index, path in finished_episodes(tmp).items()
+            }
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return results, files
+
+    def pid(self) -> int:
+        """The actor's process id (tests kill it)."""
+        return os.getpid()
+
+
+_RemoteEpisodeActor = ray.remote(num_cpus=1)(_EpisodeActor)
+
+
+def write_episode_files(root: Path, index: int, files: dict[str, bytes]) -> Path:
+    """Write one episode's files under ``root`` atomically (temporary directory, rename)."""
+    final = root / episode_dirname(index)
+    tmp = root / f".{episode_dirname(index)}.tmp-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    for name, data in files.items():
+        (tmp / name).write_bytes(data)
+    os.rename(tmp, final)
+    return final
+
+
+class RayEpisodePool:
+    """Ray actors playing a Runner's episodes; built by ``Runner(..., executor="ray")``.
+
+    ``env_fns``: picklable env factories; every actor builds all of them (a SyncVectorEnv,
+    so one actor plays ``len(env_fns)`` episodes at a time on one CPU; one factory is the
+    usual choice). ``num_actors`` defaults to the cluster's CPU count. The agent must be
+    picklable: each actor gets a copy.
+    """
+
+    def __init__(
+        self,
+        env_fns: Sequence[Callable[[], gym.Env]],
+        agent: Any,
+        *,
+        idle_action: Any = None,
+        address: str | None = None,
+        num_actors: int | None = None,
+        max_actor_failures: int = 3,
+    ) -> None:
+        if isinstance(env_fns, gym.vector.VectorEnv) or not (
+            isinstance(env_fns, Sequence) and env_fns and all(callable(f) for f in env_fns)
+        ):
+            raise TypeError(
+                f"executor='ray' needs a non-empty sequence of picklable env factories (a "
+                f"vector env cannot travel to the actors), got {env_fns!r}"
+            )
+        if num_actors is not None and (
+            isinstance(num_actors, bool) or not isinstance(num_actors, int) or num_actors < 1
+        ):
+            raise ValueError(f"num_actors must be None or a positive int, got {num_actors!r}")
+        if isinstance(max_actor_failures, bool) or not isinstance(max_actor_failures, int):
+            raise TypeError(f"max_actor_failures must be an int, got {max_actor_failures!r}")
+        if max_actor_failures < 0:
+            raise ValueError(f"max_actor_failures must be >= 0, got {max_actor_failures}")
+        self._args = (list(env_fns), agent, idle_action)
+        self.chunk_size = len(env_fns)
+        self.max_actor_failures = max_actor_failures
+        self._owns_ray = connect(address)
+        self.actors: list[Any] = []
+        try:
+            if num_actors is None:
+                num_actors = max(1, int(ray.cluster_resources().get("CPU", 1)))
+            self.actors = [_RemoteEpisodeActor.remote(*self._args) for _ in range(num_actors)]
+            ray.get([actor.setup.remote() for actor in self.actors])
+        except BaseException:
+            self.close()
+            raise
+
+    def _replace(self, dead: Any) -> None:
+        """Swap a dead actor for a fresh one."""
+        fresh = _RemoteEpisodeActor.remote(*self._args)
+        ray.get(fresh.setup.remote())
+        self.actors[self.actors.index(dead)] = fresh
+
+    def play(
+        self,
+        specs: list[EpisodeSpec],
+        max_iter: int | None,
+        root: Path | None,
+        ep_bar: Any,
+        step_bar: Any,
+    ) -> dict[int, EpisodeResult]:
+        """Play ``specs`` on the actors; results by episode index, episodes written under
+        ``root`` as they arrive."""
+        size = self.chunk_size
+        queue = deque(specs[i : i + size] for i in range(0, len(specs), size))
+        flying: dict[Any, tuple[Any, list[EpisodeSpec]]] = {}
+        results: dict[int, EpisodeResult] = {}
+        failures = 0
+        while queue or flying:
+            for actor in list(self.actors):
+                load = sum(1 for busy, _ in flying.values() if busy is actor)
+                for _ in range(min(len(queue), IN_FLIGHT_PER_ACTOR - load)):
+                    chunk = queue.popleft()
+                    flying[actor.play.remote(chunk, max_iter, root is not None)] = (actor, chunk)
+            (ref,), _ = ray.wait(list(flying), num_returns=1)
+            actor, chunk = flying.pop(ref)
+            try:
+                played, files = ray.get(ref)
+            except RayActorError as exc:
+                queue.appendleft(chunk)  # replayed by another actor
+                if actor not in self.actors:
+                    continue  # its death was already handled
+                failures += 1
+                if failures > self.max_actor_failures:
+                    left = sorted(s.index for c in queue for s in c)
+                    raise RuntimeError(
+                        f"{failures} Ray actors died (max_actor_failures="
+                        f"{self.max_actor_failures}); episodes {left} were not played"
+                    ) from exc
+                self._replace(actor)
+                continue
+            for index, episode_files in files.items():
+                assert root is not None
+                write_episode_files(root, index, episode_files)
+            results.update(played)
+            ep_bar.update(len(played))
+            step_bar.update(sum(r.steps for r in played.values()))
+        return results
+
+    def close(self) -> None:
+        """Kill the actors; shut Ray down when this pool started it. Idempotent."""
+        for actor in self.actors:
+            ray.kill(actor)
+        self.actors = []
+        if self._owns_ray:
+            ray.shutdown()
+            self._owns_ray = False
