@@ -28,12 +28,82 @@ class _SliceBatch:
 
 
 def batch_infos(infos: dict[int, dict[str, Any]], num_envs: int) -> BatchedInfo:
-    """Merge per-env infos (local index -> info) of a slice of ``num_envs`` envs."""
+    """Merge per-env infos (local index -> info) of a slice of ``num_envs`` envs.
+
+    The result is what ``_add_info`` gives env after env, built key by key: the values of
+    a key of one type (arrays: one shape and dtype) fill their column in one assignment;
+    other keys go through ``_add_info`` itself. Infos that ``_add_info`` cannot merge are
+    merged by it env after env, so that it raises its own error.
+    """
+    try:
+        return _batch_by_key(infos, num_envs)
+    except Exception:
+        batch = _SliceBatch(num_envs)
+        merged: dict[str, Any] = {}
+        for k in sorted(infos):
+            merged = batch._add_info(merged, infos[k], k)
+        return BatchedInfo(merged)
+
+
+def _batch_by_key(infos: dict[int, dict[str, Any]], num_envs: int) -> BatchedInfo:
+    rows = sorted(infos)
+    dicts = [infos[k] for k in rows]
+    keys = dicts[0].keys() if dicts else {}.keys()
+    if all(d.keys() == keys for d in dicts):  # the usual case: every env says the same keys
+        columns = {key: (rows, [d[key] for d in dicts]) for key in keys}
+    else:
+        columns = {}
+        for k, d in zip(rows, dicts, strict=True):
+            for key, value in d.items():
+                ks, values = columns.setdefault(key, ([], []))
+                ks.append(k)
+                values.append(value)
     batch = _SliceBatch(num_envs)
     merged: dict[str, Any] = {}
-    for k in sorted(infos):
-        merged = batch._add_info(merged, infos[k], k)
+    for key, (ks, values) in columns.items():
+        array = None if key == "final_obs" else _column(ks, values, num_envs)
+        if array is None:
+            for k, value in zip(ks, values, strict=True):
+                merged = batch._add_info(merged, {key: value}, k)
+            continue
+        if len(ks) == num_envs:  # every env of the slice (rows 0 .. num_envs - 1)
+            mask = np.ones(num_envs, dtype=np.bool_)
+        else:
+            mask = np.zeros(num_envs, dtype=np.bool_)
+            mask[ks] = True
+        merged[key], merged[f"_{key}"] = array, mask
     return BatchedInfo(merged)
+
+
+def _column(rows: list[int], values: list[Any], num_envs: int) -> Any:
+    """The batched ``values`` (of envs ``rows``) of one key as ``_add_info`` builds them, or
+    None when they are of mixed kinds (left to ``_add_info``)."""
+    kinds = set(map(type, values))
+    if len(kinds) != 1:
+        return None
+    kind = kinds.pop()
+    if kind is dict:
+        return dict(_batch_by_key(dict(zip(rows, values, strict=True)), num_envs))
+    every = len(rows) == num_envs  # rows 0 .. num_envs - 1: no gaps to fill
+    if kind in (int, float, bool) or issubclass(kind, np.number):
+        if every:
+            return np.array(values, dtype=kind)
+        array = np.zeros(num_envs, dtype=kind)
+        array[rows] = values
+        return array
+    if kind is np.ndarray:
+        first = values[0]
+        if any(v.shape != first.shape or v.dtype != first.dtype for v in values):
+            return None
+        if every:
+            return np.stack(values)
+        array = np.zeros((num_envs, *first.shape), dtype=first.dtype)
+        array[rows] = values
+        return array
+    array = np.full(num_envs, fill_value=None, dtype=object)
+    for k, value in zip(rows, values, strict=True):
+        array[k] = value
+    return array
 
 
 def place_infos(

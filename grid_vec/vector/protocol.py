@@ -32,6 +32,8 @@ OK_DATA = 1
 ERROR = 2
 READY = 3
 
+POLL_IN = select.POLLIN | select.POLLHUP | select.POLLERR
+
 _FAST = {op: HEADER.pack(op, 0) for op in (STEP, RESET, CALL, SET_ATTR, CLOSE, OK)}
 
 
@@ -84,17 +86,17 @@ def read_message(fd: int) -> tuple[int, Any]:
     return code, pickle.loads(_read_exact(fd, size))
 
 
-def spin_until_readable(fd: int, seconds: float) -> bool:
-    """Poll ``fd`` without sleeping for up to ``seconds``; True as soon as it is readable.
+def spin(poller: select.poll, seconds: float) -> bool:
+    """Poll without sleeping for up to ``seconds``; True as soon as ``poller`` has an event.
 
     A sleeping reader costs a scheduler wake-up (several microseconds) per message; a short
-    bounded spin avoids it when a core is free, and gives the core back if nothing comes.
+    bounded spin avoids it when a core is free. Each turn yields the core (to the sender when
+    it shares it): on a busy machine back-to-back polling without yielding was measured
+    slower, the spinner keeping a core that the sender or other processes needed.
     """
-    poller = select.poll()
-    poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
     deadline = time.perf_counter() + seconds
     while not poller.poll(0):
         if time.perf_counter() > deadline:
             return False
-        os.sched_yield()  # let a process sharing this core (maybe the sender) run
+        os.sched_yield()
     return True

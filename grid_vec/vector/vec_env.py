@@ -55,7 +55,6 @@ from grid_vec.vector.worker import WorkerSpec, worker_main
 
 _DEFAULT_SPIN_US = 50.0
 _RESERVED = ("reset", "step", "close", "_setattr", "_check_spaces")
-_POLL_IN = select.POLLIN | select.POLLHUP | select.POLLERR
 
 
 def _usable_cpus() -> int:
@@ -90,7 +89,7 @@ class _Worker:
 def _readable(fd: int) -> bool:
     """Whether ``fd`` has data (or EOF) to read right now (poll: no 1024-descriptor limit)."""
     poller = select.poll()
-    poller.register(fd, _POLL_IN)
+    poller.register(fd, p.POLL_IN)
     return bool(poller.poll(0))
 
 
@@ -830,16 +829,14 @@ class GridVecEnv(GridCommands, VectorEnv):
         poller = select.poll()
         owner: dict[int, _Worker] = {}
         for w in workers:
-            poller.register(w.reply_fd, _POLL_IN)
-            poller.register(w.sentinel, _POLL_IN)
+            poller.register(w.reply_fd, p.POLL_IN)
+            poller.register(w.sentinel, p.POLL_IN)
             owner[w.reply_fd] = owner[w.sentinel] = w
         remaining = set(workers)
         replies: dict[_Worker, tuple[int, Any]] = {}
         crashed: list[_Worker] = []
         if self.spin_us > 0:
-            spin_end = time.perf_counter() + self.spin_us * 1e-6
-            while not poller.poll(0) and time.perf_counter() < spin_end:
-                os.sched_yield()
+            p.spin(poller, self.spin_us * 1e-6)
         while remaining:
             if deadline is None:
                 wait_ms = -1

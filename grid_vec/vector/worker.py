@@ -7,6 +7,7 @@ so a spawned worker stays small whatever the parent imported.
 from __future__ import annotations
 
 import pickle
+import select
 import signal
 import traceback
 from collections.abc import Callable, Sequence
@@ -58,6 +59,8 @@ class _Server:
         self.last_obs: list[Any] = [None] * len(envs)
         self.single_obs_leaf = len(self.block.obs) == 1 and spec.obs_shared
         self.act_leaf = self.block.act[0] if len(self.block.act) == 1 else None
+        self.poller = select.poll()  # built once: the spin before each command reuses it
+        self.poller.register(fd_in, p.POLL_IN)
 
     def reply(self, code: int, payload: Any = None) -> None:
         p.write_all(self.fd_out, p.encode(code, payload))
@@ -71,7 +74,7 @@ class _Server:
         }
         while True:
             if self.spec.spin_s > 0:
-                p.spin_until_readable(self.fd_in, self.spec.spin_s)
+                p.spin(self.poller, self.spec.spin_s)
             try:
                 code, payload = p.read_message(self.fd_in)
             except p.PeerGone:
