@@ -75,6 +75,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--backend", choices=("lightsim2grid", "pandapower"), default="lightsim2grid")
     run.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    run.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="ADDRESS",
+        help="play the episodes on Ray actors (one env each): on the cluster at ADDRESS "
+        "('auto', 'ray://host:10001'), or on a local Ray instance without ADDRESS; "
+        "--num-envs is then ignored (needs the ray extra)",
+    )
+    run.add_argument(
+        "--num-actors",
+        type=_positive_int,
+        default=None,
+        help="with --ray: number of actors (default: one per CPU of the cluster)",
+    )
 
     replay = commands.add_parser(
         "replay",
@@ -98,13 +114,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _make_agent(name: str, envs: Any, env_factory: Any) -> Any:
+def _make_agent(name: str, action_space: Any, env_factory: Any) -> Any:
     from grid_vec.runner import DoNothingAgent, GreedyAgent, RandomAgent, ReconnectAgent
 
     if name == "do-nothing":
         return DoNothingAgent()
     if name == "random":
-        return RandomAgent(envs.single_action_space)
+        return RandomAgent(action_space)
     probe = env_factory()  # a local env, for the observation layout and the action catalog
     try:
         toggles = [k + 1 for k in range(probe.model.n_branch)]  # action k+1 toggles branch k
@@ -130,23 +146,47 @@ def _run(args: argparse.Namespace) -> int:
     if not args.no_save:
         stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         path = args.save if args.save is not None else Path("runs") / stamp
+    if args.num_actors is not None and args.ray is None:
+        print("grid-vec run: --num-actors needs --ray", file=sys.stderr)
+        return 2
     factory = env_factory(args.env, backend=args.backend)
-    envs = GridVecEnv([factory] * args.num_envs, autoreset_mode=AutoresetMode.DISABLED)
-    try:
-        runner = Runner(envs, _make_agent(args.agent, envs, factory), seed=args.seed)
-        results = runner.run(
-            args.episodes,
-            max_iter=args.max_iter,
-            pbar=not args.no_progress,
-            path_save=path,
-            resume=args.resume,
+    if args.ray is None:
+        envs = GridVecEnv([factory] * args.num_envs, autoreset_mode=AutoresetMode.DISABLED)
+        try:
+            agent = _make_agent(args.agent, envs.single_action_space, factory)
+            results = _play(args, Runner(envs, agent, seed=args.seed), path)
+        finally:
+            envs.close()
+    else:
+        probe = factory()
+        space = probe.action_space
+        probe.close()
+        runner = Runner(
+            [factory],
+            _make_agent(args.agent, space, factory),
+            seed=args.seed,
+            executor="ray",
+            ray_address=args.ray or None,
+            num_actors=args.num_actors,
         )
-    finally:
-        envs.close()
+        try:
+            results = _play(args, runner, path)
+        finally:
+            runner.close()
     print(format_results_table(results))
     if path is not None:
         print(f"\nsaved {len(results)} episodes under {path}  (grid-vec replay {path})")
     return 0
+
+
+def _play(args: argparse.Namespace, runner: Any, path: Path | None) -> list[Any]:
+    return runner.run(
+        args.episodes,
+        max_iter=args.max_iter,
+        pbar=not args.no_progress,
+        path_save=path,
+        resume=args.resume,
+    )
 
 
 def _replay(args: argparse.Namespace) -> int:

@@ -194,7 +194,8 @@ class RayEpisodePool:
                     continue  # its death was already handled
                 failures += 1
                 if failures > self.max_actor_failures:
-                    left = sorted(s.index for c in queue for s in c)
+                    chunks = [*queue, *(c for _, c in flying.values())]
+                    left = sorted(s.index for c in chunks for s in c)
                     raise RuntimeError(
                         f"{failures} Ray actors died (max_actor_failures="
                         f"{self.max_actor_failures}); episodes {left} were not played"

@@ -1,0 +1,185 @@
+"""Ray scale-out on a local Ray instance (2 CPUs): the Runner's Ray executor and the CLI.
+
+Skipped when Ray is not installed (extra ``ray``). One Ray instance serves the module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ray = pytest.importorskip(
+    "ray", reason="the ray extra is not installed (pip install grid_vec[ray])"
+)
+
+from gymnasium import spaces  # noqa: E402
+
+from grid_vec.cli import main as cli_main  # noqa: E402
+from grid_vec.env.make import env_factory  # noqa: E402
+from grid_vec.integrations.ray import RayEpisodePool  # noqa: E402
+from grid_vec.runner import DoNothingAgent, RandomAgent, Runner, load_run  # noqa: E402
+from grid_vec.runner.runner import EpisodeSpec  # noqa: E402
+
+pytestmark = pytest.mark.ray
+
+CASE14 = env_factory("case14")
+# Timings differ from run to run; num_envs is the layout of the run, not part of an episode.
+VOLATILE_META = {"result", "num_envs"}
+VOLATILE_ARRAYS = {"step_time", "agent_time"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def case14_actions() -> spaces.Space:
+    env = CASE14()
+    try:
+        return env.action_space
+    finally:
+        env.close()
+
+
+def recorded(root: Path) -> dict[int, tuple[dict, dict[str, np.ndarray]]]:
+    """meta (minus volatile entries) and arrays (minus timings) of each episode under root."""
+    out = {}
+    for episode in load_run(root):
+        meta = {k: v for k, v in episode.meta.items() if k not in VOLATILE_META}
+        with np.load(episode.path / "arrays.npz", allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files if k not in VOLATILE_ARRAYS}
+        out[episode.result.episode] = (meta, arrays)
+    return out
+
+
+def assert_same_recordings(a: Path, b: Path) -> None:
+    left, right = recorded(a), recorded(b)
+    assert sorted(left) == sorted(right)
+    for index, (meta, arrays) in left.items():
+        assert meta == right[index][0], index
+        assert sorted(arrays) == sorted(right[index][1])
+        for key, value in arrays.items():
+            np.testing.assert_array_equal(value, right[index][1][key], err_msg=f"{index} {key}")
+
+
+def test_ray_results_and_recordings_equal_local(tmp_path):
+    agent = RandomAgent(case14_actions())
+    with Runner([CASE14], agent, seed=5, executor="ray", num_actors=2) as runner:
+        assert runner.env is None
+        remote = runner.run(5, max_iter=40, path_save=tmp_path / "ray")
+    with Runner([CASE14, CASE14], agent, seed=5) as runner:
+        local = runner.run(5, max_iter=40, path_save=tmp_path / "local")
+    assert remote == local
+    assert [r.episode for r in remote] == list(range(5))
+    assert len({r.steps for r in local}) > 1  # random actions end some episodes early
+    assert_same_recordings(tmp_path / "ray", tmp_path / "local")
+    assert not [p for p in (tmp_path / "ray").iterdir() if p.name.startswith(".")]
+
+
+def test_resume_on_ray_plays_only_missing_episodes(tmp_path):
+    with Runner([CASE14], DoNothingAgent(), seed=2, executor="ray", num_actors=1) as runner:
+        first = runner.run(2, max_iter=10, path_save=tmp_path)
+        again = runner.run(3, max_iter=10, path_save=tmp_path, resume=True)
+    assert again[:2] == first
+    assert again[2].episode == 2 and again[2].steps == 10
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"episode_0000{i}" for i in range(3)]
+
+
+def crashing_agent(marker: Path | None, victim_seed: int):
+    """A do-nothing per-episode agent whose process dies when it starts the episode seeded
+    ``victim_seed``: the first time only when ``marker`` (a file it creates) is given,
+    every time otherwise. Defined in a function so that Ray pickles the class by value."""
+
+    class Crashing:
+        def seed(self, seed):
+            if seed == victim_seed and (marker is None or not marker.exists()):
+                if marker is not None:
+                    marker.touch()
+                os._exit(1)
+
+        def reset(self, obs):
+            pass
+
+        def act(self, obs, reward, done):
+            return 0
+
+    return Crashing()
+
+
+def test_dead_actor_episodes_are_replayed_elsewhere(tmp_path):
+    marker = tmp_path / "crashed"
+    with Runner([CASE14], DoNothingAgent(), seed=9) as runner:
+        reference = runner.run(6, max_iter=20)
+    agent = crashing_agent(marker, reference[3].agent_seed)  # dies mid-run
+    with Runner([CASE14], agent, seed=9, executor="ray", num_actors=2) as runner:
+        results = runner.run(6, max_iter=20, path_save=tmp_path / "run")
+    assert marker.exists()  # an actor did die
+    assert results == reference
+    assert sorted(recorded(tmp_path / "run")) == list(range(6))
+
+
+def test_too_many_actor_deaths_stop_the_run_naming_the_episodes(tmp_path):
+    agent = crashing_agent(None, victim_seed=0)
+    specs = [EpisodeSpec(i, env_seed=i, agent_seed=0, options=None) for i in range(2)]
+    pool = RayEpisodePool([CASE14], agent, num_actors=1, max_actor_failures=0)
+    try:
+        with pytest.raises(RuntimeError, match=r"episodes \[0, 1\] were not played"):
+            pool.play(specs, 5, None, _Bar(), _Bar())
+    finally:
+        pool.close()
+
+
+class _Bar:
+    def update(self, n=1):
+        pass
+
+
+def test_agent_error_is_raised_with_its_type_not_retried():
+    class FailingPolicy:  # a bug, not a machine failure
+        def __call__(self, obs):
+            raise KeyError("policy bug")
+
+    with (
+        Runner([CASE14], FailingPolicy(), executor="ray", num_actors=1) as runner,
+        pytest.raises(KeyError, match="policy bug"),
+    ):
+        runner.run(2, max_iter=5)
+
+
+def test_argument_errors():
+    with pytest.raises(ValueError, match="executor must be 'local' or 'ray'"):
+        Runner([CASE14], DoNothingAgent(), executor="dask")
+    with pytest.raises(ValueError, match="need executor='ray'"):
+        Runner([CASE14], DoNothingAgent(), num_actors=2)
+    with pytest.raises(ValueError, match="num_actors must be None or a positive int"):
+        Runner([CASE14], DoNothingAgent(), executor="ray", num_actors=0)
+    with pytest.raises(TypeError, match="picklable env factories"):
+        Runner(CASE14, DoNothingAgent(), executor="ray")
+    with pytest.raises(TypeError, match="ray_address must be a str"):
+        Runner([CASE14], DoNothingAgent(), executor="ray", ray_address=6379)
+
+
+def test_cli_run_on_ray(tmp_path, capsys):
+    save = tmp_path / "run"
+    argv = ["run", "--ray", "--num-actors", "2", "--episodes", "3", "--max-iter", "8"]
+    assert cli_main([*argv, "--save", str(save), "--no-progress"]) == 0
+    assert "saved 3 episodes" in capsys.readouterr().out
+    assert sorted(recorded(save)) == [0, 1, 2]
+    meta = json.loads((save / "episode_00000" / "meta.json").read_text())
+    assert meta["max_iter"] == 8
+
+
+def test_importing_grid_vec_does_not_import_ray():
+    code = (
+        "import sys, grid_vec, grid_vec.runner, grid_vec.cli, grid_vec.integrations; "
+        "assert 'ray' not in sys.modules, 'ray imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
