@@ -6,16 +6,16 @@ GridEnv it returns, and any env rebuilt from the compiled model, does not need p
 
 from __future__ import annotations
 
-import functools
 import os
 import re
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from gymnasium.envs.registration import EnvSpec
 
+from grid_vec.chronics.scenario import ScenarioSource
 from grid_vec.env.embedded import EMBEDDED, embedded_model
 from grid_vec.env.grid_env import GridEnv
 from grid_vec.env.parameters import Parameters
@@ -46,31 +46,32 @@ def make(
     ``grid_vec/<folder name>`` for a folder) and keeps the arguments, so that recordings can
     name the env and ``gymnasium.make(env.spec)`` builds it again.
     """
-    env = env_factory(
+    return env_factory(
         id_or_path,
         backend=backend,
         scenario_seed=scenario_seed,
         allow_negative_loads=allow_negative_loads,
         **kwargs,
     )()
-    name = GYM_IDS.get(str(id_or_path), str(id_or_path))
-    if name in EMBEDDED:
-        env_id, target = _EMBEDDED_IDS[name], name
-    else:
-        env_id = "grid_vec/" + re.sub(r"[^\w.-]", "_", Path(id_or_path).resolve().name)
-        target = str(id_or_path)
-    given = {"scenario_seed": scenario_seed, "allow_negative_loads": allow_negative_loads}
-    explicit = {k: v for k, v in given.items() if v not in (None, False)}
-    env.spec = EnvSpec(
-        id=env_id,
-        entry_point="grid_vec.env.make:make",
-        kwargs={"id_or_path": target, "backend": backend, **explicit, **kwargs},
-    )
-    return env
 
 
 # embedded grid name -> its registered gymnasium id
 _EMBEDDED_IDS = {name: env_id for env_id, name in GYM_IDS.items()}
+
+
+@dataclass(frozen=True)
+class GridEnvFactory:
+    """Builds a GridEnv from compiled pieces (picklable: no pandapower needed to call it)."""
+
+    model: GridModel
+    source: ScenarioSource
+    kwargs: dict[str, Any]
+    spec: EnvSpec
+
+    def __call__(self) -> GridEnv:
+        env = GridEnv(self.model, self.source, **self.kwargs)
+        env.spec = self.spec
+        return env
 
 
 def env_factory(
@@ -80,7 +81,7 @@ def env_factory(
     scenario_seed: int | None = None,
     allow_negative_loads: bool = False,
     **kwargs: Any,
-) -> Callable[[], GridEnv]:
+) -> GridEnvFactory:
     """A picklable zero-argument factory of the GridEnv that :func:`make` would build.
 
     The net is loaded and compiled here, once; the factory only holds the compiled model and
@@ -92,6 +93,9 @@ def env_factory(
             f"allow_negative_loads must be a bool, got {type(allow_negative_loads).__name__}"
         )
     name = GYM_IDS.get(str(id_or_path), str(id_or_path))
+    user_kwargs = dict(kwargs)
+    given = {"scenario_seed": scenario_seed, "allow_negative_loads": allow_negative_loads}
+    explicit = {k: v for k, v in given.items() if v not in (None, False)}
     if name in EMBEDDED:
         if allow_negative_loads:
             raise ValueError("allow_negative_loads only applies to grid2op-format folders")
@@ -100,23 +104,31 @@ def env_factory(
         model = embedded_model(name)
         seed = EMBEDDED[name].scenario_seed if scenario_seed is None else scenario_seed
         source = SyntheticSource(model, seed=seed)
-        return functools.partial(GridEnv, model, source, backend=backend, **kwargs)
-    path = Path(id_or_path)
-    if not path.is_dir():
-        raise ValueError(
-            f"id_or_path must be one of {sorted(EMBEDDED) + sorted(GYM_IDS)} or a grid2op-format "
-            f"folder; {str(id_or_path)!r} is neither"
-        )
-    if scenario_seed is not None:
-        raise ValueError("scenario_seed only applies to embedded (synthetic) environments")
-    return _folder_factory(
-        path, backend=backend, allow_negative_loads=allow_negative_loads, **kwargs
+        env_id, target = _EMBEDDED_IDS[name], name
+    else:
+        path = Path(id_or_path)
+        if not path.is_dir():
+            raise ValueError(
+                f"id_or_path must be one of {sorted(EMBEDDED) + sorted(GYM_IDS)} or a "
+                f"grid2op-format folder; {str(id_or_path)!r} is neither"
+            )
+        if scenario_seed is not None:
+            raise ValueError("scenario_seed only applies to embedded (synthetic) environments")
+        model, source, kwargs = _load_folder(path, allow_negative_loads, kwargs)
+        env_id = "grid_vec/" + re.sub(r"[^\w.-]", "_", path.resolve().name)
+        target = str(id_or_path)
+    spec = EnvSpec(
+        id=env_id,
+        entry_point="grid_vec.env.make:make",
+        kwargs={"id_or_path": target, "backend": backend, **explicit, **user_kwargs},
     )
+    return GridEnvFactory(model, source, {"backend": backend, **kwargs}, spec)
 
 
-def _folder_factory(
-    path: Path, *, backend: str, allow_negative_loads: bool, **kwargs: Any
-) -> Callable[[], GridEnv]:
+def _load_folder(
+    path: Path, allow_negative_loads: bool, kwargs: dict[str, Any]
+) -> tuple[GridModel, ScenarioSource, dict[str, Any]]:
+    """Compiled model, scenario source and GridEnv arguments of a grid2op-format folder."""
     from grid_vec.grid._pandapower import import_pandapower
 
     import_pandapower()  # quietly, before load_folder imports it (see grid_vec.grid._pandapower)
@@ -125,12 +137,13 @@ def _folder_factory(
 
     folder = load_folder(path)
     model = compile_net(folder.net, name=folder.name, thermal_limits=folder.thermal_limits)
+    kwargs = dict(kwargs)
     if kwargs.get("parameters") is None:
         kwargs["parameters"] = Parameters.from_grid2op_dict(folder.params or {})
     if kwargs.get("gen_ramp") is None:
         kwargs["gen_ramp"] = _folder_ramps(folder.prods_charac, model)
     source = FolderSource(folder.path, model, allow_negative_loads=allow_negative_loads)
-    return functools.partial(GridEnv, model, source, backend=backend, **kwargs)
+    return model, source, kwargs
 
 
 def _folder_ramps(charac: dict[str, np.ndarray] | None, model: GridModel) -> np.ndarray | None:

@@ -136,3 +136,8 @@ def test_set_fast_forward_starts_episodes_at_seeded_random_steps(case14_envs):
     case14_envs.set_fast_forward(0)
     case14_envs.set_scenario_id(0)
     assert _start_minutes(case14_envs, case14_envs.reset(seed=21)[0]) == midnight
+
+
+def test_sub_envs_carry_their_gymnasium_spec(case14_envs):
+    # recordings name the env through it (Runner meta "env_id")
+    assert [s.id for s in case14_envs.get_attr("spec")] == ["grid_vec/Case14-v0"] * 4
