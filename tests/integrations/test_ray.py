@@ -1,4 +1,5 @@
-"""Ray scale-out on a local Ray instance (2 CPUs): the Runner's Ray executor and the CLI.
+"""Ray scale-out on a local Ray instance (2 CPUs): the Runner's Ray executor, the CLI and
+RayVecEnv.
 
 Skipped when Ray is not installed (extra ``ray``). One Ray instance serves the module.
 """
@@ -18,13 +19,19 @@ ray = pytest.importorskip(
     "ray", reason="the ray extra is not installed (pip install grid_vec[ray])"
 )
 
+import functools  # noqa: E402
+
+import gymnasium as gym  # noqa: E402
 from gymnasium import spaces  # noqa: E402
+from gymnasium.vector import AutoresetMode, SyncVectorEnv  # noqa: E402
 
 from grid_vec.cli import main as cli_main  # noqa: E402
 from grid_vec.env.make import env_factory  # noqa: E402
 from grid_vec.integrations.ray import RayEpisodePool  # noqa: E402
+from grid_vec.integrations.ray_vec_env import RayVecEnv  # noqa: E402
 from grid_vec.runner import DoNothingAgent, RandomAgent, Runner, load_run  # noqa: E402
 from grid_vec.runner.runner import EpisodeSpec  # noqa: E402
+from grid_vec.vector.errors import WorkerCrashedError  # noqa: E402
 
 pytestmark = pytest.mark.ray
 
@@ -183,3 +190,93 @@ def test_importing_grid_vec_does_not_import_ray():
         "assert 'ray' not in sys.modules, 'ray imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+CARTPOLE = functools.partial(gym.make, "CartPole-v1")
+
+
+def assert_same_tree(a, b, where=""):
+    """Equal observations/infos: arrays element-wise, dicts key by key."""
+    if isinstance(a, dict):
+        assert sorted(a) == sorted(b), where
+        for key in a:
+            assert_same_tree(a[key], b[key], f"{where}.{key}")
+    elif isinstance(a, np.ndarray) and a.dtype == object:  # e.g. SAME_STEP's final_obs
+        assert a.shape == b.shape, where
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_same_tree(x, y, f"{where}[{i}]")
+    else:
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=where)
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+def test_ray_vec_env_steps_like_sync_vector_env(mode):
+    """Three CartPoles on two actors (2 + 1) against gymnasium's SyncVectorEnv, through
+    several automatic resets (random actions end CartPole episodes within ~20 steps)."""
+    ray_env = RayVecEnv([CARTPOLE] * 3, envs_per_actor=2, autoreset_mode=mode)
+    sync_env = SyncVectorEnv([CARTPOLE] * 3, autoreset_mode=mode)
+    try:
+        assert ray_env.single_observation_space == sync_env.single_observation_space
+        assert ray_env.action_space == sync_env.action_space
+        assert ray_env.metadata["autoreset_mode"] == mode
+        assert_same_tree(
+            dict(enumerate(ray_env.reset(seed=4))), dict(enumerate(sync_env.reset(seed=4)))
+        )
+        sync_env.action_space.seed(1)
+        resets = 0
+        for t in range(60):
+            actions = sync_env.action_space.sample()
+            got, expected = ray_env.step(actions), sync_env.step(actions)
+            resets += int(np.sum(expected[2] | expected[3]))
+            assert_same_tree(dict(enumerate(got)), dict(enumerate(expected)), f"step {t}")
+        assert resets >= 3
+    finally:
+        ray_env.close()
+        sync_env.close()
+
+
+def test_runner_over_ray_vec_env_matches_local():
+    """DISABLED mode with reset_mask (the Runner's partial resets) on case14."""
+    agent = RandomAgent(case14_actions())
+    ray_env = RayVecEnv([CASE14] * 2, autoreset_mode=AutoresetMode.DISABLED)
+    try:
+        remote = Runner(ray_env, agent, seed=1).run(3, max_iter=15)
+    finally:
+        ray_env.close()
+    with Runner([CASE14], agent, seed=1) as runner:
+        assert remote == runner.run(3, max_iter=15)
+
+
+def test_ray_vec_env_attributes_and_close():
+    env = RayVecEnv([CARTPOLE] * 2)
+    try:
+        assert env.get_attr("spec")[0].id == "CartPole-v1" == env.spec.id
+        env.set_attr("marker", [1, 2])
+        assert env.get_attr("marker") == (1, 2)
+        env.set_attr("marker", 7)
+        assert env.call("get_wrapper_attr", "marker") == (7, 7)
+        with pytest.raises(ValueError, match="values has 3 entries, expected 2"):
+            env.set_attr("marker", [1, 2, 3])
+        with pytest.raises(ValueError, match="seed has 1 entries, expected 2"):
+            env.reset(seed=[1])
+        with pytest.raises(ValueError, match="reset_mask must be a boolean array"):
+            env.reset(options={"reset_mask": np.ones(3, dtype=bool)})
+    finally:
+        env.close()
+    env.close()  # idempotent
+    with pytest.raises(RuntimeError, match="closed"):
+        env.step(np.zeros(2, dtype=np.int64))
+    with pytest.raises(ValueError, match="envs_per_actor must be >= 1"):
+        RayVecEnv([CARTPOLE], envs_per_actor=0)
+
+
+def test_ray_vec_env_dead_actor_is_named():
+    env = RayVecEnv([CARTPOLE] * 3, envs_per_actor=2)
+    try:
+        env.reset(seed=0)
+        ray.kill(env._actors[1])  # the actor of sub-env 2
+        with pytest.raises(WorkerCrashedError, match=r"sub-envs \[2\] died") as info:
+            env.step(np.zeros(3, dtype=np.int64))
+        assert info.value.env_ids == (2,)
+    finally:
+        env.close()
