@@ -122,24 +122,29 @@ class ObservationLayout:
 
 
 class ObservationView:
-    """Attribute access (``view.rho``) to the segments of one observation, without copying.
+    """Attribute access (``view.rho``) to the segments of observations, without copying.
 
-    Scalar time segments come back as 1-element arrays too, so every attribute is a view
-    into the same buffer (writing through it writes the observation).
+    Works on one observation (shape ``(size,)``) or a batch of them (``(..., size)``, e.g. a
+    vector env's batch or a recorded episode): each attribute then has the batch's leading
+    axes. Scalar time segments come back as 1-element arrays too, so every attribute is a
+    view into the same buffer (writing through it writes the observation).
     """
 
     __slots__ = ("_array", "_layout")
 
     def __init__(self, array: np.ndarray, layout: ObservationLayout) -> None:
-        if not isinstance(array, np.ndarray) or array.shape != (layout.size,):
+        if not isinstance(array, np.ndarray) or array.ndim < 1 or array.shape[-1] != layout.size:
             shape = getattr(array, "shape", type(array).__name__)
-            raise ValueError(f"observation must be an array of shape ({layout.size},), got {shape}")
+            raise ValueError(
+                f"observation must be an array of shape ({layout.size},) or (..., "
+                f"{layout.size}), got {shape}"
+            )
         self._array = array
         self._layout = layout
 
     def __getattr__(self, name: str) -> np.ndarray:
         try:
-            return self._array[self._layout.slices[name]]
+            return self._array[..., self._layout.slices[name]]
         except KeyError:
             raise AttributeError(
                 f"observation has no segment {name!r}; segments: {', '.join(self._layout.names)}"
