@@ -210,6 +210,9 @@ class GridVecEnv(GridCommands, VectorEnv):
         self._seeds: list[int | None] = [None] * self.num_envs
         self._state = AsyncState.DEFAULT
         self._pending: list[_Worker] = []
+        # poll set over every worker's reply pipe and sentinel, reused by the waits that
+        # concern all workers (step, reset); rebuilt after a worker is started or stopped
+        self._poll_all: tuple[select.poll, dict[int, _Worker]] | None = None
         self._call_order: list[tuple[_Worker, int]] = []
         self._reset_entries: dict[int, list] = {}
         self._ready: deque[int] = deque()
@@ -314,6 +317,7 @@ class GridVecEnv(GridCommands, VectorEnv):
         w.process, w.conns = process, [cmd_w, rep_r]
         w.cmd_fd, w.reply_fd, w.sentinel = cmd_w.fileno(), rep_r.fileno(), process.sentinel
         w.alive, w.stale, w.pool = True, 0, deque()
+        self._poll_all = None
         return w
 
     def _check_spaces(self, workers: list[_Worker]) -> None:
@@ -664,6 +668,7 @@ class GridVecEnv(GridCommands, VectorEnv):
 
     def _stop(self, w: _Worker, *, kill: bool) -> None:
         _stop_worker(w, kill=kill)
+        self._poll_all = None
 
     def __del__(self) -> None:
         """Terminate the workers of a GridVecEnv collected without close()."""
@@ -803,7 +808,7 @@ class GridVecEnv(GridCommands, VectorEnv):
             self._assert_alive(w)
         for w in self._workers:
             self._write(w, p.encode(code, payload_of(w), **kw))
-        self._pending = list(self._workers)
+        self._pending = self._workers
 
     def _write(self, w: _Worker, message: bytes) -> None:
         try:
@@ -826,12 +831,17 @@ class GridVecEnv(GridCommands, VectorEnv):
         self, workers: list[_Worker], deadline: float | None, *, need_all: bool = True
     ) -> tuple[dict[_Worker, tuple[int, Any]], list[_Worker], list[_Worker]]:
         """Poll reply pipes and process sentinels: (replies, crashed workers, late workers)."""
-        poller = select.poll()
-        owner: dict[int, _Worker] = {}
-        for w in workers:
-            poller.register(w.reply_fd, p.POLL_IN)
-            poller.register(w.sentinel, p.POLL_IN)
-            owner[w.reply_fd] = owner[w.sentinel] = w
+        shared = workers is self._workers  # every worker: the reusable poll set
+        if shared and self._poll_all is not None:
+            poller, owner = self._poll_all
+        else:
+            poller, owner = select.poll(), {}
+            for w in workers:
+                poller.register(w.reply_fd, p.POLL_IN)
+                poller.register(w.sentinel, p.POLL_IN)
+                owner[w.reply_fd] = owner[w.sentinel] = w
+            if shared:
+                self._poll_all = poller, owner
         remaining = set(workers)
         replies: dict[_Worker, tuple[int, Any]] = {}
         crashed: list[_Worker] = []
@@ -848,6 +858,9 @@ class GridVecEnv(GridCommands, VectorEnv):
             for fd, _ in events:
                 w = owner[fd]
                 if w not in remaining:
+                    if shared:  # answered already, now dead: stop watching it
+                        poller.unregister(fd)
+                        self._poll_all = None
                     continue
                 if fd == w.sentinel and not _readable(w.reply_fd):
                     crashed.append(w)
@@ -857,8 +870,9 @@ class GridVecEnv(GridCommands, VectorEnv):
                     except p.PeerGone:
                         crashed.append(w)
                 remaining.discard(w)
-                poller.unregister(w.reply_fd)
-                poller.unregister(w.sentinel)
+                if not shared:
+                    poller.unregister(w.reply_fd)
+                    poller.unregister(w.sentinel)
             if not need_all and (replies or crashed):
                 break
         late = [w for w in workers if w in remaining]
