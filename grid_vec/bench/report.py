@@ -110,8 +110,8 @@ def format_markdown(doc: dict[str, Any]) -> str:
         "their action space is not the same;",
         "- `l2rpn_case14_sandbox` is the same grid2op folder for grid_vec and grid2op; "
         "`trivial` is an env that does no work: only the vector env's overhead is timed;",
-        "- `-`: not applicable (single env) or skipped for the time budget; the JSON "
-        "keeps every sample, the spread, the skips and the machine description.",
+        "- `-`: not applicable (single env), skipped for the time budget or failed; the "
+        "JSON keeps every sample, the spread, the skips, the errors and the machine.",
     ]
     return "\n".join(lines)
 
