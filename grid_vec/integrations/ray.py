@@ -147,7 +147,8 @@ class RayEpisodePool:
         self.chunk_size = len(env_fns)
         self.max_actor_failures = max_actor_failures
         self._owns_ray = connect(address)
-        self.actors: list[Any] = []
+        self.actors: list[Any] = []  # ready
+        self._starting: dict[Any, Any] = {}  # setup ref -> replacement actor
         try:
             if num_actors is None:
                 num_actors = max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -157,11 +158,13 @@ class RayEpisodePool:
             self.close()
             raise
 
-    def _replace(self, dead: Any) -> None:
-        """Swap a dead actor for a fresh one."""
+    def _respawn(self, dead: Any) -> None:
+        """Drop a dead actor and start a replacement; the others keep playing meanwhile
+        (it joins once its setup is done)."""
+        if dead in self.actors:
+            self.actors.remove(dead)
         fresh = _RemoteEpisodeActor.remote(*self._args)
-        ray.get(fresh.setup.remote())
-        self.actors[self.actors.index(dead)] = fresh
+        self._starting[fresh.setup.remote()] = fresh
 
     def play(
         self,
@@ -179,29 +182,36 @@ class RayEpisodePool:
         results: dict[int, EpisodeResult] = {}
         failures = 0
         while queue or flying:
-            for actor in list(self.actors):
+            for actor in self.actors:
                 load = sum(1 for busy, _ in flying.values() if busy is actor)
                 for _ in range(min(len(queue), IN_FLIGHT_PER_ACTOR - load)):
                     chunk = queue.popleft()
                     flying[actor.play.remote(chunk, max_iter, root is not None)] = (actor, chunk)
-            (ref,), _ = ray.wait(list(flying), num_returns=1)
-            actor, chunk = flying.pop(ref)
+            (ref,), _ = ray.wait([*flying, *self._starting], num_returns=1)
+            if ref in self._starting:  # a replacement actor's setup
+                actor, chunk = self._starting.pop(ref), None
+            else:
+                actor, chunk = flying.pop(ref)
             try:
-                played, files = ray.get(ref)
+                outcome = ray.get(ref)
             except RayActorError as exc:
-                queue.appendleft(chunk)  # replayed by another actor
-                if actor not in self.actors:
-                    continue  # its death was already handled
-                failures += 1
-                if failures > self.max_actor_failures:
-                    chunks = [*queue, *(c for _, c in flying.values())]
-                    left = sorted(s.index for c in chunks for s in c)
-                    raise RuntimeError(
-                        f"{failures} Ray actors died (max_actor_failures="
-                        f"{self.max_actor_failures}); episodes {left} were not played"
-                    ) from exc
-                self._replace(actor)
+                if chunk is not None:
+                    queue.appendleft(chunk)  # replayed by another actor
+                if chunk is None or actor in self.actors:  # first news of this death
+                    failures += 1
+                    if failures > self.max_actor_failures:
+                        chunks = [*queue, *(c for _, c in flying.values())]
+                        left = sorted(s.index for c in chunks for s in c)
+                        raise RuntimeError(
+                            f"{failures} Ray actors died (max_actor_failures="
+                            f"{self.max_actor_failures}); episodes {left} were not played"
+                        ) from exc
+                    self._respawn(actor)
                 continue
+            if chunk is None:
+                self.actors.append(actor)  # the replacement is ready
+                continue
+            played, files = outcome
             for index, episode_files in files.items():
                 assert root is not None
                 write_episode_files(root, index, episode_files)
@@ -212,9 +222,9 @@ class RayEpisodePool:
 
     def close(self) -> None:
         """Kill the actors; shut Ray down when this pool started it. Idempotent."""
-        for actor in self.actors:
+        for actor in [*self.actors, *self._starting.values()]:
             ray.kill(actor)
-        self.actors = []
+        self.actors, self._starting = [], {}
         if self._owns_ray:
             ray.shutdown()
             self._owns_ray = False
