@@ -4,8 +4,9 @@ Measured in one run: the embedded case14 (synthetic scenarios, lightsim2grid bac
 grid_vec on grid2op's ``l2rpn_case14_sandbox`` folder (when the folder source is available),
 and grid2op itself with ``LightSimBackend`` on that folder (skipped with a message when
 grid2op is not installed). Every row times the same number of do-nothing steps after the
-same warm-up, with the same harness; median of several repetitions; episodes that end are
-reset (resets are not timed).
+same warm-up, with the same harness; the repetitions of the rows alternate (round-robin), so
+that load changes on a shared machine hit every row alike; median of the repetitions;
+episodes that end are reset (resets are not timed).
 
     python benchmarks/bench_env.py [--steps 3000] [--repeats 5]
 """
@@ -18,9 +19,12 @@ import platform
 import statistics
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import grid_vec
+
+GRID2OP = "grid2op+LightSimBackend l2rpn_case14_sandbox"
 
 
 def steps_per_second(reset, step, n_steps: int) -> float:
@@ -40,7 +44,8 @@ def steps_per_second(reset, step, n_steps: int) -> float:
     return n_steps / elapsed
 
 
-def bench_grid_vec(target, n_steps: int, repeats: int) -> list[float]:
+def grid_vec_runner(target, n_steps: int) -> Callable[[], float]:
+    """One repetition per call: steps/s of a GridEnv on ``target`` (a new seed each time)."""
     env = grid_vec.make(target)
 
     def step() -> bool:
@@ -48,12 +53,11 @@ def bench_grid_vec(target, n_steps: int, repeats: int) -> list[float]:
         return term or trunc
 
     seeds = iter(range(10**6))
-    return [
-        steps_per_second(lambda: env.reset(seed=next(seeds)), step, n_steps) for _ in range(repeats)
-    ]
+    return lambda: steps_per_second(lambda: env.reset(seed=next(seeds)), step, n_steps)
 
 
-def bench_grid2op(path: Path, n_steps: int, repeats: int) -> list[float]:
+def grid2op_runner(path: Path, n_steps: int) -> Callable[[], float]:
+    """One repetition per call: steps/s of grid2op + LightSimBackend on the folder ``path``."""
     import grid2op
     from lightsim2grid import LightSimBackend
 
@@ -65,7 +69,7 @@ def bench_grid2op(path: Path, n_steps: int, repeats: int) -> list[float]:
     def step() -> bool:
         return env.step(do_nothing)[2]
 
-    return [steps_per_second(env.reset, step, n_steps) for _ in range(repeats)]
+    return lambda: steps_per_second(env.reset, step, n_steps)
 
 
 def main() -> None:
@@ -73,8 +77,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    rows: dict[str, list[float]] = {}
-    rows["grid_vec embedded case14"] = bench_grid_vec("case14", args.steps, args.repeats)
+    runners: dict[str, Callable[[], float]] = {
+        "grid_vec embedded case14": grid_vec_runner("case14", args.steps)
+    }
     try:
         import grid2op
     except ImportError:
@@ -83,16 +88,17 @@ def main() -> None:
     if grid2op is not None:
         sandbox = Path(grid2op.__file__).parent / "data" / "l2rpn_case14_sandbox"
         try:
-            rows["grid_vec l2rpn_case14_sandbox"] = bench_grid_vec(
-                sandbox, args.steps, args.repeats
-            )
+            runners["grid_vec l2rpn_case14_sandbox"] = grid_vec_runner(sandbox, args.steps)
         except ImportError as exc:
             print(f"grid_vec folder source unavailable ({exc}): skipping that row")
-        rows["grid2op+LightSimBackend l2rpn_case14_sandbox"] = bench_grid2op(
-            sandbox, args.steps, args.repeats
-        )
+        runners[GRID2OP] = grid2op_runner(sandbox, args.steps)
+    # repetitions alternate between the rows: a change of machine load hits them all alike
+    rows: dict[str, list[float]] = {name: [] for name in runners}
+    for _ in range(args.repeats):
+        for name, run in runners.items():
+            rows[name].append(run())
     medians = {name: statistics.median(values) for name, values in rows.items()}
-    reference = medians.get("grid2op+LightSimBackend l2rpn_case14_sandbox")
+    reference = medians.get(GRID2OP)
     print(f"{'environment':46s} {'steps/s (median)':>17s} {'x grid2op':>10s}")
     for name, value in medians.items():
         ratio = f"{value / reference:10.1f}" if reference else f"{'-':>10s}"
