@@ -3,10 +3,11 @@
     python benchmarks/bench_ray.py                              # 8 x 288 steps, case14
     python benchmarks/bench_ray.py --episodes 16 --recorded
 
-Both sides play the same seeded do-nothing episodes with the same number of workers: the
-local Runner over a GridVecEnv of ``--workers`` sub-envs, the Ray Runner over ``--workers``
-actors. Ray start-up and actor creation are timed apart (paid once per campaign, not per
-episode). Medians of ``--repeat`` runs. Writes benchmarks/results/bench_ray.json.
+All rows play the same seeded do-nothing episodes: the local Runner over a GridVecEnv of
+``--workers`` sub-envs (worker processes), over one in-process env (SyncVectorEnv: the work
+of one actor, for scale), and the Ray Runner over ``--workers`` actors. Ray start-up and
+actor creation are timed apart (paid once per campaign, not per episode). Medians of
+``--repeat`` runs. Writes benchmarks/results/bench_ray.json.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import time
 from pathlib import Path
 
 import ray
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 from grid_vec.env.make import env_factory
 from grid_vec.runner import DoNothingAgent, Runner
@@ -55,6 +57,11 @@ def main() -> None:
 
     with Runner([factory] * args.workers, DoNothingAgent(), seed=0) as runner:
         local = timed_runs(runner, args)
+    sync_env = SyncVectorEnv([factory], autoreset_mode=AutoresetMode.DISABLED)
+    try:
+        in_process = timed_runs(Runner(sync_env, DoNothingAgent(), seed=0), args)
+    finally:
+        sync_env.close()
 
     start = time.perf_counter()
     ray.init(num_cpus=args.workers, include_dashboard=False, log_to_driver=False)
@@ -72,6 +79,7 @@ def main() -> None:
 
     rows = {
         "local Runner (GridVecEnv)": statistics.median(local),
+        "local Runner (SyncVectorEnv, 1 env)": statistics.median(in_process),
         "Ray Runner (local instance)": statistics.median(remote),
     }
     base = rows["local Runner (GridVecEnv)"]
@@ -79,15 +87,15 @@ def main() -> None:
         f"{args.episodes} episodes x {args.steps} steps, {args.env}, do-nothing, "
         f"{args.workers} workers, recorded={args.recorded}, median of {args.repeat}"
     )
-    print(f"{'executor':<30}{'run s':>8}{'episodes/h':>12}{'vs local':>10}")
+    print(f"{'executor':<38}{'run s':>8}{'episodes/h':>12}{'vs local':>10}")
     for name, seconds in rows.items():
         rate = args.episodes / seconds * 3600
-        print(f"{name:<30}{seconds:>8.3f}{rate:>12.0f}{base / seconds:>10.2f}")
+        print(f"{name:<38}{seconds:>8.3f}{rate:>12.0f}{base / seconds:>10.2f}")
     print(f"one-off: ray.init {ray_start:.2f} s, {args.workers} actors ready {actors_start:.2f} s")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     report = {
         "config": vars(args),
-        "seconds": {"local": local, "ray": remote},
+        "seconds": {"local": local, "local_sync_1env": in_process, "ray": remote},
         "median_s": rows,
         "episodes_per_hour": {k: args.episodes / v * 3600 for k, v in rows.items()},
         "ray_vs_local": base / rows["Ray Runner (local instance)"],

@@ -182,6 +182,8 @@ def test_cli_run_on_ray(tmp_path, capsys):
     assert sorted(recorded(save)) == [0, 1, 2]
     meta = json.loads((save / "episode_00000" / "meta.json").read_text())
     assert meta["max_iter"] == 8
+    assert cli_main(["run", "--num-actors", "2", "--no-save"]) == 2
+    assert "--num-actors needs --ray" in capsys.readouterr().err
 
 
 def test_importing_grid_vec_does_not_import_ray():
