@@ -11,13 +11,16 @@ import pytest
 import sb3_envs
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 from gymnasium.wrappers import TimeLimit
-from stable_baselines3 import PPO
-from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
 
 from grid_vec.env.make import env_factory
 from grid_vec.integrations.sb3 import SB3VecEnv, make_sb3_vec_env, unbatch_infos
 from grid_vec.vector import GridVecEnv
+
+pytest.importorskip("stable_baselines3", reason="needs the sb3 extra")
+
+from stable_baselines3 import PPO
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
 
 pytestmark = pytest.mark.sb3
 

@@ -8,11 +8,14 @@ import numpy as np
 import pytest
 import sb3_envs
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
-from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 from grid_vec.env.make import env_factory
 from grid_vec.integrations.sb3 import SB3VecEnv
 from grid_vec.vector import GridVecEnv
+
+pytest.importorskip("stable_baselines3", reason="needs the sb3 extra")
+
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 pytestmark = pytest.mark.sb3
 
