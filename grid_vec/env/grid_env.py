@@ -332,7 +332,10 @@ class GridEnv(gym.Env):
     def _parse(self, action: Any) -> Parsed:
         """Validate an action; return (kind, target, substation buses, redispatch MW)."""
         parsed_actions = self._parsed_actions
-        if type(action) is int and 0 <= action < len(parsed_actions):  # the common case, fast
+        # the common cases, fast: a Python int, or the int64 a vector env reads from its batch
+        if (type(action) is int or type(action) is np.int64) and (
+            0 <= action < len(parsed_actions)
+        ):
             return parsed_actions[action]
         if self.action_type == "discrete":
             if isinstance(action, np.ndarray) and action.shape == () and action.dtype.kind in "iu":
