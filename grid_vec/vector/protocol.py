@@ -25,6 +25,7 @@ RESET = 2  # payload: per local env, None (no-op) or (seed, options)
 CALL = 3  # payload: (name, local ids, per-env args, per-env kwargs)
 SET_ATTR = 4  # payload: (name, local ids, per-env values)
 CLOSE = 5
+BUILD = 6  # payload: the cloudpickled env factories of the worker (first command)
 
 # Replies (worker -> parent).
 OK = 0
@@ -64,6 +65,30 @@ def write_all(fd: int, data: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
+
+
+def write_unless_gone(fd: int, data: bytes, sentinel: int) -> bool:
+    """Write all of ``data`` to ``fd`` unless the reading process (its ``sentinel``) dies
+    first: then return False instead of blocking forever on a full pipe."""
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    poller.register(sentinel, select.POLLIN)
+    view = memoryview(data)
+    os.set_blocking(fd, False)
+    try:
+        while view:
+            ready = {event_fd for event_fd, _ in poller.poll()}
+            if sentinel in ready:
+                return False
+            try:
+                view = view[os.write(fd, view) :]
+            except BlockingIOError:
+                continue
+            except BrokenPipeError:
+                return False
+        return True
+    finally:
+        os.set_blocking(fd, True)
 
 
 def _read_exact(fd: int, size: int) -> bytes:

@@ -293,7 +293,6 @@ class GridVecEnv(GridCommands, VectorEnv):
         rep_r, rep_w = self._ctx.Pipe(duplex=False)
         spec = WorkerSpec(
             env_ids=w.env_ids,
-            env_fns=w.blob,
             block=self._block,
             obs_space=self.single_observation_space,
             act_space=self.single_action_space,
@@ -316,6 +315,8 @@ class GridVecEnv(GridCommands, VectorEnv):
         rep_w.close()
         w.process, w.conns = process, [cmd_w, rep_r]
         w.cmd_fd, w.reply_fd, w.sentinel = cmd_w.fileno(), rep_r.fileno(), process.sentinel
+        # a worker dead at start-up is reported by the wait for its READY that follows
+        p.write_unless_gone(w.cmd_fd, p.encode(p.BUILD, w.blob), w.sentinel)
         w.alive, w.stale, w.pool = True, 0, deque()
         self._poll_all = None
         return w

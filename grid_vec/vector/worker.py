@@ -29,7 +29,6 @@ class WorkerSpec:
     """Everything a worker needs besides its pipes: what to build and where to write."""
 
     env_ids: tuple[int, ...]
-    env_fns: bytes  # cloudpickle of the list of factories for env_ids
     block: SharedBlock
     obs_space: spaces.Space  # single observation space used to batch observations
     act_space: spaces.Space
@@ -225,7 +224,12 @@ def worker_main(spec: WorkerSpec, cmd: Connection, reply: Connection, others: li
     fd_in, fd_out = cmd.fileno(), reply.fileno()
     envs: list[Env] = []
     try:
-        for env_id, env_fn in zip(spec.env_ids, pickle.loads(spec.env_fns), strict=True):
+        # the factories come as a first message, not with the process arguments: a child that
+        # dies while starting then cannot leave the parent blocked on a full spawn pipe
+        code, blob = p.read_message(fd_in)
+        if code != p.BUILD:
+            raise RuntimeError(f"worker expected its env factories first, got command {code}")
+        for env_id, env_fn in zip(spec.env_ids, pickle.loads(blob), strict=True):
             try:
                 envs.append(env_fn())
             except Exception as exc:
