@@ -8,7 +8,7 @@ benchmarks/results/bench_vector.json. The resident memory of the parent and of o
 carrying 1 and 16 envs is reported too.
 
     python benchmarks/bench_vector.py                       # trivial env, 1 2 4 8 envs
-    python benchmarks/bench_vector.py --factory grid_vec:make --kwargs '{"id": "..."}' \
+    python benchmarks/bench_vector.py --factory grid_vec:make --kwargs '{"id_or_path": "case14"}' \
         --envs 32 --workers 2 --with-sync --name bench_vector_case14
 """
 
