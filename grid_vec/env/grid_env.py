@@ -495,18 +495,25 @@ class GridEnv(gym.Env):
         outcome: StepOutcome,
         others: dict[str, float],
     ) -> dict[str, Any]:
-        """The step's info: scalars, strings / None and fixed-shape arrays only, so that vector
-        envs can batch the infos of sub-envs whatever happened in each."""
+        """The step's info, fixed-shape entries only so that vector envs batch it cheaply:
+        ``is_illegal``, ``is_ambiguous``, ``tripped_branches`` (a mask per branch) always;
+        ``other_rewards`` when some are configured; the reasons (``illegal_reason``,
+        ``ambiguous_reason``, ``game_over_reason``) only on the steps they explain."""
         tripped = outcome.tripped
-        return {
+        info: dict[str, Any] = {
             "is_illegal": illegal is not None,
-            "illegal_reason": illegal,
             "is_ambiguous": ambiguous is not None,
-            "ambiguous_reason": ambiguous,
-            "game_over_reason": outcome.game_over,
             "tripped_branches": self._no_trip.copy() if tripped is None else tripped,
-            "other_rewards": others,
         }
+        if others:
+            info["other_rewards"] = others
+        if illegal is not None:
+            info["illegal_reason"] = illegal
+        if ambiguous is not None:
+            info["ambiguous_reason"] = ambiguous
+        if outcome.game_over is not None:
+            info["game_over_reason"] = outcome.game_over
+        return info
 
     def _apply_init_state(self, state: GridState, init: Any) -> None:
         """``{"line_status": (n_branch,) bool, "bus": (n_elem,) topo vector of 1/2}``."""
