@@ -28,25 +28,10 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 
+from grid_vec.bench.workloads import TrivialEnv
 from grid_vec.vector import GridVecEnv
 
 RESULTS = Path(__file__).parent / "results"
-
-
-class TrivialEnv(gym.Env):
-    """Returns the same preallocated observation: every microsecond measured is overhead."""
-
-    def __init__(self, obs_size: int = 550) -> None:
-        self.observation_space = gym.spaces.Box(-1.0, 1.0, (obs_size,), np.float32)
-        self.action_space = gym.spaces.Discrete(2)
-        self._obs = np.zeros(obs_size, np.float32)
-
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        super().reset(seed=seed)
-        return self._obs, {}
-
-    def step(self, action):
-        return self._obs, 0.0, False, False, {}
 
 
 def _load_factory(spec: str, kwargs: dict[str, Any]) -> Callable[[], gym.Env]:

@@ -10,22 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from grid_vec import __version__
+from grid_vec._argtypes import non_negative_int, positive_int
 
 AGENTS = ("do-nothing", "random", "reconnect", "greedy")
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,17 +36,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="case14, case118, a gymnasium id or a grid2op-format folder (default: case14)",
     )
     run.add_argument("--agent", choices=AGENTS, default="do-nothing")
-    run.add_argument("--episodes", type=_positive_int, default=4)
-    run.add_argument("--num-envs", type=_positive_int, default=2)
+    run.add_argument("--episodes", type=positive_int, default=4)
+    run.add_argument("--num-envs", type=positive_int, default=2)
     run.add_argument(
         "--max-iter",
-        type=_positive_int,
+        type=positive_int,
         default=288,
         help="steps per episode at most (default 288: one day)",
     )
     run.add_argument(
         "--seed",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=0,
         help="master seed of the episodes' env and agent seeds",
     )
@@ -87,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--num-actors",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         help="with --ray: number of actors (default: one per CPU of the cluster)",
     )

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from grid_vec._argtypes import positive_float, positive_int
 from grid_vec.bench.protocol import Machine, Measurement, Protocol, describe_machine, measure
 from grid_vec.bench.report import format_markdown, format_table, plot, write_json
 from grid_vec.bench.subjects import ACTIONS, SUBJECTS
@@ -46,20 +47,6 @@ __all__ = [
 RESULTS = Path("benchmarks") / "results"
 
 
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the benchmark's options to ``parser`` (shared by the CLI and benchmarks/)."""
     parser.add_argument(
@@ -70,18 +57,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--budget",
-        type=_positive_float,
+        type=positive_float,
         default=None,
         help="seconds the measurements may take, shared among the env counts; cells that "
         "would not fit in their share are skipped (default: 560, quick: 50)",
     )
     parser.add_argument(
-        "--num-envs", type=_positive_int, nargs="+", default=None, help="env counts to time"
+        "--num-envs", type=positive_int, nargs="+", default=None, help="env counts to time"
     )
     parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=None)
     parser.add_argument("--subjects", nargs="+", choices=list(SUBJECTS), default=None)
     parser.add_argument("--actions", nargs="+", choices=list(ACTIONS), default=None)
-    parser.add_argument("--reps", type=_positive_int, default=None, help="timed repetitions")
+    parser.add_argument("--reps", type=positive_int, default=None, help="timed repetitions")
     parser.add_argument("--seed", type=int, default=0, help="seed of resets and random actions")
     parser.add_argument(
         "--out",
