@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
+from time import perf_counter
 
 import numpy as np
 
+from grid_vec.grid._checks import check_injections, check_topology
 from grid_vec.grid.model import GridModel
 
 # The fields of PowerFlowResults that :meth:`Backend.read_flows` writes, in this order: every
@@ -57,15 +59,43 @@ class PowerFlowResults:
 
 
 class Backend(abc.ABC):
-    """One grid's state (injections + topology) and an AC power-flow solver."""
+    """One grid's state (injections + topology) and an AC power-flow solver.
 
-    @abc.abstractmethod
+    The public setters validate their arguments and count their time; a backend implements
+    :meth:`_apply_injections` and :meth:`_apply_topology`, which receive checked arrays.
+    """
+
+    model: GridModel
+    timings: dict[str, float]
+
+    @staticmethod
+    def _new_timings() -> dict[str, float]:
+        """Cumulative seconds per operation, and the number of power flows run."""
+        return {
+            "set_injections": 0.0,
+            "set_topology": 0.0,
+            "powerflow": 0.0,
+            "results": 0.0,
+            "n_powerflow": 0,
+        }
+
     def set_injections(
         self, load_p: np.ndarray, load_q: np.ndarray, gen_p: np.ndarray, gen_v: np.ndarray
     ) -> None:
         """Set all injections (MW, MVAr, kV). Raises ``ValueError`` on bad shape or non-finite."""
+        start = perf_counter()
+        self._apply_injections(*check_injections(self.model, load_p, load_q, gen_p, gen_v))
+        self.timings["set_injections"] += perf_counter() - start
 
-    @abc.abstractmethod
+    def set_injections_trusted(
+        self, load_p: np.ndarray, load_q: np.ndarray, gen_p: np.ndarray, gen_v: np.ndarray
+    ) -> None:
+        """:meth:`set_injections` for callers that guarantee finite float64 arrays of the right
+        shapes (an environment feeding validated scenario data): no checks."""
+        start = perf_counter()
+        self._apply_injections(load_p, load_q, gen_p, gen_v)
+        self.timings["set_injections"] += perf_counter() - start
+
     def set_topology(
         self,
         load_bus: np.ndarray,
@@ -74,6 +104,36 @@ class Backend(abc.ABC):
         branch_ex_bus: np.ndarray,
     ) -> None:
         """Set every element's bus bar (1, 2 or -1). Raises ``ValueError`` on bad values."""
+        start = perf_counter()
+        self._apply_topology(
+            check_topology(self.model, load_bus, gen_bus, branch_or_bus, branch_ex_bus)
+        )
+        self.timings["set_topology"] += perf_counter() - start
+
+    def set_topology_trusted(
+        self,
+        load_bus: np.ndarray,
+        gen_bus: np.ndarray,
+        branch_or_bus: np.ndarray,
+        branch_ex_bus: np.ndarray,
+    ) -> None:
+        """:meth:`set_topology` for callers that guarantee integer arrays of the right shapes
+        holding only 1, 2 or -1: no checks."""
+        start = perf_counter()
+        buses = np.concatenate((load_bus, gen_bus, branch_or_bus, branch_ex_bus), dtype=np.int32)
+        self._apply_topology(buses)
+        self.timings["set_topology"] += perf_counter() - start
+
+    @abc.abstractmethod
+    def _apply_injections(
+        self, load_p: np.ndarray, load_q: np.ndarray, gen_p: np.ndarray, gen_v: np.ndarray
+    ) -> None:
+        """Write checked injections into the solver."""
+
+    @abc.abstractmethod
+    def _apply_topology(self, buses: np.ndarray) -> None:
+        """Write a checked topology: a new int32 array of every element's bus bar (loads,
+        generators, branch origins, branch extremities)."""
 
     @abc.abstractmethod
     def run_ac(self) -> bool:
@@ -95,24 +155,6 @@ class Backend(abc.ABC):
         """
         res = self.results()
         np.concatenate([getattr(res, name) for name in FLOW_FIELDS], out=out)
-
-    def set_injections_trusted(
-        self, load_p: np.ndarray, load_q: np.ndarray, gen_p: np.ndarray, gen_v: np.ndarray
-    ) -> None:
-        """:meth:`set_injections` for callers that guarantee finite float64 arrays of the right
-        shapes (an environment feeding validated scenario data): backends may skip the checks."""
-        self.set_injections(load_p, load_q, gen_p, gen_v)
-
-    def set_topology_trusted(
-        self,
-        load_bus: np.ndarray,
-        gen_bus: np.ndarray,
-        branch_or_bus: np.ndarray,
-        branch_ex_bus: np.ndarray,
-    ) -> None:
-        """:meth:`set_topology` for callers that guarantee integer arrays of the right shapes
-        holding only 1, 2 or -1: backends may skip the checks."""
-        self.set_topology(load_bus, gen_bus, branch_or_bus, branch_ex_bus)
 
 
 def flow_slices(model: GridModel) -> dict[str, slice]:

@@ -14,7 +14,6 @@ from time import perf_counter
 
 import numpy as np
 
-from grid_vec.grid._checks import check_injections, check_topology
 from grid_vec.grid._lightsim_cpp import lightsim_cpp
 from grid_vec.grid.backend import (
     FLOW_FIELDS,
@@ -82,30 +81,9 @@ class LightSimBackend(Backend):
         self._set_bus_active()
         self._results: PowerFlowResults | None = None
         self._views: _ResultViews | None = None
-        self.timings: dict[str, float] = {
-            "set_injections": 0.0,
-            "set_topology": 0.0,
-            "powerflow": 0.0,
-            "results": 0.0,
-            "n_powerflow": 0,
-        }
+        self.timings = self._new_timings()
 
-    def set_injections(
-        self, load_p: np.ndarray, load_q: np.ndarray, gen_p: np.ndarray, gen_v: np.ndarray
-    ) -> None:
-        start = perf_counter()
-        load_p, load_q, gen_p, gen_v = check_injections(self.model, load_p, load_q, gen_p, gen_v)
-        self._set_injections(load_p, load_q, gen_p, gen_v)
-        self.timings["set_injections"] += perf_counter() - start
-
-    def set_injections_trusted(
-        self, load_p: np.ndarray, load_q: np.ndarray, gen_p: np.ndarray, gen_v: np.ndarray
-    ) -> None:
-        start = perf_counter()
-        self._set_injections(load_p, load_q, gen_p, gen_v)
-        self.timings["set_injections"] += perf_counter() - start
-
-    def _set_injections(
+    def _apply_injections(
         self, load_p: np.ndarray, load_q: np.ndarray, gen_p: np.ndarray, gen_v: np.ndarray
     ) -> None:
         grid = self._grid
@@ -126,33 +104,7 @@ class LightSimBackend(Backend):
             )
             self._gen_v_sent = gen_v_bytes
 
-    def set_topology(
-        self,
-        load_bus: np.ndarray,
-        gen_bus: np.ndarray,
-        branch_or_bus: np.ndarray,
-        branch_ex_bus: np.ndarray,
-    ) -> None:
-        start = perf_counter()
-        self._set_topology(
-            check_topology(self.model, load_bus, gen_bus, branch_or_bus, branch_ex_bus)
-        )
-        self.timings["set_topology"] += perf_counter() - start
-
-    def set_topology_trusted(
-        self,
-        load_bus: np.ndarray,
-        gen_bus: np.ndarray,
-        branch_or_bus: np.ndarray,
-        branch_ex_bus: np.ndarray,
-    ) -> None:
-        start = perf_counter()
-        buses = np.concatenate((load_bus, gen_bus, branch_or_bus, branch_ex_bus), dtype=np.int32)
-        self._set_topology(buses)
-        self.timings["set_topology"] += perf_counter() - start
-
-    def _set_topology(self, buses: np.ndarray) -> None:
-        """``buses``: a new int32 array, loads, gens, branch origins, branch extremities."""
+    def _apply_topology(self, buses: np.ndarray) -> None:
         # a branch is in service only when both of its ends are on a bus bar
         n_load, n_gen, n_branch = self.model.n_load, self.model.n_gen, self.model.n_branch
         ends = buses[n_load + n_gen :].reshape(2, n_branch)

@@ -20,7 +20,6 @@ from time import perf_counter
 
 import numpy as np
 
-from grid_vec.grid._checks import check_injections, check_topology
 from grid_vec.grid._pandapower import import_pandapower
 from grid_vec.grid.backend import Backend, PowerFlowDivergedError, PowerFlowResults
 from grid_vec.grid.compile import numba_available
@@ -55,19 +54,11 @@ class PandapowerBackend(Backend):
             self._used_bus[subs] = True
         self._warm = False
         self._results: PowerFlowResults | None = None
-        self.timings: dict[str, float] = {
-            "set_injections": 0.0,
-            "set_topology": 0.0,
-            "powerflow": 0.0,
-            "results": 0.0,
-            "n_powerflow": 0,
-        }
+        self.timings = self._new_timings()
 
-    def set_injections(
+    def _apply_injections(
         self, load_p: np.ndarray, load_q: np.ndarray, gen_p: np.ndarray, gen_v: np.ndarray
     ) -> None:
-        start = perf_counter()
-        load_p, load_q, gen_p, gen_v = check_injections(self.model, load_p, load_q, gen_p, gen_v)
         net, model = self.net, self.model
         vm_pu = gen_v / model.sub_vn_kv[model.gen_sub]
         net.load["p_mw"] = load_p
@@ -76,17 +67,8 @@ class PandapowerBackend(Backend):
         net.gen["vm_pu"] = vm_pu[self._gen]
         net.sgen["p_mw"] = gen_p[self._sgen]
         net.ext_grid["vm_pu"] = vm_pu[self._ext]
-        self.timings["set_injections"] += perf_counter() - start
 
-    def set_topology(
-        self,
-        load_bus: np.ndarray,
-        gen_bus: np.ndarray,
-        branch_or_bus: np.ndarray,
-        branch_ex_bus: np.ndarray,
-    ) -> None:
-        start = perf_counter()
-        buses = check_topology(self.model, load_bus, gen_bus, branch_or_bus, branch_ex_bus)
+    def _apply_topology(self, buses: np.ndarray) -> None:
         net, model = self.net, self.model
         load_bus, gen_bus, branch_or_bus, branch_ex_bus = np.split(
             buses, np.cumsum([model.n_load, model.n_gen, model.n_branch])
@@ -122,7 +104,6 @@ class PandapowerBackend(Backend):
         used[:n_sub] = True  # bus bar 1 keeps the shunts and stays in the net
         net.bus["in_service"] = used
         self._warm = False
-        self.timings["set_topology"] += perf_counter() - start
 
     def run_ac(self) -> bool:
         import pandapower
