@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from grid_vec.chronics.synthetic import SyntheticSource
-from grid_vec.env.embedded import EMBEDDED, embedded_model
+from grid_vec.env.embedded import EMBEDDED, do_nothing_survival, embedded_model
 from grid_vec.env.grid_env import GridEnv
 from grid_vec.env.parameters import Parameters
 
@@ -56,21 +56,13 @@ def evaluate(model, limits, ids) -> tuple[list[float], Counter]:
         SyntheticSource(model, seed=EMBEDDED[model.name].scenario_seed),
         thermal_limits=limits,
     )
-    fractions, reasons = [], Counter()
-    for sid in ids:
-        env.reset(options={"scenario_id": sid})
-        played, tripped = 0, False
-        while True:
-            _, _, term, trunc, info = env.step(0)
-            played += 1
-            tripped |= info["tripped_branches"].any()
-            if term:
-                kind = "overflow cascade" if tripped else "other"
-                reasons[f"{kind}: {info['game_over_reason'].split()[0]}"] += 1
-            if term or trunc:
-                break
-        fractions.append(played / env.scenario_info.length if term else 1.0)
-    return fractions, reasons
+    runs = do_nothing_survival(env, ids)
+    reasons = Counter(
+        f"{'overflow cascade' if r.tripped else 'other'}: {r.game_over_reason.split()[0]}"
+        for r in runs
+        if r.game_over_reason is not None
+    )
+    return [r.fraction for r in runs], reasons
 
 
 def limits_for(peak: np.ndarray, scale: float, floor: float) -> np.ndarray:

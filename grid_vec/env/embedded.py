@@ -10,7 +10,9 @@ and some scenarios end in an overflow cascade.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -262,3 +264,32 @@ def embedded_model(name: str, *, calibrated: bool = True) -> GridModel:
         name=name,
         thermal_limits=None if limits is None else np.asarray(limits, dtype=np.float64),
     )
+
+
+@dataclass(frozen=True)
+class DoNothingRun:
+    """How one scenario went for a do-nothing agent (the calibration's measure)."""
+
+    scenario_id: int
+    fraction: float  # of the scenario survived (1.0: played to the end)
+    game_over_reason: str | None  # None when the scenario was played to the end
+    tripped: bool  # some branch tripped on overflow during the episode
+
+
+def do_nothing_survival(env: Any, scenario_ids: Iterable[int]) -> list[DoNothingRun]:
+    """Play action 0 (do nothing) on ``env`` over each scenario until the episode ends."""
+    runs = []
+    for sid in scenario_ids:
+        env.reset(options={"scenario_id": sid})
+        played, tripped = 0, False
+        while True:
+            _, _, terminated, truncated, info = env.step(0)
+            played += 1
+            tripped |= bool(info["tripped_branches"].any())
+            if terminated or truncated:
+                break
+        length = env.unwrapped.scenario_info.length
+        fraction = played / length if terminated else 1.0
+        reason = info.get("game_over_reason") if terminated else None
+        runs.append(DoNothingRun(int(sid), fraction, reason, tripped))
+    return runs

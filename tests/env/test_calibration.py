@@ -6,23 +6,14 @@ import numpy as np
 import pytest
 
 import grid_vec
+from grid_vec.env.embedded import do_nothing_survival
 
 
 @pytest.mark.slow
 def test_do_nothing_survives_a_median_20_to_80_percent_of_the_week():
-    env = grid_vec.make("case14")
-    fractions, overflow_game_overs = [], 0
-    for sid in range(20):
-        env.reset(options={"scenario_id": sid})
-        played, tripped = 0, False
-        while True:
-            _, _, term, trunc, info = env.step(0)
-            played += 1
-            tripped |= info["tripped_branches"].any()
-            if term or trunc:
-                break
-        fractions.append(played / env.scenario_info.length if term else 1.0)
-        overflow_game_overs += term and tripped
+    runs = do_nothing_survival(grid_vec.make("case14"), range(20))
+    fractions = [r.fraction for r in runs]
+    overflow_game_overs = sum(r.game_over_reason is not None and r.tripped for r in runs)
     assert 0.2 <= np.median(fractions) <= 0.8, fractions
     assert overflow_game_overs >= 1
     assert min(fractions) > 0.02  # nobody fails within the first hours
