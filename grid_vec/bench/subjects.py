@@ -292,6 +292,9 @@ _VECTOR = _GRIDS | {"trivial"}
 _SANDBOX = frozenset({SANDBOX})
 _G2O = ("grid2op", "lightsim2grid")
 
+# grid2op subjects: label -> grid2op backend, in table order
+_GRID2OP_BACKENDS = (("LightSim", "lightsim2grid"), ("PandaPower", "pandapower"))
+
 SUBJECTS: dict[str, Subject] = {
     s.name: s
     for s in (
@@ -315,39 +318,28 @@ SUBJECTS: dict[str, Subject] = {
         Subject("SyncVectorEnv", _open_gym("sync"), _VECTOR, processes=lambda n: 0),
         Subject("AsyncVectorEnv", _open_gym("async"), _VECTOR),
         Subject("SB3 SubprocVecEnv", _open_sb3, _VECTOR, requires=("stable_baselines3",)),
-        Subject(
-            "grid2op LightSim",
-            _open_grid2op("lightsim2grid", multi=False),
-            _SANDBOX,
-            requires=_G2O,
-            reference="GridEnv",
-            single=True,
-            random_actions=False,
-            processes=lambda n: 0,
+        *(
+            Subject(
+                f"grid2op {label}",
+                _open_grid2op(backend, multi=False),
+                _SANDBOX,
+                requires=_G2O,
+                reference="GridEnv",
+                single=True,
+                random_actions=False,
+                processes=lambda n: 0,
+            )
+            for label, backend in _GRID2OP_BACKENDS
         ),
-        Subject(
-            "grid2op PandaPower",
-            _open_grid2op("pandapower", multi=False),
-            _SANDBOX,
-            requires=_G2O,
-            reference="GridEnv",
-            single=True,
-            random_actions=False,
-            processes=lambda n: 0,
-        ),
-        Subject(
-            "grid2op multi LightSim",
-            _open_grid2op("lightsim2grid", multi=True),
-            _SANDBOX,
-            requires=_G2O,
-            random_actions=False,
-        ),
-        Subject(
-            "grid2op multi PandaPower",
-            _open_grid2op("pandapower", multi=True),
-            _SANDBOX,
-            requires=_G2O,
-            random_actions=False,
+        *(
+            Subject(
+                f"grid2op multi {label}",
+                _open_grid2op(backend, multi=True),
+                _SANDBOX,
+                requires=_G2O,
+                random_actions=False,
+            )
+            for label, backend in _GRID2OP_BACKENDS
         ),
     )
 }
