@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -78,6 +79,7 @@ class SyntheticSource:
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_cache"] = None  # regenerated on demand: keeps the pickle small
+        state.pop("_calendar", None)
         return state
 
     @property
@@ -139,15 +141,93 @@ class SyntheticSource:
             is_solar=is_solar & (m.gen_kind == "sgen"),
         )
 
+    @cached_property
+    def _calendar(self) -> _Calendar:
+        return _Calendar.of(self.model, self._traits, self.start, self.length, self.step_minutes)
+
     def _generate(self, scenario_id: int) -> Injections:
-        m, tr = self.model, self._traits
+        m, tr, cal = self.model, self._traits, self._calendar
         rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(1, scenario_id)))
         steps = self.length + 1  # one more step so that the last row has a forecast
-        minutes = self.start.hour * 60 + self.start.minute + np.arange(steps) * self.step_minutes
-        weekday = (self.start.weekday() + minutes // 1440) % 7
-        hour_of_day = (minutes % 1440) / 60
 
-        # loads: per-load shape with mean 1 over the scenario, scenario level, noise
+        # loads: the calendar's per-load shape, a scenario level, smooth and white noise
+        level = rng.uniform(0.95, 1.05)
+        noise = 0.03 * _smooth_noise(rng, steps, m.n_load, 12) + 0.005 * rng.standard_normal(
+            (steps, m.n_load)
+        )
+        load_p = m.load_p0 * level * cal.load_shape * (1 + noise)
+        load_p_fc = load_p * (1 + _LOAD_FORECAST_ERROR * rng.standard_normal(load_p.shape))
+
+        # renewables
+        gen_p = np.zeros((steps, m.n_gen))
+        sgen = cal.sgen
+        solar = tr.is_solar
+        wind = sgen & ~solar
+        if solar.any():
+            cloud = np.clip(0.75 + 0.25 * _smooth_noise(rng, steps, solar.sum(), 24), 0.1, 1)
+            gen_p[:, solar] = cal.capacity[solar] * cal.sun[:, None] * cloud
+        if wind.any():
+            k = wind.sum()
+            w = (
+                0.35
+                + 0.2 * _smooth_noise(rng, steps, k, 72)
+                + 0.05 * _smooth_noise(rng, steps, k, 12)
+            )
+            gen_p[:, wind] = cal.capacity[wind] * np.clip(w, 0, 1)
+        gen_p_fc = gen_p.copy()
+        gen_p_fc[:, sgen] = np.clip(
+            gen_p[:, sgen]
+            * (1 + _RENEWABLE_FORECAST_ERROR * rng.standard_normal((steps, sgen.sum()))),
+            0,
+            cal.capacity[sgen],
+        )
+        cal.dispatch(load_p, gen_p)
+        cal.dispatch(load_p_fc, gen_p_fc)
+
+        no_p = cal.no_p
+        load_q = load_p * tr.q_ratio
+        load_q[:, no_p] = m.load_q0[no_p]
+        load_q_fc = load_p_fc * tr.q_ratio
+        load_q_fc[:, no_p] = m.load_q0[no_p]
+
+        arrays = Injections(
+            load_p=load_p[:-1],
+            load_q=load_q[:-1],
+            gen_p=gen_p[:-1],
+            gen_v=cal.gen_v,
+            load_p_forecast=load_p_fc[1:],
+            load_q_forecast=load_q_fc[1:],
+            gen_p_forecast=gen_p_fc[1:],
+            gen_v_forecast=cal.gen_v,
+        )
+        for field in Injections.__dataclass_fields__:
+            arr = getattr(arrays, field)
+            if arr.flags.writeable:
+                arr.flags.writeable = False
+        return arrays
+
+
+@dataclass(frozen=True)
+class _Calendar:
+    """What every scenario of a source shares, computed once: the per-load shape over the
+    scenario's days and hours, the solar profile, capacities and the dispatch rule."""
+
+    load_shape: np.ndarray  # (steps, n_load), mean 1 over the scenario
+    sun: np.ndarray  # (steps,) clear-sky solar profile
+    sgen: np.ndarray  # (n_gen,) bool, renewable (static) generators
+    capacity: np.ndarray  # (n_gen,) renewable capacity
+    no_p: np.ndarray  # (n_load,) bool, loads without active power (their q stays fixed)
+    gen_v: np.ndarray  # (length, n_gen) read-only voltage set points
+    dispatch: _Dispatch
+
+    @classmethod
+    def of(
+        cls, m: GridModel, tr: _LoadTraits, start: dt.datetime, length: int, step_minutes: int
+    ) -> _Calendar:
+        steps = length + 1
+        minutes = start.hour * 60 + start.minute + np.arange(steps) * step_minutes
+        weekday = (start.weekday() + minutes // 1440) % 7
+        hour_of_day = (minutes % 1440) / 60
         # the shape only depends on (minute of day, weekend): computed once per distinct pair
         key = minutes % 1440 + 1440 * (weekday >= 5)
         distinct, where, counts = np.unique(key, return_inverse=True, return_counts=True)
@@ -159,63 +239,16 @@ class SyntheticSource:
         commercial *= np.where(weekend, 0.75, 1.0)
         shape = tr.residential * residential + (1 - tr.residential) * commercial
         shape /= counts @ shape / steps  # mean 1 over the scenario
-        shape = (1 + tr.amplitude * (shape - 1))[where]
-        level = rng.uniform(0.95, 1.05)
-        noise = 0.03 * _smooth_noise(rng, steps, m.n_load, 12) + 0.005 * rng.standard_normal(
-            (steps, m.n_load)
-        )
-        load_p = m.load_p0 * level * shape * (1 + noise)
-        load_p_fc = load_p * (1 + _LOAD_FORECAST_ERROR * rng.standard_normal(load_p.shape))
-
-        # renewables
-        gen_p = np.zeros((steps, m.n_gen))
-        sgen = m.gen_kind == "sgen"
-        cap = _capacity(m)
-        solar = tr.is_solar
-        wind = sgen & ~solar
-        if solar.any():
-            sun = np.clip(np.sin(np.pi * (hour_of_day - 6) / 14), 0, None) ** 1.3
-            cloud = np.clip(0.75 + 0.25 * _smooth_noise(rng, steps, solar.sum(), 24), 0.1, 1)
-            gen_p[:, solar] = cap[solar] * sun[:, None] * cloud
-        if wind.any():
-            k = wind.sum()
-            w = (
-                0.35
-                + 0.2 * _smooth_noise(rng, steps, k, 72)
-                + 0.05 * _smooth_noise(rng, steps, k, 12)
-            )
-            gen_p[:, wind] = cap[wind] * np.clip(w, 0, 1)
-        gen_p_fc = gen_p.copy()
-        gen_p_fc[:, sgen] = np.clip(
-            gen_p[:, sgen]
-            * (1 + _RENEWABLE_FORECAST_ERROR * rng.standard_normal((steps, sgen.sum()))),
-            0,
-            cap[sgen],
-        )
-        _dispatch(m, load_p, gen_p)
-        _dispatch(m, load_p_fc, gen_p_fc)
-
-        load_q = load_p * tr.q_ratio
-        load_q[:, m.load_p0 == 0] = m.load_q0[m.load_p0 == 0]
-        load_q_fc = load_p_fc * tr.q_ratio
-        load_q_fc[:, m.load_p0 == 0] = m.load_q0[m.load_p0 == 0]
-        gen_v = np.broadcast_to(m.gen_v0.astype(np.float64), (self.length, m.n_gen))
-
-        arrays = Injections(
-            load_p=load_p[:-1],
-            load_q=load_q[:-1],
-            gen_p=gen_p[:-1],
+        gen_v = np.broadcast_to(m.gen_v0.astype(np.float64), (length, m.n_gen))
+        return cls(
+            load_shape=(1 + tr.amplitude * (shape - 1))[where],
+            sun=np.clip(np.sin(np.pi * (hour_of_day - 6) / 14), 0, None) ** 1.3,
+            sgen=m.gen_kind == "sgen",
+            capacity=_capacity(m),
+            no_p=m.load_p0 == 0,
             gen_v=gen_v,
-            load_p_forecast=load_p_fc[1:],
-            load_q_forecast=load_q_fc[1:],
-            gen_p_forecast=gen_p_fc[1:],
-            gen_v_forecast=gen_v,
+            dispatch=_Dispatch.of(m),
         )
-        for field in Injections.__dataclass_fields__:
-            arr = getattr(arrays, field)
-            if arr.flags.writeable:
-                arr.flags.writeable = False
-        return arrays
 
 
 def _bump(h: np.ndarray, center: float, width: float) -> np.ndarray:
@@ -239,31 +272,59 @@ def _capacity(m: GridModel) -> np.ndarray:
     return np.where(pmax > 0, pmax, 2 * np.clip(m.gen_p0, 0, None))
 
 
-def _dispatch(m: GridModel, load_p: np.ndarray, gen_p: np.ndarray) -> None:
-    """Fill the dispatchable columns of ``gen_p`` (in place) to balance ``load_p``."""
-    sgen = m.gen_kind == "sgen"
-    disp = ~sgen
-    if not disp.any():
-        return
-    weights = np.clip(m.gen_p0[disp], 0, None)
-    base_net = m.load_p0.sum() - m.gen_p0[sgen].sum()
-    if weights.sum() > 0 and base_net > 0:
-        loss_factor = float(np.clip(weights.sum() / base_net, 1.0, 1.1))
-    else:
-        pmax = np.nan_to_num(m.gen_pmax[disp].astype(np.float64), nan=0.0, posinf=0.0)
-        weights = np.where(pmax > 0, pmax, 1.0)
-        loss_factor = 1.02
-    total = (load_p.sum(axis=1) - gen_p[:, sgen].sum(axis=1)) * loss_factor
-    share = total[:, None] * (weights / weights.sum())
-    slack = m.gen_kind[disp] == "slack"
-    pmin = np.nan_to_num(m.gen_pmin[disp].astype(np.float64), nan=-np.inf)
-    pmax = np.nan_to_num(m.gen_pmax[disp].astype(np.float64), nan=np.inf)
-    clipped = np.where(slack, share, np.clip(share, pmin, pmax))
-    if slack.any():
-        residual = total - clipped[:, ~slack].sum(axis=1)
+@dataclass(frozen=True)
+class _Dispatch:
+    """Dispatchable generators share the load net of renewables in proportion to their
+    base-case output (or ``pmax`` when the base case has none), within their limits; the
+    slack takes the residual."""
+
+    sgen: np.ndarray  # (n_gen,) bool
+    disp: np.ndarray  # (n_gen,) bool, dispatchable
+    loss_factor: float
+    share: np.ndarray  # (n_disp,) fraction of the total of each dispatchable generator
+    slack: np.ndarray  # (n_disp,) bool
+    pmin: np.ndarray  # (n_disp,)
+    pmax: np.ndarray  # (n_disp,)
+    slack_share: np.ndarray  # (n_slack,) fraction of the residual of each slack
+
+    @classmethod
+    def of(cls, m: GridModel) -> _Dispatch:
+        sgen = m.gen_kind == "sgen"
+        disp = ~sgen
+        weights = np.clip(m.gen_p0[disp], 0, None)
+        base_net = m.load_p0.sum() - m.gen_p0[sgen].sum()
+        if weights.sum() > 0 and base_net > 0:
+            loss_factor = float(np.clip(weights.sum() / base_net, 1.0, 1.1))
+        else:
+            pmax = np.nan_to_num(m.gen_pmax[disp].astype(np.float64), nan=0.0, posinf=0.0)
+            weights = np.where(pmax > 0, pmax, 1.0)
+            loss_factor = 1.02
+        slack = m.gen_kind[disp] == "slack"
         slack_w = weights[slack]
-        slack_w = (
-            slack_w / slack_w.sum() if slack_w.sum() > 0 else np.full(slack.sum(), 1 / slack.sum())
+        if slack_w.sum() > 0:
+            slack_share = slack_w / slack_w.sum()
+        else:
+            slack_share = np.full(slack.sum(), 1 / max(slack.sum(), 1))
+        return cls(
+            sgen=sgen,
+            disp=disp,
+            loss_factor=loss_factor,
+            share=weights / weights.sum() if disp.any() else weights,
+            slack=slack,
+            pmin=np.nan_to_num(m.gen_pmin[disp].astype(np.float64), nan=-np.inf),
+            pmax=np.nan_to_num(m.gen_pmax[disp].astype(np.float64), nan=np.inf),
+            slack_share=slack_share,
         )
-        clipped[:, slack] = residual[:, None] * slack_w
-    gen_p[:, disp] = clipped
+
+    def __call__(self, load_p: np.ndarray, gen_p: np.ndarray) -> None:
+        """Fill the dispatchable columns of ``gen_p`` (in place) to balance ``load_p``."""
+        if not self.disp.any():
+            return
+        total = (load_p.sum(axis=1) - gen_p[:, self.sgen].sum(axis=1)) * self.loss_factor
+        share = total[:, None] * self.share
+        slack = self.slack
+        clipped = np.where(slack, share, np.clip(share, self.pmin, self.pmax))
+        if slack.any():
+            residual = total - clipped[:, ~slack].sum(axis=1)
+            clipped[:, slack] = residual[:, None] * self.slack_share
+        gen_p[:, self.disp] = clipped

@@ -15,6 +15,7 @@ branch starts disconnected and may be reconnected at once.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Sequence
 from time import perf_counter
 from typing import Any, ClassVar
@@ -36,6 +37,7 @@ from grid_vec.env.state import (
     StepOutcome,
     disconnect,
     fresh_state,
+    push_topology,
     reconnect,
     solve,
     update_timers,
@@ -113,8 +115,10 @@ class GridEnv(gym.Env):
 
         # Each episode starts from a copy of this never-solved backend, so the solver's warm
         # start (hence every float of a trajectory) depends only on the seed and actions.
-        self._pristine_backend = make_backend(model, backend)
-        self._state: GridState = fresh_state(model, self.topology, self._pristine_backend.copy())
+        # every reset starts from a copy of this state, its topology already in the backend
+        self._initial_state = fresh_state(model, self.topology, make_backend(model, backend))
+        push_topology(self._initial_state, model, self.topology)
+        self._state: GridState = self._initial_state.copy()
         self._limits = OverflowLimits.of(self.parameters, self.thermal_limit)
         # discrete action index -> parsed action, built once (the step hot path only looks up)
         self._parsed_actions: list[Parsed] = (
@@ -148,9 +152,10 @@ class GridEnv(gym.Env):
         )
         self._counts = {"steps": 0, "simulates": 0, "resets": 0}
         self._inputs = self._reward_inputs(self._state)
-        # time features of the steps from _times_first on, for the scenario _times_info
+        # time features of the steps from _times_first on, for scenarios of this calendar
+        # (start, step duration): synthetic scenarios all share one
         self._times = np.zeros((0, 6), dtype=np.float32)
-        self._times_info: ScenarioInfo | None = None
+        self._times_calendar: tuple[dt.datetime, dt.timedelta] | None = None
         self._times_first = 0
 
     # --- gymnasium API ----------------------------------------------------------------
@@ -173,7 +178,7 @@ class GridEnv(gym.Env):
             max_steps=options.get("max_steps"),
             rng=self.np_random,
         )
-        state = fresh_state(self.model, self.topology, self._pristine_backend.copy())
+        state = self._initial_state.copy()
         if "init_state" in options:
             self._apply_init_state(state, options["init_state"])
         if self.opponent is not None:
@@ -457,9 +462,10 @@ class GridEnv(gym.Env):
         the substation cooldowns, casting to float32) and return a copy."""
         buf = self._obs_buf
         row = step - self._times_first
-        if self._times_info is not info or not 0 <= row < len(self._times):
+        calendar = (info.start, info.step_duration)
+        if self._times_calendar != calendar or not 0 <= row < len(self._times):
             self._times = time_features(info.start, info.step_duration, step, _TIME_BLOCK)
-            self._times_info, self._times_first, row = info, step, 0
+            self._times_calendar, self._times_first, row = calendar, step, 0
         buf[:6] = self._times[row]
         buf[6] = played
         np.multiply(state.a_or, self._inv_limit, out=self._rho)

@@ -190,7 +190,7 @@ def solve(
     backend = state.backend
     a_or = state.a_or
     while True:
-        reason = _push_topology(state, model, layout) if state.topo_dirty else None
+        reason = push_topology(state, model, layout) if state.topo_dirty else None
         if reason is None and not backend.run_ac():
             reason = "power flow diverged"
         if reason is not None:
@@ -218,7 +218,7 @@ def solve(
         disconnect(state, layout, to_trip)
 
 
-def _push_topology(state: GridState, model: GridModel, layout: TopologyLayout) -> str | None:
+def push_topology(state: GridState, model: GridModel, layout: TopologyLayout) -> str | None:
     """Send the changed topology to the backend, or say why the grid cannot be solved."""
     load_iso, gen_iso, slack_off = isolated_elements(model, layout, state.topo)
     if slack_off:

@@ -3,12 +3,17 @@
 gymnasium merges sub-env infos one env at a time in the parent (``VectorEnv._add_info``):
 with many envs that serial work dominates. A worker instead merges the infos of its own
 contiguous slice of envs (the same ``_add_info`` rules, so the result is identical) and the
-parent only copies each slice's arrays into place.
+parent only copies each slice's arrays into place. When every env of a slice says the same
+keys with values of fixed numeric layouts (the usual step), the slice travels as raw records
+instead (``InfoSchema``, ``InfoPacker``): no pickling on either side.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Hashable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, NamedTuple
 
 import numpy as np
 from gymnasium.vector.vector_env import VectorEnv
@@ -19,10 +24,16 @@ class BatchedInfo(dict):
 
     Pickles its numeric arrays as raw bytes and its object arrays as lists: numpy's own array
     pickling costs several microseconds per array, and a slice's infos hold a dozen or more.
+    ``numpy_scalars`` names the columns (key paths) batched from numpy float64 or int64
+    scalars, which their arrays cannot tell from Python floats and ints: placed into an
+    object column (an earlier env's value was an object) they stay numpy scalars, as
+    ``_add_info`` keeps them.
     """
 
-    def __reduce__(self) -> tuple[Any, tuple[list]]:
-        return _unpack_batched, (_pack(self),)
+    numpy_scalars: frozenset[tuple] = frozenset()
+
+    def __reduce__(self) -> tuple[Any, tuple[list, frozenset]]:
+        return _unpack_batched, (_pack(self), self.numpy_scalars)
 
 
 _DICT, _OBJECTS, _AS_IS = "dict", "objects", "as-is"  # tags; any other tag is a dtype string
@@ -63,12 +74,24 @@ def _unpack(packed: list[tuple[Any, str, Any, Any]]) -> dict[str, Any]:
     return infos
 
 
-def _unpack_batched(packed: list[tuple[Any, str, Any, Any]]) -> BatchedInfo:
-    return BatchedInfo(_unpack(packed))
+def _unpack_batched(
+    packed: list[tuple[Any, str, Any, Any]], numpy_scalars: frozenset
+) -> BatchedInfo:
+    return _batched(_unpack(packed), numpy_scalars)
 
 
-class _SliceBatch:
-    """An object ``VectorEnv._add_info`` can work on, sized to one worker's slice."""
+def _batched(infos: dict[str, Any], numpy_scalars: frozenset | set) -> BatchedInfo:
+    batched = BatchedInfo(infos)
+    if numpy_scalars:
+        batched.numpy_scalars = frozenset(numpy_scalars)
+    return batched
+
+
+_AMBIGUOUS = (np.float64, np.int64)  # numpy scalar types whose dtype Python's float/int share
+
+
+class InfoBatch:
+    """An object ``VectorEnv._add_info`` can work on, for a batch of ``num_envs`` envs."""
 
     _add_info = VectorEnv._add_info
 
@@ -76,25 +99,32 @@ class _SliceBatch:
         self.num_envs = num_envs
 
 
-def batch_infos(infos: dict[int, dict[str, Any]], num_envs: int) -> BatchedInfo:
+class _Mixed(Exception):
+    """A key whose values in a slice are of several kinds."""
+
+
+def batch_infos(
+    infos: dict[int, dict[str, Any]], num_envs: int
+) -> BatchedInfo | dict[int, dict[str, Any]]:
     """Merge per-env infos (local index -> info) of a slice of ``num_envs`` envs.
 
-    The result is what ``_add_info`` gives env after env, built key by key: the values of
-    a key of one type (arrays: one shape and dtype) fill their column in one assignment;
-    other keys go through ``_add_info`` itself. Infos that ``_add_info`` cannot merge are
-    merged by it env after env, so that it raises its own error.
+    The result is what ``_add_info`` gives env after env, built key by key: the values of a
+    key of one type (arrays: one shape and dtype) fill their column in one assignment.
+    When a key's values are of several types, ``_add_info`` casts them to the type of the
+    first env that has the key in the *whole* batch, which a slice cannot know: then (and
+    when merging fails) ``infos`` come back as they are, for the parent to merge env after
+    env.
     """
+    numpy_scalars: set[tuple] = set()
     try:
-        return _batch_by_key(infos, num_envs)
+        return _batched(_batch_by_key(infos, num_envs, (), numpy_scalars), numpy_scalars)
     except Exception:
-        batch = _SliceBatch(num_envs)
-        merged: dict[str, Any] = {}
-        for k in sorted(infos):
-            merged = batch._add_info(merged, infos[k], k)
-        return BatchedInfo(merged)
+        return infos
 
 
-def _batch_by_key(infos: dict[int, dict[str, Any]], num_envs: int) -> BatchedInfo:
+def _batch_by_key(
+    infos: dict[int, dict[str, Any]], num_envs: int, path: tuple, numpy_scalars: set[tuple]
+) -> dict[str, Any]:
     rows = sorted(infos)
     dicts = [infos[k] for k in rows]
     keys = dicts[0].keys() if dicts else {}.keys()
@@ -107,11 +137,10 @@ def _batch_by_key(infos: dict[int, dict[str, Any]], num_envs: int) -> BatchedInf
                 ks, values = columns.setdefault(key, ([], []))
                 ks.append(k)
                 values.append(value)
-    batch = _SliceBatch(num_envs)
+    batch = InfoBatch(num_envs)
     merged: dict[str, Any] = {}
     for key, (ks, values) in columns.items():
-        array = None if key == "final_obs" else _column(ks, values, num_envs)
-        if array is None:
+        if key == "final_obs":  # kept as objects, whatever their kind
             for k, value in zip(ks, values, strict=True):
                 merged = batch._add_info(merged, {key: value}, k)
             continue
@@ -120,21 +149,26 @@ def _batch_by_key(infos: dict[int, dict[str, Any]], num_envs: int) -> BatchedInf
         else:
             mask = np.zeros(num_envs, dtype=np.bool_)
             mask[ks] = True
-        merged[key], merged[f"_{key}"] = array, mask
-    return BatchedInfo(merged)
+        column = _column(ks, values, num_envs, (*path, key), numpy_scalars)
+        merged[key], merged[f"_{key}"] = column, mask
+    return merged
 
 
-def _column(rows: list[int], values: list[Any], num_envs: int) -> Any:
-    """The batched ``values`` (of envs ``rows``) of one key as ``_add_info`` builds them, or
-    None when they are of mixed kinds (left to ``_add_info``)."""
+def _column(
+    rows: list[int], values: list[Any], num_envs: int, path: tuple, numpy_scalars: set[tuple]
+) -> Any:
+    """The batched ``values`` (of envs ``rows``) of the key at ``path`` as ``_add_info``
+    builds them; raises ``_Mixed`` when they are of several kinds."""
     kinds = set(map(type, values))
     if len(kinds) != 1:
-        return None
+        raise _Mixed
     kind = kinds.pop()
     if kind is dict:
-        return dict(_batch_by_key(dict(zip(rows, values, strict=True)), num_envs))
+        return _batch_by_key(dict(zip(rows, values, strict=True)), num_envs, path, numpy_scalars)
     every = len(rows) == num_envs  # rows 0 .. num_envs - 1: no gaps to fill
     if kind in (int, float, bool) or issubclass(kind, np.number):
+        if kind in _AMBIGUOUS:
+            numpy_scalars.add(path)
         if every:
             return np.array(values, dtype=kind)
         array = np.zeros(num_envs, dtype=kind)
@@ -143,7 +177,7 @@ def _column(rows: list[int], values: list[Any], num_envs: int) -> Any:
     if kind is np.ndarray:
         first = values[0]
         if any(v.shape != first.shape or v.dtype != first.dtype for v in values):
-            return None
+            raise _Mixed
         if every:
             return np.stack(values)
         array = np.zeros((num_envs, *first.shape), dtype=first.dtype)
@@ -156,27 +190,86 @@ def _column(rows: list[int], values: list[Any], num_envs: int) -> Any:
 
 
 def place_infos(
-    dst: dict[str, Any], src: dict[str, Any], start: int, num_envs: int
+    dst: dict[str, Any], src: dict[str, Any], start: int, num_envs: int, path: tuple = ()
 ) -> dict[str, Any]:
-    """Copy a slice's batched infos ``src`` into ``dst`` (``num_envs`` rows) at ``start``."""
+    """Copy a slice's batched infos ``src`` (its top level a ``BatchedInfo``) into ``dst``
+    (``num_envs`` rows) at ``start``; ``path``: the keys of ``src`` within the top level."""
+    numpy_scalars = getattr(src, "numpy_scalars", None)
     for key, value in src.items():
-        if key.startswith("_") and key[1:] in src:
+        if isinstance(key, str) and key.startswith("_") and key[1:] in src:
             continue  # a mask: copied with its key below
+        if isinstance(value, dict) != isinstance(dst.get(key, value), dict):
+            raise TypeError(
+                f"info key {key!r} holds a dict in some sub-envs and not in others: "
+                "GridVecEnv cannot batch it"
+            )
+        has = src[f"_{key}"]
+        rows = slice(start, start + len(has))
         if isinstance(value, dict):
-            dst[key] = place_infos(dst.get(key, {}), value, start, num_envs)
+            nested = _batched(value, numpy_scalars) if numpy_scalars else value
+            dst[key] = place_infos(dst.get(key, {}), nested, start, num_envs, (*path, key))
         else:
             array = dst.get(key)
             if array is None:
                 fill = None if value.dtype == object else 0
                 array = np.full((num_envs, *value.shape[1:]), fill, dtype=value.dtype)
-            array[start : start + len(value)] = value
+            if array.dtype == object and value.dtype != object:
+                # an earlier env's value of this key was an object: store objects too
+                value = _as_objects(value, numpy=(*path, key) in (numpy_scalars or ()))
+            if value.dtype == object and array.dtype != object:
+                for k in np.flatnonzero(has):  # objects into a numeric column: env by env
+                    array[start + k] = value[k]
+            else:
+                if array.ndim > value.ndim:  # scalars into array rows: each fills its row
+                    value = value.reshape(value.shape + (1,) * (array.ndim - value.ndim))
+                if has.all():
+                    array[rows] = value
+                else:  # only the envs that have the key: the others keep what is there
+                    array[rows][has] = value[has]
             dst[key] = array
         mask = dst.get(f"_{key}")
         if mask is None:
             mask = np.zeros(num_envs, dtype=np.bool_)
-        mask[start : start + len(src[f"_{key}"])] = src[f"_{key}"]
+        mask[rows] |= has
         dst[f"_{key}"] = mask
     return dst
+
+
+def _as_objects(column: np.ndarray, *, numpy: bool) -> np.ndarray:
+    """The values of a numeric column as ``_add_info`` stores them in an object array: one
+    array per row for array values; numpy scalars if ``numpy`` or if the dtype is not one of
+    Python's bool, int and float; else Python scalars."""
+    objects = np.empty(len(column), dtype=object)
+    if column.ndim > 1:
+        for i, row in enumerate(column):
+            objects[i] = row
+    elif not numpy and column.dtype in (np.bool_, np.int64, np.float64):
+        objects[:] = column.tolist()
+    else:
+        objects[:] = list(column)
+    return objects
+
+
+def merge_slices(slices: list[tuple[int, Any]], num_envs: int) -> dict[str, Any]:
+    """The infos of a whole batch from the infos of its workers' slices, in env order:
+    ``(first env id, ColumnBatch | BatchedInfo | {local index: info})`` per slice."""
+    schema = getattr(slices[0][1], "schema", None) if slices else None
+    if schema is not None and all(getattr(part, "schema", None) is schema for _, part in slices):
+        raw = b"".join(part.raw for _, part in slices)
+        if len(raw) == num_envs * schema.dtype.itemsize:
+            # every slice in one schema: the workers' records, in env order, are every env's
+            return schema.unpack(np.frombuffer(raw, schema.dtype))
+    batch = InfoBatch(num_envs)
+    merged: dict[str, Any] = {}
+    for start, part in slices:
+        if isinstance(part, ColumnBatch):
+            part = part.batched()
+        if isinstance(part, BatchedInfo):
+            merged = place_infos(merged, part, start, num_envs)
+        else:
+            for k, info in part.items():
+                merged = batch._add_info(merged, info, start + k)
+    return merged
 
 
 def unbatch_info(src: dict[str, Any], index: int) -> dict[str, Any]:
@@ -188,3 +281,148 @@ def unbatch_info(src: dict[str, Any], index: int) -> dict[str, Any]:
         if src[f"_{key}"][index]:
             info[key] = unbatch_info(value, index) if isinstance(value, dict) else value[index]
     return info
+
+
+# --- fixed-schema infos: the hot path of a step -------------------------------------------
+#
+# Most envs say the same keys with values of the same kinds at every step (GridEnv: two bools,
+# a mask per branch, an int). For such a slice the worker sends raw records instead of a
+# pickle: one record per env, laid out by an ``InfoSchema`` that travels once, when it changes.
+# Workers' slices are contiguous and in order, so the parent joins the workers' bytes into the
+# records of every env and reads each column out once.
+
+_Path = tuple[Hashable, ...]
+
+
+@dataclass(frozen=True)
+class InfoSchema:
+    """The keys (nested dicts as paths) of an info and, per leaf, its scalar type or its array
+    shape and dtype: the kinds ``_add_info`` batches into a numeric array."""
+
+    groups: tuple[tuple[_Path, frozenset], ...]  # path of each dict (root first) -> its keys
+    leaves: tuple[tuple[_Path, type, tuple[int, ...], str], ...]  # path, kind, shape, dtype
+
+    @classmethod
+    def of(cls, info: dict[Any, Any]) -> InfoSchema | None:
+        """The schema of ``info``, or None when a value has no fixed numeric layout."""
+        groups: list[tuple[_Path, frozenset]] = []
+        leaves: list[tuple[_Path, type, tuple[int, ...], str]] = []
+
+        def visit(node: dict, path: _Path) -> bool:
+            if not node:
+                return False  # an empty dict: _add_info batches it to {}, no leaf to hold it
+            groups.append((path, frozenset(node)))
+            for key, value in node.items():
+                kind = type(value)
+                if key == "final_obs":
+                    return False  # _add_info keeps final observations as objects
+                if kind is dict:
+                    if not visit(value, (*path, key)):
+                        return False
+                elif kind in (bool, int, float) or issubclass(kind, np.number):
+                    if np.dtype(kind).kind not in "biufc":
+                        return False  # e.g. timedelta64: left to _add_info
+                    leaves.append(((*path, key), kind, (), np.dtype(kind).str))
+                elif kind is np.ndarray and value.dtype.kind in "biufc":
+                    leaves.append(((*path, key), kind, value.shape, value.dtype.str))
+                else:
+                    return False
+            return True
+
+        return cls(tuple(groups), tuple(leaves)) if visit(info, ()) else None
+
+    @cached_property
+    def dtype(self) -> np.dtype:
+        """One record per env: a field per leaf."""
+        return np.dtype(
+            [(f"f{n}", dtype, shape) for n, (_, _, shape, dtype) in enumerate(self.leaves)]
+        )
+
+    def fill(self, records: np.ndarray, infos: list[dict[Any, Any]]) -> bool:
+        """Write ``infos`` (one per record) into ``records``; False if one does not fit."""
+        root_keys = self.groups[0][1]
+        for info in infos:
+            if info.keys() != root_keys:
+                return False
+        for path, keys in self.groups[1:]:
+            for info in infos:
+                node = _at(info, path)
+                if type(node) is not dict or node.keys() != keys:
+                    return False
+        for n, (path, kind, shape, dtype) in enumerate(self.leaves):
+            if len(path) == 1:
+                key = path[0]
+                values = [info[key] for info in infos]
+            else:
+                values = [_at(info, path) for info in infos]
+            if kind is np.ndarray:
+                if not all(
+                    type(v) is np.ndarray and v.shape == shape and v.dtype.str == dtype
+                    for v in values
+                ):
+                    return False
+            elif set(map(type, values)) != {kind}:
+                return False
+            try:
+                records[f"f{n}"] = values
+            except OverflowError:  # an int beyond int64: left to _add_info
+                return False
+        return True
+
+    def unpack(self, records: np.ndarray) -> dict[str, Any]:
+        """The batched infos (``_add_info``'s form) of ``records``, one row per env."""
+        count = len(records)
+        infos: dict[Any, Any] = {}
+        for n, (path, _, _, _) in enumerate(self.leaves):
+            node = infos
+            for key in path[:-1]:
+                if key not in node:
+                    node[key], node[f"_{key}"] = {}, np.ones(count, dtype=np.bool_)
+                node = node[key]
+            node[path[-1]] = records[f"f{n}"].copy()
+            node[f"_{path[-1]}"] = np.ones(count, dtype=np.bool_)
+        return infos
+
+
+def _at(info: dict[Any, Any], path: _Path) -> Any:
+    for key in path:
+        info = info[key]
+    return info
+
+
+class ColumnBatch(NamedTuple):
+    """A slice's infos as raw records of ``schema`` (parent side)."""
+
+    schema: InfoSchema
+    raw: bytes
+
+    def batched(self) -> BatchedInfo:
+        numpy_scalars = {path for path, kind, _, _ in self.schema.leaves if kind in _AMBIGUOUS}
+        return _batched(
+            self.schema.unpack(np.frombuffer(self.raw, self.schema.dtype)), numpy_scalars
+        )
+
+
+class InfoPacker:
+    """Worker side: the step infos of a whole slice as raw records when they fit one schema."""
+
+    def __init__(self, num_envs: int) -> None:
+        self.num_envs = num_envs
+        self.schema: InfoSchema | None = None
+        self._records = np.empty(0)
+
+    def pack(self, infos: list[dict[Any, Any]]) -> tuple[InfoSchema | None, bytes] | None:
+        """``(schema if new else None, raw records)``, or None when the infos have no common
+        fixed schema (then they travel as a pickle)."""
+        if len(infos) != self.num_envs:
+            return None
+        new = None
+        if self.schema is None or not self.schema.fill(self._records, infos):
+            new = InfoSchema.of(infos[0])
+            if new is None:
+                return None
+            records = np.empty(self.num_envs, dtype=new.dtype)
+            if not new.fill(records, infos):
+                return None
+            self.schema, self._records = new, records
+        return new, self._records.tobytes()

@@ -27,11 +27,15 @@ SET_ATTR = 4  # payload: (name, local ids, per-env values)
 CLOSE = 5
 BUILD = 6  # payload: the cloudpickled env factories of the worker (first command)
 
-# Replies (worker -> parent).
-OK = 0
-OK_DATA = 1
-ERROR = 2
-READY = 3
+# Replies (worker -> parent); no code means two things.
+OK = 10
+OK_DATA = 11
+ERROR = 12
+READY = 13
+OK_COLUMNS = 14  # payload: raw info records of the whole slice, in the last schema sent
+OK_SCHEMA = 15  # payload: (InfoSchema, raw info records): the slice's infos in a new schema
+
+_RAW = frozenset({OK_COLUMNS})  # codes whose payload is bytes as they are, not a pickle
 
 POLL_IN = select.POLLIN | select.POLLHUP | select.POLLERR
 
@@ -46,7 +50,9 @@ def encode(code: int, payload: Any = None, *, by_value: bool = False) -> bytes:
     """One message: ``code`` plus the pickled ``payload`` (nothing when payload is None)."""
     if payload is None:
         return _FAST.get(code) or HEADER.pack(code, 0)
-    if by_value:
+    if code in _RAW:
+        body = payload
+    elif by_value:
         body = cloudpickle.dumps(payload)
     else:
         try:
@@ -108,7 +114,8 @@ def read_message(fd: int) -> tuple[int, Any]:
     code, size = HEADER.unpack(_read_exact(fd, HEADER.size))
     if size == 0:
         return code, None
-    return code, pickle.loads(_read_exact(fd, size))
+    body = _read_exact(fd, size)
+    return code, body if code in _RAW else pickle.loads(body)
 
 
 def spin(poller: select.poll, seconds: float) -> bool:

@@ -49,11 +49,18 @@ from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 from grid_vec.vector import protocol as p
 from grid_vec.vector.errors import RemoteTraceback, WorkerCrashedError, WorkerTimeoutError
 from grid_vec.vector.grid_commands import GridCommands
-from grid_vec.vector.infos import BatchedInfo, place_infos, unbatch_info
+from grid_vec.vector.infos import (
+    BatchedInfo,
+    ColumnBatch,
+    InfoBatch,
+    InfoSchema,
+    merge_slices,
+    unbatch_info,
+)
 from grid_vec.vector.shared_buffers import LeafActionCheck, SharedBlock, flat_leaves, join, split
 from grid_vec.vector.worker import WorkerSpec, worker_main
 
-_DEFAULT_SPIN_US = 50.0
+_DEFAULT_SPIN_US = 1000.0
 _RESERVED = ("reset", "step", "close", "_setattr", "_check_spaces")
 
 
@@ -79,6 +86,7 @@ class _Worker:
         self.alive = False
         self.stale = 0  # replies still owed for a *_wait that timed out
         self.pool: deque[list[int]] = deque()  # env ids of each in-flight pool command
+        self.info_schema: InfoSchema | None = None  # of the raw info records it sends
 
     def close_pipes(self) -> None:
         for conn in self.conns:
@@ -113,15 +121,6 @@ def _stop_all(workers: list[_Worker]) -> None:
         _stop_worker(w, kill=True)
 
 
-class _InfoBatch:
-    """Lets VectorEnv._add_info build the info dict of a pool batch of another size."""
-
-    _add_info = VectorEnv._add_info
-
-    def __init__(self, num_envs: int) -> None:
-        self.num_envs = num_envs
-
-
 class GridVecEnv(GridCommands, VectorEnv):
     """Vector env running sub-envs in worker processes, behaving like ``AsyncVectorEnv``.
 
@@ -135,9 +134,11 @@ class GridVecEnv(GridCommands, VectorEnv):
             :class:`WorkerCrashedError` names the sub-envs lost.
         batch_size: number of envs :meth:`recv` returns in pool mode (default ``num_envs``).
         spin_us: microseconds the parent and the workers poll for a message (yielding the
-            core at each turn) before sleeping on the pipe; saves the wake-up of a sleeping
-            process on each side. Default: 50 when there are no more workers than usable
-            cores, else 0.
+            core at each turn) before sleeping on the pipe. It saves the wake-up of a
+            sleeping process, and on virtual machines it keeps a core that would otherwise
+            idle from coming back slow (a 16-env batch of case14 steps measured about 1.4x
+            slower after 1 ms of sleep, see ``benchmarks/bench_vector_case14.py``).
+            Default: 1000 when there are no more workers than usable cores, else 0.
 
     Pool mode: after :meth:`reset`, :meth:`send` actions to any envs and :meth:`recv` the
     first ``batch_size`` envs that are done, with their ids. Per-env calls:
@@ -218,6 +219,7 @@ class GridVecEnv(GridCommands, VectorEnv):
         self._ready: deque[int] = deque()
         self._ready_info: dict[int, dict] = {}
         self._busy: set[int] = set()
+        self._schemas: dict[InfoSchema, InfoSchema] = {}
         self.restarts = 0
 
         size = self.envs_per_worker
@@ -317,7 +319,7 @@ class GridVecEnv(GridCommands, VectorEnv):
         w.cmd_fd, w.reply_fd, w.sentinel = cmd_w.fileno(), rep_r.fileno(), process.sentinel
         # a worker dead at start-up is reported by the wait for its READY that follows
         p.write_unless_gone(w.cmd_fd, p.encode(p.BUILD, w.blob), w.sentinel)
-        w.alive, w.stale, w.pool = True, 0, deque()
+        w.alive, w.stale, w.pool, w.info_schema = True, 0, deque(), None
         self._poll_all = None
         return w
 
@@ -585,7 +587,7 @@ class GridVecEnv(GridCommands, VectorEnv):
                     self._absorb_pool(w, lost[w], payload)
         ids = np.array([self._ready.popleft() for _ in range(self.batch_size)], dtype=np.int64)
         infos: dict[str, Any] = {}
-        batch = _InfoBatch(len(ids))
+        batch = InfoBatch(len(ids))
         for j, i in enumerate(ids):
             info = self._ready_info.pop(int(i), None)
             if info:
@@ -846,9 +848,10 @@ class GridVecEnv(GridCommands, VectorEnv):
         remaining = set(workers)
         replies: dict[_Worker, tuple[int, Any]] = {}
         crashed: list[_Worker] = []
-        if self.spin_us > 0:
-            p.spin(poller, self.spin_us * 1e-6)
+        spin_until = time.perf_counter() + self.spin_us * 1e-6
         while remaining:
+            if self.spin_us > 0:  # before each blocking poll, the rest of the spin budget
+                p.spin(poller, spin_until - time.perf_counter())
             if deadline is None:
                 wait_ms = -1
             else:
@@ -867,7 +870,7 @@ class GridVecEnv(GridCommands, VectorEnv):
                     crashed.append(w)
                 else:
                     try:
-                        replies[w] = p.read_message(w.reply_fd)
+                        replies[w] = self._read_reply(w)
                     except p.PeerGone:
                         crashed.append(w)
                 remaining.discard(w)
@@ -878,6 +881,16 @@ class GridVecEnv(GridCommands, VectorEnv):
                 break
         late = [w for w in workers if w in remaining]
         return replies, crashed, late
+
+    def _read_reply(self, w: _Worker) -> tuple[int, Any]:
+        """One reply of ``w``; raw info records come back as a ``ColumnBatch`` in OK_DATA."""
+        code, payload = p.read_message(w.reply_fd)
+        if code == p.OK_SCHEMA:
+            schema, payload = payload
+            w.info_schema = self._schemas.setdefault(schema, schema)  # one object per schema
+        elif code != p.OK_COLUMNS:
+            return code, payload
+        return p.OK_DATA, (ColumnBatch(w.info_schema, payload), None)
 
     def _gather(
         self,
@@ -990,24 +1003,21 @@ class GridVecEnv(GridCommands, VectorEnv):
         raise exc from RemoteTraceback(f"\nsub-env {env_id} worker traceback:\n{trace}")
 
     def _merge(self, replies: dict[_Worker, Any]) -> dict[str, Any]:
-        infos: dict[str, Any] = {}
+        """The batch's infos from the workers' replies; keeps pickled observations."""
+        slices = []
         for w in self._workers:
             payload = replies.get(w)
             if payload is None:
                 continue
             env_infos, obs = payload
-            if isinstance(env_infos, BatchedInfo):
-                infos = place_infos(infos, env_infos, w.env_ids[0], self.num_envs)
-            else:
-                for k, info in env_infos.items():
-                    infos = self._add_info(infos, info, w.env_ids[k])
+            slices.append((w.env_ids[0], env_infos))
             for k, value in (obs or {}).items():
                 self._last_obs[w.env_ids[k]] = value
         if not self._obs_shared:
             self.observations = concatenate(
                 self.single_observation_space, self._last_obs, self.observations
             )
-        return infos
+        return merge_slices(slices, self.num_envs)
 
     def _observations(self) -> Any:
         if not self.copy:

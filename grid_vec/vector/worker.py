@@ -20,7 +20,7 @@ from gymnasium.spaces.utils import is_space_dtype_shape_equiv
 from gymnasium.vector.vector_env import AutoresetMode
 
 from grid_vec.vector import protocol as p
-from grid_vec.vector.infos import batch_infos
+from grid_vec.vector.infos import InfoPacker, batch_infos
 from grid_vec.vector.shared_buffers import SharedBlock, join, split
 
 
@@ -60,6 +60,7 @@ class _Server:
         self.act_leaf = self.block.act[0] if len(self.block.act) == 1 else None
         self.poller = select.poll()  # built once: the spin before each command reuses it
         self.poller.register(fd_in, p.POLL_IN)
+        self.step_infos = InfoPacker(len(envs))
 
     def reply(self, code: int, payload: Any = None) -> None:
         p.write_all(self.fd_out, p.encode(code, payload))
@@ -160,6 +161,11 @@ class _Server:
                 continue
             if info:
                 infos[k] = info
+        if payload is None and not errors and self.spec.obs_shared:
+            packed = self.step_infos.pack(list(infos.values()))
+            if packed is not None:
+                schema, raw = packed
+                return (p.OK_COLUMNS, raw) if schema is None else (p.OK_SCHEMA, (schema, raw))
         return self._result(infos, ids, errors, whole_slice=payload is None)
 
     def reset(self, payload: list[tuple[Any, Any, bool] | None]) -> tuple[int, Any]:

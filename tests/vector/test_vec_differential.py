@@ -19,6 +19,7 @@ from vec_toy_envs import (
     NestedEnv,
     OtherActionEnv,
     OtherSpaceEnv,
+    StatusEnv,
     TextEnv,
 )
 
@@ -67,6 +68,17 @@ def test_rollouts_match_async(mode, shared_memory):
         assert_same(rollout(ref, actions, mode), rollout(ours, actions, mode))
         assert ours.metadata == ref.metadata
         assert ours.metadata["autoreset_mode"] == mode
+
+
+@pytest.mark.parametrize("mode", list(AutoresetMode))
+def test_fixed_layout_infos_match_async(mode):
+    """Infos sent as raw records (and their layout changes, and slices that do not fit a
+    layout) give what gymnasium's env-after-env merge gives."""
+    fns = [functools.partial(StatusEnv, episode_len=n, change_at=3) for n in (6, 6, 7, 9)]
+    with both(fns, autoreset_mode=mode) as (ref, ours):
+        actions = sample_actions(ref, 24)
+        assert_same(rollout(ref, actions, mode), rollout(ours, actions, mode))
+        assert len(ours._schemas) >= 2  # the records path ran, in two layouts
 
 
 @pytest.mark.parametrize(

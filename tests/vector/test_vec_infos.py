@@ -1,5 +1,6 @@
 """Worker-side info batching: the same result as gymnasium's ``_add_info``, env after env,
-for any mix of value kinds, and a pickle round trip that gives the same (writable) arrays."""
+for any mix of value kinds, whether a batch's slices travel batched, as raw records or as
+they are; and a pickle round trip that gives the same (writable) arrays."""
 
 from __future__ import annotations
 
@@ -11,11 +12,19 @@ import numpy as np
 import pytest
 from gymnasium.vector.vector_env import VectorEnv
 
-from grid_vec.vector.infos import BatchedInfo, batch_infos
+from grid_vec.vector.infos import (
+    BatchedInfo,
+    ColumnBatch,
+    InfoPacker,
+    InfoSchema,
+    batch_infos,
+    merge_slices,
+)
 
 VALUES: list[Any] = [
-    1, 2.5, True, None, "text", np.float32(3), np.int8(2), np.bool_(True), np.zeros(3),
+    1, 2.5, True, None, "text", np.float32(3.1), np.int8(2), np.bool_(True), np.zeros(3),
     np.ones(3, np.float32), np.zeros(2), {}, {"a": 1}, {"a": 2.0, "b": "x"}, (1, 2), [3],
+    np.float64(1.7), {"a": 1.5},
 ]  # fmt: skip
 
 
@@ -68,19 +77,83 @@ def _random_infos(rng: random.Random) -> tuple[dict[int, dict], int]:
 @pytest.mark.parametrize("seed", range(4))
 def test_batch_infos_equals_add_info_env_after_env(seed: int) -> None:
     rng = random.Random(seed)
+    batched = 0
     for _ in range(500):
         infos, num_envs = _random_infos(rng)
         want = _reference(infos, num_envs)
-        if isinstance(want, type):  # _add_info raises: batch_infos raises the same error
-            with pytest.raises(want):
-                batch_infos(infos, num_envs)
-            continue
         got = batch_infos(infos, num_envs)
+        if type(got) is not BatchedInfo:  # mixed kinds: merged env after env by the parent
+            assert got is infos
+            continue
+        batched += 1
         _assert_same(got, want)
         back = pickle.loads(pickle.dumps(got, protocol=pickle.HIGHEST_PROTOCOL))
         assert type(back) is BatchedInfo
         _assert_same(back, want)
         _assert_writable(back)
+    assert batched > 100  # most slices are batched in the worker
+
+
+def _dict_and_not(infos: Any) -> bool:
+    """Whether a key holds a dict in some of ``infos`` and something else in others."""
+    infos = list(infos)
+    for key in {key for info in infos for key in info}:
+        values = [info[key] for info in infos if key in info]
+        nested = [isinstance(v, dict) for v in values]
+        if any(nested) and not all(nested):
+            return True
+        if all(nested) and _dict_and_not(values):
+            return True
+    return False
+
+
+def _slice_infos(infos: dict[int, dict], start: int, stop: int, schemas: dict) -> Any:
+    """What a worker carrying envs ``start .. stop - 1`` sends: raw records when every env
+    of the slice fits one layout, else ``batch_infos``' result."""
+    local = {k - start: infos[k] for k in range(start, stop) if k in infos}
+    packed = InfoPacker(stop - start).pack(list(local.values()))
+    if packed is not None:
+        schema, raw = packed
+        return ColumnBatch(schemas.setdefault(schema, schema), raw)
+    return batch_infos(local, stop - start)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_merged_slices_equal_add_info_over_the_whole_batch(seed: int) -> None:
+    """A key's type is set by the first env of the whole batch that has it: slices merged in
+    the parent give exactly that, whatever kinds each slice holds."""
+    rng = random.Random(100 + seed)
+    kinds = [VALUES[i] for i in (0, 1, 2, 5, 6, 8, 9, 12, 16, 17)]  # records-friendly kinds
+    paths = {"records": 0, "batched": 0, "as is": 0}
+    for _ in range(300):
+        num_envs = rng.randint(1, 8)
+        pool = kinds if rng.random() < 0.8 else VALUES
+        keys = rng.sample(["a", "b", "c", "final_obs"], rng.randint(1, 3))
+        uniform = {key: rng.choice(pool) for key in keys}
+        infos = {}
+        for k in range(num_envs):
+            if rng.random() < 0.1:
+                continue
+            infos[k] = {
+                key: (value if rng.random() < 0.8 else rng.choice(pool))
+                for key, value in uniform.items()
+            }
+        cuts = sorted(rng.sample(range(1, num_envs), rng.randint(0, num_envs - 1)))
+        bounds = list(zip([0, *cuts], [*cuts, num_envs], strict=True))
+        schemas: dict[InfoSchema, InfoSchema] = {}
+        slices = [(a, _slice_infos(infos, a, b, schemas)) for a, b in bounds]
+        for _, part in slices:
+            kind = {ColumnBatch: "records", BatchedInfo: "batched"}.get(type(part), "as is")
+            paths[kind] += 1
+        want = _reference(infos, num_envs)
+        if _dict_and_not(infos.values()):
+            continue  # gymnasium stores such values under int keys or fails: not a contract
+        if isinstance(want, type):  # gymnasium cannot merge them: neither can we
+            with pytest.raises((want, TypeError, ValueError)):
+                merge_slices(slices, num_envs)
+            continue
+        _assert_same(merge_slices(slices, num_envs), want)
+    assert min(paths.values()) > 20, paths
 
 
 def _assert_writable(infos: dict) -> None:

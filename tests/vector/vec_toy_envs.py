@@ -71,6 +71,42 @@ class CountEnv(gym.Env):
         return (i for i in range(3))
 
 
+class StatusEnv(gym.Env):
+    """Step infos of one fixed layout, as a grid env gives (bools, ints, floats, numpy scalars,
+    arrays, a nested dict), so that GridVecEnv sends them as raw records. From step
+    ``change_at`` of an episode on, ``level`` turns float64 (a new layout); ``extra`` appears
+    on steps divisible by 5 (a slice that does not fit any layout)."""
+
+    def __init__(self, episode_len: int = 6, change_at: int = 4):
+        self.observation_space = spaces.Box(-10.0, 10.0, (2,), np.float32)
+        self.action_space = spaces.Discrete(2)
+        self.episode_len = episode_len
+        self.change_at = change_at
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(2, np.float32), {"episode": "start"}
+
+    def step(self, action):
+        self.t += 1
+        value = float(self.np_random.normal())
+        level_kind = np.float64 if self.t >= self.change_at else np.float32
+        info = {
+            "ok": value > 0,
+            "count": self.t,
+            "value": value,
+            "level": level_kind(value),
+            "mask": np.array([value > 0, action == 1, self.t % 2 == 0]),
+            "detail": {"action": int(action), "pair": np.full(2, value)},
+        }
+        if self.t % 5 == 0:
+            info["extra"] = "five"
+        done = self.t >= self.episode_len
+        return np.full(2, value, np.float32), value, done, False, info
+
+
 class NestedEnv(gym.Env):
     """Dict observation of every flat leaf kind, Tuple action of Discrete and Box."""
 
