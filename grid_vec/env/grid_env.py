@@ -42,7 +42,7 @@ from grid_vec.env.state import (
     solve,
     update_timers,
 )
-from grid_vec.env.topology import TopologyLayout
+from grid_vec.env.topology import layout_of
 from grid_vec.grid import make_backend
 from grid_vec.grid.model import GridModel
 
@@ -101,7 +101,7 @@ class GridEnv(gym.Env):
         self.action_type = action_type
         self._handler = ScenarioHandler(source, chunk_size=chunk_size, max_iter=max_iter)
 
-        self.topology = TopologyLayout.from_model(model)
+        self.topology = layout_of(model)
         self.catalog = ActionCatalog.from_model(model, self.topology)
         self.obs_layout = ObservationLayout(model, self.topology.n_elem)
         self.observation_space = self.obs_layout.space()

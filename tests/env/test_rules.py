@@ -9,7 +9,7 @@ import pytest
 from env_helpers import loose_limits
 
 from grid_vec.env.parameters import Parameters
-from grid_vec.env.topology import isolated_elements
+from grid_vec.env.topology import TopologyLayout, _isolated_elements, isolated_elements
 
 BRANCH = 0  # line 0-1: meshed, its loss isolates nothing
 
@@ -201,3 +201,19 @@ def test_truncation_at_scenario_end_max_steps_and_max_iter(make_env):
     env.set_max_iter(4)
     env.reset()
     assert [env.step(0)[3] for _ in range(4)] == [False] * 3 + [True]
+
+
+def test_isolation_answers_are_remembered_per_topology(case14):
+    """The cached answer is the graph search's, for every topology, and cannot be altered."""
+    layout = TopologyLayout.from_model(case14)
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        topo = rng.choice(np.array([-1, 1, 1, 1, 2], dtype=np.int8), layout.n_elem)
+        first = isolated_elements(case14, layout, topo)
+        again = isolated_elements(case14, layout, topo.copy())
+        searched = _isolated_elements(case14, layout, topo)
+        assert again is first
+        for got, want in zip(first, searched, strict=True):
+            np.testing.assert_array_equal(got, want)
+        with pytest.raises(ValueError, match="read-only"):
+            first[0][0] = not first[0][0]
