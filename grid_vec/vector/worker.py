@@ -53,11 +53,26 @@ class _Server:
         self.spec = spec
         self.envs = envs
         self.fd_in, self.fd_out = fd_in, fd_out
-        self.block = spec.block
         self.autoreset = [False] * len(envs)
         self.last_obs: list[Any] = [None] * len(envs)
-        self.single_obs_leaf = len(self.block.obs) == 1 and spec.obs_shared
-        self.act_leaf = self.block.act[0] if len(self.block.act) == 1 else None
+        # views of this worker's rows of the shared block (its env ids are contiguous)
+        block, first = spec.block, spec.env_ids[0]
+        rows = slice(first, first + len(envs))
+        assert spec.env_ids == tuple(range(rows.start, rows.stop))
+        self.obs_rows = [view[rows] for view in block.obs]
+        self.act_rows = [view[rows] for view in block.act]
+        self.rewards, self.terminated, self.truncated = (
+            block.rewards[rows],
+            block.terminated[rows],
+            block.truncated[rows],
+        )
+        self.single_obs_leaf = len(self.obs_rows) == 1 and spec.obs_shared
+        self.act_leaf = self.act_rows[0] if len(self.act_rows) == 1 else None
+        self._step_one = {
+            AutoresetMode.NEXT_STEP: self._step_next_step,
+            AutoresetMode.SAME_STEP: self._step_same_step,
+            AutoresetMode.DISABLED: self._step_disabled,
+        }[AutoresetMode(spec.autoreset_mode)]
         self.poller = select.poll()  # built once: the spin before each command reuses it
         self.poller.register(fd_in, p.POLL_IN)
         self.step_infos = InfoPacker(len(envs))
@@ -90,46 +105,45 @@ class _Server:
             p.write_all(self.fd_out, message)
 
     def _publish(self, k: int, obs: Any, reward: Any, terminated: Any, truncated: Any) -> None:
-        i = self.spec.env_ids[k]
-        block = self.block
         if self.single_obs_leaf:
-            block.obs[0][i] = obs
+            self.obs_rows[0][k] = obs
         elif self.spec.obs_shared:
-            for view, value in zip(block.obs, split(self.spec.obs_space, obs), strict=True):
-                view[i] = value
+            for view, value in zip(self.obs_rows, split(self.spec.obs_space, obs), strict=True):
+                view[k] = value
         else:
             self.last_obs[k] = obs
-        block.rewards[i] = reward
-        block.terminated[i] = terminated
-        block.truncated[i] = truncated
+        self.rewards[k] = reward
+        self.terminated[k] = terminated
+        self.truncated[k] = truncated
 
     def _action(self, k: int) -> Any:
-        i = self.spec.env_ids[k]
         if self.act_leaf is not None:  # a single Box/Discrete/... action: no structure to build
             view = self.act_leaf
-            return view[i] if view.ndim == 1 else view[i].copy()
-        leaves = [view[i] if view.ndim == 1 else view[i].copy() for view in self.block.act]
+            return view[k] if view.ndim == 1 else view[k].copy()
+        leaves = [view[k] if view.ndim == 1 else view[k].copy() for view in self.act_rows]
         return join(self.spec.act_space, leaves)
 
-    def _step_one(self, k: int, action: Any) -> tuple[Any, Any, Any, Any, dict]:
+    def _step_next_step(self, k: int, action: Any) -> tuple[Any, Any, Any, Any, dict]:
         env = self.envs[k]
-        mode = self.spec.autoreset_mode
-        if mode == AutoresetMode.NEXT_STEP:
-            if self.autoreset[k]:
-                obs, info = env.reset()
-                reward, terminated, truncated = 0, False, False
-            else:
-                obs, reward, terminated, truncated, info = env.step(action)
-            self.autoreset[k] = bool(terminated or truncated)
-        elif mode == AutoresetMode.SAME_STEP:
-            obs, reward, terminated, truncated, info = env.step(action)
-            if terminated or truncated:
-                reset_obs, reset_info = env.reset()
-                info = {"final_info": info, "final_obs": obs, **reset_info}
-                obs = reset_obs
+        if self.autoreset[k]:
+            obs, info = env.reset()
+            reward, terminated, truncated = 0, False, False
         else:
             obs, reward, terminated, truncated, info = env.step(action)
+        self.autoreset[k] = bool(terminated or truncated)
         return obs, reward, terminated, truncated, info
+
+    def _step_same_step(self, k: int, action: Any) -> tuple[Any, Any, Any, Any, dict]:
+        env = self.envs[k]
+        obs, reward, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            reset_obs, reset_info = env.reset()
+            info = {"final_info": info, "final_obs": obs, **reset_info}
+            obs = reset_obs
+        return obs, reward, terminated, truncated, info
+
+    def _step_disabled(self, k: int, action: Any) -> tuple[Any, Any, Any, Any, dict]:
+        return self.envs[k].step(action)
 
     def _result(
         self, infos: dict[int, dict], ids: Sequence[int], errors: list, *, whole_slice: bool
