@@ -383,6 +383,29 @@ class InfoSchema:
             node[f"_{path[-1]}"] = np.ones(count, dtype=np.bool_)
         return infos
 
+    def rows(self, records: np.ndarray) -> list[dict[Any, Any]]:
+        """The info of each record as its env gave it (same keys, same value types)."""
+        columns = []
+        for n, (path, kind, _, _) in enumerate(self.leaves):
+            column = records[f"f{n}"]
+            if kind is np.ndarray:
+                values = [row.copy() for row in column]
+            elif kind in (bool, int, float):
+                values = column.tolist()
+            else:  # numpy scalars of that type
+                values = list(column)
+            columns.append((path, values))
+        infos: list[dict[Any, Any]] = []
+        for i in range(len(records)):
+            info: dict[Any, Any] = {}
+            for path, values in columns:
+                node = info
+                for key in path[:-1]:
+                    node = node.setdefault(key, {})
+                node[path[-1]] = values[i]
+            infos.append(info)
+        return infos
+
 
 def _at(info: dict[Any, Any], path: _Path) -> Any:
     for key in path:
@@ -395,6 +418,9 @@ class ColumnBatch(NamedTuple):
 
     schema: InfoSchema
     raw: bytes
+
+    def records(self) -> np.ndarray:
+        return np.frombuffer(self.raw, self.schema.dtype)
 
     def batched(self) -> BatchedInfo:
         numpy_scalars = {path for path, kind, _, _ in self.schema.leaves if kind in _AMBIGUOUS}

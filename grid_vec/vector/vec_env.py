@@ -216,7 +216,9 @@ class GridVecEnv(GridCommands, VectorEnv):
         self._poll_all: tuple[select.poll, dict[int, _Worker]] | None = None
         self._call_order: list[tuple[_Worker, int]] = []
         self._reset_entries: dict[int, list] = {}
-        self._ready: deque[int] = deque()
+        # pool mode: env ids back from the workers, in chunks as they came; a chunk of a
+        # worker's whole slice may hold its infos as records (else they are in _ready_info)
+        self._ready: deque[tuple[list[int], ColumnBatch | None]] = deque()
         self._ready_info: dict[int, dict] = {}
         self._busy: set[int] = set()
         self._schemas: dict[InfoSchema, InfoSchema] = {}
@@ -557,14 +559,14 @@ class GridVecEnv(GridCommands, VectorEnv):
         """
         self._assert_is_running()
         in_flight = sum(len(ids) for w in self._workers for ids in w.pool)
-        if len(self._ready) + in_flight < self.batch_size:
+        if self._ready_count() + in_flight < self.batch_size:
             raise NoAsyncCallError(
                 f"recv() needs {self.batch_size} envs sent, only "
-                f"{len(self._ready) + in_flight} are in flight or ready",
+                f"{self._ready_count() + in_flight} are in flight or ready",
                 "recv",
             )
         deadline = None if timeout is None else time.monotonic() + timeout
-        while len(self._ready) < self.batch_size:
+        while self._ready_count() < self.batch_size:
             waiting = [w for w in self._workers if w.pool]
             replies, crashed, late = self._wait(waiting, deadline, need_all=False)
             if late and not replies and not crashed:
@@ -585,13 +587,7 @@ class GridVecEnv(GridCommands, VectorEnv):
                 for w, (_, payload) in recovered.items():
                     self._busy.update(lost[w])
                     self._absorb_pool(w, lost[w], payload)
-        ids = np.array([self._ready.popleft() for _ in range(self.batch_size)], dtype=np.int64)
-        infos: dict[str, Any] = {}
-        batch = InfoBatch(len(ids))
-        for j, i in enumerate(ids):
-            info = self._ready_info.pop(int(i), None)
-            if info:
-                infos = batch._add_info(infos, info, j)
+        ids, infos = self._take_ready(self.batch_size)
         self._busy.difference_update(ids.tolist())
         block = self._block
         if self._obs_shared:
@@ -610,17 +606,48 @@ class GridVecEnv(GridCommands, VectorEnv):
             ids,
         )
 
+    def _ready_count(self) -> int:
+        return sum(len(ids) for ids, _ in self._ready)
+
+    def _take_ready(self, count: int) -> tuple[np.ndarray, dict[str, Any]]:
+        """The first ``count`` ready env ids and their batched infos."""
+        first_ids, columns = self._ready[0]
+        if columns is not None and len(first_ids) == count:  # one worker's slice: records
+            self._ready.popleft()
+            return np.array(first_ids, dtype=np.int64), columns.schema.unpack(columns.records())
+        taken: list[int] = []
+        while len(taken) < count:
+            chunk_ids, columns = self._ready.popleft()
+            if columns is not None:
+                rows = columns.schema.rows(columns.records())
+                self._ready_info.update(zip(chunk_ids, rows, strict=True))
+            need = count - len(taken)
+            if len(chunk_ids) > need:
+                self._ready.appendleft((chunk_ids[need:], None))
+            taken += chunk_ids[:need]
+        infos: dict[str, Any] = {}
+        batch = InfoBatch(count)
+        for j, i in enumerate(taken):
+            info = self._ready_info.pop(i, None)
+            if info:
+                infos = batch._add_info(infos, info, j)
+        return np.array(taken, dtype=np.int64), infos
+
     def _absorb_pool(self, w: _Worker, ids: list[int], payload: Any) -> None:
+        columns = None
         if payload is not None:
             infos, obs = payload
-            if isinstance(infos, BatchedInfo):  # a restarted worker's reset of its whole slice
+            if isinstance(infos, ColumnBatch):  # a send of the worker's whole slice, in order
+                columns = infos
+                infos = {}
+            elif isinstance(infos, BatchedInfo):  # a restarted worker's reset of its slice
                 rows = (unbatch_info(infos, k) for k in range(len(w.env_ids)))
                 infos = {k: info for k, info in enumerate(rows) if info}
             for k, info in infos.items():
                 self._ready_info[w.env_ids[k]] = info
             for k, value in (obs or {}).items():
                 self._last_obs[w.env_ids[k]] = value
-        self._ready.extend(ids)
+        self._ready.append((list(ids), columns))
 
     # ---------------------------------------------------------------------- closing
     def close_extras(self, timeout: float | None = None, terminate: bool = False) -> None:

@@ -54,6 +54,7 @@ class _Server:
         self.envs = envs
         self.fd_in, self.fd_out = fd_in, fd_out
         self.autoreset = [False] * len(envs)
+        self.local_ids = list(range(len(envs)))
         self.last_obs: list[Any] = [None] * len(envs)
         # views of this worker's rows of the shared block (its env ids are contiguous)
         block, first = spec.block, spec.env_ids[0]
@@ -175,7 +176,8 @@ class _Server:
                 continue
             if info:
                 infos[k] = info
-        if payload is None and not errors and self.spec.obs_shared:
+        whole_slice = payload is None or list(ids) == self.local_ids  # a pool send of all
+        if whole_slice and not errors and self.spec.obs_shared:
             packed = self.step_infos.pack(list(infos.values()))
             if packed is not None:
                 schema, raw = packed

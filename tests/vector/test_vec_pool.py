@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 from gymnasium.error import AlreadyPendingCallError, NoAsyncCallError
 from gymnasium.vector import SyncVectorEnv
-from vec_toy_envs import CountEnv, FaultyEnv, SlowEnv
+from gymnasium.vector.vector_env import VectorEnv
+from vec_compare import assert_same
+from vec_toy_envs import CountEnv, FaultyEnv, SlowEnv, StatusEnv
 
 from grid_vec.vector import GridVecEnv
 
@@ -64,6 +66,50 @@ def test_pool_trajectories_equal_lockstep_ones():
         for (a, b, c, d), (x, y, z, w) in zip(expected[i], got[i][: len(expected[i])], strict=True):
             np.testing.assert_array_equal(a, x)
             assert (b, c, d) == (y, z, w)
+    envs.close()
+
+
+class _Batch:
+    _add_info = VectorEnv._add_info
+
+    def __init__(self, num_envs: int) -> None:
+        self.num_envs = num_envs
+
+
+@pytest.mark.parametrize("batch_size", [2, 3])
+def test_pool_infos_equal_those_of_the_envs_merged_by_gymnasium(batch_size):
+    """A worker's whole slice comes back as info records; whether a batch is exactly that
+    slice (2) or mixes slices (3), its infos are the envs' own, merged by ``_add_info``."""
+    fns = [functools.partial(StatusEnv, episode_len=n, change_at=3) for n in (4, 5, 6, 7)]
+    seeds = [1, 2, 3, 4]
+    refs = [fn() for fn in fns]
+    for env, seed in zip(refs, seeds, strict=True):
+        env.reset(seed=seed)
+    done = [False] * 4
+
+    def reference_step(i: int, action: int) -> dict:
+        if done[i]:
+            done[i] = False
+            return refs[i].reset()[1]
+        _, _, terminated, truncated, info = refs[i].step(action)
+        done[i] = terminated or truncated
+        return info
+
+    envs = GridVecEnv(fns, envs_per_worker=2, batch_size=batch_size)
+    envs.reset(seed=seeds)
+    envs.send(np.ones(4, np.int64), np.arange(4))
+    expected = {i: reference_step(i, 1) for i in range(4)}
+    for _ in range(30):
+        *_, infos, ids = envs.recv()
+        want, batch = {}, _Batch(len(ids))
+        for j, i in enumerate(ids):
+            want = batch._add_info(want, expected.pop(int(i)), j)
+        assert_same(infos, want)
+        actions = ids % 2
+        envs.send(actions, ids)
+        for i, action in zip(ids.tolist(), actions.tolist(), strict=True):
+            expected[i] = reference_step(i, action)
+    assert envs._schemas  # records came back
     envs.close()
 
 
