@@ -2,7 +2,8 @@
 
 The handler owns the scenario order (shuffled by seed, optionally filtered by name), the
 pending ``set_id``, fast-forward and episode length limits, and reads the source
-``chunk_size`` steps at a time so that a long scenario never has to sit in memory whole.
+``chunk_size`` steps at a time (by default, the source's ``preferred_chunk`` if it has one)
+so that a long scenario never has to sit in memory, or be generated, whole.
 """
 
 from __future__ import annotations
@@ -192,6 +193,10 @@ class ScenarioHandler:
         end = self._info.length
         if self.chunk_size is not None:
             end = min(end, first + self.chunk_size)
+        else:  # the source's own unit (a synthetic block), read up to its next boundary
+            unit = getattr(self.source, "preferred_chunk", None)
+            if unit:
+                end = min(end, (first // unit + 1) * unit)
         chunk = self._chunk = self.source.read(self._info.id, first, end)
         self._chunk_start = first
         self._now = (chunk.load_p, chunk.load_q, chunk.gen_p, chunk.gen_v)

@@ -6,6 +6,11 @@ generators (``sgen``) get solar or wind profiles. Dispatchable generators share 
 of renewables in proportion to their base-case output (or ``pmax`` when the base case has
 none), within their limits; the slack's target takes the residual, losses included.
 Forecasts are the next step plus a forecast error, with the dispatch re-balanced on them.
+
+A scenario is generated a block of ``BLOCK`` steps (a day at 5 minutes) at a time, each
+block from its own random stream, so that a reset costs one block, not the whole week, and
+an episode that ends early never pays for the rest. The smooth parts (the scenario level and
+the interpolation knots of the slow noises) are drawn once per scenario.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from grid_vec.grid.model import GridModel
 
 _LOAD_FORECAST_ERROR = 0.01  # relative standard deviation
 _RENEWABLE_FORECAST_ERROR = 0.05
+BLOCK = 288  # steps generated at a time
+_LOAD_NOISE_EVERY, _CLOUD_EVERY, _WIND_SLOW_EVERY, _WIND_FAST_EVERY = 12, 24, 72, 12
 
 
 @dataclass(frozen=True)
@@ -38,7 +45,10 @@ class SyntheticSource:
     """Deterministic synthetic scenarios for a compiled grid; any id >= 0 is valid.
 
     ``len()`` is ``n_scenarios``: the number of ids a handler cycles through and shuffles.
+    ``preferred_chunk``: a handler without a ``chunk_size`` reads this many steps at a time.
     """
+
+    preferred_chunk = BLOCK
 
     def __init__(
         self,
@@ -71,7 +81,8 @@ class SyntheticSource:
         self.start = start
         self.step_minutes = int(step_minutes)
         self._traits = self._make_traits()
-        self._cache: tuple[int, Injections] | None = None
+        # the current scenario: its id, its once-per-scenario draws and its blocks so far
+        self._cache: tuple[int, _ScenarioDraws, dict[int, Injections]] | None = None
 
     def __len__(self) -> int:
         return self.n_scenarios
@@ -101,7 +112,7 @@ class SyntheticSource:
         )
 
     def read(self, scenario_id: int, start: int, stop: int) -> Injections:
-        """Steps ``[start, stop)`` as read-only views of the generated scenario."""
+        """Steps ``[start, stop)`` of the scenario, read-only (generated block by block)."""
         scenario_id = self._check_id(scenario_id)
         if not 0 <= start < stop <= self.length:
             raise ValueError(
@@ -109,9 +120,22 @@ class SyntheticSource:
                 f"got start={start}, stop={stop}"
             )
         if self._cache is None or self._cache[0] != scenario_id:
-            self._cache = (scenario_id, self._generate(scenario_id))
-        full = self._cache[1]
-        return Injections(*(getattr(full, f)[start:stop] for f in Injections.__dataclass_fields__))
+            self._cache = (scenario_id, self._scenario_draws(scenario_id), {})
+        _, draws, blocks = self._cache
+        first, last = start // BLOCK, (stop - 1) // BLOCK
+        for b in range(first, last + 1):
+            if b not in blocks:
+                blocks[b] = self._generate(scenario_id, draws, b)
+        window = slice(start - first * BLOCK, stop - first * BLOCK)
+        fields = Injections.__dataclass_fields__
+        if first == last:
+            return Injections(*(getattr(blocks[first], f)[window] for f in fields))
+        joined = []
+        for f in fields:
+            array = np.concatenate([getattr(blocks[b], f) for b in range(first, last + 1)])
+            array.flags.writeable = False
+            joined.append(array[window])
+        return Injections(*joined)
 
     def _check_id(self, scenario_id: int) -> int:
         if isinstance(scenario_id, bool) or not isinstance(scenario_id, (int, np.integer)):
@@ -145,39 +169,73 @@ class SyntheticSource:
     def _calendar(self) -> _Calendar:
         return _Calendar.of(self.model, self._traits, self.start, self.length, self.step_minutes)
 
-    def _generate(self, scenario_id: int) -> Injections:
-        m, tr, cal = self.model, self._traits, self._calendar
-        rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(1, scenario_id)))
+    def _scenario_draws(self, scenario_id: int) -> _ScenarioDraws:
+        """The draws a whole scenario shares: its level and the knots of its slow noises."""
+        m, tr = self.model, self._traits
+        rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(2, scenario_id)))
         steps = self.length + 1  # one more step so that the last row has a forecast
-
-        # loads: the calendar's per-load shape, a scenario level, smooth and white noise
-        level = rng.uniform(0.95, 1.05)
-        noise = 0.03 * _smooth_noise(rng, steps, m.n_load, 12) + 0.005 * rng.standard_normal(
-            (steps, m.n_load)
+        n_solar = int(tr.is_solar.sum())
+        n_wind = int((self._calendar.sgen & ~tr.is_solar).sum())
+        return _ScenarioDraws(
+            level=float(rng.uniform(0.95, 1.05)),
+            load_knots=_knots(rng, steps, m.n_load, _LOAD_NOISE_EVERY),
+            cloud_knots=_knots(rng, steps, n_solar, _CLOUD_EVERY),
+            wind_slow_knots=_knots(rng, steps, n_wind, _WIND_SLOW_EVERY),
+            wind_fast_knots=_knots(rng, steps, n_wind, _WIND_FAST_EVERY),
         )
-        load_p = m.load_p0 * level * cal.load_shape * (1 + noise)
-        load_p_fc = load_p * (1 + _LOAD_FORECAST_ERROR * rng.standard_normal(load_p.shape))
+
+    def _white_noise(self, scenario_id: int, block: int, rows: int) -> np.ndarray:
+        """The first ``rows`` rows of a block's white noise: per step, the load noise, the
+        load forecast error and the renewable forecast error (standard normal)."""
+        m = self.model
+        width = 2 * m.n_load + int(self._calendar.sgen.sum())
+        seq = np.random.SeedSequence(self.seed, spawn_key=(3, scenario_id, block))
+        return np.random.default_rng(seq).standard_normal((rows, width))
+
+    def _generate(self, scenario_id: int, draws: _ScenarioDraws, block: int) -> Injections:
+        """Steps ``[block * BLOCK, (block + 1) * BLOCK)`` (bounded by the length)."""
+        m, tr, cal = self.model, self._traits, self._calendar
+        lo, hi = block * BLOCK, min((block + 1) * BLOCK, self.length)
+        # one more row, the next block's first: the forecast made at the block's last step
+        white = np.concatenate(
+            [
+                self._white_noise(scenario_id, block, hi - lo),
+                self._white_noise(scenario_id, block + 1, 1),
+            ]
+        )
+        n = m.n_load
+        load_white, load_error, renewable_error = (
+            white[:, :n],
+            white[:, n : 2 * n],
+            white[:, 2 * n :],
+        )
+        t = np.arange(lo, hi + 1)
+
+        # loads: the calendar's per-load shape, the scenario level, smooth and white noise
+        noise = 0.03 * _interpolate(draws.load_knots, t, _LOAD_NOISE_EVERY) + 0.005 * load_white
+        load_p = m.load_p0 * draws.level * cal.load_shape[lo : hi + 1] * (1 + noise)
+        load_p_fc = load_p * (1 + _LOAD_FORECAST_ERROR * load_error)
 
         # renewables
-        gen_p = np.zeros((steps, m.n_gen))
+        gen_p = np.zeros((len(t), m.n_gen))
         sgen = cal.sgen
         solar = tr.is_solar
         wind = sgen & ~solar
         if solar.any():
-            cloud = np.clip(0.75 + 0.25 * _smooth_noise(rng, steps, solar.sum(), 24), 0.1, 1)
-            gen_p[:, solar] = cal.capacity[solar] * cal.sun[:, None] * cloud
+            cloud = 0.75 + 0.25 * _interpolate(draws.cloud_knots, t, _CLOUD_EVERY)
+            gen_p[:, solar] = (
+                cal.capacity[solar] * cal.sun[lo : hi + 1, None] * np.clip(cloud, 0.1, 1)
+            )
         if wind.any():
-            k = wind.sum()
             w = (
                 0.35
-                + 0.2 * _smooth_noise(rng, steps, k, 72)
-                + 0.05 * _smooth_noise(rng, steps, k, 12)
+                + 0.2 * _interpolate(draws.wind_slow_knots, t, _WIND_SLOW_EVERY)
+                + 0.05 * _interpolate(draws.wind_fast_knots, t, _WIND_FAST_EVERY)
             )
             gen_p[:, wind] = cal.capacity[wind] * np.clip(w, 0, 1)
         gen_p_fc = gen_p.copy()
         gen_p_fc[:, sgen] = np.clip(
-            gen_p[:, sgen]
-            * (1 + _RENEWABLE_FORECAST_ERROR * rng.standard_normal((steps, sgen.sum()))),
+            gen_p[:, sgen] * (1 + _RENEWABLE_FORECAST_ERROR * renewable_error),
             0,
             cal.capacity[sgen],
         )
@@ -190,21 +248,33 @@ class SyntheticSource:
         load_q_fc = load_p_fc * tr.q_ratio
         load_q_fc[:, no_p] = m.load_q0[no_p]
 
+        gen_v = cal.gen_v[lo:hi]
         arrays = Injections(
             load_p=load_p[:-1],
             load_q=load_q[:-1],
             gen_p=gen_p[:-1],
-            gen_v=cal.gen_v,
+            gen_v=gen_v,
             load_p_forecast=load_p_fc[1:],
             load_q_forecast=load_q_fc[1:],
             gen_p_forecast=gen_p_fc[1:],
-            gen_v_forecast=cal.gen_v,
+            gen_v_forecast=gen_v,
         )
         for field in Injections.__dataclass_fields__:
             arr = getattr(arrays, field)
             if arr.flags.writeable:
                 arr.flags.writeable = False
         return arrays
+
+
+@dataclass(frozen=True)
+class _ScenarioDraws:
+    """What one scenario draws once: its load level and the knots of its slow noises."""
+
+    level: float
+    load_knots: np.ndarray  # (knots, n_load)
+    cloud_knots: np.ndarray  # (knots, n_solar)
+    wind_slow_knots: np.ndarray  # (knots, n_wind)
+    wind_fast_knots: np.ndarray  # (knots, n_wind)
 
 
 @dataclass(frozen=True)
@@ -257,10 +327,14 @@ def _bump(h: np.ndarray, center: float, width: float) -> np.ndarray:
     return np.exp(-0.5 * (d / width) ** 2)
 
 
-def _smooth_noise(rng: np.random.Generator, steps: int, n: int, every: int) -> np.ndarray:
-    """Standard-normal values at knots ``every`` steps apart, linearly interpolated."""
-    knots = rng.standard_normal((steps // every + 2, n))
-    pos = np.arange(steps) / every
+def _knots(rng: np.random.Generator, steps: int, n: int, every: int) -> np.ndarray:
+    """Standard-normal values at knots ``every`` steps apart, covering ``steps`` steps."""
+    return rng.standard_normal((steps // every + 2, n))
+
+
+def _interpolate(knots: np.ndarray, t: np.ndarray, every: int) -> np.ndarray:
+    """The knots linearly interpolated at steps ``t``: a smooth standard-normal noise."""
+    pos = t / every
     i0 = pos.astype(np.int64)
     frac = (pos - i0)[:, None]
     return knots[i0] * (1 - frac) + knots[i0 + 1] * frac

@@ -8,7 +8,14 @@ import pickle
 import numpy as np
 import pytest
 
-from grid_vec.chronics import Injections, ScenarioInfo, ScenarioSource, SyntheticSource
+from grid_vec.chronics import (
+    Injections,
+    ScenarioHandler,
+    ScenarioInfo,
+    ScenarioSource,
+    SyntheticSource,
+)
+from grid_vec.chronics.synthetic import BLOCK
 
 FIELDS = list(Injections.__dataclass_fields__)
 
@@ -131,3 +138,35 @@ def test_pickles_small_and_regenerates_identically(case118_model):
 def test_bad_arguments(case14_model, kwargs, error, match):
     with pytest.raises(error, match=match):
         SyntheticSource(case14_model, **kwargs)
+
+
+def test_blocks_join_seamlessly_whatever_the_read_order(case14_model):
+    """A scenario is generated a block at a time: windows across block boundaries, read in
+    any order, are slices of the whole, and each step's forecast is made of the next step."""
+    whole = SyntheticSource(case14_model, seed=5, length=700).read(3, 0, 700)
+    src = SyntheticSource(case14_model, seed=5, length=700)
+    for start, stop in ((600, 700), (280, 300), (0, 10), (287, 577)):
+        part = src.read(3, start, stop)
+        for f in FIELDS:
+            np.testing.assert_array_equal(getattr(part, f), getattr(whole, f)[start:stop])
+    # the forecast error around a block boundary is as small as inside a block
+    err = whole.load_p_forecast[:-1] / whole.load_p[1:] - 1
+    assert np.abs(err[BLOCK - 3 : BLOCK + 3]).max() < 0.06
+
+
+def test_a_reset_generates_only_the_block_it_starts_in(case14_model):
+    src = SyntheticSource(case14_model, seed=0)
+    generated = []
+    real = src._generate
+
+    def counting(scenario_id, draws, block):
+        generated.append((scenario_id, block))
+        return real(scenario_id, draws, block)
+
+    src._generate = counting
+    handler = ScenarioHandler(src)
+    handler.reset(scenario_id=4, fast_forward=300)
+    assert generated == [(4, 1)]
+    for _ in range(BLOCK):
+        handler.advance()
+    assert generated == [(4, 1), (4, 2)]
