@@ -136,8 +136,8 @@ class GridVecEnv(GridCommands, VectorEnv):
         spin_us: microseconds the parent and the workers poll for a message (yielding the
             core at each turn) before sleeping on the pipe. It saves the wake-up of a
             sleeping process, and on virtual machines it keeps a core that would otherwise
-            idle from coming back slow (a 16-env batch of case14 steps measured about 1.4x
-            slower after 1 ms of sleep, see ``benchmarks/bench_vector_case14.py``).
+            idle from coming back slow (on the 2-core VM of the benchmarks, a batch of 16
+            case14 steps took about 1.4x longer right after 1 ms of sleep than after none).
             Default: 1000 when there are no more workers than usable cores, else 0.
 
     Pool mode: after :meth:`reset`, :meth:`send` actions to any envs and :meth:`recv` the
