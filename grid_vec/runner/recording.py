@@ -136,21 +136,30 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
-def flat_info(infos: dict[str, Any], i: int, prefix: str = "") -> dict[str, Any]:
-    """Entries of batched vector-env ``infos`` that belong to sub-env ``i``, nested dicts
-    flattened into dotted keys (``other_rewards.margin``)."""
-    out: dict[str, Any] = {}
+InfoColumns = list[tuple[str, Any, "np.ndarray | None"]]
+
+
+def info_columns(infos: dict[str, Any], prefix: str = "") -> InfoColumns:
+    """Batched vector-env ``infos`` as ``(key, values, mask or None)`` columns, nested dicts
+    flattened into dotted keys (``other_rewards.margin``) with their masks combined: built
+    once per step, then read for each sub-env by :func:`info_row`."""
+    columns: InfoColumns = []
     for key, value in infos.items():
         if key.startswith("_"):
             continue
         mask = infos.get(f"_{key}")
-        if mask is not None and not mask[i]:
-            continue
         if isinstance(value, dict):
-            out.update(flat_info(value, i, f"{prefix}{key}."))
+            for name, values, inner in info_columns(value, f"{prefix}{key}."):
+                both = inner if mask is None else mask if inner is None else mask & inner
+                columns.append((name, values, both))
         else:
-            out[f"{prefix}{key}"] = value[i]
-    return out
+            columns.append((f"{prefix}{key}", value, mask))
+    return columns
+
+
+def info_row(columns: InfoColumns, i: int) -> dict[str, Any]:
+    """The entries of ``columns`` that belong to sub-env ``i``."""
+    return {name: values[i] for name, values, mask in columns if mask is None or mask[i]}
 
 
 class EpisodeRecorder:

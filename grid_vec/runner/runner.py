@@ -36,7 +36,8 @@ from grid_vec.runner.recording import (
     EpisodeRecorder,
     EpisodeWriter,
     finished_episodes,
-    flat_info,
+    info_columns,
+    info_row,
     package_versions,
     prepare_run_dir,
     remove_partial_episodes,
@@ -380,6 +381,7 @@ class _EpisodeLoop:
     def _record(self, actions, obs, rewards, terminated, truncated, infos, agent_s, env_s):
         obs_rows = self._rows(self.obs_space, obs)
         act_rows = self._rows(self.act_space, actions)
+        columns = info_columns(infos)
         for i in np.flatnonzero(self.active):
             self.recorders[i].add(
                 act_rows[i],
@@ -387,7 +389,7 @@ class _EpisodeLoop:
                 float(rewards[i]),
                 bool(terminated[i]),
                 bool(truncated[i]),
-                flat_info(infos, i),
+                info_row(columns, i),
                 env_s,
                 agent_s,
             )
@@ -451,7 +453,7 @@ class _EpisodeLoop:
         self.cum[i] = 0.0
         self.last_reward[i] = 0.0
         self.start_time[i] = time.perf_counter()
-        info = flat_info(infos, i)
+        info = info_row(info_columns(infos), i)
         scenario_id, name, length = info.get("scenario_id"), info.get("scenario_name"), None
         if scenarios is not None:
             current = scenarios[i]
