@@ -440,7 +440,7 @@ class InfoPacker:
     def pack(self, infos: list[dict[Any, Any]]) -> tuple[InfoSchema | None, bytes] | None:
         """``(schema if new else None, raw records)``, or None when the infos have no common
         fixed schema (then they travel as a pickle)."""
-        if len(infos) != self.num_envs:
+        if len(infos) != self.num_envs or any(type(info) is not dict for info in infos):
             return None
         new = None
         if self.schema is None or not self.schema.fill(self._records, infos):

@@ -162,3 +162,17 @@ def _assert_writable(infos: dict) -> None:
             _assert_writable(value)
         elif isinstance(value, np.ndarray):
             assert value.flags.writeable
+
+
+def test_packer_leaves_what_has_no_fixed_layout_to_the_pickled_path():
+    packer = InfoPacker(2)
+    assert packer.pack([{"a": 1}]) is None  # not the whole slice
+    assert packer.pack([{"a": 1}, ["not", "a", "dict"]]) is None
+    assert packer.pack([{"a": "text"}, {"a": "text"}]) is None  # no numeric layout
+    assert packer.pack([{"a": 1}, {"a": 2.0}]) is None  # two kinds
+    schema, raw = packer.pack([{"a": 1, "b": {"c": np.zeros(2)}}, {"a": 2, "b": {"c": np.ones(2)}}])
+    assert schema is not None and len(raw) == 2 * schema.dtype.itemsize
+    again, _ = packer.pack([{"a": 3, "b": {"c": np.ones(2)}}, {"a": 4, "b": {"c": np.ones(2)}}])
+    assert again is None  # same layout: the schema is not sent again
+    rows = schema.rows(np.frombuffer(raw, schema.dtype))
+    assert type(rows[1]["a"]) is int and rows[1]["b"]["c"].tolist() == [1.0, 1.0]
