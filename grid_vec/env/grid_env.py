@@ -113,9 +113,9 @@ class GridEnv(gym.Env):
             r = ramp[self.redispatchable].astype(np.float32)
             self.action_space = spaces.Box(low=-r, high=r, dtype=np.float32)
 
-        # Each episode starts from a copy of this never-solved backend, so the solver's warm
-        # start (hence every float of a trajectory) depends only on the seed and actions.
-        # every reset starts from a copy of this state, its topology already in the backend
+        # Each episode starts from a copy of this state: its backend has never solved, so the
+        # solver's warm start (hence every float of a trajectory) depends only on the seed and
+        # actions, and its initial topology is already pushed (and checked) once for all.
         self._initial_state = fresh_state(model, self.topology, make_backend(model, backend))
         push_topology(self._initial_state, model, self.topology)
         self._state: GridState = self._initial_state.copy()
