@@ -2,6 +2,8 @@
 
 References measured in the same run: reading the same CSV files with ``pandas.read_csv``
 (what a pandas-based reader pays), and for the synthetic weeks, reading a week from disk.
+A synthetic scenario is generated a block (one day) at a time, so the first block, what a
+reset generates, is timed too.
 Also the handler's per-step cost (``advance`` + ``current``), paid on every env step.
 
     /work/venv/bin/python benchmarks/bench_scenarios.py [--reps 7]
