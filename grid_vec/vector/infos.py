@@ -235,18 +235,22 @@ def place_infos(
     return dst
 
 
-def _as_objects(column: np.ndarray, *, numpy: bool) -> np.ndarray:
-    """The values of a numeric column as ``_add_info`` stores them in an object array: one
-    array per row for array values; numpy scalars if ``numpy`` or if the dtype is not one of
-    Python's bool, int and float; else Python scalars."""
-    objects = np.empty(len(column), dtype=object)
+def _env_values(column: np.ndarray, *, numpy: bool) -> list[Any]:
+    """The values of a numeric column as the envs gave them: one array per row for array
+    values; numpy scalars if ``numpy`` or if the dtype is not one of Python's bool, int and
+    float; else Python scalars."""
     if column.ndim > 1:
-        for i, row in enumerate(column):
-            objects[i] = row
-    elif not numpy and column.dtype in (np.bool_, np.int64, np.float64):
-        objects[:] = column.tolist()
-    else:
-        objects[:] = list(column)
+        return [row.copy() for row in column]
+    if not numpy and column.dtype in (np.bool_, np.int64, np.float64):
+        return column.tolist()
+    return list(column)
+
+
+def _as_objects(column: np.ndarray, *, numpy: bool) -> np.ndarray:
+    """A numeric column as ``_add_info`` stores its values in an object array."""
+    objects = np.empty(len(column), dtype=object)
+    for i, value in enumerate(_env_values(column, numpy=numpy)):
+        objects[i] = value  # one by one: arrays stay single objects
     return objects
 
 
@@ -387,14 +391,8 @@ class InfoSchema:
         """The info of each record as its env gave it (same keys, same value types)."""
         columns = []
         for n, (path, kind, _, _) in enumerate(self.leaves):
-            column = records[f"f{n}"]
-            if kind is np.ndarray:
-                values = [row.copy() for row in column]
-            elif kind in (bool, int, float):
-                values = column.tolist()
-            else:  # numpy scalars of that type
-                values = list(column)
-            columns.append((path, values))
+            numpy = kind not in (bool, int, float)
+            columns.append((path, _env_values(records[f"f{n}"], numpy=numpy)))
         infos: list[dict[Any, Any]] = []
         for i in range(len(records)):
             info: dict[Any, Any] = {}
