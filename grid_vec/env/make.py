@@ -101,7 +101,7 @@ def env_factory(
             raise ValueError("allow_negative_loads only applies to grid2op-format folders")
         from grid_vec.chronics.synthetic import SyntheticSource
 
-        model = embedded_model(name)
+        model = _cached_embedded_model(name)
         seed = EMBEDDED[name].scenario_seed if scenario_seed is None else scenario_seed
         source = SyntheticSource(model, seed=seed)
         env_id, target = _EMBEDDED_IDS[name], name
@@ -114,7 +114,9 @@ def env_factory(
             )
         if scenario_seed is not None:
             raise ValueError("scenario_seed only applies to embedded (synthetic) environments")
-        model, source, kwargs = _load_folder(path, allow_negative_loads, kwargs)
+        model, source, folder_kwargs = _cached_folder(path, allow_negative_loads)
+        # what the caller passes wins over what the folder says (params.json, ramps)
+        kwargs = {**kwargs, **{k: v for k, v in folder_kwargs.items() if kwargs.get(k) is None}}
         env_id = "grid_vec/" + re.sub(r"[^\w.-]", "_", path.resolve().name)
         target = str(id_or_path)
     spec = EnvSpec(
@@ -123,6 +125,57 @@ def env_factory(
         kwargs={"id_or_path": target, "backend": backend, **explicit, **user_kwargs},
     )
     return GridEnvFactory(model, source, {"backend": backend, **kwargs}, spec)
+
+
+# Compiling a grid costs about a second (pandapower builds the case, then a base-case power
+# flow): the compiled pieces are kept per process, read-only, and shared by the envs built
+# from them. A folder's entry is keyed by the files compiling reads, so editing them rebuilds.
+_COMPILED: dict[tuple, Any] = {}
+_FOLDER_FILES = ("grid.json", "config.py", "params.json", "prods_charac.csv", "chronics")
+
+
+def _cached_embedded_model(name: str) -> GridModel:
+    key = ("embedded", name)
+    if key not in _COMPILED:
+        _COMPILED[key] = _read_only(embedded_model(name))
+    return _COMPILED[key]
+
+
+def _cached_folder(
+    path: Path, allow_negative_loads: bool
+) -> tuple[GridModel, ScenarioSource, dict[str, Any]]:
+    root = path.resolve()
+    stamps = []
+    for name in _FOLDER_FILES:
+        try:
+            stat = (root / name).stat()
+            stamps.append((name, stat.st_mtime_ns, stat.st_size, stat.st_ino))
+        except OSError:
+            stamps.append((name, None))
+    key = ("folder", str(root), allow_negative_loads, tuple(stamps))
+    if key not in _COMPILED:
+        _COMPILED.pop(next((k for k in _COMPILED if k[:3] == key[:3]), None), None)
+        model, source, folder_kwargs = _load_folder(path, allow_negative_loads, {})
+        _COMPILED[key] = (_read_only(model), source, folder_kwargs)
+    model, source, folder_kwargs = _COMPILED[key]
+    return model, source, {k: _copy_if_array(v) for k, v in folder_kwargs.items()}
+
+
+def _read_only(model: GridModel) -> GridModel:
+    """Freeze the arrays of a model that several envs will share."""
+    for value in vars(model).values():
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
+    return model
+
+
+def _copy_if_array(value: Any) -> Any:
+    return value.copy() if isinstance(value, np.ndarray) else value
+
+
+def clear_compiled_cache() -> None:
+    """Forget the grids compiled by :func:`make` and :func:`env_factory` in this process."""
+    _COMPILED.clear()
 
 
 def _load_folder(

@@ -16,8 +16,7 @@ pytestmark = pytest.mark.grid2op
 
 @pytest.fixture(scope="module")
 def sandbox():
-    grid2op = pytest.importorskip("grid2op")
-    pytest.importorskip("grid_vec.chronics.folder")
+    grid2op = pytest.importorskip("grid2op", reason="needs the grid2op extra")
     return Path(grid2op.__file__).parent / "data" / "l2rpn_case14_sandbox"
 
 

@@ -297,8 +297,7 @@ def test_pickled_factory_runs_without_pandapower(case14):
 
 
 def test_folder_env_from_grid2op_data():
-    pytest.importorskip("grid_vec.chronics.folder")
-    grid2op = pytest.importorskip("grid2op")
+    grid2op = pytest.importorskip("grid2op", reason="needs the grid2op extra")
     from pathlib import Path
 
     path = Path(grid2op.__file__).parent / "data" / "l2rpn_case14_sandbox"

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 ray = pytest.importorskip(
-    "ray", reason="the ray extra is not installed (pip install grid_vec[ray])"
+    "ray", reason="needs the ray extra (pip install grid_vec[ray])"
 )
 
 import functools  # noqa: E402

@@ -13,14 +13,17 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 from gymnasium.wrappers import TimeLimit
 
 from grid_vec.env.make import env_factory
-from grid_vec.integrations.sb3 import SB3VecEnv, make_sb3_vec_env, unbatch_infos
 from grid_vec.vector import GridVecEnv
 
+# before anything that needs stable-baselines3, grid_vec.integrations.sb3 included
 pytest.importorskip("stable_baselines3", reason="needs the sb3 extra")
 
-from stable_baselines3 import PPO
-from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
+import torch  # noqa: E402 (after the skip: sb3's dependency)
+from stable_baselines3 import PPO  # noqa: E402
+from stable_baselines3.common.monitor import Monitor  # noqa: E402
+from stable_baselines3.common.vec_env import VecMonitor, VecNormalize  # noqa: E402
+
+from grid_vec.integrations.sb3 import SB3VecEnv, make_sb3_vec_env, unbatch_infos  # noqa: E402
 
 pytestmark = pytest.mark.sb3
 
@@ -167,11 +170,17 @@ def test_importing_grid_vec_does_not_import_sb3_or_torch():
 
 
 @pytest.mark.slow
-def test_ppo_learns_on_case14_through_grid_vec_env(no_leftovers):
-    adapter = make_sb3_vec_env([env_factory("case14", max_iter=50)] * 4)
+def test_ppo_collects_rollouts_and_updates_its_policy_through_grid_vec_env(no_leftovers):
+    adapter = VecMonitor(make_sb3_vec_env([env_factory("case14", max_iter=50)] * 4))
     try:
         model = PPO("MlpPolicy", adapter, n_steps=256, batch_size=256, n_epochs=2, seed=0)
+        before = [p.detach().clone() for p in model.policy.parameters()]
         model.learn(4096)
-        assert model.num_timesteps >= 4096
+        assert model.num_timesteps == 4096
+        # the gradient steps changed the policy, and episodes ended and were counted
+        after = list(model.policy.parameters())
+        assert any(not torch.equal(b, a) for b, a in zip(before, after, strict=True))
+        assert len(model.ep_info_buffer) > 0
+        assert all(0 < ep["l"] <= 50 for ep in model.ep_info_buffer)
     finally:
         adapter.close()

@@ -63,11 +63,20 @@ def test_set_scenario_filter_restricts_names(case14_envs):
 
 
 def test_batched_simulate_matches_each_sub_env_and_leaves_state(case14_envs):
-    obs, _ = case14_envs.reset(seed=3)
+    obs, info = case14_envs.reset(seed=3)
     actions = np.array([0, 1, 2, 0])
     sim_obs, sim_rew, sim_term, sim_infos = case14_envs.simulate(actions)
     assert sim_obs.shape == obs.shape and sim_rew.shape == (4,) and sim_term.shape == (4,)
     assert len(sim_infos) == 4
+    # each sub-env's own simulate, on an in-process env brought to the same state
+    for i, scenario_id in enumerate(info["scenario_id"].tolist()):
+        env = env_factory("case14")()
+        own_obs, _ = env.reset(seed=3 + i, options={"scenario_id": scenario_id})
+        np.testing.assert_array_equal(own_obs, obs[i])  # the same state to start from
+        own = env.simulate(int(actions[i]))
+        np.testing.assert_array_equal(sim_obs[i], own[0])
+        assert sim_rew[i] == own[1] and sim_term[i] == own[2]
+        env.close()
     # state untouched: the same simulate gives the same answer, and stepping still works
     again = case14_envs.simulate(actions)
     np.testing.assert_array_equal(sim_obs, again[0])

@@ -1,0 +1,51 @@
+"""Suite-wide policy for optional dependencies.
+
+Optional suites skip themselves when their extra is missing (``pytest.importorskip`` before any
+import that needs it). With ``GRID_VEC_REQUIRE_EXTRAS=1`` (the every-extra phase of ``.ci/run``)
+such a skip is a failure instead: the extra was installed, so its suite must run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+REQUIRE_EXTRAS_ENV = "GRID_VEC_REQUIRE_EXTRAS"
+# pytest.importorskip's own reason, and the reason this suite passes to it
+_MISSING_DEPENDENCY = re.compile(r"could not import|needs the [\w-]+ extra")
+
+
+def _missing_dependency_reason(report: pytest.CollectReport | pytest.TestReport) -> str | None:
+    if not report.skipped:
+        return None
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    return reason if _MISSING_DEPENDENCY.search(reason) else None
+
+
+def _fail_if_extras_required(report: pytest.CollectReport | pytest.TestReport) -> None:
+    if os.environ.get(REQUIRE_EXTRAS_ENV) != "1":
+        return
+    reason = _missing_dependency_reason(report)
+    if reason is not None:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"skipped for a missing optional dependency while {REQUIRE_EXTRAS_ENV}=1 "
+            f"(every extra should be installed): {reason}"
+        )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> object:
+    outcome = yield
+    _fail_if_extras_required(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> object:
+    outcome = yield
+    _fail_if_extras_required(outcome.get_result())
