@@ -8,6 +8,7 @@ cost about half of ``Connection.send_bytes`` on this kind of machine.
 
 from __future__ import annotations
 
+import math
 import os
 import pickle
 import select
@@ -73,48 +74,84 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def write_unless_gone(fd: int, data: bytes, sentinel: int) -> bool:
-    """Write all of ``data`` to ``fd`` unless the reading process (its ``sentinel``) dies
-    first: then return False instead of blocking forever on a full pipe."""
+class Stalled(TimeoutError):
+    """The process at the other end of a pipe moved no byte of a message within the limit."""
+
+
+def _await(fd: int, events: int, sentinel: int | None, timeout: float | None) -> bool:
+    """Sleep until ``fd`` has ``events``: False if the ``sentinel`` process dies first.
+
+    Raises:
+        Stalled: nothing happened within ``timeout`` seconds (None: no limit).
+    """
     poller = select.poll()
-    poller.register(fd, select.POLLOUT)
-    poller.register(sentinel, select.POLLIN)
-    view = memoryview(data)
-    os.set_blocking(fd, False)
+    poller.register(fd, events)
+    if sentinel is not None:
+        poller.register(sentinel, select.POLLIN)
+    ready = poller.poll(-1 if timeout is None else max(0, math.ceil(timeout * 1000)))
+    if not ready:
+        raise Stalled(f"pipe {fd}: no progress within {timeout} s")
+    return sentinel is None or all(event_fd != sentinel for event_fd, _ in ready)
+
+
+def send(fd: int, data: bytes, sentinel: int, timeout: float | None) -> bool:
+    """Write all of ``data`` to the non-blocking pipe ``fd``; False if its reader (the process
+    of ``sentinel``) is gone.
+
+    A write that fits the pipe costs one ``os.write``, as a blocking one would. Only when the
+    pipe is full (a large payload, or a reader that stopped reading) does it sleep in
+    ``poll``, for at most ``timeout`` seconds without progress (None: no limit).
+
+    Raises:
+        Stalled: the reader took no byte for ``timeout`` seconds.
+    """
     try:
-        while view:
-            ready = {event_fd for event_fd, _ in poller.poll()}
-            if sentinel in ready:
-                return False
-            try:
-                view = view[os.write(fd, view) :]
-            except BlockingIOError:
-                continue
-            except BrokenPipeError:
-                return False
-        return True
-    finally:
-        os.set_blocking(fd, True)
+        written = os.write(fd, data)
+    except BlockingIOError:
+        written = 0
+    except BrokenPipeError:
+        return False
+    view = memoryview(data)[written:]
+    while view:
+        if not _await(fd, select.POLLOUT, sentinel, timeout):
+            return False
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            continue
+        except BrokenPipeError:
+            return False
+    return True
 
 
-def _read_exact(fd: int, size: int) -> bytes:
-    data = os.read(fd, size)
-    if not data:
-        raise PeerGone(f"pipe {fd} closed")
+def _read_exact(fd: int, size: int, stall: float | None) -> bytes:
+    data = b""
     while len(data) < size:
-        more = os.read(fd, size - len(data))
+        try:
+            more = os.read(fd, size - len(data))
+        except BlockingIOError:  # a non-blocking pipe in the middle of a message
+            _await(fd, POLL_IN, None, stall)
+            continue
         if not more:
-            raise PeerGone(f"pipe {fd} closed mid-message")
+            raise PeerGone(f"pipe {fd} closed" + (" mid-message" if data else ""))
         data += more
     return data
 
 
-def read_message(fd: int) -> tuple[int, Any]:
-    """Block until one whole message is read from ``fd``; returns (code, payload or None)."""
-    code, size = HEADER.unpack(_read_exact(fd, HEADER.size))
+def read_message(fd: int, stall: float | None = None) -> tuple[int, Any]:
+    """Read one whole message from ``fd``; returns (code, payload or None).
+
+    On a non-blocking pipe, the rest of a message that arrives in pieces is awaited for at
+    most ``stall`` seconds without progress (None: no limit).
+
+    Raises:
+        PeerGone: the writer closed the pipe.
+        Stalled: a non-blocking pipe stayed empty for ``stall`` seconds mid-message.
+    """
+    code, size = HEADER.unpack(_read_exact(fd, HEADER.size, stall))
     if size == 0:
         return code, None
-    body = _read_exact(fd, size)
+    body = _read_exact(fd, size, stall)
     return code, body if code in _RAW else pickle.loads(body)
 
 

@@ -4,7 +4,7 @@ Each worker process carries a contiguous slice of sub-envs. Actions, observation
 termination flags live in one shared block (:mod:`shared_buffers`); commands are 5-byte
 headers over pipes (:mod:`protocol`), with pickled payloads only for infos, calls and errors.
 The parent waits in ``poll`` on the reply pipes and on the process sentinels, so a worker
-that dies is noticed at once. Both sides first poll for a bounded few tens of microseconds,
+that dies is noticed at once; timeouts, restarts and closing are in :mod:`supervision`. Both sides first poll for a bounded few tens of microseconds,
 yielding the core at each turn, then sleep: a reply that comes quickly costs no wake-up, and
 with more processes than cores nobody is starved.
 
@@ -39,7 +39,6 @@ from gymnasium.vector.async_vector_env import AsyncState
 from gymnasium.vector.utils import (
     batch_differing_spaces,
     batch_space,
-    clear_mpi_env_vars,
     concatenate,
     create_empty_array,
     iterate,
@@ -47,7 +46,7 @@ from gymnasium.vector.utils import (
 from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 
 from grid_vec.vector import protocol as p
-from grid_vec.vector.errors import RemoteTraceback, WorkerCrashedError, WorkerTimeoutError
+from grid_vec.vector.errors import RemoteTraceback
 from grid_vec.vector.grid_commands import GridCommands
 from grid_vec.vector.infos import (
     BatchedInfo,
@@ -58,10 +57,17 @@ from grid_vec.vector.infos import (
     unbatch_info,
 )
 from grid_vec.vector.shared_buffers import LeafActionCheck, SharedBlock, flat_leaves, join, split
-from grid_vec.vector.worker import WorkerSpec, worker_main
+from grid_vec.vector.supervision import Supervisor, Worker, stop_all
 
 _DEFAULT_SPIN_US = 1000.0
 _RESERVED = ("reset", "step", "close", "_setattr", "_check_spaces")
+
+
+def _timeout_error(name: str, timeout: float) -> multiprocessing.TimeoutError:
+    """The error of a ``*_wait``/``recv`` whose own ``timeout`` ran out (workers kept)."""
+    return multiprocessing.TimeoutError(
+        f"The call to `{name}` has timed out after {timeout} second(s)."
+    )
 
 
 def _usable_cpus() -> int:
@@ -71,29 +77,6 @@ def _usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-class _Worker:
-    """Parent-side handle of one worker process."""
-
-    def __init__(self, index: int, env_ids: tuple[int, ...], blob: bytes) -> None:
-        self.index = index
-        self.env_ids = env_ids
-        self.blob = blob  # cloudpickled factories, kept for restarts
-        self.process: Any = None
-        self.cmd_fd = -1
-        self.reply_fd = -1
-        self.sentinel = -1
-        self.conns: list[Any] = []
-        self.alive = False
-        self.stale = 0  # replies still owed for a *_wait that timed out
-        self.pool: deque[list[int]] = deque()  # env ids of each in-flight pool command
-        self.info_schema: InfoSchema | None = None  # of the raw info records it sends
-
-    def close_pipes(self) -> None:
-        for conn in self.conns:
-            conn.close()
-        self.conns = []
-
-
 def _readable(fd: int) -> bool:
     """Whether ``fd`` has data (or EOF) to read right now (poll: no 1024-descriptor limit)."""
     poller = select.poll()
@@ -101,37 +84,20 @@ def _readable(fd: int) -> bool:
     return bool(poller.poll(0))
 
 
-def _stop_worker(w: _Worker, *, kill: bool) -> None:
-    """Join (or terminate, then kill) a worker process and close its pipes."""
-    proc = w.process
-    if proc is not None:
-        proc.join(timeout=0 if kill else 2.0)
-        if proc.is_alive():
-            proc.terminate()
-            proc.join(timeout=1.0)
-        if proc.is_alive():
-            proc.kill()
-            proc.join()
-    w.close_pipes()
-    w.alive = False
-
-
-def _stop_all(workers: list[_Worker]) -> None:
-    for w in workers:
-        _stop_worker(w, kill=True)
-
-
-class GridVecEnv(GridCommands, VectorEnv):
+class GridVecEnv(GridCommands, Supervisor, VectorEnv):
     """Vector env running sub-envs in worker processes, behaving like ``AsyncVectorEnv``.
 
     Args beyond AsyncVectorEnv's:
         envs_per_worker: sub-envs carried by one worker, stepped in one round trip.
             Default: ``ceil(num_envs / usable cores)``.
-        step_timeout: seconds a ``step``/``reset`` may take (when its ``*_wait`` gets no
-            timeout) before the worker is killed and handled as crashed.
+        step_timeout: seconds a ``step``/``reset`` (or a pool-mode step awaited by
+            :meth:`recv`) may take when its ``*_wait`` gets no timeout, and seconds a worker
+            may leave a command unread or a reply half-written, before it is killed and
+            handled as crashed (:class:`WorkerTimeoutError`).
         restart_on_crash: restart a dead (or timed-out) worker during ``step``/``reset``;
             its sub-envs come back reset, with ``truncated=True`` on a step. Otherwise a
-            :class:`WorkerCrashedError` names the sub-envs lost.
+            :class:`WorkerCrashedError` names the sub-envs lost. A restart that fails
+            raises too; the env stays usable and the next ``reset()`` restarts the worker.
         batch_size: number of envs :meth:`recv` returns in pool mode (default ``num_envs``).
         spin_us: microseconds the parent and the workers poll for a message (yielding the
             core at each turn) before sleeping on the pipe. It saves the wake-up of a
@@ -161,7 +127,7 @@ class GridVecEnv(GridCommands, VectorEnv):
         batch_size: int | None = None,
         spin_us: float | None = None,
     ) -> None:
-        self._workers: list[_Worker] = []  # first, so that __del__ always finds it
+        self._workers: list[Worker] = []  # first, so that __del__ always finds it
         env_fns = list(env_fns)
         if not env_fns or not all(callable(fn) for fn in env_fns):
             raise ValueError(f"env_fns must be a non-empty sequence of callables, got {env_fns!r}")
@@ -210,11 +176,11 @@ class GridVecEnv(GridCommands, VectorEnv):
         self._last_obs: list[Any] = [None] * self.num_envs
         self._seeds: list[int | None] = [None] * self.num_envs
         self._state = AsyncState.DEFAULT
-        self._pending: list[_Worker] = []
+        self._pending: list[Worker] = []
         # poll set over every worker's reply pipe and sentinel, reused by the waits that
         # concern all workers (step, reset); rebuilt after a worker is started or stopped
-        self._poll_all: tuple[select.poll, dict[int, _Worker]] | None = None
-        self._call_order: list[tuple[_Worker, int]] = []
+        self._poll_all: tuple[select.poll, dict[int, Worker]] | None = None
+        self._call_order: list[tuple[Worker, int]] = []
         self._reset_entries: dict[int, list] = {}
         # pool mode: env ids back from the workers, in chunks as they came; a chunk of a
         # worker's whole slice may hold its infos as records (else they are in _ready_info)
@@ -228,12 +194,12 @@ class GridVecEnv(GridCommands, VectorEnv):
         for index, start in enumerate(range(0, self.num_envs, size)):
             ids = tuple(range(start, min(start + size, self.num_envs)))
             blob = cloudpickle.dumps([env_fns[i] for i in ids])
-            self._workers.append(_Worker(index, ids, blob))
+            self._workers.append(Worker(index, ids, blob))
         self._worker_of = [w for w in self._workers for _ in w.env_ids]
         self._local_of = [k for w in self._workers for k in range(len(w.env_ids))]
         # At interpreter exit, before multiprocessing joins non-daemon children, stop workers
         # of a GridVecEnv never closed (holds the worker list, not self).
-        self._exit_guard = weakref.finalize(self, _stop_all, self._workers)
+        self._exit_guard = weakref.finalize(self, stop_all, self._workers)
         try:
             for w in self._workers:
                 self._spawn(w)
@@ -292,40 +258,7 @@ class GridVecEnv(GridCommands, VectorEnv):
             )
         dummy.close()
 
-    def _spawn(self, w: _Worker) -> _Worker:
-        cmd_r, cmd_w = self._ctx.Pipe(duplex=False)
-        rep_r, rep_w = self._ctx.Pipe(duplex=False)
-        spec = WorkerSpec(
-            env_ids=w.env_ids,
-            block=self._block,
-            obs_space=self.single_observation_space,
-            act_space=self.single_action_space,
-            obs_shared=self._obs_shared,
-            act_shared=self._act_shared,
-            autoreset_mode=self.autoreset_mode,
-            observation_mode=self.observation_mode,
-            spin_s=self.spin_us * 1e-6,
-        )
-        inherited = [cmd_w, rep_r] if self._ctx.get_start_method() == "fork" else []
-        process = self._ctx.Process(
-            target=worker_main,
-            args=(spec, cmd_r, rep_w, inherited),
-            name=f"GridVecEnv-worker-{w.index}",
-            daemon=self.daemon,
-        )
-        with clear_mpi_env_vars():
-            process.start()
-        cmd_r.close()
-        rep_w.close()
-        w.process, w.conns = process, [cmd_w, rep_r]
-        w.cmd_fd, w.reply_fd, w.sentinel = cmd_w.fileno(), rep_r.fileno(), process.sentinel
-        # a worker dead at start-up is reported by the wait for its READY that follows
-        p.write_unless_gone(w.cmd_fd, p.encode(p.BUILD, w.blob), w.sentinel)
-        w.alive, w.stale, w.pool, w.info_schema = True, 0, deque(), None
-        self._poll_all = None
-        return w
-
-    def _check_spaces(self, workers: list[_Worker]) -> None:
+    def _check_spaces(self, workers: list[Worker]) -> None:
         replies = self._gather(workers, None, name="startup", bound=False)
         flags = [f for w in workers for f in replies[w]]
         if not all(same_obs for same_obs, _ in flags):
@@ -393,6 +326,7 @@ class GridVecEnv(GridCommands, VectorEnv):
             w.index: [(seeds[i], options, False) if mask[i] else None for i in w.env_ids]
             for w in self._workers
         }
+        self._revive(entries)
         for i in np.flatnonzero(mask):
             self._seeds[i] = seeds[i]
         self._reset_entries = entries
@@ -530,7 +464,7 @@ class GridVecEnv(GridCommands, VectorEnv):
             raise ValueError(f"env ids {busy} were sent and not yet returned by recv()")
         pickled = self._write_actions(actions, ids)
         self._drain_stale()
-        by_worker: dict[_Worker, list[int]] = {}
+        by_worker: dict[Worker, list[int]] = {}
         for j, i in enumerate(ids):
             by_worker.setdefault(self._worker_of[i], []).append(j)
         for w, js in by_worker.items():
@@ -568,11 +502,17 @@ class GridVecEnv(GridCommands, VectorEnv):
         deadline = None if timeout is None else time.monotonic() + timeout
         while self._ready_count() < self.batch_size:
             waiting = [w for w in self._workers if w.pool]
+            if timeout is None and self.step_timeout is not None:
+                # no reply for step_timeout from now: each waiting worker's current step
+                # began before now, so it has exceeded step_timeout
+                deadline = time.monotonic() + self.step_timeout
             replies, crashed, late = self._wait(waiting, deadline, need_all=False)
             if late and not replies and not crashed:
-                raise multiprocessing.TimeoutError(
-                    f"The call to `recv` has timed out after {timeout} second(s)."
-                )
+                if timeout is not None:
+                    raise _timeout_error("recv", timeout)
+                for w in late:
+                    w.timed_out = True
+                crashed = late
             for w, (code, payload) in replies.items():
                 ids = w.pool.popleft()
                 if code == p.ERROR:
@@ -583,7 +523,7 @@ class GridVecEnv(GridCommands, VectorEnv):
                 lost = {w: [i for batch in w.pool for i in batch] for w in crashed}
                 for ids in lost.values():
                     self._busy.difference_update(ids)
-                recovered = self._recover(crashed, during="step", timed_out=False)
+                recovered = self._recover(crashed, during="step")
                 for w, (_, payload) in recovered.items():
                     self._busy.update(lost[w])
                     self._absorb_pool(w, lost[w], payload)
@@ -633,7 +573,7 @@ class GridVecEnv(GridCommands, VectorEnv):
                 infos = batch._add_info(infos, info, j)
         return np.array(taken, dtype=np.int64), infos
 
-    def _absorb_pool(self, w: _Worker, ids: list[int], payload: Any) -> None:
+    def _absorb_pool(self, w: Worker, ids: list[int], payload: Any) -> None:
         columns = None
         if payload is not None:
             infos, obs = payload
@@ -648,57 +588,6 @@ class GridVecEnv(GridCommands, VectorEnv):
             for k, value in (obs or {}).items():
                 self._last_obs[w.env_ids[k]] = value
         self._ready.append((list(ids), columns))
-
-    # ---------------------------------------------------------------------- closing
-    def close_extras(self, timeout: float | None = None, terminate: bool = False) -> None:
-        """Stop the workers (gracefully unless ``terminate``) and release every resource."""
-        try:
-            if not terminate:
-                terminate = not self._close_gracefully(timeout)
-        except BaseException:
-            terminate = True
-            raise
-        finally:
-            for w in self._workers:
-                self._stop(w, kill=terminate)
-            self._state = AsyncState.DEFAULT
-
-    def _close_gracefully(self, timeout: float | None) -> bool:
-        """Ask every live worker to close its envs and exit; False if one did not in time."""
-        limit = timeout if timeout is not None else self.step_timeout
-        deadline = None if limit is None else time.monotonic() + limit
-        if self._state != AsyncState.DEFAULT:
-            logger.warn(
-                f"Calling `close` while waiting for a pending call to `{self._state.value}` "
-                "to complete."
-            )
-        live = [w for w in self._workers if w.alive]
-        for w in live:
-            owed = (
-                w.stale + len(w.pool) + (w in self._pending and self._state != AsyncState.DEFAULT)
-            )
-            try:
-                p.write_all(w.cmd_fd, p.encode(p.CLOSE))
-            except OSError:
-                continue
-            w.stale = owed  # replies to skip before the CLOSE acknowledgement
-        pending = list(live)
-        while pending:
-            replies, crashed, late = self._wait(pending, deadline, need_all=False)
-            if late and not replies and not crashed:
-                return False
-            for w in replies:
-                if w.stale:
-                    w.stale -= 1
-                else:
-                    pending.remove(w)
-            for w in crashed:
-                pending.remove(w)
-        return True
-
-    def _stop(self, w: _Worker, *, kill: bool) -> None:
-        _stop_worker(w, kill=kill)
-        self._poll_all = None
 
     def __del__(self) -> None:
         """Terminate the workers of a GridVecEnv collected without close()."""
@@ -731,14 +620,6 @@ class GridVecEnv(GridCommands, VectorEnv):
         if self._state != state:
             raise NoAsyncCallError(
                 f"Calling `{wait_name}` without any prior call to `{async_name}`.", state.value
-            )
-
-    def _assert_alive(self, w: _Worker) -> None:
-        if not w.alive:
-            raise WorkerCrashedError(
-                f"worker {w.index} is dead; sub-envs {list(w.env_ids)} were lost "
-                "(create the GridVecEnv with restart_on_crash=True to restart workers)",
-                w.env_ids,
             )
 
     def _seed_list(self, seed: Any) -> list[int | None]:
@@ -819,7 +700,7 @@ class GridVecEnv(GridCommands, VectorEnv):
             )
         self._drain_stale()
         order = [(self._worker_of[i], j) for j, i in enumerate(ids)]
-        by_worker: dict[_Worker, list[int]] = {}
+        by_worker: dict[Worker, list[int]] = {}
         for w, j in order:
             by_worker.setdefault(w, []).append(j)
         for w in by_worker:
@@ -833,33 +714,16 @@ class GridVecEnv(GridCommands, VectorEnv):
         self._call_order = order
         self._state = AsyncState.WAITING_CALL
 
-    def _send_all(self, code: int, payload_of: Callable[[_Worker], Any], **kw: Any) -> None:
+    def _send_all(self, code: int, payload_of: Callable[[Worker], Any], **kw: Any) -> None:
         for w in self._workers:
             self._assert_alive(w)
         for w in self._workers:
             self._write(w, p.encode(code, payload_of(w), **kw))
         self._pending = self._workers
 
-    def _write(self, w: _Worker, message: bytes) -> None:
-        try:
-            p.write_all(w.cmd_fd, message)
-        except OSError:
-            w.stale += 1  # its death is reported by the _gather that waits for this reply
-
-    def _drain_stale(self) -> None:
-        """Consume replies owed to *_wait calls that timed out, keeping pipes in step."""
-        stale = [w for w in self._workers if w.stale and w.alive]
-        while stale:
-            replies, crashed, _ = self._wait(stale, None, need_all=False)
-            for w in replies:
-                w.stale -= 1
-            if crashed:
-                self._recover(crashed, during="call", timed_out=False)
-            stale = [w for w in self._workers if w.stale and w.alive]
-
     def _wait(
-        self, workers: list[_Worker], deadline: float | None, *, need_all: bool = True
-    ) -> tuple[dict[_Worker, tuple[int, Any]], list[_Worker], list[_Worker]]:
+        self, workers: list[Worker], deadline: float | None, *, need_all: bool = True
+    ) -> tuple[dict[Worker, tuple[int, Any]], list[Worker], list[Worker]]:
         """Poll reply pipes and process sentinels: (replies, crashed workers, late workers)."""
         shared = workers is self._workers  # every worker: the reusable poll set
         if shared and self._poll_all is not None:
@@ -873,8 +737,8 @@ class GridVecEnv(GridCommands, VectorEnv):
             if shared:
                 self._poll_all = poller, owner
         remaining = set(workers)
-        replies: dict[_Worker, tuple[int, Any]] = {}
-        crashed: list[_Worker] = []
+        replies: dict[Worker, tuple[int, Any]] = {}
+        crashed: list[Worker] = []
         spin_until = time.perf_counter() + self.spin_us * 1e-6
         while remaining:
             if self.spin_us > 0:  # before each blocking poll, the rest of the spin budget
@@ -900,6 +764,10 @@ class GridVecEnv(GridCommands, VectorEnv):
                         replies[w] = self._read_reply(w)
                     except p.PeerGone:
                         crashed.append(w)
+                    except p.Stalled:  # stopped in the middle of a reply
+                        w.timed_out = True
+                        w.process.kill()
+                        crashed.append(w)
                 remaining.discard(w)
                 if not shared:
                     poller.unregister(w.reply_fd)
@@ -909,9 +777,9 @@ class GridVecEnv(GridCommands, VectorEnv):
         late = [w for w in workers if w in remaining]
         return replies, crashed, late
 
-    def _read_reply(self, w: _Worker) -> tuple[int, Any]:
+    def _read_reply(self, w: Worker) -> tuple[int, Any]:
         """One reply of ``w``; raw info records come back as a ``ColumnBatch`` in OK_DATA."""
-        code, payload = p.read_message(w.reply_fd)
+        code, payload = p.read_message(w.reply_fd, self.step_timeout)
         if code == p.OK_SCHEMA:
             schema, payload = payload
             w.info_schema = self._schemas.setdefault(schema, schema)  # one object per schema
@@ -921,12 +789,12 @@ class GridVecEnv(GridCommands, VectorEnv):
 
     def _gather(
         self,
-        workers: list[_Worker],
+        workers: list[Worker],
         timeout: float | None,
         *,
         name: str = "",
         bound: bool = True,
-    ) -> dict[_Worker, Any]:
+    ) -> dict[Worker, Any]:
         """One reply per worker; turn timeouts, crashes and sub-env errors into exceptions.
 
         ``bound``: apply ``step_timeout`` when no ``timeout`` is given (step and reset).
@@ -938,76 +806,20 @@ class GridVecEnv(GridCommands, VectorEnv):
             for w in late:
                 w.stale += 1
             self._state = AsyncState.DEFAULT
-            raise multiprocessing.TimeoutError(
-                f"The call to `{name}` has timed out after {timeout} second(s)."
-            )
+            raise _timeout_error(name, timeout)
         errors = [e for code, payload in replies.values() if code == p.ERROR for e in payload]
         if crashed or late:
             during = {"step_wait": "step", "reset_wait": "reset", "startup": "startup"}.get(
                 name, "call"
             )
-            recovered = self._recover(crashed + late, during=during, timed_out=bool(late))
+            for w in late:
+                w.timed_out = True
+            recovered = self._recover(crashed + late, during=during)
             replies.update(recovered)
         if errors:
             self._state = AsyncState.DEFAULT
             self._raise_errors(errors)
         return {w: payload for w, (code, payload) in replies.items()}
-
-    def _recover(
-        self, workers: list[_Worker], *, during: str, timed_out: bool
-    ) -> dict[_Worker, tuple[int, Any]]:
-        """Stop dead or stuck workers; restart them or raise naming the sub-envs lost."""
-        for w in workers:
-            self._stop(w, kill=True)
-        lost = tuple(i for w in workers for i in w.env_ids)
-        pids = [w.process.pid for w in workers]
-        cause = (
-            f"exceeded step_timeout={self.step_timeout}s and were killed"
-            if timed_out
-            else "died (exit codes " + str([w.process.exitcode for w in workers]) + ")"
-        )
-        if not self.restart_on_crash or during in ("call", "startup"):
-            if self.restart_on_crash and during == "call":
-                self._restart(workers, during="call")
-            self._state = AsyncState.DEFAULT
-            error = WorkerTimeoutError if timed_out else WorkerCrashedError
-            hint = (
-                " while starting (see their stderr; with the default 'spawn' context a script "
-                "must create GridVecEnv under `if __name__ == '__main__':`)"
-                if during == "startup"
-                else ""
-            )
-            raise error(
-                f"workers {[w.index for w in workers]} (pids {pids}) {cause}{hint}; "
-                f"sub-envs {list(lost)} lost",
-                lost,
-            )
-        logger.warn(f"GridVecEnv: workers (pids {pids}) {cause}; restarting sub-envs {list(lost)}")
-        return self._restart(workers, during=during)
-
-    def _restart(self, workers: list[_Worker], *, during: str) -> dict[_Worker, tuple[int, Any]]:
-        self.restarts += len(workers)
-        for w in workers:
-            self._spawn(w)
-        self._check_spaces(workers)
-        for w in workers:
-            if during == "reset":
-                entries = self._reset_entries[w.index]
-            else:
-                entries = [(None, None, True) for _ in w.env_ids]
-                for i in w.env_ids:
-                    self._seeds[i] = None
-            p.write_all(w.cmd_fd, p.encode(p.RESET, entries))
-        replies, crashed, _ = self._wait(workers, None)
-        if crashed:
-            raise WorkerCrashedError(
-                f"restarted workers {[w.index for w in crashed]} died again",
-                tuple(i for w in crashed for i in w.env_ids),
-            )
-        errors = [e for code, payload in replies.values() if code == p.ERROR for e in payload]
-        if errors:
-            self._raise_errors(errors)
-        return replies
 
     def _raise_errors(self, errors: list) -> None:
         errors = sorted(errors, key=lambda e: e[0])
@@ -1029,7 +841,7 @@ class GridVecEnv(GridCommands, VectorEnv):
             exc.env_index = env_id
         raise exc from RemoteTraceback(f"\nsub-env {env_id} worker traceback:\n{trace}")
 
-    def _merge(self, replies: dict[_Worker, Any]) -> dict[str, Any]:
+    def _merge(self, replies: dict[Worker, Any]) -> dict[str, Any]:
         """The batch's infos from the workers' replies; keeps pickled observations."""
         slices = []
         for w in self._workers:

@@ -6,9 +6,12 @@ so a spawned worker stays small whatever the parent imported.
 
 from __future__ import annotations
 
+import ctypes
+import os
 import pickle
 import select
 import signal
+import sys
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,6 +40,9 @@ class WorkerSpec:
     autoreset_mode: AutoresetMode
     observation_mode: Any  # "same", "different" or a (batched, single) tuple of spaces
     spin_s: float  # seconds to poll for the next command before blocking on the pipe
+    # pid of the parent to die with (Linux), or None: the worker then notices a dead parent
+    # only as end-of-file on its command pipe, between commands
+    parent_pid: int | None = None
 
 
 def _error_entry(env_id: int, exc: BaseException) -> tuple[int, bytes | None, str, str, str]:
@@ -238,8 +244,31 @@ class _Server:
         return out
 
 
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Have the kernel SIGKILL this process when its parent dies (Linux only).
+
+    Without it, a worker inside a long step outlives a SIGKILLed parent until the step ends.
+    The parent may have died before the ``prctl`` call: then the parent pid already differs,
+    and the worker exits at once.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # no prctl (an unusual libc): keep the EOF behaviour
+        return
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
 def worker_main(spec: WorkerSpec, cmd: Connection, reply: Connection, others: list) -> None:
     """Process entry point: build the envs, report READY (or the error), then serve commands."""
+    if spec.parent_pid is not None:
+        _die_with_parent(spec.parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides how to shut down
     for conn in others:
         conn.close()
