@@ -130,7 +130,7 @@ def _csv_columns(path: Path) -> set[str]:
 
 
 @pytest.mark.grid2op
-@pytest.mark.skipif(_sandbox() is None, reason="grid2op's l2rpn_case14_sandbox is not installed")
+@pytest.mark.skipif(_sandbox() is None, reason="needs the grid2op extra (its l2rpn_case14_sandbox)")
 def test_grid2op_sandbox_names_match_its_chronics() -> None:
     """The sandbox's slack is a gen with slack=True (no ext_grid); names match the CSVs."""
     folder = _sandbox()
