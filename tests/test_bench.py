@@ -172,7 +172,9 @@ def test_grid2op_side_by_side_on_the_same_folder():
     assert "grid2op LightSim" in format_markdown(doc)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="needs the bench extra (matplotlib)")
+@pytest.mark.skipif(
+    importlib.util.find_spec("matplotlib") is None, reason="needs the bench extra (matplotlib)"
+)
 def test_plot_writes_a_png(tmp_path):
     config = BenchConfig(
         num_envs=(1,),
