@@ -1,0 +1,130 @@
+"""Start-up: ``grid_vec.make`` (first call, then cached) and a vector env to its first step.
+
+Each repetition runs in a fresh Python process, so imports and compiling count as a user
+sees them. Measured side by side, alternating:
+
+* ``make("case14")``: the first call in a process (compiles the grid), then a second call
+  (the compiled model is cached per process);
+* ``make_vec("case14", N)`` (GridVecEnv) against gymnasium's ``AsyncVectorEnv`` over the same
+  ``env_factory("case14")`` factories: seconds from the constructor call to the end of the
+  first ``reset`` + ``step``, the grid already compiled in the parent (as in training scripts
+  that build envs after ``make``). Each with its default start method (GridVecEnv: ``spawn``;
+  AsyncVectorEnv: the platform's, ``fork`` on Linux), and both with ``spawn``.
+
+Medians over ``--reps`` repetitions and their spread. JSON:
+benchmarks/results/bench_startup.json.
+
+    python benchmarks/bench_startup.py [--envs 8] [--reps 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+RESULTS = Path(__file__).parent / "results"
+
+MAKE = """
+import time
+t0 = time.perf_counter()
+import grid_vec
+t1 = time.perf_counter()
+grid_vec.make("case14")
+t2 = time.perf_counter()
+grid_vec.make("case14")
+t3 = time.perf_counter()
+print(t1 - t0, t2 - t1, t3 - t2)
+"""
+
+VECTOR = """
+import time
+import numpy as np
+from gymnasium.vector import AsyncVectorEnv
+from grid_vec.env.make import env_factory
+from grid_vec.vector import make_vec
+
+def main():
+    factory = env_factory("case14")
+    t0 = time.perf_counter()
+    if {kind!r} == "GridVecEnv":
+        envs = make_vec("case14", {n}, vector_kwargs={{"context": {context!r}}})
+    else:
+        envs = AsyncVectorEnv([factory] * {n}, context={context!r})
+    envs.reset(seed=0)
+    envs.step(np.zeros({n}, dtype=np.int64))
+    print(time.perf_counter() - t0)
+    envs.close()
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _run(code: str, workdir: Path) -> list[float]:
+    script = workdir / "startup_probe.py"
+    script.write_text(textwrap.dedent(code), encoding="utf-8")
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=True, cwd=workdir
+    )
+    return [float(x) for x in out.stdout.split()]
+
+
+def _summary(values: list[float]) -> dict[str, float]:
+    return {"median_s": statistics.median(values), "min_s": min(values), "max_s": max(values)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--envs", type=int, default=8)
+    parser.add_argument("--reps", type=int, default=5)
+    args = parser.parse_args(argv)
+    workdir = RESULTS / "startup_tmp"
+    workdir.mkdir(parents=True, exist_ok=True)
+    samples: dict[str, list[float]] = {
+        "import grid_vec": [],
+        "make, first call": [],
+        "make, second call": [],
+        "GridVecEnv": [],
+        "AsyncVectorEnv": [],
+        "GridVecEnv, spawn": [],
+        "AsyncVectorEnv, spawn": [],
+    }
+    try:
+        for _ in range(args.reps):
+            first = _run(MAKE, workdir)
+            for key, value in zip(list(samples)[:3], first, strict=True):
+                samples[key].append(value)
+            for key in list(samples)[3:]:
+                kind, _, context = key.partition(", ")
+                code = VECTOR.format(kind=kind, n=args.envs, context=context or None)
+                samples[key].append(_run(code, workdir)[0])
+    finally:
+        for path in workdir.iterdir():
+            path.unlink()
+        workdir.rmdir()
+    table = {key: _summary(values) for key, values in samples.items()}
+    print(f"start-up, case14, {args.envs} envs for the vector envs, {args.reps} repetitions")
+    for key, row in table.items():
+        print(f"  {key:<20} {row['median_s']:7.3f} s  ({row['min_s']:.3f}-{row['max_s']:.3f})")
+    ratio = table["AsyncVectorEnv"]["median_s"] / table["GridVecEnv"]["median_s"]
+    spawn = table["AsyncVectorEnv, spawn"]["median_s"] / table["GridVecEnv, spawn"]["median_s"]
+    print(f"  AsyncVectorEnv / GridVecEnv to the first step: {ratio:.2f}x (defaults)")
+    print(f"  same, both with spawn: {spawn:.2f}x")
+    RESULTS.mkdir(exist_ok=True)
+    document = {
+        "envs": args.envs,
+        "reps": args.reps,
+        "results": table,
+        "ratio": ratio,
+        "ratio_spawn": spawn,
+    }
+    (RESULTS / "bench_startup.json").write_text(json.dumps(document, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
