@@ -3,24 +3,104 @@
 A dataset folder is untrusted input, and ``config.py`` is Python code. Only literal values
 are taken: an entry of the module-level ``config = {...}`` dict, either written in place or
 naming a module-level variable assigned a literal. Anything else (calls, attributes,
-comprehensions) is refused with an error naming the file and the key.
+comprehensions) is refused with an error naming the file and the key. The file's size is
+bounded, a parse that fails on deep nesting is an error like any other, and the values read
+are type-checked here (:data:`KEYS`), so that callers get well-formed data or one
+:class:`FolderFormatError` naming ``config.py`` and the key.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from grid_vec.chronics.csv_table import FolderFormatError
+from grid_vec.chronics.untrusted import (
+    MAX_SMALL_FILE_BYTES,
+    FolderFormatError,
+    check_number,
+    read_text,
+    short,
+)
+
+
+def _thermal_limits(path: Path, value: Any) -> list[float] | dict[str, float] | None:
+    """None, a list of positive numbers (branch order) or a dict branch name -> number."""
+    where = "config['thermal_limits']"
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        return [check_number(v, path, f"{where}[{i}]", positive=True) for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        limits = {}
+        for name, v in value.items():
+            if not isinstance(name, str):
+                raise FolderFormatError(f"{path}: {where}: key {short(name)} is not a string")
+            limits[name] = check_number(v, path, f"{where}[{short(name)}]", positive=True)
+        return limits
+    raise FolderFormatError(
+        f"{path}: {where}: expected a list or a dict of numbers, got {type(value).__name__}"
+    )
+
+
+def _names_chronics_to_grid(path: Path, value: Any) -> dict[str, dict[str, str]] | None:
+    """None, or a dict of kinds ('loads', 'prods', ...) -> dict CSV column -> grid name."""
+    where = "config['names_chronics_to_grid']"
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise FolderFormatError(f"{path}: {where}: expected a dict, got {type(value).__name__}")
+    renames: dict[str, dict[str, str]] = {}
+    for kind, mapping in value.items():
+        if not isinstance(kind, str):
+            raise FolderFormatError(f"{path}: {where}: key {short(kind)} is not a string")
+        if mapping is None:
+            continue
+        if not isinstance(mapping, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()
+        ):
+            raise FolderFormatError(
+                f"{path}: {where}[{short(kind)}]: expected a dict of strings to strings"
+            )
+        renames[kind] = dict(mapping)
+    return renames
+
+
+# the keys that can be read, each with the check that types its value
+KEYS: dict[str, Callable[[Path, Any], Any]] = {
+    "thermal_limits": _thermal_limits,
+    "names_chronics_to_grid": _names_chronics_to_grid,
+}
 
 
 def read_config_values(path: Path, keys: tuple[str, ...]) -> dict[str, Any]:
-    """The literal values of ``keys`` in ``config``; keys absent from the dict are omitted."""
+    """The checked literal values of ``keys`` in ``config``; keys absent from it are omitted.
+
+    Args:
+        path: the ``config.py`` file (already checked to lie inside the dataset folder).
+        keys: names among :data:`KEYS`.
+
+    Returns:
+        Each key present in ``config`` mapped to its value, checked by :data:`KEYS`.
+
+    Raises:
+        FolderFormatError: naming ``path`` and, where it applies, the key and line.
+    """
+    unknown = [k for k in keys if k not in KEYS]
+    if unknown:
+        raise ValueError(f"keys must be among {sorted(KEYS)}, got {unknown[0]!r}")
+    source = read_text(path, MAX_SMALL_FILE_BYTES)
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    except (SyntaxError, UnicodeDecodeError, ValueError) as e:
-        raise FolderFormatError(f"{path}: not valid Python source ({e})") from e
+        tree = ast.parse(source, filename=str(path))
+    except SyntaxError as e:
+        raise FolderFormatError(
+            f"{path}: not valid Python source (line {e.lineno}: {short(e.msg)})"
+        ) from None
+    except (ValueError, RecursionError, MemoryError) as e:  # null bytes, deep nesting
+        raise FolderFormatError(
+            f"{path}: not valid Python source ({type(e).__name__}: {short(str(e))})"
+        ) from None
     variables: dict[str, ast.expr] = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
@@ -38,10 +118,11 @@ def read_config_values(path: Path, keys: tuple[str, ...]) -> dict[str, Any]:
         if isinstance(value_node, ast.Name) and value_node.id in variables:
             value_node = variables[value_node.id]
         try:
-            values[key] = ast.literal_eval(value_node)
+            value = ast.literal_eval(value_node)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as e:
             raise FolderFormatError(
                 f"{path}: config[{key!r}] (line {value_node.lineno}) is not a literal value; "
                 f"only literals are read, the file is never executed"
             ) from e
+        values[key] = KEYS[key](path, value)
     return values

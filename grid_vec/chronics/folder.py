@@ -2,7 +2,7 @@
 
 Layout read::
 
-    <path>/grid.json                  pandapower net (pandapower's loader, allowed classes only)
+    <path>/grid.json                  pandapower net (read as data, grid_vec.chronics.grid_json)
     <path>/config.py                  thermal limits, names_chronics_to_grid (ast, never run)
     <path>/params.json, prods_charac.csv, grid_layout.json    optional
     <path>/chronics/<name>/{load_p,load_q,prod_p,prod_v}[_forecasted].csv[.bz2|.gz|.xz]
@@ -17,6 +17,11 @@ list them): they keep the model's ``gen_p0``/``gen_v0``. A missing ``prod_v`` fi
 step (the last step repeats itself). As in grid2op, row 0 of a scenario is the state one
 time interval after ``start_datetime.info`` (``ScenarioInfo.start`` is that instant). Only
 this module's :func:`load_folder` imports pandapower, lazily.
+
+The folder is untrusted input (see :mod:`grid_vec.chronics.untrusted`): nothing in it is
+imported or run, every read is bounded, no file or subfolder may resolve outside it, and
+everything read is checked here (thermal limits, ramps, ``params.json`` values, the grid's
+numbers), so that each fault is one :class:`FolderFormatError` naming the file.
 """
 
 from __future__ import annotations
@@ -24,7 +29,6 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,18 +36,25 @@ from typing import Any
 import numpy as np
 
 from grid_vec.chronics.config_file import read_config_values
-from grid_vec.chronics.csv_table import (
-    FolderFormatError,
-    count_rows,
-    find_csv,
-    read_table,
-)
+from grid_vec.chronics.csv_table import count_rows, find_csv, read_table
+from grid_vec.chronics.grid_json import read_grid_json
 from grid_vec.chronics.scenario import Injections, ScenarioInfo
+from grid_vec.chronics.untrusted import (
+    MAX_INFO_BYTES,
+    MAX_SMALL_FILE_BYTES,
+    FolderFormatError,
+    check_number,
+    inside,
+    load_json,
+    read_text,
+    short,
+)
 from grid_vec.grid.model import GridModel
 
 DEFAULT_START = dt.datetime(2019, 1, 1)
 DEFAULT_STEP = dt.timedelta(minutes=5)
 _STEMS = ("load_p", "load_q", "prod_p", "prod_v")
+_MAX_PARAM_CHARS = 100  # a params.json string value: grid2op writes "True", "2", ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,29 +65,47 @@ class GridFolder:
     name: str  # the folder's name
     net: Any  # pandapower.pandapowerNet
     thermal_limits: np.ndarray | None  # amperes per branch (lines then trafos), or None
-    params: dict  # params.json, {} when absent
+    params: dict  # params.json: str keys, values None, bool, number or short str; {} when absent
     prods_charac: dict[str, np.ndarray] | None  # prods_charac.csv columns by header name
+    gen_ramps: dict[str, float] | None  # generator name -> min(max_ramp_up, max_ramp_down)
     layout: dict | None  # grid_layout.json
     names_chronics_to_grid: dict | None  # config.py's renaming of CSV columns
 
 
 def load_folder(path: str | Path) -> GridFolder:
-    """Read the grid, its limits and metadata from a grid2op-format folder."""
+    """Read the grid, its limits and metadata from a grid2op-format folder.
+
+    Args:
+        path: the dataset folder.
+
+    Returns:
+        The checked :class:`GridFolder`.
+
+    Raises:
+        TypeError: ``path`` is not a str or Path.
+        FileNotFoundError: ``path`` is not a directory.
+        FolderFormatError: any fault in the folder's files, naming the file.
+    """
     root = _check_dir(path)
-    net = _load_net(root / "grid.json")
+    grid = _file(root, root / "grid.json")
+    if grid is None:
+        raise FolderFormatError(f"{root / 'grid.json'}: missing file (the grid of the folder)")
+    net = read_grid_json(grid)
     config: dict[str, Any] = {}
-    if (root / "config.py").is_file():
-        config = read_config_values(
-            root / "config.py", ("thermal_limits", "names_chronics_to_grid")
-        )
+    config_path = _file(root, root / "config.py")
+    if config_path is not None:
+        config = read_config_values(config_path, ("thermal_limits", "names_chronics_to_grid"))
+    charac_path = _file(root, root / "prods_charac.csv")
+    charac = None if charac_path is None else _read_prods_charac(charac_path)
     return GridFolder(
         path=root,
         name=root.name,
         net=net,
         thermal_limits=_thermal_limits(config.get("thermal_limits"), net, root / "config.py"),
-        params=_read_json(root / "params.json") or {},
-        prods_charac=_read_prods_charac(root / "prods_charac.csv"),
-        layout=_read_json(root / "grid_layout.json"),
+        params=_read_params(_file(root, root / "params.json")),
+        prods_charac=charac,
+        gen_ramps=None if charac is None else _gen_ramps(charac, charac_path),
+        layout=_read_json(_file(root, root / "grid_layout.json")),
         names_chronics_to_grid=config.get("names_chronics_to_grid") or None,
     )
 
@@ -90,23 +119,19 @@ def _check_dir(path: str | Path) -> Path:
     return root
 
 
-def _load_net(path: Path):
-    """The pandapower net, through pandapower's loader (it refuses non-allowed classes)."""
-    if not path.is_file():
-        raise FolderFormatError(f"{path}: missing file (the grid of a grid2op-format folder)")
-    import pandapower as pp
-
-    try:
-        net = pp.from_json_string(path.read_text(encoding="utf-8"), convert=True)
-    except Exception as e:  # pandapower raises many kinds (ValueError, UserWarning, KeyError...)
-        raise FolderFormatError(f"{path}: pandapower refused to load the grid: {e}") from e
-    if not isinstance(net, pp.pandapowerNet):
-        raise FolderFormatError(f"{path}: holds a {type(net).__name__}, not a pandapower net")
-    return net
+def _file(root: Path, path: Path) -> Path | None:
+    """``path`` when it is a file (inside ``root``: a symlink out is refused), else None."""
+    if not path.is_file() and not path.is_symlink():
+        return None
+    resolved = inside(root, path)
+    if not resolved.is_file():
+        raise FolderFormatError(f"{path}: not a regular file")
+    return path
 
 
 def _thermal_limits(value: Any, net, config_path: Path) -> np.ndarray | None:
-    """Limits in branch order from a list, or from a dict keyed by branch name."""
+    """Limits in branch order from a list, or from a dict keyed by branch name (the values
+    are already checked positive numbers, by ``config_file``)."""
     if value is None:
         return None
     n_branch = len(net.line) + len(net.trafo)
@@ -117,13 +142,10 @@ def _thermal_limits(value: Any, net, config_path: Path) -> np.ndarray | None:
         missing = [str(n) for n in names if n not in value]
         if missing:
             raise FolderFormatError(
-                f"{config_path}: thermal_limits has no entry for branch {missing[0]!r}"
+                f"{config_path}: thermal_limits has no entry for branch {short(missing[0])}"
             )
         value = [value[n] for n in names]
-    try:
-        limits = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as e:
-        raise FolderFormatError(f"{config_path}: thermal_limits are not numbers: {e}") from e
+    limits = np.asarray(value, dtype=np.float64)
     if limits.shape != (n_branch,):
         raise FolderFormatError(
             f"{config_path}: thermal_limits has shape {limits.shape}, "
@@ -132,26 +154,39 @@ def _thermal_limits(value: Any, net, config_path: Path) -> np.ndarray | None:
     return limits
 
 
-def _read_json(path: Path) -> dict | None:
-    if not path.is_file():
+def _read_json(path: Path | None) -> dict | None:
+    if path is None:
         return None
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as e:
-        raise FolderFormatError(f"{path}: not valid JSON ({e})") from e
+    value = load_json(path)
     if not isinstance(value, dict):
         raise FolderFormatError(f"{path}: expected a JSON object, got {type(value).__name__}")
     return value
 
 
-def _read_prods_charac(path: Path) -> dict[str, np.ndarray] | None:
+def _read_params(path: Path | None) -> dict:
+    """params.json's entries: grid2op writes flat scalars; anything else is refused here, so
+    that the env layer's conversion to ``Parameters`` only meets scalars."""
+    params = _read_json(path) or {}
+    for key, value in params.items():
+        if value is None or isinstance(value, (bool, int, float)):
+            continue
+        if not isinstance(value, str) or len(value) > _MAX_PARAM_CHARS:
+            raise FolderFormatError(
+                f"{path}: key {short(key)}: expected a number, a boolean or a short string, "
+                f"got {short(value)}"
+            )
+    return params
+
+
+def _read_prods_charac(path: Path) -> dict[str, np.ndarray]:
     """Columns by header name: float arrays where every cell is a number, else str arrays."""
-    if not path.is_file():
-        return None
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, MAX_SMALL_FILE_BYTES)
     first = text.split("\n", 1)[0]
     delimiter = ";" if ";" in first and "," not in first else ","
-    rows = list(csv.reader(io.StringIO(text), delimiter=delimiter))
+    try:
+        rows = list(csv.reader(io.StringIO(text), delimiter=delimiter))
+    except csv.Error as e:
+        raise FolderFormatError(f"{path}: not a CSV table ({short(str(e))})") from None
     rows = [r for r in rows if r]
     if not rows:
         raise FolderFormatError(f"{path}: empty file")
@@ -169,6 +204,31 @@ def _read_prods_charac(path: Path) -> dict[str, np.ndarray] | None:
         except ValueError:
             columns[name.strip()] = np.array(cells, dtype=str)
     return columns
+
+
+def _gen_ramps(charac: dict[str, np.ndarray], path: Path) -> dict[str, float] | None:
+    """Generator name -> min(max_ramp_up, max_ramp_down), None without those columns."""
+    needed = ("name", "max_ramp_up", "max_ramp_down")
+    if any(c not in charac for c in needed):
+        return None
+    ramps: dict[str, float] = {}
+    for i, (name, up, down) in enumerate(zip(*(charac[c] for c in needed), strict=True)):
+        name = str(name)
+        if not name or name in ramps:
+            raise FolderFormatError(
+                f"{path}: line {i + 2}, column 'name': {short(name)} is empty or repeated"
+            )
+        for column, value in (("max_ramp_up", up), ("max_ramp_down", down)):
+            if isinstance(value, str):  # a column with a cell that is not a number
+                raise FolderFormatError(
+                    f"{path}: line {i + 2}, column {column!r}: {short(value)} is not a number"
+                )
+            if check_number(value, path, f"line {i + 2}, column {column!r}") < 0:
+                raise FolderFormatError(
+                    f"{path}: line {i + 2}, column {column!r}: a ramp must be >= 0, got {value}"
+                )
+        ramps[name] = min(float(up), float(down))
+    return ramps
 
 
 class FolderSource:
@@ -189,23 +249,23 @@ class FolderSource:
         chronics = root / "chronics"
         if not chronics.is_dir():
             raise FolderFormatError(f"{chronics}: missing folder (one subfolder per scenario)")
+        inside(root, chronics)
         self.path = root
         self.model = model
         self.allow_negative_loads = bool(allow_negative_loads)
         self._dirs = sorted(p.name for p in chronics.iterdir() if p.is_dir())
+        for name in self._dirs:
+            inside(root, chronics / name)
         if not self._dirs:
             raise FolderFormatError(f"{chronics}: no scenario subfolder")
         rename: dict = {}
-        if (root / "config.py").is_file():
+        config_path = _file(root, root / "config.py")
+        if config_path is not None:
             rename = (
-                read_config_values(root / "config.py", ("names_chronics_to_grid",)).get(
+                read_config_values(config_path, ("names_chronics_to_grid",)).get(
                     "names_chronics_to_grid"
                 )
                 or {}
-            )
-        if not isinstance(rename, dict):
-            raise FolderFormatError(
-                f"{root / 'config.py'}: names_chronics_to_grid must be a dict, got {rename!r}"
             )
         self._rename = {"load": rename.get("loads") or {}, "prod": rename.get("prods") or {}}
         self._infos: dict[int, ScenarioInfo] = {}
@@ -233,7 +293,7 @@ class FolderSource:
         files = {}
         for stem in _STEMS:
             for name in (stem, f"{stem}_forecasted"):
-                found = find_csv(folder, name)
+                found = find_csv(folder, name, self.path)
                 if found is not None:
                     files[name] = found
         for required in ("load_p", "load_q", "prod_p"):
@@ -253,13 +313,13 @@ class FolderSource:
                 raise FolderFormatError(
                     f"{folder}: a scenario needs at least 2 steps, load_p has {length}"
                 )
-            step = _read_step(folder / "time_interval.info")
+            step = _read_step(_file(self.path, folder / "time_interval.info"))
             self._infos[scenario_id] = ScenarioInfo(
                 id=scenario_id,
                 name=self._dirs[scenario_id],
                 # grid2op moves its clock one interval before it reads a row: row 0 is the
                 # state at start_datetime.info + one step (GridStateFromFile.load_next)
-                start=_read_start(folder / "start_datetime.info") + step,
+                start=_read_start(_file(self.path, folder / "start_datetime.info")) + step,
                 step_duration=step,
                 length=length,
             )
@@ -346,13 +406,13 @@ class FolderSource:
         return out
 
 
-def _read_info_line(path: Path) -> str | None:
-    if not path.is_file():
+def _read_info_line(path: Path | None) -> str | None:
+    if path is None:
         return None
-    return path.read_text(encoding="utf-8").strip()
+    return read_text(path, MAX_INFO_BYTES).strip()
 
 
-def _read_start(path: Path) -> dt.datetime:
+def _read_start(path: Path | None) -> dt.datetime:
     text = _read_info_line(path)
     if text is None:
         return DEFAULT_START
@@ -361,21 +421,20 @@ def _read_start(path: Path) -> dt.datetime:
             return dt.datetime.strptime(text, fmt)
         except ValueError:
             pass
-    raise FolderFormatError(f"{path}: {text!r} is not a date like '2019-01-05 23:55'")
+    raise FolderFormatError(f"{path}: {short(text)} is not a date like '2019-01-05 23:55'")
 
 
-def _read_step(path: Path) -> dt.timedelta:
+def _read_step(path: Path | None) -> dt.timedelta:
+    """HH:MM or HH:MM:SS; at most 4 digits a part, so that the duration cannot overflow."""
     text = _read_info_line(path)
     if text is None:
         return DEFAULT_STEP
     parts = text.split(":")
-    try:
-        numbers = [int(p) for p in parts]
-    except ValueError:
-        numbers = []
-    if len(numbers) not in (2, 3) or any(n < 0 for n in numbers):
-        raise FolderFormatError(f"{path}: {text!r} is not a duration like '00:05' (HH:MM)")
+    digits = all(p.isascii() and p.isdigit() and len(p) <= 4 for p in parts)
+    if len(parts) not in (2, 3) or not digits:
+        raise FolderFormatError(f"{path}: {short(text)} is not a duration like '00:05' (HH:MM)")
+    numbers = [int(p) for p in parts]
     step = dt.timedelta(hours=numbers[0], minutes=numbers[1], seconds=[*numbers, 0][2])
     if step <= dt.timedelta(0):
-        raise FolderFormatError(f"{path}: the step duration must be positive, got {text!r}")
+        raise FolderFormatError(f"{path}: the step duration must be positive, got {short(text)}")
     return step

@@ -181,33 +181,47 @@ def clear_compiled_cache() -> None:
 def _load_folder(
     path: Path, allow_negative_loads: bool, kwargs: dict[str, Any]
 ) -> tuple[GridModel, ScenarioSource, dict[str, Any]]:
-    """Compiled model, scenario source and GridEnv arguments of a grid2op-format folder."""
+    """Compiled model, scenario source and GridEnv arguments of a grid2op-format folder.
+
+    Every fault of the folder is a ``FolderFormatError`` naming the file: the chronics layer
+    checks what it reads, and the two steps that only this layer can take (compiling the
+    grid, building ``Parameters``) have their errors named after ``grid.json`` and
+    ``params.json`` here.
+    """
     from grid_vec.grid._pandapower import import_pandapower
 
     import_pandapower()  # quietly, before load_folder imports it (see grid_vec.grid._pandapower)
     from grid_vec.chronics.folder import FolderSource, load_folder
+    from grid_vec.chronics.untrusted import FolderFormatError, short
     from grid_vec.grid.compile import compile_net
 
     folder = load_folder(path)
-    model = compile_net(folder.net, name=folder.name, thermal_limits=folder.thermal_limits)
+    try:
+        model = compile_net(folder.net, name=folder.name, thermal_limits=folder.thermal_limits)
+    except Exception as e:  # pandapower's power flow on the folder's data fails in many ways
+        raise FolderFormatError(
+            f"{folder.path / 'grid.json'}: cannot be compiled ({type(e).__name__}: {short(str(e))})"
+        ) from e
     kwargs = dict(kwargs)
     if kwargs.get("parameters") is None:
-        kwargs["parameters"] = Parameters.from_grid2op_dict(folder.params or {})
+        try:
+            kwargs["parameters"] = Parameters.from_grid2op_dict(folder.params)
+        except (TypeError, ValueError) as e:  # the message names the key or the field
+            raise FolderFormatError(f"{folder.path / 'params.json'}: {e}") from e
     if kwargs.get("gen_ramp") is None:
-        kwargs["gen_ramp"] = _folder_ramps(folder.prods_charac, model)
+        kwargs["gen_ramp"] = _folder_ramps(folder.gen_ramps, model)
     source = FolderSource(folder.path, model, allow_negative_loads=allow_negative_loads)
     return model, source, kwargs
 
 
-def _folder_ramps(charac: dict[str, np.ndarray] | None, model: GridModel) -> np.ndarray | None:
-    """Symmetric ramp per generator from ``prods_charac.csv`` (the smaller of up and down),
-    GridEnv's default for generators the file does not list; None without the columns."""
-    needed = ("name", "max_ramp_up", "max_ramp_down")
-    if charac is None or any(c not in charac for c in needed):
+def _folder_ramps(ramps: dict[str, float] | None, model: GridModel) -> np.ndarray | None:
+    """Symmetric ramp per generator from ``prods_charac.csv``'s checked ramps (the smaller of
+    up and down, by generator name), GridEnv's default for generators the file does not list;
+    None when the file has no ramp columns."""
+    if ramps is None:
         return None
     ramp = 0.05 * np.asarray(model.gen_pmax, dtype=np.float64)
-    by_name = {str(n): i for i, n in enumerate(model.gen_names)}
-    for name, up, down in zip(*(charac[c] for c in needed), strict=True):
-        if str(name) in by_name:
-            ramp[by_name[str(name)]] = min(float(up), float(down))
+    for i, name in enumerate(model.gen_names):
+        if str(name) in ramps:
+            ramp[i] = ramps[str(name)]
     return ramp

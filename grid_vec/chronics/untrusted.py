@@ -1,0 +1,152 @@
+"""Reading untrusted dataset files within bounds: the error type, the limits, safe paths.
+
+A dataset folder may come from anywhere. Every read here is bounded (file size, JSON nesting
+depth, size of numbers), nothing read is imported or executed, no path may leave the
+dataset folder (a symlink out of it is refused), and every failure is one
+:class:`FolderFormatError` naming the file and, where it applies, the place in it. Values
+quoted in messages are shortened (:func:`short`) so that a message never carries a huge line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# grid.json: grid2op's 118-bus grids are ~5 MB; a 10x margin
+MAX_GRID_JSON_BYTES = 64 * 2**20
+# config.py, params.json, grid_layout.json, prods_charac.csv: a few KB in real datasets
+MAX_SMALL_FILE_BYTES = 2**20
+# start_datetime.info, time_interval.info: one short line
+MAX_INFO_BYTES = 1024
+# JSON nesting: pandapower's grid.json is ~5 levels deep; json.loads recurses per level
+MAX_JSON_DEPTH = 32
+# any number read from a JSON file or config.py (grid values are MW, kV, A, ohm...)
+MAX_ABS_NUMBER = 1e15
+_MAX_INT_DIGITS = 16  # bounds int() on a digit string before it is converted
+_MAX_QUOTED = 60  # characters of a value quoted in an error message
+
+
+class FolderFormatError(ValueError):
+    """A dataset folder is malformed: the message names the file and the row/column or key."""
+
+
+def short(value: Any) -> str:
+    """``repr(value)``, cut to a few dozen characters: for quoting file content in messages."""
+    text = repr(value[: _MAX_QUOTED + 1] if isinstance(value, str) else value)
+    return text if len(text) <= _MAX_QUOTED else text[:_MAX_QUOTED] + "..."
+
+
+def inside(root: Path, path: Path) -> Path:
+    """``path`` resolved (symlinks followed), refused when that leaves the folder ``root``.
+
+    ``root`` must already be resolved.
+    """
+    resolved = path.resolve()
+    if resolved != root and not resolved.is_relative_to(root):
+        raise FolderFormatError(f"{path}: points outside the dataset folder {root} (symlink?)")
+    return resolved
+
+
+def read_text(path: Path, max_bytes: int) -> str:
+    """The UTF-8 text of a file of at most ``max_bytes`` bytes (never reads more)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(max_bytes + 1)
+    except OSError as e:
+        raise FolderFormatError(f"{path}: cannot be read ({e.strerror or e})") from e
+    if len(data) > max_bytes:
+        raise FolderFormatError(f"{path}: larger than the {max_bytes}-byte limit for this file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise FolderFormatError(f"{path}: line {line}: not UTF-8 text (byte {e.start})") from None
+
+
+def load_json(path: Path, max_bytes: int = MAX_SMALL_FILE_BYTES) -> Any:
+    """A JSON file's value, within the size, depth and number bounds of this module."""
+    return parse_json(read_text(path, max_bytes), path)
+
+
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+
+
+class _BadNumber(Exception):
+    def __init__(self, token: str) -> None:
+        super().__init__(token)
+        self.token = token
+
+
+def _parse_int(token: str) -> int:
+    if len(token.lstrip("-")) > _MAX_INT_DIGITS:
+        raise _BadNumber(token)
+    return int(token)
+
+
+def _parse_float(token: str) -> float:
+    value = float(token[: _MAX_INT_DIGITS * 4])  # a longer token is refused just below
+    if len(token) > _MAX_INT_DIGITS * 4 or not abs(value) <= MAX_ABS_NUMBER:
+        raise _BadNumber(token)
+    return value
+
+
+def _parse_constant(token: str) -> float:
+    if token != "NaN":  # NaN marks a missing value; infinities are not numbers of a grid
+        raise _BadNumber(token)
+    return float("nan")
+
+
+def parse_json(text: str, path: Path, where: str = "") -> Any:
+    """``json.loads(text)`` within the depth and number bounds; errors name ``path`` and
+    ``where`` (the place of ``text`` in the file, for a JSON document nested in a string)."""
+    place = f"{path}: {where}" if where else f"{path}:"
+    depth = json_depth(text)
+    if depth > MAX_JSON_DEPTH:
+        raise FolderFormatError(f"{place} nested {depth} levels deep (limit {MAX_JSON_DEPTH})")
+    try:
+        return json.loads(
+            text,
+            parse_int=_parse_int,
+            parse_float=_parse_float,
+            parse_constant=_parse_constant,
+        )
+    except _BadNumber as e:
+        line = text.count("\n", 0, max(text.find(e.token), 0)) + 1
+        raise FolderFormatError(
+            f"{place} line {line}: number {short(e.token)} is out of bounds "
+            f"(finite, |x| <= {MAX_ABS_NUMBER:g})"
+        ) from None
+    except json.JSONDecodeError as e:
+        raise FolderFormatError(
+            f"{place} not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})"
+        ) from None
+    except RecursionError:  # the depth check above makes this unreachable; kept as a guard
+        raise FolderFormatError(f"{place} nested too deep") from None
+
+
+def json_depth(text: str) -> int:
+    """The deepest nesting of ``[`` and ``{`` in a JSON text (strings skipped), without
+    recursion: it is checked before ``json.loads``, which recurses once per level."""
+    brackets = _STRING.sub("", text)
+    codes = np.frombuffer(brackets.encode("utf-8", "replace"), dtype=np.uint8)
+    steps = np.isin(codes, (ord("["), ord("{"))).astype(np.int64)
+    steps -= np.isin(codes, (ord("]"), ord("}")))
+    return int(np.cumsum(steps).max(initial=0))
+
+
+def check_number(value: Any, path: Path, where: str, *, positive: bool = False) -> float:
+    """``value`` as a float: an int or float (not a bool), finite, within ``MAX_ABS_NUMBER``
+    (and > 0 when ``positive``); the error names ``path`` and ``where``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise FolderFormatError(f"{path}: {where}: expected a number, got {short(value)}")
+    if not abs(value) <= MAX_ABS_NUMBER:  # also False for NaN; ints compare exactly
+        raise FolderFormatError(
+            f"{path}: {where}: {short(value)} is not a finite number with |x| <= {MAX_ABS_NUMBER:g}"
+        )
+    if positive and not value > 0:
+        raise FolderFormatError(f"{path}: {where}: must be > 0, got {short(value)}")
+    return float(value)
