@@ -11,12 +11,12 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
+from vec_procs import alive, wait_gone
 from vec_toy_envs import BadInitEnv, CountEnv, DictActionEnv, FaultyEnv, NestedEnv, SlowEnv
 
 from grid_vec.vector import GridVecEnv, WorkerCrashedError, WorkerTimeoutError
@@ -24,24 +24,15 @@ from grid_vec.vector import GridVecEnv, WorkerCrashedError, WorkerTimeoutError
 pytestmark = pytest.mark.usefixtures("shm_and_children")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 @pytest.mark.parametrize("fault", ["kill", "segfault"])
-def test_dead_worker_is_reported_fast_naming_lost_envs(fault):
+def test_dead_worker_is_reported_as_dead_not_timed_out_naming_lost_envs(fault):
     fns = [CountEnv, CountEnv, functools.partial(FaultyEnv, fault, at=2), CountEnv]
-    envs = GridVecEnv(fns, envs_per_worker=2)
+    envs = GridVecEnv(fns, envs_per_worker=2, step_timeout=60)
     envs.reset(seed=0)
     envs.step(np.zeros(4, np.int64))
-    start = time.monotonic()
     with pytest.raises(WorkerCrashedError, match=r"sub-envs \[2, 3\] lost") as info:
         envs.step(np.zeros(4, np.int64))
-    assert time.monotonic() - start < 1.0
+    assert type(info.value) is WorkerCrashedError  # seen by its sentinel, not step_timeout
     assert info.value.env_ids == (2, 3)
     with pytest.raises(WorkerCrashedError, match=r"\[2, 3\]"):
         envs.step(np.zeros(4, np.int64))  # stays an error, never a hang
@@ -49,18 +40,18 @@ def test_dead_worker_is_reported_fast_naming_lost_envs(fault):
     envs.close()
 
 
+@pytest.mark.timeout(30)  # the worker's step hangs for 60 s
 def test_worker_killed_from_outside_during_wait_is_detected():
     envs = GridVecEnv([functools.partial(FaultyEnv, "hang", at=1)], context="fork")
     envs.reset()
     envs.step_async(np.zeros(1, np.int64))
     pid = envs.worker_pids()[0]
     os.kill(pid, signal.SIGKILL)
-    start = time.monotonic()
-    with pytest.raises(WorkerCrashedError, match=r"sub-envs \[0\] lost"):
+    with pytest.raises(WorkerCrashedError, match=r"sub-envs \[0\] lost") as info:
         envs.step_wait()
-    assert time.monotonic() - start < 1.0
+    assert type(info.value) is WorkerCrashedError
     envs.close()
-    assert not _alive(pid)
+    assert not alive(pid)
 
 
 @pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
@@ -73,7 +64,7 @@ def test_restart_on_crash_brings_envs_back_truncated(mode):
     obs, reward, terminated, truncated, _ = envs.step(np.zeros(2, np.int64))
     assert truncated.tolist() == [False, True] and not terminated[1] and reward[1] == 0.0
     assert envs.restarts == 1 and envs.worker_pids()[1] != old_pid
-    assert not _alive(old_pid)
+    assert not alive(old_pid)
     assert obs.shape == (2, 3)
     if mode == AutoresetMode.NEXT_STEP:  # the step after a done is a reset step
         _, reward, _, truncated, _ = envs.step(np.zeros(2, np.int64))
@@ -95,24 +86,25 @@ def test_restart_on_crash_during_reset_redoes_the_reset():
     envs.close()
 
 
+@pytest.mark.timeout(30)  # the worker's step hangs for 60 s
 def test_step_timeout_kills_a_stuck_worker():
     envs = GridVecEnv([functools.partial(FaultyEnv, "hang", at=1)], step_timeout=0.3)
     envs.reset()
-    start = time.monotonic()
+    pid = envs.worker_pids()[0]
     with pytest.raises(WorkerTimeoutError, match=r"step_timeout=0.3s.*sub-envs \[0\] lost"):
         envs.step(np.zeros(1, np.int64))
-    assert time.monotonic() - start < 1.5
+    assert not alive(pid)
     envs.close()
 
 
+@pytest.mark.timeout(30)  # the worker's step hangs for 60 s
 def test_close_with_timeout_terminates_a_stuck_worker():
     envs = GridVecEnv([functools.partial(FaultyEnv, "hang", at=1)])
     envs.reset()
+    pid = envs.worker_pids()[0]
     envs.step_async(np.zeros(1, np.int64))
-    start = time.monotonic()
     envs.close(timeout=0.3)
-    assert time.monotonic() - start < 2.0
-    assert envs.closed
+    assert envs.closed and not alive(pid)
 
 
 def test_step_timeout_with_restart_returns_truncated():
@@ -190,10 +182,7 @@ def test_garbage_collection_without_close_stops_workers():
     pids = envs.worker_pids()
     del envs
     gc.collect()
-    deadline = time.monotonic() + 5
-    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not any(_alive(pid) for pid in pids)
+    assert wait_gone(pids) == []
 
 
 SCRIPT = """
@@ -233,10 +222,7 @@ def test_no_process_left_after_interrupt_or_abrupt_exit(ending, daemon):
     lines = out.stdout.splitlines()
     assert "interrupted" in lines, out.stderr
     pids = json.loads(lines[0])
-    deadline = time.monotonic() + 5  # after os._exit, workers see EOF on their pipe and exit
-    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not any(_alive(pid) for pid in pids)
+    assert wait_gone(pids) == []  # after os._exit, workers die with their parent
 
 
 def test_worker_imports_stay_small_and_unpicklable_results_are_errors():

@@ -249,3 +249,55 @@ class OtherActionEnv(CountEnv):
     def __init__(self):
         super().__init__()
         self.action_space = spaces.Discrete(4)
+
+
+class TextActionEnv(CountEnv):
+    """CountEnv with a Text action: actions travel pickled through the command pipe, so a long
+    one is larger than the pipe buffer."""
+
+    def __init__(self, max_length: int = 300_000):
+        super().__init__()
+        self.action_space = spaces.Text(max_length=max_length, charset="ab")
+
+    def step(self, action):
+        return super().step(len(action) % 3)
+
+
+class RelapseEnv(CountEnv):
+    """CountEnv whose faults are switched by files in ``flags`` (a directory), so that a test
+    decides when a restarted worker fails again: ``step`` kills the worker at its next step,
+    ``reset`` at its next reset, and ``init`` makes the factory raise."""
+
+    def __init__(self, flags: str):
+        self.flags = flags
+        if self._flag("init"):
+            raise RuntimeError("RelapseEnv cannot be built: the init flag is set")
+        super().__init__(episode_len=100)
+
+    def _flag(self, name: str) -> bool:
+        return os.path.exists(os.path.join(self.flags, name))
+
+    def reset(self, *, seed=None, options=None):
+        if self._flag("reset"):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action):
+        if self._flag("step"):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().step(action)
+
+
+class LongStepEnv(CountEnv):
+    """CountEnv whose step writes a file named after its pid in ``marks`` (a directory), then
+    sleeps ``seconds``: a test knows when the worker is inside a long step."""
+
+    def __init__(self, marks: str, seconds: float = 120.0):
+        super().__init__()
+        self.marks, self.seconds = marks, seconds
+
+    def step(self, action):
+        with open(os.path.join(self.marks, str(os.getpid())), "w") as f:
+            f.write("stepping")
+        time.sleep(self.seconds)
+        return super().step(action)
