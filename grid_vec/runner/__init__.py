@@ -9,9 +9,11 @@ from grid_vec.runner.agents import (
     default_action,
 )
 from grid_vec.runner.episode_data import EpisodeData, EpisodeDataError, load_run
+from grid_vec.runner.episodes import EpisodeSpec, derive_seed
 from grid_vec.runner.plot import plot_episode
 from grid_vec.runner.results import EpisodeResult, EpisodeTimings, format_results_table
-from grid_vec.runner.runner import EpisodeSpec, Runner, build_vector_env, derive_seed
+from grid_vec.runner.resume import ResumeError
+from grid_vec.runner.runner import Runner, build_vector_env
 
 __all__ = [
     "DoNothingAgent",
@@ -23,6 +25,7 @@ __all__ = [
     "GreedyAgent",
     "RandomAgent",
     "ReconnectAgent",
+    "ResumeError",
     "Runner",
     "build_vector_env",
     "default_action",

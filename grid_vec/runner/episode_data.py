@@ -1,11 +1,10 @@
-"""Loading recorded episodes back, without ever unpickling (recorded runs get shared)."""
+"""Loading recorded episodes back. Recorded runs get shared, so their files are untrusted:
+reads are bounded, nothing is unpickled, and the arrays must agree with ``meta.json``."""
 
 from __future__ import annotations
 
 import itertools
-import json
 import os
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,14 +12,13 @@ from typing import Any
 
 import numpy as np
 
+from grid_vec.runner.bounded_io import EpisodeDataError, read_json, read_npz
 from grid_vec.runner.recording import ARRAYS_FILE, FORMAT, META_FILE, finished_episodes
 from grid_vec.runner.results import EpisodeResult
 
+__all__ = ["EpisodeData", "EpisodeDataError", "load_run", "read_meta"]
+
 _REQUIRED = ("observations", "actions", "rewards", "terminated", "truncated")
-
-
-class EpisodeDataError(ValueError):
-    """A recorded episode is missing, truncated or malformed; the message names the file."""
 
 
 @dataclass
@@ -39,24 +37,23 @@ class EpisodeData:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> EpisodeData:
-        """Load the episode directory ``path`` (``np.load`` with ``allow_pickle=False``,
-        metadata as JSON). Raises EpisodeDataError naming the faulty file."""
+        """Load and check the episode directory ``path``.
+
+        Args:
+            path: an ``episode_NNNNN`` directory of a recorded run.
+
+        Returns:
+            The episode, its arrays checked against the shapes and dtypes ``meta.json`` lists
+            and against the step count of its result.
+
+        Raises:
+            EpisodeDataError: naming the faulty file and what is wrong in it (missing,
+                truncated, not UTF-8, too large or deep, object arrays, mismatched arrays).
+        """
         root = Path(path)
-        meta = _load_meta(root / META_FILE)
-        arrays = _load_arrays(root / ARRAYS_FILE)
-        missing = [name for name in _REQUIRED if name not in arrays]
-        if missing:
-            raise EpisodeDataError(f"{root / ARRAYS_FILE}: missing arrays {missing}")
-        steps = arrays["rewards"].shape[0]
-        if arrays["observations"].shape[0] != steps + 1:
-            raise EpisodeDataError(
-                f"{root / ARRAYS_FILE}: {arrays['observations'].shape[0]} observations for "
-                f"{steps} steps (expected steps + 1)"
-            )
-        try:
-            result = EpisodeResult.from_dict(meta["result"])
-        except (KeyError, TypeError) as exc:
-            raise EpisodeDataError(f"{root / META_FILE}: malformed 'result' entry: {exc}") from exc
+        meta, result = read_meta(root)
+        arrays = read_npz(root / ARRAYS_FILE)
+        _check_arrays(root / ARRAYS_FILE, arrays, meta["arrays"], result.steps)
         return cls(
             path=root,
             meta=meta,
@@ -101,35 +98,74 @@ class EpisodeData:
 
 
 def load_run(path: str | os.PathLike[str]) -> list[EpisodeData]:
-    """Every complete episode recorded under the run directory ``path``, in episode order."""
+    """Every complete episode recorded under the run directory ``path``, in episode order.
+
+    Raises:
+        EpisodeDataError: when ``path`` is not a directory or an episode does not load.
+    """
     root = Path(path)
     if not root.is_dir():
         raise EpisodeDataError(f"{root}: not a directory")
     return [EpisodeData.load(p) for _, p in sorted(finished_episodes(root).items())]
 
 
-def load_result(path: Path) -> tuple[EpisodeResult, dict[str, Any]]:
-    """The result and metadata of a recorded episode, reading only its ``meta.json``."""
-    meta = _load_meta(path / META_FILE)
-    try:
-        return EpisodeResult.from_dict(meta["result"]), meta
-    except (KeyError, TypeError) as exc:
-        raise EpisodeDataError(f"{path / META_FILE}: malformed 'result' entry: {exc}") from exc
+def read_meta(path: Path) -> tuple[dict[str, Any], EpisodeResult]:
+    """The checked metadata and result of the episode directory ``path``, reading only its
+    ``meta.json`` (what a resumed run needs to compare settings).
 
-
-def _load_meta(path: Path) -> dict[str, Any]:
-    try:
-        meta = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise EpisodeDataError(f"{path}: cannot read episode metadata: {exc}") from exc
+    Raises:
+        EpisodeDataError: naming ``meta.json`` and what is wrong in it.
+    """
+    file = path / META_FILE
+    meta = read_json(file, "episode metadata")
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise EpisodeDataError(f"{path}: not a grid_vec episode metadata file (format {FORMAT})")
-    return meta
-
-
-def _load_arrays(path: Path) -> dict[str, np.ndarray]:
+        raise EpisodeDataError(f"{file}: not a grid_vec episode metadata file (format {FORMAT})")
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            return {name: npz[name] for name in npz.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as exc:
-        raise EpisodeDataError(f"{path}: cannot read episode arrays: {exc}") from exc
+        result = EpisodeResult.from_dict(meta.get("result"))
+    except ValueError as exc:
+        raise EpisodeDataError(f"{file}: malformed 'result' entry: {exc}") from exc
+    if meta.get("episode") != result.episode or isinstance(meta.get("episode"), bool):
+        raise EpisodeDataError(f"{file}: 'episode' does not match result.episode")
+    listed = meta.get("arrays")
+    if not isinstance(listed, dict) or not all(_is_array_entry(v) for v in listed.values()):
+        raise EpisodeDataError(f"{file}: 'arrays' must map names to [shape, dtype]")
+    return meta, result
+
+
+def _is_array_entry(entry: Any) -> bool:
+    return (
+        isinstance(entry, list)
+        and len(entry) == 2
+        and isinstance(entry[0], list)
+        and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in entry[0])
+        and isinstance(entry[1], str)
+    )
+
+
+def _check_arrays(
+    file: Path, arrays: dict[str, np.ndarray], listed: dict[str, Any], steps: int
+) -> None:
+    """The arrays must be those ``meta.json`` lists, and span the result's ``steps``."""
+    if sorted(arrays) != sorted(listed):
+        absent = sorted(set(listed) - set(arrays))[:5]
+        extra = sorted(set(arrays) - set(listed))[:5]
+        raise EpisodeDataError(
+            f"{file}: arrays differ from meta.json (missing {absent}, unlisted {extra})"
+        )
+    for name, (shape, dtype) in listed.items():
+        array = arrays[name]
+        if list(array.shape) != shape or array.dtype.str != dtype:
+            raise EpisodeDataError(
+                f"{file}: {name[:80]!r} is {array.dtype.str}{list(array.shape)}, meta.json "
+                f"lists {dtype[:20]}{shape[:4]}"
+            )
+    missing = [name for name in _REQUIRED if name not in arrays]
+    if missing:
+        raise EpisodeDataError(f"{file}: missing arrays {missing}")
+    expected = {name: steps for name in _REQUIRED} | {"observations": steps + 1}
+    for name, rows in expected.items():
+        found = arrays[name].shape[0] if arrays[name].ndim else 0
+        if found != rows or arrays[name].ndim == 0:
+            raise EpisodeDataError(
+                f"{file}: {name} has {found} rows, the result's {steps} steps need {rows}"
+            )

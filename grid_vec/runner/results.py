@@ -48,11 +48,78 @@ class EpisodeResult:
         return jsonable(dataclasses.asdict(self))
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> EpisodeResult:
-        """Rebuild a result written by :meth:`to_dict`."""
-        values = dict(data)
-        values["timings"] = EpisodeTimings(**values["timings"])
+    def from_dict(cls, data: Any) -> EpisodeResult:
+        """Rebuild a result written by :meth:`to_dict`.
+
+        Args:
+            data: the dictionary, e.g. read back from an untrusted ``meta.json``.
+
+        Returns:
+            The result.
+
+        Raises:
+            ValueError: naming the first entry that is missing, unknown or of the wrong type.
+        """
+        values = _checked(data, _RESULT_TYPES, "result")
+        values["timings"] = EpisodeTimings(**_checked(values["timings"], _TIMING_TYPES, "timings"))
+        detail = values["timings"].env_detail
+        bad = [k for k, v in detail.items() if not _is_number(v)]
+        if bad:
+            raise ValueError(f"timings.env_detail[{bad[0][:40]!r}] is not a number")
         return cls(**values)
+
+
+_INT, _NUMBER, _OPT_INT, _OPT_NUMBER = "int", "number", "int or null", "number or null"
+_RESULT_TYPES = {
+    "episode": _INT,
+    "scenario_id": "any",
+    "scenario_name": "str or null",
+    "cum_reward": _NUMBER,
+    "steps": _INT,
+    "max_steps": _OPT_INT,
+    "terminated": "bool",
+    "truncated": "bool",
+    "env_seed": _OPT_INT,
+    "agent_seed": _OPT_INT,
+    "timings": "dict",
+}
+_TIMING_TYPES = {
+    "agent": _NUMBER,
+    "env": _NUMBER,
+    "total": _NUMBER,
+    "powerflow": _OPT_NUMBER,
+    "env_detail": "dict",
+}
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _fits(value: Any, kind: str) -> bool:
+    if value is None and kind.endswith("or null"):
+        return True
+    base = kind.removesuffix(" or null")
+    if base == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if base == "number":
+        return _is_number(value)
+    return base == "any" or isinstance(value, {"str": str, "bool": bool, "dict": dict}[base])
+
+
+def _checked(data: Any, types: dict[str, str], what: str) -> dict[str, Any]:
+    """``data`` as a dict holding exactly the keys of ``types``, each of its type."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{what} is not an object")
+    missing, unknown = sorted(set(types) - set(data)), sorted(set(data) - set(types))
+    if missing:
+        raise ValueError(f"{what} lacks entries {missing}")
+    if unknown:
+        raise ValueError(f"{what} has unknown entries {[k[:40] for k in unknown[:5]]}")
+    for key, kind in types.items():
+        if not _fits(data[key], kind):
+            raise ValueError(f"{what}.{key} must be {kind}, got {type(data[key]).__name__}")
+    return dict(data)
 
 
 def jsonable(value: Any) -> Any:

@@ -15,10 +15,10 @@ last episode ends; their steps are discarded.
 from __future__ import annotations
 
 import copy
+import logging
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,14 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, VectorEnv
 from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 
 from grid_vec.runner.agents import agent_kind, check_spaces, default_action
-from grid_vec.runner.episode_data import load_result
+from grid_vec.runner.episodes import (
+    EpisodeSpec,
+    check_max_iter,
+    env_spec,
+    episode_identity,
+    plan_episodes,
+    run_identity,
+)
 from grid_vec.runner.progress import make_bars
 from grid_vec.runner.recording import (
     FORMAT,
@@ -43,25 +50,11 @@ from grid_vec.runner.recording import (
     remove_partial_episodes,
 )
 from grid_vec.runner.results import EpisodeResult, EpisodeTimings, jsonable
+from grid_vec.runner.resume import discard_episodes, plan_resume
+
+_log = logging.getLogger(__name__)
 
 _ARRAY_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
-
-
-@dataclass(frozen=True)
-class EpisodeSpec:
-    """Everything episode ``index`` depends on."""
-
-    index: int
-    env_seed: int
-    agent_seed: int
-    options: dict[str, Any] | None
-
-
-def derive_seed(master: int, index: int, stream: int) -> int:
-    """Seed of ``stream`` (0: env, 1: agent) for episode ``index`` of a run seeded ``master``;
-    independent of how many episodes the run has."""
-    sequence = np.random.SeedSequence(master, spawn_key=(index, stream))
-    return int(sequence.generate_state(1)[0])
 
 
 def build_vector_env(env_fns: Sequence[Callable[[], gym.Env]]) -> VectorEnv:
@@ -191,8 +184,10 @@ class Runner:
         records every episode there; with ``resume=True`` episodes already recorded are
         loaded instead of played (their seeds and options must match).
         """
-        specs = self._plan(nb_episode, env_seeds, agent_seeds, episode_id, reset_options)
-        _check_max_iter(max_iter)
+        specs = plan_episodes(
+            nb_episode, env_seeds, agent_seeds, episode_id, reset_options, self.seed
+        )
+        check_max_iter(max_iter)
         if resume and path_save is None:
             raise ValueError("resume=True needs path_save (the directory to resume)")
         root = None if path_save is None else prepare_run_dir(path_save)
@@ -225,66 +220,33 @@ class Runner:
         building block of executors: each Ray actor plays its share of a run with it."""
         if self._pool is not None:
             raise ValueError("play_specs runs on the local vector env; use run() with a pool")
-        _check_max_iter(max_iter)
+        check_max_iter(max_iter)
         root = None if path_save is None else prepare_run_dir(path_save)
         no_bar, _, _ = make_bars(False, len(specs))
         return _EpisodeLoop(self, max_iter, root, no_bar, no_bar).play(list(specs))
 
-    def _plan(
-        self,
-        nb_episode: int,
-        env_seeds: Sequence[int] | None,
-        agent_seeds: Sequence[int] | None,
-        episode_id: Sequence[Any] | None,
-        reset_options: dict[str, Any] | Sequence[dict[str, Any] | None] | None,
-    ) -> list[EpisodeSpec]:
-        if isinstance(nb_episode, bool) or not isinstance(nb_episode, (int, np.integer)):
-            raise TypeError(f"nb_episode must be an int, got {nb_episode!r}")
-        if nb_episode < 0:
-            raise ValueError(f"nb_episode must be >= 0, got {nb_episode}")
-        env_seeds = _seed_list("env_seeds", env_seeds, nb_episode, self.seed, 0)
-        agent_seeds = _seed_list("agent_seeds", agent_seeds, nb_episode, self.seed, 1)
-        _check_length("episode_id", episode_id, nb_episode)
-        if reset_options is None or isinstance(reset_options, dict):
-            options_list: Sequence[dict[str, Any] | None] = [reset_options] * nb_episode
-        else:
-            _check_length("reset_options", reset_options, nb_episode)
-            options_list = reset_options
-        specs = []
-        for i in range(nb_episode):
-            options = options_list[i]
-            if options is not None and not isinstance(options, dict):
-                raise TypeError(f"reset_options[{i}] must be a dict or None, got {options!r}")
-            if episode_id is not None:
-                options = {**(options or {}), "scenario_id": episode_id[i]}
-            specs.append(EpisodeSpec(i, env_seeds[i], agent_seeds[i], options))
-        return specs
-
     def _recorded(
         self, root: Path, specs: list[EpisodeSpec], max_iter: int | None, resume: bool
     ) -> dict[int, EpisodeResult]:
-        """Results of the episodes of ``specs`` already recorded under ``root``."""
+        """Results of the episodes of ``specs`` already recorded under ``root``; damaged
+        recordings are deleted, to be played again."""
         remove_partial_episodes(root)
         on_disk = finished_episodes(root)
         clash = [s.index for s in specs if s.index in on_disk]
-        if clash and not resume:
+        if not clash:
+            return {}
+        if not resume:
             raise ValueError(
                 f"path_save {str(root)!r} already holds episodes {clash[:10]}; pass "
                 f"resume=True to keep them or choose another directory"
             )
-        known = {}
-        for spec in specs:
-            if spec.index in on_disk:
-                result, meta = load_result(on_disk[spec.index])
-                expected = _identity(spec, max_iter)
-                found = {k: meta.get(k) for k in expected}
-                if found != expected:
-                    raise ValueError(
-                        f"{on_disk[spec.index]} was recorded with {found}, this run asks "
-                        f"{expected}; resume needs the same seeds, options and max_iter"
-                    )
-                known[spec.index] = result
-        return known
+        run = {} if self._pool is not None else run_identity(self.env, self.agent)
+        expected = {s.index: {**run, **episode_identity(s, max_iter)} for s in specs}
+        plan = plan_resume(root, expected)
+        for index, reason in plan.damaged.items():
+            _log.warning("episode %d is damaged, playing it again: %s", index, reason)
+        discard_episodes(root, plan.damaged)
+        return plan.kept
 
 
 class _EpisodeLoop:
@@ -514,7 +476,7 @@ class _EpisodeLoop:
             meta = {
                 "format": FORMAT,
                 "episode": spec.index,
-                **_identity(spec, self.max_iter),
+                **episode_identity(spec, self.max_iter),
                 "scenario": {"id": scenario_id, "name": name, "length": length},
                 **self.run_meta,
                 "arrays": {k: [list(v.shape), v.dtype.str] for k, v in arrays.items()},
@@ -534,30 +496,15 @@ class _EpisodeLoop:
 
     def _run_meta(self) -> dict[str, Any]:
         env = self.env
-        spec = getattr(env, "spec", None)
-        if spec is None:
-            spec = env.get_attr("spec")[0]
         parameters = env.get_attr("parameters")[0] if self.runner._probe()["parameters"] else None
         return {
-            "env_id": getattr(spec, "id", None),
+            **run_identity(env, self.runner.agent),
+            "env_kwargs": jsonable(getattr(env_spec(env), "kwargs", None)),
             "num_envs": env.num_envs,
             "autoreset_mode": self.runner.autoreset_mode.value,
-            "agent": type(self.runner.agent).__name__,
-            "observation_space": repr(self.obs_space),
-            "action_space": repr(self.act_space),
             "parameters": jsonable(parameters),
             "versions": package_versions(),
         }
-
-
-def _identity(spec: EpisodeSpec, max_iter: int | None) -> dict[str, Any]:
-    """The metadata entries a resumed run must find unchanged."""
-    return {
-        "env_seed": spec.env_seed,
-        "agent_seed": spec.agent_seed,
-        "reset_options": jsonable(spec.options),
-        "max_iter": max_iter,
-    }
 
 
 def _timing_delta(start: dict[str, Any] | None, end: dict[str, Any] | None) -> dict[str, float]:
@@ -593,29 +540,3 @@ def _episode_pool(
     return RayEpisodePool(
         env, agent, idle_action=idle_action, address=ray_address, num_actors=num_actors
     )
-
-
-def _check_max_iter(max_iter: int | None) -> None:
-    if max_iter is not None and (
-        isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1
-    ):
-        raise ValueError(f"max_iter must be None or a positive int, got {max_iter!r}")
-
-
-def _check_length(name: str, values: Sequence[Any] | None, nb_episode: int) -> None:
-    if values is not None and len(values) != nb_episode:
-        raise ValueError(f"{name} has {len(values)} entries, expected nb_episode={nb_episode}")
-
-
-def _seed_list(
-    name: str, seeds: Sequence[int] | None, nb_episode: int, master: int, stream: int
-) -> list[int]:
-    if seeds is None:
-        return [derive_seed(master, i, stream) for i in range(nb_episode)]
-    _check_length(name, seeds, nb_episode)
-    out = []
-    for i, seed in enumerate(seeds):
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ValueError(f"{name}[{i}] must be a non-negative int, got {seed!r}")
-        out.append(int(seed))
-    return out

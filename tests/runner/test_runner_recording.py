@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -10,7 +9,6 @@ import sys
 import textwrap
 import time
 import tracemalloc
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -18,9 +16,17 @@ import pytest
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from runner_toy_envs import StatefulRandomAgent, ToyEnv
 
-from grid_vec.runner import EpisodeData, EpisodeDataError, Runner, load_run, plot_episode
+from grid_vec.runner import (
+    DoNothingAgent,
+    EpisodeData,
+    ResumeError,
+    Runner,
+    load_run,
+    plot_episode,
+)
 
 HERE = Path(__file__).parent
+DISABLED = AutoresetMode.DISABLED
 
 
 def toy_runner(n_envs: int = 2, **env_kwargs) -> Runner:
@@ -82,32 +88,39 @@ def test_resume_keeps_recorded_episodes_and_plays_the_rest(tmp_path):
 
 def test_resume_refuses_other_seeds(tmp_path):
     toy_runner().run(2, path_save=tmp_path)
-    with pytest.raises(ValueError, match="same seeds"):
+    with pytest.raises(ResumeError, match="episode_00000 was recorded with env_seed=") as caught:
         toy_runner().run(2, path_save=tmp_path, resume=True, env_seeds=[1, 2])
+    assert (caught.value.key, caught.value.asked) == ("env_seed", 1)
 
 
-def test_loading_malformed_episodes_names_the_file(tmp_path):
-    toy_runner().run(1, path_save=tmp_path)
-    episode = tmp_path / "episode_00000"
-    arrays = episode / "arrays.npz"
-    blob = arrays.read_bytes()
-    arrays.write_bytes(blob[: len(blob) // 2])
-    with pytest.raises(EpisodeDataError, match=str(arrays)):
-        EpisodeData.load(episode)
-    # an object array: loading it would unpickle
-    with zipfile.ZipFile(arrays, "w") as zf, zf.open("observations.npy", "w") as member:
-        np.lib.format.write_array(member, np.array([{"x": 1}], dtype=object))
-    with pytest.raises(EpisodeDataError, match="pickle"):
-        EpisodeData.load(episode)
-    meta = episode / "meta.json"
-    meta.write_text("{not json")
-    with pytest.raises(EpisodeDataError, match=str(meta)):
-        EpisodeData.load(episode)
-    meta.write_text(json.dumps({"format": "something else"}))
-    with pytest.raises(EpisodeDataError, match="not a grid_vec episode"):
-        EpisodeData.load(episode)
-    with pytest.raises(EpisodeDataError, match="not a directory"):
-        load_run(tmp_path / "missing")
+def test_resume_refuses_another_agent_or_env_and_deletes_nothing(tmp_path):
+    toy_runner().run(3, path_save=tmp_path)
+    blob = (tmp_path / "episode_00001" / "arrays.npz").read_bytes()
+    (tmp_path / "episode_00001" / "arrays.npz").write_bytes(blob[:100])  # damaged
+    other_agent = Runner(
+        SyncVectorEnv([ToyEnv], autoreset_mode=DISABLED), DoNothingAgent(), seed=11
+    )
+    with pytest.raises(ResumeError, match="recorded with agent='StatefulRandomAgent'") as caught:
+        other_agent.run(3, path_save=tmp_path, resume=True)
+    assert caught.value.asked == "DoNothingAgent"
+    with pytest.raises(ResumeError, match=r"observation_space='Box\(-inf, inf, \(4,\)"):
+        toy_runner(obs_dim=5).run(3, path_save=tmp_path, resume=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"episode_0000{i}" for i in range(3)]
+
+
+def test_resume_plays_a_damaged_episode_again(tmp_path, caplog):
+    reference = toy_runner(3).run(5)
+    toy_runner().run(5, path_save=tmp_path)
+    damaged = tmp_path / "episode_00002" / "arrays.npz"
+    damaged.write_bytes(damaged.read_bytes()[:-40])  # a truncated copy
+    kept = {p.parent.name: p.stat().st_mtime_ns for p in tmp_path.glob("episode_*/arrays.npz")}
+    assert toy_runner(1).run(5, path_save=tmp_path, resume=True) == reference
+    assert "episode 2 is damaged, playing it again" in caplog.text
+    assert [e.result for e in load_run(tmp_path)] == reference
+    changed = [
+        name for name, t in kept.items() if (tmp_path / name / "arrays.npz").stat().st_mtime_ns != t
+    ]
+    assert changed == ["episode_00002"]
 
 
 def test_plot_episode(tmp_path):

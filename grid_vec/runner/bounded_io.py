@@ -1,0 +1,157 @@
+"""Reading the files of a recorded run, which may come from anyone: every read is bounded,
+nothing is unpickled, and every failure is an :class:`EpisodeDataError` naming the file."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# Bounds on what one episode's files may ask of memory. Recorded metadata is a few kB and a
+# month of case118 observations about 120 MB, so these only stop hostile or broken files.
+MAX_META_BYTES = 4 * 2**20
+MAX_JSON_DEPTH = 32
+MAX_NPZ_FILE_BYTES = 2 * 2**30
+MAX_NPZ_MEMBERS = 4096
+MAX_NPZ_ARRAY_BYTES = 2 * 2**30  # decompressed, all members together
+
+_HEADER_READERS = {
+    (1, 0): np.lib.format.read_array_header_1_0,
+    (2, 0): np.lib.format.read_array_header_2_0,
+}
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_OPENERS = np.frombuffer(b"[{", np.uint8)
+_CLOSERS = np.frombuffer(b"]}", np.uint8)
+
+
+class EpisodeDataError(ValueError):
+    """A recorded episode is missing, truncated or malformed; the message names the file."""
+
+
+def read_json(path: Path, what: str) -> Any:
+    """The JSON document in the regular file ``path`` (at most ``MAX_META_BYTES``, UTF-8,
+    nested at most ``MAX_JSON_DEPTH`` deep). ``what`` names the file's role in errors."""
+    raw = _read_regular(path, MAX_META_BYTES, what)
+    depth = json_depth(raw)
+    if depth > MAX_JSON_DEPTH:
+        raise EpisodeDataError(
+            f"{path}: {what} nests {depth} levels deep (limit {MAX_JSON_DEPTH})"
+        )
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise EpisodeDataError(f"{path}: {what} is not UTF-8 (byte {exc.start})") from exc
+    except json.JSONDecodeError as exc:
+        raise EpisodeDataError(
+            f"{path}: {what} is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from exc
+
+
+def json_depth(raw: bytes) -> int:
+    """How deep the arrays and objects of the JSON text ``raw`` nest, found without parsing it
+    (so that a hostile file cannot exhaust the parser's recursion)."""
+    skeleton = np.frombuffer(_JSON_STRING.sub(b'""', raw), np.uint8)
+    steps = np.isin(skeleton, _OPENERS).astype(np.int64) - np.isin(skeleton, _CLOSERS)
+    return int(np.cumsum(steps).max(initial=0))
+
+
+def read_npz(path: Path) -> dict[str, np.ndarray]:
+    """Every array of the ``.npz`` file ``path``, read with ``allow_pickle=False`` after
+    checking each member's header: no object arrays, sizes within the file's bounds."""
+    _check_regular(path, "episode arrays")
+    if path.stat().st_size > MAX_NPZ_FILE_BYTES:
+        raise EpisodeDataError(f"{path}: episode arrays exceed {MAX_NPZ_FILE_BYTES} bytes")
+    try:
+        with zipfile.ZipFile(path) as zf:
+            members = _checked_members(path, zf)
+            return {name[: -len(".npy")]: _read_member(path, zf, name) for name in members}
+    except EpisodeDataError:
+        raise
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise EpisodeDataError(f"{path}: cannot read episode arrays: {_short(exc)}") from exc
+
+
+def _checked_members(path: Path, zf: zipfile.ZipFile) -> list[str]:
+    infos = zf.infolist()
+    if len(infos) > MAX_NPZ_MEMBERS:
+        raise EpisodeDataError(f"{path}: {len(infos)} members (limit {MAX_NPZ_MEMBERS})")
+    names = [info.filename for info in infos]
+    if len(set(names)) != len(names):
+        raise EpisodeDataError(f"{path}: a member name appears twice")
+    total = 0
+    for info in infos:
+        where = f"{path}: member {info.filename[:80]!r}"
+        if not info.filename.endswith(".npy"):
+            raise EpisodeDataError(f"{where} is not a .npy array")
+        # Deflate output is capped at the declared size; bz2/lzma would decompress unbounded.
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            raise EpisodeDataError(f"{where} uses compression method {info.compress_type}")
+        if info.flag_bits & 0x1:
+            raise EpisodeDataError(f"{where} is encrypted")
+        total += info.file_size
+    if total > MAX_NPZ_ARRAY_BYTES:
+        raise EpisodeDataError(f"{path}: arrays of {total} bytes (limit {MAX_NPZ_ARRAY_BYTES})")
+    return names
+
+
+def _read_member(path: Path, zf: zipfile.ZipFile, name: str) -> np.ndarray:
+    where = f"{path}: member {name[:80]!r}"
+    size = zf.getinfo(name).file_size
+    with zf.open(name) as member:
+        try:
+            version = np.lib.format.read_magic(member)
+            if version not in _HEADER_READERS:
+                raise ValueError(f".npy format version {version} is not supported")
+            shape, _, dtype = _HEADER_READERS[version](member)
+        except ValueError as exc:
+            raise EpisodeDataError(f"{where}: bad array header: {_short(exc)}") from exc
+    if dtype.hasobject:
+        raise EpisodeDataError(f"{where} holds Python objects (reading them would unpickle)")
+    # The data must fit in the member's declared size: a header claiming a huge shape must not
+    # make numpy allocate it.
+    if int(np.prod(shape, dtype=object)) * dtype.itemsize > size:
+        raise EpisodeDataError(f"{where}: header shape {shape} does not fit in {size} bytes")
+    with zf.open(name) as member:
+        try:
+            return np.lib.format.read_array(member, allow_pickle=False)
+        except ValueError as exc:
+            raise EpisodeDataError(f"{where}: {_short(exc)}") from exc
+
+
+def _check_regular(path: Path, what: str) -> os.stat_result:
+    """``path``'s status when it is a regular file (not a directory, FIFO or device, whose
+    reads could block or never end)."""
+    try:
+        status = path.stat()
+    except FileNotFoundError as exc:
+        raise EpisodeDataError(f"{path}: {what} file is missing") from exc
+    except OSError as exc:
+        raise EpisodeDataError(f"{path}: cannot read {what}: {_short(exc)}") from exc
+    if not stat.S_ISREG(status.st_mode):
+        raise EpisodeDataError(f"{path}: {what} is not a regular file")
+    return status
+
+
+def _read_regular(path: Path, limit: int, what: str) -> bytes:
+    if _check_regular(path, what).st_size > limit:
+        raise EpisodeDataError(f"{path}: {what} exceeds {limit} bytes")
+    try:
+        with path.open("rb") as file:
+            raw = file.read(limit + 1)
+    except OSError as exc:
+        raise EpisodeDataError(f"{path}: cannot read {what}: {_short(exc)}") from exc
+    if len(raw) > limit:  # the file grew since stat
+        raise EpisodeDataError(f"{path}: {what} exceeds {limit} bytes")
+    return raw
+
+
+def _short(exc: BaseException, limit: int = 200) -> str:
+    """An exception's message cut to one short line (a hostile file must not flood stderr)."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
