@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -229,3 +230,16 @@ def test_workers_inside_a_long_step_die_with_a_sigkilled_parent(tmp_path):
         for pid in pids if "pids" in locals() else []:
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_workers_started_from_a_thread_outlive_that_thread():
+    # PR_SET_PDEATHSIG fires when the starting *thread* ends: only the main thread may use it
+    made: list[GridVecEnv] = []
+    thread = threading.Thread(target=lambda: made.append(GridVecEnv([CountEnv])))
+    thread.start()
+    thread.join()
+    envs = made[0]
+    envs.reset(seed=0)
+    envs.step(np.zeros(1, np.int64))
+    assert all(alive(pid) for pid in envs.worker_pids())
+    envs.close()
