@@ -15,6 +15,7 @@ waits of the hot path. Every way a worker can fail ends in an error within a kno
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import threading
 import time
@@ -81,6 +82,13 @@ def stop_worker(w: Worker, *, kill: bool) -> None:
 def stop_all(workers: list[Worker]) -> None:
     for w in workers:
         stop_worker(w, kill=True)
+
+
+def timeout_error(name: str, timeout: float) -> multiprocessing.TimeoutError:
+    """The error of a ``*_wait``/``recv`` whose own ``timeout`` ran out (workers kept)."""
+    return multiprocessing.TimeoutError(
+        f"The call to `{name}` has timed out after {timeout} second(s)."
+    )
 
 
 def _parent_pid_for_workers(context: Any) -> int | None:

@@ -4,9 +4,10 @@ Each worker process carries a contiguous slice of sub-envs. Actions, observation
 termination flags live in one shared block (:mod:`shared_buffers`); commands are 5-byte
 headers over pipes (:mod:`protocol`), with pickled payloads only for infos, calls and errors.
 The parent waits in ``poll`` on the reply pipes and on the process sentinels, so a worker
-that dies is noticed at once; timeouts, restarts and closing are in :mod:`supervision`. Both sides first poll for a bounded few tens of microseconds,
+that dies is noticed at once. Both sides first poll for a bounded few tens of microseconds,
 yielding the core at each turn, then sleep: a reply that comes quickly costs no wake-up, and
-with more processes than cores nobody is starved.
+with more processes than cores nobody is starved. Timeouts, restarts and closing are in
+:mod:`supervision`, pool mode in :mod:`pool`.
 
 Default start method: ``spawn``. A spawned worker imports only numpy, gymnasium and
 cloudpickle plus what the env factory needs, inherits no descriptors (so a dead parent or
@@ -14,6 +15,9 @@ worker shows up as end-of-file on the pipe) and no threads; ``fork`` of a parent
 pandapower or started BLAS threads is neither small after the first writes nor thread-safe,
 and ``forkserver`` leaves a server process behind. The one-off start-up cost (~0.3 s per
 worker) is paid once.
+
+Over 600 lines: the AsyncVectorEnv API, the checks of its arguments and the waits of the
+hot path read together, as gymnasium's own AsyncVectorEnv does.
 """
 
 from __future__ import annotations
@@ -49,25 +53,16 @@ from grid_vec.vector import protocol as p
 from grid_vec.vector.errors import RemoteTraceback
 from grid_vec.vector.grid_commands import GridCommands
 from grid_vec.vector.infos import (
-    BatchedInfo,
     ColumnBatch,
-    InfoBatch,
     InfoSchema,
     merge_slices,
-    unbatch_info,
 )
+from grid_vec.vector.pool import PoolMode
 from grid_vec.vector.shared_buffers import LeafActionCheck, SharedBlock, flat_leaves, join, split
-from grid_vec.vector.supervision import Supervisor, Worker, stop_all
+from grid_vec.vector.supervision import Supervisor, Worker, stop_all, timeout_error
 
 _DEFAULT_SPIN_US = 1000.0
 _RESERVED = ("reset", "step", "close", "_setattr", "_check_spaces")
-
-
-def _timeout_error(name: str, timeout: float) -> multiprocessing.TimeoutError:
-    """The error of a ``*_wait``/``recv`` whose own ``timeout`` ran out (workers kept)."""
-    return multiprocessing.TimeoutError(
-        f"The call to `{name}` has timed out after {timeout} second(s)."
-    )
 
 
 def _usable_cpus() -> int:
@@ -84,7 +79,7 @@ def _readable(fd: int) -> bool:
     return bool(poller.poll(0))
 
 
-class GridVecEnv(GridCommands, Supervisor, VectorEnv):
+class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
     """Vector env running sub-envs in worker processes, behaving like ``AsyncVectorEnv``.
 
     Args beyond AsyncVectorEnv's:
@@ -448,147 +443,6 @@ class GridVecEnv(GridCommands, Supervisor, VectorEnv):
         )
         self._gather(self._pending, None, bound=False)
 
-    # --------------------------------------------------------------------- pool mode
-    def send(self, actions: Any, env_ids: Sequence[int]) -> None:
-        """Pool mode: step the sub-envs ``env_ids`` with ``actions`` (one per id), no waiting."""
-        self._assert_is_running()
-        if self._state != AsyncState.DEFAULT:
-            raise AlreadyPendingCallError(
-                f"Calling `send` while waiting for a pending call to `{self._state.value}` "
-                "to complete.",
-                str(self._state.value),
-            )
-        ids = self._check_env_ids(env_ids)
-        busy = sorted(self._busy.intersection(ids))
-        if busy:
-            raise ValueError(f"env ids {busy} were sent and not yet returned by recv()")
-        pickled = self._write_actions(actions, ids)
-        self._drain_stale()
-        by_worker: dict[Worker, list[int]] = {}
-        for j, i in enumerate(ids):
-            by_worker.setdefault(self._worker_of[i], []).append(j)
-        for w, js in by_worker.items():
-            self._assert_alive(w)
-            local = [self._local_of[ids[j]] for j in js]
-            payload = (local, None if pickled is None else [pickled[j] for j in js])
-            self._write(w, p.encode(p.STEP, payload))
-            w.pool.append([ids[j] for j in js])
-        self._busy.update(ids)
-
-    @property
-    def pending_env_ids(self) -> tuple[int, ...]:
-        """Pool mode: ids sent and not yet returned by :meth:`recv`.
-
-        ``batch_size`` may be lowered between calls, e.g. to collect the last envs in flight.
-        """
-        return tuple(sorted(self._busy))
-
-    def recv(
-        self, timeout: float | None = None
-    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict, np.ndarray]:
-        """Pool mode: the first ``batch_size`` sub-envs done stepping.
-
-        Returns (observations, rewards, terminated, truncated, infos, env_ids); row ``j`` of
-        each belongs to sub-env ``env_ids[j]``.
-        """
-        self._assert_is_running()
-        in_flight = sum(len(ids) for w in self._workers for ids in w.pool)
-        if self._ready_count() + in_flight < self.batch_size:
-            raise NoAsyncCallError(
-                f"recv() needs {self.batch_size} envs sent, only "
-                f"{self._ready_count() + in_flight} are in flight or ready",
-                "recv",
-            )
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self._ready_count() < self.batch_size:
-            waiting = [w for w in self._workers if w.pool]
-            if timeout is None and self.step_timeout is not None:
-                # no reply for step_timeout from now: each waiting worker's current step
-                # began before now, so it has exceeded step_timeout
-                deadline = time.monotonic() + self.step_timeout
-            replies, crashed, late = self._wait(waiting, deadline, need_all=False)
-            if late and not replies and not crashed:
-                if timeout is not None:
-                    raise _timeout_error("recv", timeout)
-                for w in late:
-                    w.timed_out = True
-                crashed = late
-            for w, (code, payload) in replies.items():
-                ids = w.pool.popleft()
-                if code == p.ERROR:
-                    self._busy.difference_update(ids)
-                    self._raise_errors(payload)
-                self._absorb_pool(w, ids, payload)
-            if crashed:
-                lost = {w: [i for batch in w.pool for i in batch] for w in crashed}
-                for ids in lost.values():
-                    self._busy.difference_update(ids)
-                recovered = self._recover(crashed, during="step")
-                for w, (_, payload) in recovered.items():
-                    self._busy.update(lost[w])
-                    self._absorb_pool(w, lost[w], payload)
-        ids, infos = self._take_ready(self.batch_size)
-        self._busy.difference_update(ids.tolist())
-        block = self._block
-        if self._obs_shared:
-            obs = join(self.single_observation_space, [view[ids] for view in block.obs])
-        else:
-            empty = create_empty_array(self.single_observation_space, n=len(ids), fn=np.zeros)
-            obs = concatenate(
-                self.single_observation_space, [self._last_obs[i] for i in ids], empty
-            )
-        return (
-            obs,
-            block.rewards[ids],
-            block.terminated[ids],
-            block.truncated[ids],
-            infos,
-            ids,
-        )
-
-    def _ready_count(self) -> int:
-        return sum(len(ids) for ids, _ in self._ready)
-
-    def _take_ready(self, count: int) -> tuple[np.ndarray, dict[str, Any]]:
-        """The first ``count`` ready env ids and their batched infos."""
-        first_ids, columns = self._ready[0]
-        if columns is not None and len(first_ids) == count:  # one worker's slice: records
-            self._ready.popleft()
-            return np.array(first_ids, dtype=np.int64), columns.schema.unpack(columns.records())
-        taken: list[int] = []
-        while len(taken) < count:
-            chunk_ids, columns = self._ready.popleft()
-            if columns is not None:
-                rows = columns.schema.rows(columns.records())
-                self._ready_info.update(zip(chunk_ids, rows, strict=True))
-            need = count - len(taken)
-            if len(chunk_ids) > need:
-                self._ready.appendleft((chunk_ids[need:], None))
-            taken += chunk_ids[:need]
-        infos: dict[str, Any] = {}
-        batch = InfoBatch(count)
-        for j, i in enumerate(taken):
-            info = self._ready_info.pop(i, None)
-            if info:
-                infos = batch._add_info(infos, info, j)
-        return np.array(taken, dtype=np.int64), infos
-
-    def _absorb_pool(self, w: Worker, ids: list[int], payload: Any) -> None:
-        columns = None
-        if payload is not None:
-            infos, obs = payload
-            if isinstance(infos, ColumnBatch):  # a send of the worker's whole slice, in order
-                columns = infos
-                infos = {}
-            elif isinstance(infos, BatchedInfo):  # a restarted worker's reset of its slice
-                rows = (unbatch_info(infos, k) for k in range(len(w.env_ids)))
-                infos = {k: info for k, info in enumerate(rows) if info}
-            for k, info in infos.items():
-                self._ready_info[w.env_ids[k]] = info
-            for k, value in (obs or {}).items():
-                self._last_obs[w.env_ids[k]] = value
-        self._ready.append((list(ids), columns))
-
     def __del__(self) -> None:
         """Terminate the workers of a GridVecEnv collected without close()."""
         if not getattr(self, "closed", True) and getattr(self, "_workers", None):
@@ -806,7 +660,7 @@ class GridVecEnv(GridCommands, Supervisor, VectorEnv):
             for w in late:
                 w.stale += 1
             self._state = AsyncState.DEFAULT
-            raise _timeout_error(name, timeout)
+            raise timeout_error(name, timeout)
         errors = [e for code, payload in replies.values() if code == p.ERROR for e in payload]
         if crashed or late:
             during = {"step_wait": "step", "reset_wait": "reset", "startup": "startup"}.get(
