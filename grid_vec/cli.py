@@ -1,23 +1,75 @@
-"""The ``grid-vec`` command line: ``run`` evaluates an agent, ``replay`` summarises a saved run."""
+"""The ``grid-vec`` command line: ``run`` evaluates an agent, ``replay`` summarises a saved run.
+
+Every mistake of the user (arguments, ``--env``, ``--save``, a resume with other settings, a
+missing or damaged run to replay) ends in one line on stderr and exit status 2, found before
+any worker is built; Ctrl-C ends with exit status 130 and one line saying how to resume.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
+import shlex
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from grid_vec import __version__
-from grid_vec._argtypes import non_negative_int, positive_int
+from grid_vec._argtypes import non_empty_path, non_empty_text, non_negative_int, positive_int
 
-AGENTS = ("do-nothing", "random", "reconnect", "greedy")
+# CLI name -> class name recorded in each episode's meta.json ("agent").
+AGENTS = {
+    "do-nothing": "DoNothingAgent",
+    "random": "RandomAgent",
+    "reconnect": "ReconnectAgent",
+    "greedy": "GreedyAgent",
+}
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for a Ctrl-C
+
+# Recorded metadata entry -> the option that sets it (to name a resume's difference).
+_OPTION_OF = {
+    "env_id": "--env",
+    "observation_space": "--env",
+    "action_space": "--env",
+    "env_kwargs": "--backend",  # recorded before grid_vec recorded env_kwargs
+    "env_kwargs.backend": "--backend",
+    "agent": "--agent",
+    "max_iter": "--max-iter",
+    "env_seed": "--seed",
+    "agent_seed": "--seed",
+}
+
+
+class UsageError(Exception):
+    """A mistake of the user: ``main`` prints it as one line on stderr and returns 2."""
+
+    def __init__(self, prog: str, message: str) -> None:
+        # One short line, whatever the message quotes (an exception, a file's content).
+        text = " ".join(message.split())
+        super().__init__(f"{prog}: {text if len(text) <= 300 else text[:297] + '...'}")
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (no usage block) and leave ``main``
+    returning 2 instead of exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(self.prog, f"{message} (see {self.prog} --help)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Build the top-level argument parser with one sub-command per job."""
-    parser = argparse.ArgumentParser(
+    """Build the top-level argument parser with one sub-command per job.
+
+    Returns:
+        The parser; its errors (and its sub-commands') raise :class:`UsageError`.
+    """
+    parser = _Parser(
         prog="grid-vec",
         description="Fast Gymnasium environments and vector environments for power grids.",
     )
@@ -32,10 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--env",
+        type=non_empty_text,
         default="case14",
         help="case14, case118, a gymnasium id or a grid2op-format folder (default: case14)",
     )
-    run.add_argument("--agent", choices=AGENTS, default="do-nothing")
+    run.add_argument("--agent", choices=tuple(AGENTS), default="do-nothing")
     run.add_argument("--episodes", type=positive_int, default=4)
     run.add_argument("--num-envs", type=positive_int, default=2)
     run.add_argument(
@@ -52,16 +105,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--save",
-        type=Path,
+        type=non_empty_path,
         default=None,
         help="directory of the recorded run (default: ./runs/<timestamp>)",
     )
     run.add_argument("--no-save", action="store_true", help="do not record the episodes")
     run.add_argument(
-        "--resume", action="store_true", help="skip the episodes already recorded under --save"
+        "--resume",
+        action="store_true",
+        help="continue the run under --save: keep its recorded episodes (it must have been "
+        "recorded with the same --env, --agent, --backend, --max-iter and --seed), play the "
+        "missing or damaged ones",
     )
     run.add_argument("--backend", choices=("lightsim2grid", "pandapower"), default="lightsim2grid")
-    run.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    run.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="hide the progress bars (shown only when stderr is a terminal)",
+    )
     run.add_argument(
         "--ray",
         nargs="?",
@@ -85,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Summarise a run saved by `grid-vec run`; with matplotlib, also write "
         "one PNG per episode next to it.",
     )
-    replay.add_argument("path", type=Path, help="directory of a saved run")
+    replay.add_argument("path", type=non_empty_path, help="directory of a saved run")
     replay.add_argument("--no-plot", action="store_true", help="do not write PNG plots")
 
     from grid_vec.bench import add_arguments as add_bench_arguments
@@ -99,6 +160,212 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_bench_arguments(bench)
     return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``grid-vec`` console script.
+
+    Args:
+        argv: the arguments after the program name (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit status: 0 on success, 2 for a mistake of the user (one line on stderr),
+        130 when interrupted by Ctrl-C.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command == "run":
+            return _run(args, argv)
+        if args.command == "replay":
+            return _replay(args)
+        if args.command == "bench":
+            from grid_vec.bench import run_from_args
+
+            return run_from_args(args)
+        parser.print_help()
+        return 0
+    except UsageError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
+    except SystemExit as exc:  # --help and --version
+        return exc.code if isinstance(exc.code, int) else 0
+    except KeyboardInterrupt:
+        print("grid-vec: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _run(args: argparse.Namespace, argv: list[str]) -> int:
+    """``grid-vec run``: every check first, then the workers, then the episodes."""
+    from grid_vec.runner import ResumeError, format_results_table
+    from grid_vec.runner.recording import prepare_run_dir
+
+    path = _run_path(args)
+    factory = _env_factory(args)
+    if path is not None and args.resume:
+        _check_resumable(args, path, factory)
+    if path is not None:
+        try:
+            prepare_run_dir(path)
+        except ValueError as exc:
+            raise UsageError("grid-vec run", f"--save: {exc}") from exc
+    try:
+        results = _evaluate(args, factory, path)
+    except KeyboardInterrupt:
+        print(_interrupted(args, argv, path), file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except ResumeError as exc:  # settings only the built env tells (its spaces)
+        raise UsageError("grid-vec run", _resume_mismatch(exc, args)) from exc
+    print(format_results_table(results))
+    if path is not None:
+        print(f"\nsaved {len(results)} episodes under {path}  (grid-vec replay {path})")
+    return 0
+
+
+def _run_path(args: argparse.Namespace) -> Path | None:
+    """The run directory, after checking the options against what is on disk (nothing is
+    created yet)."""
+    from grid_vec.runner.recording import finished_episodes
+
+    def fail(message: str) -> NoReturn:
+        raise UsageError("grid-vec run", message)
+
+    if args.no_save and (args.save is not None or args.resume):
+        fail("--no-save contradicts --save and --resume")
+    if args.resume and args.save is None:
+        fail("--resume needs --save PATH (the run to resume)")
+    if args.num_actors is not None and args.ray is None:
+        fail("--num-actors needs --ray")
+    if args.no_save:
+        return None
+    if args.save is None:
+        return Path("runs") / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    path = args.save
+    if path.exists() and not path.is_dir():
+        fail(f"--save {path} is not a directory")
+    if path.is_dir():
+        recorded = len(finished_episodes(path))
+        if recorded and not args.resume:
+            fail(
+                f"--save {path} already holds a recorded run ({recorded} episodes): add "
+                f"--resume to continue it, or choose another --save"
+            )
+        if not recorded and any(not p.name.startswith(".episode_") for p in path.iterdir()):
+            fail(f"--save {path} is a directory holding other files than a recorded run")
+    return path
+
+
+def _env_factory(args: argparse.Namespace) -> Any:
+    """The env factory of ``--env`` (compiles the grid here, in this process, once)."""
+    from grid_vec.env.make import env_factory
+    from grid_vec.runner.resume import brief
+
+    try:
+        return env_factory(args.env, backend=args.backend)
+    except (ValueError, TypeError, OSError, ImportError) as exc:
+        # FolderFormatError (a ValueError) names the file and the place in it.
+        raise UsageError("grid-vec run", f"--env {brief(args.env, 120)}: {exc}") from exc
+
+
+def _check_resumable(args: argparse.Namespace, path: Path, factory: Any) -> None:
+    """Refuse, before anything is built, a run under ``path`` recorded with other options
+    (reads only the episodes' ``meta.json``; the Runner checks their arrays when it starts)."""
+    from grid_vec.runner import ResumeError, derive_seed
+    from grid_vec.runner.resume import plan_resume
+
+    run = {
+        "env_id": factory.spec.id,
+        "env_kwargs": {"backend": args.backend},
+        "agent": AGENTS[args.agent],
+        "max_iter": args.max_iter,
+    }
+    seeds = {
+        i: (derive_seed(args.seed, i, 0), derive_seed(args.seed, i, 1))
+        for i in range(args.episodes)
+    }
+    expected = {i: {**run, "env_seed": e, "agent_seed": a} for i, (e, a) in seeds.items()}
+    try:
+        plan_resume(path, expected, load_arrays=False)
+    except ResumeError as exc:
+        raise UsageError("grid-vec run", _resume_mismatch(exc, args)) from exc
+
+
+def _resume_mismatch(exc: Any, args: argparse.Namespace) -> str:
+    """One line naming the option a resume differs in, and both values."""
+    from grid_vec.runner.resume import brief
+
+    option = _OPTION_OF.get(exc.key)
+    if option is None:
+        return f"--resume: {exc}"
+    where = f"--resume: {exc.path} was recorded with another {option}"
+    if option == "--seed":
+        return f"{where} (its episode seeds are not those of --seed {args.seed})"
+    recorded, asked = exc.recorded, exc.asked
+    if option == "--agent":
+        names = {v: k for k, v in AGENTS.items()}
+        recorded, asked = names.get(recorded, recorded), names.get(asked, asked)
+    return f"{where}: recorded {brief(recorded)}, this run asks {brief(asked)}"
+
+
+def _evaluate(args: argparse.Namespace, factory: Any, path: Path | None) -> list[Any]:
+    """Build the workers (or Ray actors), play the episodes, close the workers."""
+    from gymnasium.vector import AutoresetMode
+
+    from grid_vec.runner import Runner
+    from grid_vec.vector import GridVecEnv
+
+    if args.ray is None:
+        envs = GridVecEnv([factory] * args.num_envs, autoreset_mode=AutoresetMode.DISABLED)
+        with _shutting_down(envs.close):
+            agent = _make_agent(args.agent, envs.single_action_space, factory)
+            return _play(args, Runner(envs, agent, seed=args.seed), path)
+    probe = factory()
+    space = probe.action_space
+    probe.close()
+    try:
+        runner = Runner(
+            [factory],
+            _make_agent(args.agent, space, factory),
+            seed=args.seed,
+            executor="ray",
+            ray_address=args.ray or None,
+            num_actors=args.num_actors,
+        )
+    except ImportError as exc:
+        raise UsageError("grid-vec run", f"--ray: {exc}") from exc
+    with _shutting_down(runner.close):
+        return _play(args, runner, path)
+
+
+@contextlib.contextmanager
+def _shutting_down(close: Callable[[], None]) -> Iterator[None]:
+    """Run the block, then ``close`` the workers with Ctrl-C ignored: a second Ctrl-C must not
+    leave them running. After a Ctrl-C, the warning that a step was still pending is expected
+    and not shown (the one line saying how to resume is)."""
+    interrupted = False
+    try:
+        yield
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
+    finally:
+        with _sigint_ignored(), warnings.catch_warnings():
+            if interrupted:
+                warnings.simplefilter("ignore")
+            close()
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _make_agent(name: str, action_space: Any, env_factory: Any) -> Any:
@@ -119,60 +386,32 @@ def _make_agent(name: str, action_space: Any, env_factory: Any) -> Any:
         probe.close()
 
 
-def _run(args: argparse.Namespace) -> int:
-    from gymnasium.vector import AutoresetMode
-
-    from grid_vec.env.make import env_factory
-    from grid_vec.runner import Runner, format_results_table
-    from grid_vec.vector import GridVecEnv
-
-    if args.resume and args.save is None:
-        print("grid-vec run: --resume needs --save PATH (the run to resume)", file=sys.stderr)
-        return 2
-    path = None
-    if not args.no_save:
-        stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        path = args.save if args.save is not None else Path("runs") / stamp
-    if args.num_actors is not None and args.ray is None:
-        print("grid-vec run: --num-actors needs --ray", file=sys.stderr)
-        return 2
-    factory = env_factory(args.env, backend=args.backend)
-    if args.ray is None:
-        envs = GridVecEnv([factory] * args.num_envs, autoreset_mode=AutoresetMode.DISABLED)
-        try:
-            agent = _make_agent(args.agent, envs.single_action_space, factory)
-            results = _play(args, Runner(envs, agent, seed=args.seed), path)
-        finally:
-            envs.close()
-    else:
-        probe = factory()
-        space = probe.action_space
-        probe.close()
-        runner = Runner(
-            [factory],
-            _make_agent(args.agent, space, factory),
-            seed=args.seed,
-            executor="ray",
-            ray_address=args.ray or None,
-            num_actors=args.num_actors,
-        )
-        try:
-            results = _play(args, runner, path)
-        finally:
-            runner.close()
-    print(format_results_table(results))
-    if path is not None:
-        print(f"\nsaved {len(results)} episodes under {path}  (grid-vec replay {path})")
-    return 0
-
-
 def _play(args: argparse.Namespace, runner: Any, path: Path | None) -> list[Any]:
     return runner.run(
         args.episodes,
         max_iter=args.max_iter,
-        pbar=not args.no_progress,
+        # tqdm's cursor codes would litter a log file or a pipe.
+        pbar=not args.no_progress and sys.stderr.isatty(),
         path_save=path,
         resume=args.resume,
+    )
+
+
+def _interrupted(args: argparse.Namespace, argv: list[str], path: Path | None) -> str:
+    """The one line printed on Ctrl-C: what was saved and the command that resumes."""
+    from grid_vec.runner.recording import finished_episodes
+
+    if path is None:
+        return "grid-vec run: interrupted (nothing saved: --no-save)"
+    command = ["grid-vec", *argv]
+    if args.save is None:
+        command += ["--save", str(path)]
+    if not args.resume:
+        command.append("--resume")
+    saved = len(finished_episodes(path))
+    return (
+        f"grid-vec run: interrupted, {saved} of {args.episodes} episodes saved under {path}; "
+        f"resume with: {shlex.join(command)}"
     )
 
 
@@ -181,12 +420,10 @@ def _replay(args: argparse.Namespace) -> int:
 
     try:
         episodes = load_run(args.path)
-    except (EpisodeDataError, FileNotFoundError) as exc:
-        print(f"grid-vec replay: {exc}", file=sys.stderr)
-        return 2
+    except EpisodeDataError as exc:
+        raise UsageError("grid-vec replay", str(exc)) from exc
     if not episodes:
-        print(f"grid-vec replay: no recorded episode under {args.path}", file=sys.stderr)
-        return 2
+        raise UsageError("grid-vec replay", f"no recorded episode under {args.path}")
     print(format_results_table([e.result for e in episodes]))
     if args.no_plot:
         return 0
@@ -195,44 +432,34 @@ def _replay(args: argparse.Namespace) -> int:
     except ImportError:
         print("\n(matplotlib is not installed: no plots; pip install 'grid_vec[bench]')")
         return 0
-    view = _view_of(episodes[0].meta.get("env_id"))
+    view = _view_of(episodes[0].meta)
     for episode in episodes:
         png = episode.path / "episode.png"
-        plot_episode(episode, view=view, path=png)
+        try:
+            plot_episode(episode, view=view, path=png)
+        except OSError as exc:
+            raise UsageError("grid-vec replay", f"cannot write {png}: {exc}") from exc
         print(f"wrote {png}")
     return 0
 
 
-def _view_of(env_id: str | None) -> Any:
-    """The observation view of the recorded env, when it can be rebuilt by id."""
-    if not env_id:
-        return None
+def _view_of(meta: dict[str, Any]) -> Any:
+    """The observation view of the recorded env when it is an embedded grid whose
+    observations have the recorded layout; None otherwise. Only known ids are built: a
+    recorded run is untrusted, and its env id must not name a path to load."""
     import grid_vec
+    from grid_vec.env.registration import GYM_IDS
 
-    try:
-        return grid_vec.make(env_id).view
-    except ValueError:
+    env_id = meta.get("env_id")
+    if not isinstance(env_id, str) or env_id not in GYM_IDS:
         return None
-
-
-def _bench(args: argparse.Namespace) -> int:
-    from grid_vec.bench import run_from_args
-
-    return run_from_args(args)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``grid-vec`` console script; returns the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command == "run":
-        return _run(args)
-    if args.command == "replay":
-        return _replay(args)
-    if args.command == "bench":
-        return _bench(args)
-    parser.print_help()
-    return 0
+    env = grid_vec.make(env_id)
+    try:
+        if repr(env.observation_space) != meta.get("observation_space"):
+            return None
+        return env.view
+    finally:
+        env.close()
 
 
 if __name__ == "__main__":

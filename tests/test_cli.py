@@ -1,18 +1,27 @@
+"""The grid-vec command line: what it prints for a run and a replay, and the one line (exit
+status 2, no traceback) it prints for each mistake of the user."""
+
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from grid_vec import __version__
 from grid_vec.cli import main
-from grid_vec.runner import load_run
+from grid_vec.runner import format_results_table, load_run
+
+RUN = ["run", "--num-envs", "1", "--max-iter", "6", "--no-progress"]
+
+
+def printed_table(out: str) -> str:
+    """The results table a run printed (before its 'saved ... under' line)."""
+    return out.split("\n\nsaved ")[0].rstrip("\n")
 
 
 def test_version_flag_prints_version(capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(["--version"])
-    assert exc.value.code == 0
-    assert __version__ in capsys.readouterr().out
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"grid-vec {__version__}"
 
 
 def test_console_script_runs_as_module():
@@ -22,49 +31,130 @@ def test_console_script_runs_as_module():
     assert "grid-vec" in out.stdout and "run" in out.stdout and "replay" in out.stdout
 
 
-def test_run_records_episodes_and_replay_summarises_them(tmp_path, capsys):
+def test_run_prints_the_results_it_records_and_replay_prints_them_again(tmp_path, capsys):
     save = tmp_path / "run"
     args = ["run", "--episodes", "3", "--num-envs", "2", "--max-iter", "20", "--no-progress"]
     assert main([*args, "--save", str(save)]) == 0
-    table = capsys.readouterr().out
-    assert "mean" in table and "synthetic_" in table
+    out = capsys.readouterr().out
     episodes = load_run(save)
     assert [e.result.episode for e in episodes] == [0, 1, 2]
-    assert all(len(e) <= 20 for e in episodes)
+    assert all(len(e) == e.result.steps <= 20 for e in episodes)
+    assert all(e.result.scenario_name.startswith("synthetic_") for e in episodes)
+    table = format_results_table([e.result for e in episodes])
+    assert printed_table(out) == table
+    assert out.rstrip().endswith(f"saved 3 episodes under {save}  (grid-vec replay {save})")
 
     assert main(["replay", str(save), "--no-plot"]) == 0
-    replayed = capsys.readouterr().out
-    assert table.splitlines()[2] == replayed.splitlines()[2]  # first episode row
+    assert capsys.readouterr().out.rstrip("\n") == table
 
-    # resuming a finished run plays nothing new and gives the same table
+    # resuming a finished run plays nothing new and prints the same table
     assert main([*args, "--save", str(save), "--resume"]) == 0
-    assert capsys.readouterr().out.splitlines()[:5] == table.splitlines()[:5]
-
-
-@pytest.mark.parametrize("agent", ["random", "reconnect", "greedy"])
-def test_run_each_baseline_agent(agent, capsys):
-    argv = ["run", "--agent", agent, "--episodes", "2", "--max-iter", "5", "--no-save"]
-    assert main([*argv, "--no-progress"]) == 0
-    assert "mean" in capsys.readouterr().out
+    assert printed_table(capsys.readouterr().out) == table
 
 
 @pytest.mark.parametrize(
-    "argv, message",
-    [
-        (["run", "--episodes", "0"], "--episodes: must be a positive integer"),
-        (["run", "--seed", "-1"], "--seed: must be a non-negative integer"),
-        (["run", "--agent", "clever"], "invalid choice: 'clever'"),
-    ],
+    ("agent", "recorded_as"),
+    [("random", "RandomAgent"), ("reconnect", "ReconnectAgent"), ("greedy", "GreedyAgent")],
 )
-def test_run_rejects_bad_arguments(argv, message, capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-    assert exc.value.code == 2
-    assert message in capsys.readouterr().err
+def test_each_baseline_agent_prints_the_results_it_recorded(agent, recorded_as, tmp_path, capsys):
+    save = tmp_path / "run"
+    assert main([*RUN, "--agent", agent, "--episodes", "2", "--save", str(save)]) == 0
+    episodes = load_run(save)
+    assert printed_table(capsys.readouterr().out) == format_results_table(
+        [e.result for e in episodes]
+    )
+    for episode in episodes:
+        assert episode.meta["agent"] == recorded_as
+        assert episode.rewards.sum() == pytest.approx(episode.result.cum_reward)
+    if agent == "random":  # the random agent does act (do-nothing is action 0)
+        assert np.concatenate([e.actions for e in episodes]).any()
 
 
-def test_resume_needs_save_and_replay_needs_a_run(tmp_path, capsys):
-    assert main(["run", "--resume"]) == 2
-    assert "--resume needs --save" in capsys.readouterr().err
-    assert main(["replay", str(tmp_path)]) == 2
-    assert "no recorded episode" in capsys.readouterr().err
+def mistakes(tmp_path):
+    """(argv, start of the one line on stderr) for each mistake."""
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    not_a_run = tmp_path / "not_a_run"
+    not_a_run.mkdir()
+    (not_a_run / "notes.txt").write_text("mine")
+    not_a_dataset = tmp_path / "not_a_dataset"
+    not_a_dataset.mkdir()
+    garbage_run = tmp_path / "garbage_run"
+    (garbage_run / "episode_00000").mkdir(parents=True)
+    (garbage_run / "episode_00000" / "meta.json").write_bytes(b"\x00\xff" * 100)
+    return [
+        (["run", "--env", "nowhere"], "grid-vec run: --env 'nowhere': id_or_path must be"),
+        (["run", "--env", ""], "grid-vec run: argument --env: must not be empty"),
+        (["run", "--env", str(not_a_dataset)], f"grid-vec run: --env '{not_a_dataset}': "),
+        (["run", "--save", str(a_file)], f"grid-vec run: --save {a_file} is not a directory"),
+        (["run", "--save", ""], "grid-vec run: argument --save: must not be empty"),
+        (["run", "--save", str(not_a_run)], f"grid-vec run: --save {not_a_run} is a directory "),
+        (["run", "--resume"], "grid-vec run: --resume needs --save PATH"),
+        (["run", "--no-save", "--resume"], "grid-vec run: --no-save contradicts"),
+        (["run", "--num-actors", "2"], "grid-vec run: --num-actors needs --ray"),
+        (["run", "--episodes", "0"], "grid-vec run: argument --episodes: must be a positive"),
+        (["run", "--episodes", "x"], "grid-vec run: argument --episodes: must be a positive"),
+        (["run", "--seed", "-1"], "grid-vec run: argument --seed: must be a non-negative"),
+        (["run", "--agent", "clever"], "grid-vec run: argument --agent: invalid choice"),
+        (["fly"], "grid-vec: argument COMMAND: invalid choice: 'fly'"),
+        (["replay", str(tmp_path / "missing")], f"grid-vec replay: {tmp_path / 'missing'}: not a"),
+        (["replay", str(a_file)], f"grid-vec replay: {a_file}: not a directory"),
+        (["replay", str(not_a_run)], f"grid-vec replay: no recorded episode under {not_a_run}"),
+        (["replay", str(garbage_run)], f"grid-vec replay: {garbage_run}/episode_00000/meta.json"),
+        (["bench", "--num-envs", "0"], "grid-vec bench: argument --num-envs: must be a positive"),
+    ]
+
+
+def test_each_mistake_is_one_line_on_stderr_and_exit_status_2(tmp_path, capsys):
+    for argv, start in mistakes(tmp_path):
+        assert main(argv) == 2, argv
+        out, err = capsys.readouterr()
+        assert out == "", argv
+        assert err.count("\n") == 1 and err.startswith(start), (argv, err)
+        assert "Traceback" not in err
+
+
+def test_the_console_script_prints_one_line_and_exits_2_on_a_mistake(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "grid_vec.cli", "run", "--env", str(tmp_path / "missing")],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1
+    assert proc.stderr.startswith("grid-vec run: --env ")
+
+
+def test_save_and_env_are_checked_before_the_run_directory_is_created(tmp_path, capsys):
+    save = tmp_path / "run"
+    assert main([*RUN, "--env", "nowhere", "--save", str(save)]) == 2
+    assert not save.exists()
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    assert main([*RUN, "--env", "nowhere", "--save", str(a_file)]) == 2
+    assert capsys.readouterr().err.splitlines()[-1].startswith(f"grid-vec run: --save {a_file}")
+
+
+def test_no_progress_bars_or_cursor_codes_when_stderr_is_not_a_terminal(tmp_path, capsys):
+    argv = ["run", "--num-envs", "1", "--max-iter", "2", "--episodes", "1", "--no-save"]
+    assert main(argv) == 0  # progress bars asked for, but stderr is captured
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert "\x1b" not in out and "\r" not in out
+
+
+def test_replay_plots_rho_only_for_a_known_env_with_the_recorded_layout(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    from grid_vec.cli import _view_of
+
+    save = tmp_path / "run"
+    assert main([*RUN, "--episodes", "1", "--save", str(save)]) == 0
+    meta = load_run(save)[0].meta
+    assert _view_of(meta) is not None
+    assert _view_of({**meta, "observation_space": "Box(0, 1, (3,), float32)"}) is None
+    assert _view_of({**meta, "env_id": str(tmp_path)}) is None  # a path is never loaded
+    capsys.readouterr()
+    assert main(["replay", str(save)]) == 0
+    png = save / "episode_00000" / "episode.png"
+    assert capsys.readouterr().out.rstrip().endswith(f"wrote {png}")
+    assert png.read_bytes().startswith(b"\x89PNG")

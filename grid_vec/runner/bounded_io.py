@@ -40,9 +40,7 @@ def read_json(path: Path, what: str) -> Any:
     raw = _read_regular(path, MAX_META_BYTES, what)
     depth = json_depth(raw)
     if depth > MAX_JSON_DEPTH:
-        raise EpisodeDataError(
-            f"{path}: {what} nests {depth} levels deep (limit {MAX_JSON_DEPTH})"
-        )
+        raise EpisodeDataError(f"{path}: {what} nests {depth} levels deep (limit {MAX_JSON_DEPTH})")
     try:
         return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:

@@ -121,11 +121,25 @@ def test_zero_episodes_and_more_envs_than_episodes():
     )
 
 
-def test_results_table_lists_every_episode():
-    results = run_with(2, DoNothingAgent(), nb_episode=3)
-    table = format_results_table(results)
-    assert len(table.splitlines()) == 2 + 3 + 1
-    assert "toy-0" in table and "mean" in table
+def test_results_table_has_one_row_per_episode_with_its_values_and_a_mean_row():
+    results = run_with(2, StatefulRandomAgent(3), nb_episode=3)
+    lines = format_results_table(results).splitlines()
+    assert lines[0].split() == [
+        "episode", "scenario", "reward", "steps", "max", "env", "seed", "agent", "s", "env",
+        "s", "pf", "s",
+    ]  # fmt: skip
+    assert len(lines) == 2 + 3 + 1
+    for line, r in zip(lines[2:5], results, strict=True):
+        cells = line.split()
+        assert cells[:6] == [
+            str(r.episode), "toy-0", f"{r.cum_reward:.2f}", str(r.steps), "-", str(r.env_seed)
+        ]  # fmt: skip
+        assert cells[6:] == [f"{r.timings.agent:.3f}", f"{r.timings.env:.3f}", "-"]
+    mean = lines[5].split()
+    assert mean == [
+        "mean", f"{np.mean([r.cum_reward for r in results]):.2f}",
+        f"{np.mean([r.steps for r in results]):.1f}",
+    ]  # fmt: skip
 
 
 class CountingBar:
