@@ -31,7 +31,7 @@ SUFFIXES = ("", ".bz2", ".gz", ".xz")
 # one line: grid2op's 118-bus chronics have ~100 columns of ~10 characters (~1 KB a line)
 MAX_LINE_CHARS = 2**20
 # one file, decompressed: 8064 rows x 100 columns is ~8 MB
-MAX_CSV_CHARS = 256 * 2**20
+MAX_CSV_CHARS = 128 * 2**20
 # data rows of one file: a year at 5-minute steps is 105,120
 MAX_ROWS = 2_000_000
 # what decompression and decoding raise on corrupt or non-UTF-8 data

@@ -100,7 +100,7 @@ def check_grid_values(path: Path, net) -> None:
             row = int(unknown[0])
             raise FolderFormatError(
                 f"{path}: table {table!r}, row index {net[table].index[row]}, column "
-                f"{column!r}: bus {short(values[row])} is not in table 'bus'"
+                f"{column!r}: bus {short(net[table][column].iloc[row])} is not in table 'bus'"
             )
     for table in ("bus", "load", "sgen", "gen", "ext_grid", "shunt", "line", "trafo"):
         frame = net[table]

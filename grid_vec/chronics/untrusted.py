@@ -36,6 +36,8 @@ class FolderFormatError(ValueError):
 
 def short(value: Any) -> str:
     """``repr(value)``, cut to a few dozen characters: for quoting file content in messages."""
+    if isinstance(value, np.generic):  # numpy scalars read as plain Python numbers
+        value = value.item()
     text = repr(value[: _MAX_QUOTED + 1] if isinstance(value, str) else value)
     return text if len(text) <= _MAX_QUOTED else text[:_MAX_QUOTED] + "..."
 
