@@ -15,9 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ray = pytest.importorskip(
-    "ray", reason="needs the ray extra (pip install grid_vec[ray])"
-)
+ray = pytest.importorskip("ray", reason="needs the ray extra (pip install grid_vec[ray])")
 
 import functools  # noqa: E402
 
@@ -91,13 +89,25 @@ def test_ray_results_and_recordings_equal_local(tmp_path):
     assert not [p for p in (tmp_path / "ray").iterdir() if p.name.startswith(".")]
 
 
+def episode_files(root: Path) -> dict[str, tuple[int, int]]:
+    """(inode, mtime) of each episode's files: a rewritten episode changes them."""
+    return {
+        str(f.relative_to(root)): (f.stat().st_ino, f.stat().st_mtime_ns)
+        for f in root.glob("episode_*/*")
+    }
+
+
 def test_resume_on_ray_plays_only_missing_episodes(tmp_path):
     with Runner([CASE14], DoNothingAgent(), seed=2, executor="ray", num_actors=1) as runner:
         first = runner.run(2, max_iter=10, path_save=tmp_path)
+        recorded_first = episode_files(tmp_path)
         again = runner.run(3, max_iter=10, path_save=tmp_path, resume=True)
     assert again[:2] == first
     assert again[2].episode == 2 and again[2].steps == 10
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"episode_0000{i}" for i in range(3)]
+    after = episode_files(tmp_path)
+    assert len(recorded_first) == 4 and len(after) == 6  # meta and arrays per episode
+    assert {k: after[k] for k in recorded_first} == recorded_first  # not played again
 
 
 def crashing_agent(marker: Path | None, victim_seed: int):
@@ -149,16 +159,33 @@ class _Bar:
         pass
 
 
-def test_agent_error_is_raised_with_its_type_not_retried():
-    class FailingPolicy:  # a bug, not a machine failure
-        def __call__(self, obs):
+def failing_agent(log: Path):
+    """A per-episode agent that writes each episode's seed to ``log`` and then raises (a bug,
+    not a machine failure). Defined in a function so that Ray pickles the class by value."""
+
+    class Failing:
+        def seed(self, seed):
+            with log.open("a") as f:
+                f.write(f"{seed}\n")
+
+        def reset(self, obs):
+            pass
+
+        def act(self, obs, reward, done):
             raise KeyError("policy bug")
 
+    return Failing()
+
+
+def test_agent_error_is_raised_with_its_type_not_retried(tmp_path):
+    log = tmp_path / "seeds.txt"
     with (
-        Runner([CASE14], FailingPolicy(), executor="ray", num_actors=1) as runner,
+        Runner([CASE14], failing_agent(log), seed=3, executor="ray", num_actors=1) as runner,
         pytest.raises(KeyError, match="policy bug"),
     ):
         runner.run(2, max_iter=5)
+    started = log.read_text().split()
+    assert started and len(set(started)) == len(started), started  # no episode started twice
 
 
 def test_argument_errors():
@@ -191,7 +218,7 @@ def test_importing_grid_vec_does_not_import_ray():
         "import sys, grid_vec, grid_vec.runner, grid_vec.cli, grid_vec.integrations; "
         "assert 'ray' not in sys.modules, 'ray imported'"
     )
-    subprocess.run([sys.executable, "-c", code], check=True)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)  # a bound on hangs
 
 
 CARTPOLE = functools.partial(gym.make, "CartPole-v1")

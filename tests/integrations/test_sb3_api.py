@@ -18,12 +18,12 @@ from grid_vec.vector import GridVecEnv
 # before anything that needs stable-baselines3, grid_vec.integrations.sb3 included
 pytest.importorskip("stable_baselines3", reason="needs the sb3 extra")
 
-import torch  # noqa: E402 (after the skip: sb3's dependency)
-from stable_baselines3 import PPO  # noqa: E402
-from stable_baselines3.common.monitor import Monitor  # noqa: E402
-from stable_baselines3.common.vec_env import VecMonitor, VecNormalize  # noqa: E402
+import torch
+from stable_baselines3 import PPO
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
 
-from grid_vec.integrations.sb3 import SB3VecEnv, make_sb3_vec_env, unbatch_infos  # noqa: E402
+from grid_vec.integrations.sb3 import SB3VecEnv, make_sb3_vec_env, unbatch_infos
 
 pytestmark = pytest.mark.sb3
 
@@ -103,8 +103,17 @@ def test_env_is_wrapped(venv):
 def test_render_tiles_rgb_frames(venv):
     venv.reset()
     assert venv.render_mode == "rgb_array"
-    assert [im.shape for im in venv.get_images()] == [(4, 6, 3)] * 3
-    assert venv.render().ndim == 3
+    for i in range(3):  # a DriftEnv frame is filled with its step count
+        venv.set_attr("t", i + 1, indices=[i])
+    frames = venv.get_images()
+    assert [im.shape for im in frames] == [(4, 6, 3)] * 3
+    assert [int(im[0, 0, 0]) for im in frames] == [1, 2, 3]
+    tiled = venv.render()  # 2 x 2 tiles of 4 x 6 pixels, the last one blank
+    assert tiled.shape == (8, 12, 3)
+    np.testing.assert_array_equal(tiled[:4, :6], frames[0])
+    np.testing.assert_array_equal(tiled[:4, 6:], frames[1])
+    np.testing.assert_array_equal(tiled[4:, :6], frames[2])
+    assert not tiled[4:, 6:].any()
 
 
 def test_vec_monitor_and_vec_normalize_wrap_it(venv):
@@ -166,7 +175,7 @@ def test_importing_grid_vec_does_not_import_sb3_or_torch():
         "import sys, grid_vec, grid_vec.integrations, grid_vec.vector; "
         "assert not {'stable_baselines3', 'torch'} & set(sys.modules), 'heavy import'"
     )
-    subprocess.run([sys.executable, "-c", code], check=True)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)  # a bound on hangs
 
 
 @pytest.mark.slow

@@ -15,9 +15,9 @@ from grid_vec.vector import GridVecEnv
 # before anything that needs stable-baselines3, grid_vec.integrations.sb3 included
 pytest.importorskip("stable_baselines3", reason="needs the sb3 extra")
 
-from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv  # noqa: E402
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-from grid_vec.integrations.sb3 import SB3VecEnv  # noqa: E402
+from grid_vec.integrations.sb3 import SB3VecEnv
 
 pytestmark = pytest.mark.sb3
 
