@@ -242,17 +242,20 @@ def _run_path(args: argparse.Namespace) -> Path | None:
     if args.save is None:
         return Path("runs") / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     path = args.save
-    if path.exists() and not path.is_dir():
-        fail(f"--save {path} is not a directory")
-    if path.is_dir():
+    try:
+        if path.exists() and not path.is_dir():
+            fail(f"--save {path} is not a directory")
         recorded = len(finished_episodes(path))
-        if recorded and not args.resume:
-            fail(
-                f"--save {path} already holds a recorded run ({recorded} episodes): add "
-                f"--resume to continue it, or choose another --save"
-            )
-        if not recorded and any(not p.name.startswith(".episode_") for p in path.iterdir()):
-            fail(f"--save {path} is a directory holding other files than a recorded run")
+        others = path.is_dir() and any(not p.name.startswith(".episode_") for p in path.iterdir())
+    except OSError as exc:  # e.g. a directory we may not list
+        fail(f"--save {path}: {exc.strerror or exc}")
+    if recorded and not args.resume:
+        fail(
+            f"--save {path} already holds a recorded run ({recorded} episodes): add "
+            f"--resume to continue it, or choose another --save"
+        )
+    if others and not recorded:
+        fail(f"--save {path} is a directory holding other files than a recorded run")
     return path
 
 

@@ -104,9 +104,13 @@ def load_run(path: str | os.PathLike[str]) -> list[EpisodeData]:
         EpisodeDataError: when ``path`` is not a directory or an episode does not load.
     """
     root = Path(path)
-    if not root.is_dir():
-        raise EpisodeDataError(f"{root}: not a directory")
-    return [EpisodeData.load(p) for _, p in sorted(finished_episodes(root).items())]
+    try:
+        if not root.is_dir():
+            raise EpisodeDataError(f"{root}: not a directory")
+        found = finished_episodes(root)
+    except OSError as exc:
+        raise EpisodeDataError(f"{root}: cannot list the run: {exc.strerror or exc}") from exc
+    return [EpisodeData.load(p) for _, p in sorted(found.items())]
 
 
 def read_meta(path: Path) -> tuple[dict[str, Any], EpisodeResult]:
