@@ -123,7 +123,7 @@ def test_resume_plays_a_damaged_episode_again(tmp_path, caplog):
     assert changed == ["episode_00002"]
 
 
-def test_plot_episode(tmp_path):
+def test_plot_episode_writes_a_png_or_names_the_missing_extra(tmp_path):
     toy_runner().run(1, path_save=tmp_path)
     data = EpisodeData.load(tmp_path / "episode_00000")
     try:
@@ -135,7 +135,7 @@ def test_plot_episode(tmp_path):
         plot_episode(
             data, view=lambda obs: type("V", (), {"rho": obs[:, :2]}), path=tmp_path / "p.png"
         )
-        assert (tmp_path / "p.png").stat().st_size > 0
+        assert (tmp_path / "p.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_memory_stays_flat_over_many_recorded_episodes(tmp_path):
