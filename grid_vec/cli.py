@@ -17,10 +17,13 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from grid_vec import __version__
 from grid_vec._argtypes import non_empty_path, non_empty_text, non_negative_int, positive_int
+
+if TYPE_CHECKING:
+    from grid_vec.runner import ResumeError
 
 # CLI name -> class name recorded in each episode's meta.json ("agent").
 AGENTS = {
@@ -294,7 +297,7 @@ def _check_resumable(args: argparse.Namespace, path: Path, factory: Any) -> None
         raise UsageError("grid-vec run", _resume_mismatch(exc, args)) from exc
 
 
-def _resume_mismatch(exc: Any, args: argparse.Namespace) -> str:
+def _resume_mismatch(exc: ResumeError, args: argparse.Namespace) -> str:
     """One line naming the option a resume differs in, and both values."""
     from grid_vec.runner.resume import brief
 
