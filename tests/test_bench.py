@@ -185,3 +185,14 @@ def test_plot_writes_a_png(tmp_path):
     )
     png = plot(run_suite(config, log=lambda _: None), tmp_path / "t.png")
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cli_config_mistake_is_one_line_on_stderr_and_exit_2(capsys):
+    from grid_vec.cli import main
+
+    # a negative seed passes the parser and is refused by the run configuration
+    assert main(["bench", "--quick", "--seed", "-1"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("grid-vec bench:")
+    assert "seed" in err and "Traceback" not in err

@@ -107,7 +107,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     try:
         config = config_from_args(args)
     except ValueError as exc:
-        print(f"grid-vec bench: {exc}")
+        print(f"grid-vec bench: {exc}", file=sys.stderr)
         return 2
     print(
         f"grid-vec bench ({config.mode}): envs {list(config.num_envs)}, "
