@@ -16,9 +16,10 @@ from grid_vec.env.registration import register_envs
 
 __version__ = "0.1.0"
 
-__all__ = ["GridVecEnv", "__version__", "make", "make_vec"]
+__all__ = ["GridVecEnv", "UntrustedFileError", "__version__", "make", "make_vec"]
 
 _LAZY = {
+    "UntrustedFileError": "grid_vec._untrusted",  # base of FolderFormatError, EpisodeDataError
     "make": "grid_vec.env.make",
     "GridVecEnv": "grid_vec.vector.vec_env",
     "make_vec": "grid_vec.vector.make_vec",

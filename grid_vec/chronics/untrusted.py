@@ -10,11 +10,12 @@ quoted in messages are shortened (:func:`short`) so that a message never carries
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from grid_vec._untrusted import UntrustedFileError, json_depth, read_bytes
 
 # grid.json: grid2op's 118-bus grids are ~5 MB; a 10x margin
 MAX_GRID_JSON_BYTES = 64 * 2**20
@@ -30,7 +31,7 @@ _MAX_INT_DIGITS = 16  # bounds int() on a digit string before it is converted
 _MAX_QUOTED = 60  # characters of a value quoted in an error message
 
 
-class FolderFormatError(ValueError):
+class FolderFormatError(UntrustedFileError):
     """A dataset folder is malformed: the message names the file and the row/column or key."""
 
 
@@ -54,14 +55,8 @@ def inside(root: Path, path: Path) -> Path:
 
 
 def read_text(path: Path, max_bytes: int) -> str:
-    """The UTF-8 text of a file of at most ``max_bytes`` bytes (never reads more)."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read(max_bytes + 1)
-    except OSError as e:
-        raise FolderFormatError(f"{path}: cannot be read ({e.strerror or e})") from e
-    if len(data) > max_bytes:
-        raise FolderFormatError(f"{path}: larger than the {max_bytes}-byte limit for this file")
+    """The UTF-8 text of a regular file of at most ``max_bytes`` bytes (never reads more)."""
+    data = read_bytes(path, max_bytes, error=FolderFormatError)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -72,9 +67,6 @@ def read_text(path: Path, max_bytes: int) -> str:
 def load_json(path: Path, max_bytes: int = MAX_SMALL_FILE_BYTES) -> Any:
     """A JSON file's value, within the size, depth and number bounds of this module."""
     return parse_json(read_text(path, max_bytes), path)
-
-
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 
 
 class _BadNumber(Exception):
@@ -128,16 +120,6 @@ def parse_json(text: str, path: Path, where: str = "") -> Any:
         ) from None
     except RecursionError:  # the depth check above makes this unreachable; kept as a guard
         raise FolderFormatError(f"{place} nested too deep") from None
-
-
-def json_depth(text: str) -> int:
-    """The deepest nesting of ``[`` and ``{`` in a JSON text (strings skipped), without
-    recursion: it is checked before ``json.loads``, which recurses once per level."""
-    brackets = _STRING.sub("", text)
-    codes = np.frombuffer(brackets.encode("utf-8", "replace"), dtype=np.uint8)
-    steps = np.isin(codes, (ord("["), ord("{"))).astype(np.int64)
-    steps -= np.isin(codes, (ord("]"), ord("}")))
-    return int(np.cumsum(steps).max(initial=0))
 
 
 def check_number(value: Any, path: Path, where: str, *, positive: bool = False) -> float:

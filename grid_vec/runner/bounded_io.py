@@ -4,14 +4,19 @@ nothing is unpickled, and every failure is an :class:`EpisodeDataError` naming t
 from __future__ import annotations
 
 import json
-import os
-import re
-import stat
 import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from grid_vec._untrusted import (
+    UntrustedFileError,
+    json_depth,
+    read_bytes,
+    regular_file_size,
+    shorten,
+)
 
 # Bounds on what one episode's files may ask of memory. Recorded metadata is a few kB and a
 # month of case118 observations about 120 MB, so these only stop hostile or broken files.
@@ -25,19 +30,16 @@ _HEADER_READERS = {
     (1, 0): np.lib.format.read_array_header_1_0,
     (2, 0): np.lib.format.read_array_header_2_0,
 }
-_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_OPENERS = np.frombuffer(b"[{", np.uint8)
-_CLOSERS = np.frombuffer(b"]}", np.uint8)
 
 
-class EpisodeDataError(ValueError):
+class EpisodeDataError(UntrustedFileError):
     """A recorded episode is missing, truncated or malformed; the message names the file."""
 
 
 def read_json(path: Path, what: str) -> Any:
     """The JSON document in the regular file ``path`` (at most ``MAX_META_BYTES``, UTF-8,
     nested at most ``MAX_JSON_DEPTH`` deep). ``what`` names the file's role in errors."""
-    raw = _read_regular(path, MAX_META_BYTES, what)
+    raw = read_bytes(path, MAX_META_BYTES, error=EpisodeDataError, what=what)
     depth = json_depth(raw)
     if depth > MAX_JSON_DEPTH:
         raise EpisodeDataError(f"{path}: {what} nests {depth} levels deep (limit {MAX_JSON_DEPTH})")
@@ -51,19 +53,10 @@ def read_json(path: Path, what: str) -> Any:
         ) from exc
 
 
-def json_depth(raw: bytes) -> int:
-    """How deep the arrays and objects of the JSON text ``raw`` nest, found without parsing it
-    (so that a hostile file cannot exhaust the parser's recursion)."""
-    skeleton = np.frombuffer(_JSON_STRING.sub(b'""', raw), np.uint8)
-    steps = np.isin(skeleton, _OPENERS).astype(np.int64) - np.isin(skeleton, _CLOSERS)
-    return int(np.cumsum(steps).max(initial=0))
-
-
 def read_npz(path: Path) -> dict[str, np.ndarray]:
     """Every array of the ``.npz`` file ``path``, read with ``allow_pickle=False`` after
     checking each member's header: no object arrays, sizes within the file's bounds."""
-    _check_regular(path, "episode arrays")
-    if path.stat().st_size > MAX_NPZ_FILE_BYTES:
+    if regular_file_size(path, error=EpisodeDataError, what="episode arrays") > MAX_NPZ_FILE_BYTES:
         raise EpisodeDataError(f"{path}: episode arrays exceed {MAX_NPZ_FILE_BYTES} bytes")
     try:
         with zipfile.ZipFile(path) as zf:
@@ -72,7 +65,7 @@ def read_npz(path: Path) -> dict[str, np.ndarray]:
     except EpisodeDataError:
         raise
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise EpisodeDataError(f"{path}: cannot read episode arrays: {_short(exc)}") from exc
+        raise EpisodeDataError(f"{path}: cannot read episode arrays: {shorten(str(exc))}") from exc
 
 
 def _checked_members(path: Path, zf: zipfile.ZipFile) -> list[str]:
@@ -108,7 +101,7 @@ def _read_member(path: Path, zf: zipfile.ZipFile, name: str) -> np.ndarray:
                 raise ValueError(f".npy format version {version} is not supported")
             shape, _, dtype = _HEADER_READERS[version](member)
         except ValueError as exc:
-            raise EpisodeDataError(f"{where}: bad array header: {_short(exc)}") from exc
+            raise EpisodeDataError(f"{where}: bad array header: {shorten(str(exc))}") from exc
     if dtype.hasobject:
         raise EpisodeDataError(f"{where} holds Python objects (reading them would unpickle)")
     # The data must fit in the member's declared size: a header claiming a huge shape must not
@@ -119,37 +112,4 @@ def _read_member(path: Path, zf: zipfile.ZipFile, name: str) -> np.ndarray:
         try:
             return np.lib.format.read_array(member, allow_pickle=False)
         except ValueError as exc:
-            raise EpisodeDataError(f"{where}: {_short(exc)}") from exc
-
-
-def _check_regular(path: Path, what: str) -> os.stat_result:
-    """``path``'s status when it is a regular file (not a directory, FIFO or device, whose
-    reads could block or never end)."""
-    try:
-        status = path.stat()
-    except FileNotFoundError as exc:
-        raise EpisodeDataError(f"{path}: {what} file is missing") from exc
-    except OSError as exc:
-        raise EpisodeDataError(f"{path}: cannot read {what}: {_short(exc)}") from exc
-    if not stat.S_ISREG(status.st_mode):
-        raise EpisodeDataError(f"{path}: {what} is not a regular file")
-    return status
-
-
-def _read_regular(path: Path, limit: int, what: str) -> bytes:
-    if _check_regular(path, what).st_size > limit:
-        raise EpisodeDataError(f"{path}: {what} exceeds {limit} bytes")
-    try:
-        with path.open("rb") as file:
-            raw = file.read(limit + 1)
-    except OSError as exc:
-        raise EpisodeDataError(f"{path}: cannot read {what}: {_short(exc)}") from exc
-    if len(raw) > limit:  # the file grew since stat
-        raise EpisodeDataError(f"{path}: {what} exceeds {limit} bytes")
-    return raw
-
-
-def _short(exc: BaseException, limit: int = 200) -> str:
-    """An exception's message cut to one short line (a hostile file must not flood stderr)."""
-    text = " ".join(str(exc).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+            raise EpisodeDataError(f"{where}: {shorten(str(exc))}") from exc

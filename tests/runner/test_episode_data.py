@@ -14,8 +14,10 @@ import pytest
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from runner_toy_envs import StatefulRandomAgent, ToyEnv
 
+from grid_vec._untrusted import UntrustedFileError, json_depth
+from grid_vec.chronics.csv_table import FolderFormatError
 from grid_vec.runner import EpisodeData, EpisodeDataError, Runner, load_run
-from grid_vec.runner.bounded_io import MAX_JSON_DEPTH, MAX_META_BYTES, MAX_NPZ_MEMBERS, json_depth
+from grid_vec.runner.bounded_io import MAX_JSON_DEPTH, MAX_META_BYTES, MAX_NPZ_MEMBERS
 
 UNPICKLED: list[str] = []
 
@@ -163,15 +165,15 @@ MALFORMED = [
     (huge_header_shape, "arrays.npz", r"header shape \(1000000000000,\) does not fit"),
     (too_many_members, "arrays.npz", f"members \\(limit {MAX_NPZ_MEMBERS}\\)"),
     (bzip2_member, "arrays.npz", "compression method 12"),
-    (npz_missing, "arrays.npz", "episode arrays file is missing"),
+    (npz_missing, "arrays.npz", "episode arrays is missing"),
     (npz_is_a_directory, "arrays.npz", "episode arrays is not a regular file"),
-    (meta_too_large, "meta.json", f"exceeds {MAX_META_BYTES} bytes"),
+    (meta_too_large, "meta.json", f"larger than the {MAX_META_BYTES}-byte limit"),
     (meta_too_deep, "meta.json", f"nests 100001 levels deep \\(limit {MAX_JSON_DEPTH}\\)"),
     (meta_not_utf8, "meta.json", "is not UTF-8"),
     (meta_wrong_type, "meta.json", "result.steps must be int, got str"),
     (meta_arrays_malformed, "meta.json", "'arrays' must map names to"),
     (meta_is_a_list, "meta.json", "not a grid_vec episode metadata file"),
-    (meta_missing, "meta.json", "episode metadata file is missing"),
+    (meta_missing, "meta.json", "episode metadata is missing"),
     (meta_is_a_fifo, "meta.json", "episode metadata is not a regular file"),
 ]
 
@@ -213,3 +215,10 @@ def test_load_run_refuses_a_file_and_lists_only_whole_episodes(episode):
     (episode.parent / ".episode_00001.tmp-12").mkdir()  # an interrupted write
     (episode.parent / "episode_00002").write_text("")  # not a directory: not an episode
     assert [e.result.episode for e in load_run(episode.parent)] == [0]
+
+
+def test_both_untrusted_file_errors_share_one_base_type():
+    # one except clause catches a bad dataset folder and a bad recorded run alike
+    assert issubclass(EpisodeDataError, UntrustedFileError)
+    assert issubclass(FolderFormatError, UntrustedFileError)
+    assert issubclass(UntrustedFileError, ValueError)
