@@ -111,6 +111,8 @@ def send(fd: int, data: bytes, sentinel: int, timeout: float | None) -> bool:
         written = 0
     except BrokenPipeError:
         return False
+    if written == len(data):
+        return True
     view = memoryview(data)[written:]
     while view:
         if not _await(fd, select.POLLOUT, sentinel, timeout):
@@ -125,15 +127,23 @@ def send(fd: int, data: bytes, sentinel: int, timeout: float | None) -> bool:
 
 
 def _read_exact(fd: int, size: int, stall: float | None) -> bytes:
-    data = b""
+    try:
+        data = os.read(fd, size)
+    except BlockingIOError:  # a non-blocking pipe in the middle of a message
+        data = None
+    if data is not None and len(data) == size:
+        return data
+    if data == b"":
+        raise PeerGone(f"pipe {fd} closed")
+    data = data or b""
     while len(data) < size:
         try:
             more = os.read(fd, size - len(data))
-        except BlockingIOError:  # a non-blocking pipe in the middle of a message
+        except BlockingIOError:
             _await(fd, POLL_IN, None, stall)
             continue
         if not more:
-            raise PeerGone(f"pipe {fd} closed" + (" mid-message" if data else ""))
+            raise PeerGone(f"pipe {fd} closed mid-message")
         data += more
     return data
 
