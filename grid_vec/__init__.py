@@ -1,7 +1,7 @@
 """grid_vec: power-grid operation as first-class Gymnasium environments.
 
-Layers (data flows one way): ``chronics`` (scenarios) -> ``grid`` (physics) -> ``env``
-(GridEnv) -> ``vector`` (GridVecEnv) -> ``runner`` (Runner) / RL libraries.
+Layers (data flows one way, see docs/architecture.md): ``grid`` (physics) -> ``chronics``
+(scenarios) -> ``env`` (GridEnv) -> ``vector`` (GridVecEnv) -> ``runner`` (Runner) / RL libraries.
 
 Importing ``grid_vec`` registers the gymnasium ids (``grid_vec/Case14-v0``,
 ``grid_vec/Case118-v0``) and stays light: ``make`` and the env layer load on first use.
