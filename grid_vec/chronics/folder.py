@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import hashlib
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ from grid_vec.chronics.config_file import read_config_values
 from grid_vec.chronics.csv_table import count_rows, find_csv, read_table
 from grid_vec.chronics.grid_json import read_grid_json
 from grid_vec.chronics.scenario import Injections, ScenarioInfo
+from grid_vec.chronics.scenario_cache import shared_cache
 from grid_vec.chronics.untrusted import (
     MAX_INFO_BYTES,
     MAX_SMALL_FILE_BYTES,
@@ -269,6 +271,8 @@ class FolderSource:
             )
         self._rename = {"load": rename.get("loads") or {}, "prod": rename.get("prods") or {}}
         self._infos: dict[int, ScenarioInfo] = {}
+        self._model_key: str | None = None  # digest of what parsing depends on in the model
+        self._found: dict[int, dict[str, Path]] = {}  # scenario id -> its files, by stem
 
     def __len__(self) -> int:
         return len(self._dirs)
@@ -332,7 +336,44 @@ class FolderSource:
                 f"need 0 <= start < stop <= {info.length} (the length of scenario "
                 f"{info.name!r}), got start={start}, stop={stop}"
             )
-        files = self._files(info.id)
+        m = self.model
+        # both injections and their forecasts, float64
+        whole_bytes = info.length * 2 * (2 * m.n_load + 2 * m.n_gen) * 8
+        if whole_bytes > shared_cache.max_bytes:  # never kept: read just the window
+            return self._parse(info, self._files(info.id), start, stop)
+        # the files found at the first read name the cache entry (resolving them again costs
+        # more than the read); a miss checks them again before parsing
+        if info.id not in self._found:
+            self._found[info.id] = self._files(info.id)
+        whole = shared_cache.get(
+            self._cache_key(info, self._found[info.id]),
+            lambda: self._parse(info, self._files(info.id), 0, info.length),
+        )
+        return Injections(*(getattr(whole, f.name)[start:stop] for f in fields(Injections)))
+
+    def _cache_key(self, info: ScenarioInfo, files: dict[str, Path]) -> tuple:
+        """What the parsed arrays of a scenario depend on: its files as they are now, the
+        grid's element order and defaults, the renaming and the negative-load rule."""
+        if self._model_key is None:
+            m = self.model
+            digest = hashlib.sha256()
+            for part in (m.load_names, m.gen_names, m.gen_kind, m.gen_p0, m.gen_v0):
+                digest.update(np.ascontiguousarray(part).tobytes())
+            digest.update(repr(sorted(self._rename.items())).encode())
+            self._model_key = digest.hexdigest()
+        stats = []
+        for name, path in sorted(files.items()):
+            try:
+                stat = path.stat()
+            except OSError as e:  # removed since it was found
+                raise FolderFormatError(f"{path}: cannot be read ({e.strerror or e})") from None
+            stats.append((name, str(path), stat.st_mtime_ns, stat.st_size, stat.st_ino))
+        return (str(self.path), info.name, self.allow_negative_loads, self._model_key, *stats)
+
+    def _parse(
+        self, info: ScenarioInfo, files: dict[str, Path], start: int, stop: int
+    ) -> Injections:
+        """Parse steps ``[start, stop)`` of a scenario's files."""
         arrays: dict[str, np.ndarray] = {}
         for stem in _STEMS:
             # one row past the window, for forecasts that default to the next actual step
