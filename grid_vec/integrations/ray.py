@@ -121,7 +121,19 @@ _RemoteEpisodeActor = ray.remote(num_cpus=1)(_EpisodeActor)
 
 
 def write_episode_files(root: Path, index: int, files: dict[str, bytes]) -> Path:
-    """Write one episode's files under ``root`` atomically (temporary directory, rename)."""
+    """Write one episode's files under ``root`` atomically (temporary directory, rename).
+
+    Args:
+        root: the run directory.
+        index: the episode index (names its directory).
+        files: file name -> content, as an actor recorded them.
+
+    Returns:
+        The episode's directory.
+
+    Raises:
+        OSError: the files cannot be written.
+    """
     final = root / episode_dirname(index)
     tmp = root / f".{episode_dirname(index)}.tmp-{os.getpid()}"
     if tmp.exists():

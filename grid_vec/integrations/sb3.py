@@ -51,6 +51,13 @@ class GymnasiumToSB3VecEnv(VecEnv):
     """SB3 ``VecEnv`` over a gymnasium ``VectorEnv`` in SAME_STEP or DISABLED autoreset mode.
 
     The adapter owns ``vec_env``: :meth:`close` closes it.
+
+    Args:
+        vec_env: the vector env (GridVecEnv, SyncVectorEnv, AsyncVectorEnv...).
+
+    Raises:
+        TypeError: ``vec_env`` is not a gymnasium ``VectorEnv``.
+        ValueError: its autoreset mode is NEXT_STEP (SB3 needs the reset in the same step).
     """
 
     def __init__(self, vec_env: VectorEnv) -> None:
@@ -80,7 +87,14 @@ class GymnasiumToSB3VecEnv(VecEnv):
         """Reset every sub-env with the seeds of :meth:`seed` and options of :meth:`set_options`.
 
         Seeds and options apply once. Sub-envs with different options are reset in groups
-        (``reset_mask``), one group per distinct options dict.
+        (``reset_mask``), one group per distinct options dict; ``reset_infos`` holds each
+        sub-env's reset info.
+
+        Returns:
+            The observations, owned by the caller (SB3 may keep them across steps).
+
+        Raises:
+            Exception: a sub-env's error, raised by the vector env.
         """
         seeds = None if all(s is None for s in self._seeds) else list(self._seeds)
         groups = _group_options(self._options)
@@ -99,12 +113,31 @@ class GymnasiumToSB3VecEnv(VecEnv):
         return self._own(obs)
 
     def step_async(self, actions: np.ndarray) -> None:
+        """Start stepping every sub-env with its row of ``actions`` (see :meth:`step_wait`).
+
+        Args:
+            actions: one action per sub-env.
+
+        Raises:
+            Exception: the vector env's refusal of the actions (e.g. out of its space).
+        """
         if hasattr(self.vec_env, "step_async"):
             self.vec_env.step_async(actions)
         else:
             self._actions = actions
 
     def step_wait(self) -> VecEnvStepReturn:
+        """Finish the step started by :meth:`step_async`, in SB3's terms.
+
+        A sub-env that ended is already reset: its last observation is under
+        ``info["terminal_observation"]``; every info has ``"TimeLimit.truncated"``.
+
+        Returns:
+            ``(observations, rewards, dones, infos)``: one info dict per sub-env.
+
+        Raises:
+            Exception: a sub-env's error, raised by the vector env.
+        """
         if hasattr(self.vec_env, "step_wait"):
             obs, rewards, terminated, truncated, infos = self.vec_env.step_wait()
         else:
@@ -138,12 +171,37 @@ class GymnasiumToSB3VecEnv(VecEnv):
 
     # ------------------------------------------------------------- per-env access
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        """Attribute ``attr_name`` of the targeted sub-envs, looked up through their wrappers."""
+        """Attribute ``attr_name`` of the targeted sub-envs, looked up through their wrappers.
+
+        Args:
+            attr_name: the attribute (called if it is a method, as gymnasium's ``call``).
+            indices: the sub-envs (None: all).
+
+        Returns:
+            One value per targeted sub-env, in the order of ``indices``.
+
+        Raises:
+            ValueError: an index is out of range, or a subset cannot be targeted on this
+                vector env (AsyncVectorEnv).
+            AttributeError: a sub-env has no such attribute.
+        """
         return self._call(attr_name, indices, (), {})
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        """Set ``attr_name`` to ``value`` on the targeted sub-envs (where a wrapper defines it,
-        else on the outermost wrapper: gymnasium's ``set_wrapper_attr``)."""
+        """Set ``attr_name`` to ``value`` on the targeted sub-envs.
+
+        Set where a wrapper defines it, else on the outermost wrapper (gymnasium's
+        ``set_wrapper_attr``).
+
+        Args:
+            attr_name: the attribute.
+            value: its new value, the same for every targeted sub-env.
+            indices: the sub-envs (None: all).
+
+        Raises:
+            ValueError: an index is out of range, or a subset cannot be targeted on this
+                vector env (AsyncVectorEnv).
+        """
         self._call("set_wrapper_attr", indices, (attr_name, value), {})
 
     def env_method(
@@ -153,7 +211,22 @@ class GymnasiumToSB3VecEnv(VecEnv):
         indices: VecEnvIndices = None,
         **method_kwargs: Any,
     ) -> list[Any]:
-        """Call ``method_name`` of the targeted sub-envs; their results, in index order."""
+        """Call ``method_name`` of the targeted sub-envs.
+
+        Args:
+            method_name: looked up through each sub-env's wrappers.
+            *method_args: positional arguments of the call.
+            indices: the sub-envs (None: all).
+            **method_kwargs: keyword arguments of the call.
+
+        Returns:
+            One result per targeted sub-env, in the order of ``indices``.
+
+        Raises:
+            ValueError: an index is out of range, or a subset cannot be targeted on this
+                vector env (AsyncVectorEnv).
+            Exception: a sub-env's error, raised by the vector env.
+        """
         return self._call(method_name, indices, method_args, method_kwargs)
 
     def env_is_wrapped(
@@ -201,6 +274,12 @@ class GymnasiumToSB3VecEnv(VecEnv):
         return [bool(flags[i]) for i in ids]
 
     def get_images(self) -> Sequence[np.ndarray | None]:
+        """The sub-envs' frames, rendered by the vector env.
+
+        Returns:
+            One RGB array per sub-env; Nones, with a warning, unless the render mode is
+            ``"rgb_array"``.
+        """
         if self.render_mode != "rgb_array":
             warnings.warn(
                 f"The render mode is {self.render_mode}, but get_images needs 'rgb_array'",
@@ -282,6 +361,13 @@ def unbatch_infos(infos: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:
 
     Nested dicts were batched recursively and come back as per-env dicts; entries are the
     batch's elements (numpy scalars for numeric infos).
+
+    Args:
+        infos: a vector env's batched infos.
+        num_envs: the number of sub-envs.
+
+    Returns:
+        One dict per sub-env, holding only the keys present for it.
     """
     out: list[dict[str, Any]] = [{} for _ in range(num_envs)]
     for key, values in infos.items():
