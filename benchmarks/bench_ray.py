@@ -24,6 +24,7 @@ import ray
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 from grid_vec.env.make import env_factory
+from grid_vec.integrations.ray import RayExecutor
 from grid_vec.runner import DoNothingAgent, Runner
 
 RESULTS = Path(__file__).parent / "results" / "bench_ray.json"
@@ -68,9 +69,8 @@ def main() -> None:
     ray_start = time.perf_counter() - start
     try:
         start = time.perf_counter()
-        runner = Runner(
-            [factory], DoNothingAgent(), seed=0, executor="ray", num_actors=args.workers
-        )
+        executor = RayExecutor(num_actors=args.workers)
+        runner = Runner([factory], DoNothingAgent(), seed=0, executor=executor)
         actors_start = time.perf_counter() - start
         with runner:
             remote = timed_runs(runner, args)

@@ -326,20 +326,16 @@ def _evaluate(args: argparse.Namespace, factory: Any, path: Path | None) -> list
         with _shutting_down(envs.close):
             agent = _make_agent(args.agent, envs.single_action_space, factory)
             return _play(args, Runner(envs, agent, seed=args.seed), path)
+    try:
+        from grid_vec.integrations.ray import RayExecutor
+    except ImportError as exc:
+        raise UsageError("grid-vec run", "--ray needs Ray: pip install 'grid_vec[ray]'") from exc
+    executor = RayExecutor(address=args.ray or None, num_actors=args.num_actors)
     probe = factory()
     space = probe.action_space
     probe.close()
-    try:
-        runner = Runner(
-            [factory],
-            _make_agent(args.agent, space, factory),
-            seed=args.seed,
-            executor="ray",
-            ray_address=args.ray or None,
-            num_actors=args.num_actors,
-        )
-    except ImportError as exc:
-        raise UsageError("grid-vec run", f"--ray: {exc}") from exc
+    agent = _make_agent(args.agent, space, factory)
+    runner = Runner([factory], agent, seed=args.seed, executor=executor)
     with _shutting_down(runner.close):
         return _play(args, runner, path)
 

@@ -1,4 +1,4 @@
-"""env layer: GridEnv and its parts (see design.md).
+"""env layer: GridEnv and its parts (see docs/architecture.md, the game layer).
 
 Names are loaded on first use so that importing ``grid_vec`` (which registers the gymnasium
 ids through ``grid_vec.env.registration``) stays light.

@@ -3,7 +3,7 @@
 - :mod:`grid_vec.integrations.sb3`: any gymnasium vector env (GridVecEnv, Sync/Async) as a
   Stable-Baselines3 ``VecEnv`` (``pip install grid_vec[sb3]``).
 - :mod:`grid_vec.integrations.ray`: the Runner's Ray executor (episodes played by Ray actors,
-  ``Runner(..., executor="ray")``, ``grid-vec run --ray``; ``pip install grid_vec[ray]``).
+  ``Runner(..., executor=RayExecutor())``, ``grid-vec run --ray``; ``pip install grid_vec[ray]``).
 - :mod:`grid_vec.integrations.ray_vec_env`: ``RayVecEnv``, a gymnasium vector env whose
   sub-envs live in Ray actors (for sub-envs slower than a Ray round trip, or many machines).
 """

@@ -1,9 +1,10 @@
-"""The Runner on Ray: episodes played by Ray actors (``Runner(..., executor="ray")``).
+"""The Runner on Ray: episodes played by Ray actors
+(``Runner(env_fns, agent, executor=RayExecutor(...))``).
 
-Each actor holds a local :class:`~grid_vec.runner.Runner` over a gymnasium ``SyncVectorEnv``
-of the run's env factories (in-process sub-envs, one CPU per actor) and plays the episodes
-it is handed with their own seeds and options, so a result is the one a local run gives:
-episode ``i`` depends only on its seeds and scenario, never on which actor played it.
+Each actor holds a local :class:`~grid_vec.runner.VectorEnvExecutor` over a gymnasium
+``SyncVectorEnv`` of the run's env factories (in-process sub-envs, one CPU per actor) and plays
+the episodes it is handed with their own seeds and options, so a result is the one a local run
+gives: episode ``i`` depends only on its seeds and scenario, never on which actor played it.
 
 Recording needs no shared file system: an actor records its episodes in a private temporary
 directory and returns the finished files (bytes); the driver writes them under ``path_save``
@@ -30,19 +31,34 @@ import ray
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from ray.exceptions import RayActorError
 
+from grid_vec.runner.episodes import EpisodeSpec
+from grid_vec.runner.executor import EpisodeExecutor, VectorEnvExecutor
 from grid_vec.runner.recording import ARRAYS_FILE, META_FILE, episode_dirname, finished_episodes
 from grid_vec.runner.results import EpisodeResult
-from grid_vec.runner.runner import EpisodeSpec, Runner
 
 IN_FLIGHT_PER_ACTOR = 2  # a second task waits in the actor's queue: no idle gap between tasks
 
 
-def connect(address: str | None = None) -> bool:
-    """Join the Ray cluster at ``address`` (``"auto"``, ``"ray://host:10001"``…), or start a
-    local instance when ``address`` is None; nothing when Ray is already initialised.
-    Returns True when this call started or joined Ray (the caller then shuts it down)."""
+def check_address(address: str | None) -> None:
+    """Raise TypeError unless ``address`` is a str or None (checked before Ray starts)."""
     if address is not None and not isinstance(address, str):
         raise TypeError(f"ray_address must be a str or None, got {address!r}")
+
+
+def connect(address: str | None = None) -> bool:
+    """Join a Ray cluster, or start a local Ray instance; nothing when Ray is initialised.
+
+    Args:
+        address: the cluster (``"auto"``, ``"ray://host:10001"``...), or None for a local
+            instance.
+
+    Returns:
+        True when this call started or joined Ray (the caller then shuts it down).
+
+    Raises:
+        TypeError: ``address`` is not a str or None.
+    """
+    check_address(address)
     if ray.is_initialized():
         return False
     if address is None:
@@ -52,34 +68,42 @@ def connect(address: str | None = None) -> bool:
     return True
 
 
+class _NoBar:
+    def update(self, n: int = 1) -> None:
+        pass
+
+
 class _EpisodeActor:
-    """A Ray actor playing chunks of episodes with a local Runner."""
+    """A Ray actor playing chunks of episodes with a local executor."""
 
     def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], agent: Any, idle_action: Any):
         self._env_fns = list(env_fns)
         self._agent = agent
         self._idle_action = idle_action
-        self._runner: Runner | None = None
+        self._executor: VectorEnvExecutor | None = None
 
     def setup(self) -> None:
-        """Build the vector env and the Runner (raises the Runner's argument errors)."""
+        """Build the vector env and start the executor (raises its argument errors)."""
         env = SyncVectorEnv(self._env_fns, autoreset_mode=AutoresetMode.DISABLED)
+        executor = VectorEnvExecutor()
         try:
-            self._runner = Runner(env, self._agent, idle_action=self._idle_action)
+            executor.start(env, self._agent, self._idle_action)
         except BaseException:
             env.close()
             raise
+        self._executor = executor
 
     def play(
         self, specs: list[EpisodeSpec], max_iter: int | None, record: bool
     ) -> tuple[dict[int, EpisodeResult], dict[int, dict[str, bytes]]]:
         """Results of ``specs`` and, with ``record``, the files of each recorded episode."""
-        assert self._runner is not None, "setup() first"
+        assert self._executor is not None, "setup() first"
+        bar = _NoBar()
         if not record:
-            return self._runner.play_specs(specs, max_iter=max_iter), {}
+            return self._executor.play(specs, max_iter, None, bar, bar), {}
         tmp = Path(tempfile.mkdtemp(prefix="grid_vec-ray-"))
         try:
-            results = self._runner.play_specs(specs, max_iter=max_iter, path_save=tmp)
+            results = self._executor.play(specs, max_iter, tmp, bar, bar)
             files = {
                 index: {name: (path / name).read_bytes() for name in (ARRAYS_FILE, META_FILE)}
                 for index, path in finished_episodes(tmp).items()
@@ -97,7 +121,19 @@ _RemoteEpisodeActor = ray.remote(num_cpus=1)(_EpisodeActor)
 
 
 def write_episode_files(root: Path, index: int, files: dict[str, bytes]) -> Path:
-    """Write one episode's files under ``root`` atomically (temporary directory, rename)."""
+    """Write one episode's files under ``root`` atomically (temporary directory, rename).
+
+    Args:
+        root: the run directory.
+        index: the episode index (names its directory).
+        files: file name -> content, as an actor recorded them.
+
+    Returns:
+        The episode's directory.
+
+    Raises:
+        OSError: the files cannot be written.
+    """
     final = root / episode_dirname(index)
     tmp = root / f".{episode_dirname(index)}.tmp-{os.getpid()}"
     if tmp.exists():
@@ -109,32 +145,34 @@ def write_episode_files(root: Path, index: int, files: dict[str, bytes]) -> Path
     return final
 
 
-class RayEpisodePool:
-    """Ray actors playing a Runner's episodes; built by ``Runner(..., executor="ray")``.
+class RayExecutor(EpisodeExecutor):
+    """Ray actors playing a Runner's episodes: ``Runner(env_fns, agent, executor=RayExecutor())``.
 
-    ``env_fns``: picklable env factories; every actor builds all of them (a SyncVectorEnv,
-    so one actor plays ``len(env_fns)`` episodes at a time on one CPU; one factory is the
-    usual choice). ``num_actors`` defaults to the cluster's CPU count. The agent must be
-    picklable: each actor gets a copy.
+    The Runner's ``env`` must be picklable env factories; every actor builds all of them (a
+    SyncVectorEnv, so one actor plays ``len(env_fns)`` episodes at a time on one CPU; one
+    factory is the usual choice). The agent must be picklable: each actor gets a copy. The
+    results equal a local run's for the same seeds.
+
+    Args:
+        address: the Ray cluster to join (``"auto"``, ``"ray://host:10001"``...); None starts
+            a local Ray instance unless Ray is already initialised. Ray started or joined here
+            is shut down by :meth:`close`.
+        num_actors: how many actors; default: one per CPU of the cluster.
+        max_actor_failures: actor deaths tolerated in one run before it stops.
+
+    Raises:
+        TypeError: ``address`` is not a str or None; ``max_actor_failures`` is not an int.
+        ValueError: ``num_actors`` is not None or a positive int; ``max_actor_failures`` < 0.
     """
 
     def __init__(
         self,
-        env_fns: Sequence[Callable[[], gym.Env]],
-        agent: Any,
         *,
-        idle_action: Any = None,
         address: str | None = None,
         num_actors: int | None = None,
         max_actor_failures: int = 3,
     ) -> None:
-        if isinstance(env_fns, gym.vector.VectorEnv) or not (
-            isinstance(env_fns, Sequence) and env_fns and all(callable(f) for f in env_fns)
-        ):
-            raise TypeError(
-                f"executor='ray' needs a non-empty sequence of picklable env factories (a "
-                f"vector env cannot travel to the actors), got {env_fns!r}"
-            )
+        check_address(address)
         if num_actors is not None and (
             isinstance(num_actors, bool) or not isinstance(num_actors, int) or num_actors < 1
         ):
@@ -143,13 +181,49 @@ class RayEpisodePool:
             raise TypeError(f"max_actor_failures must be an int, got {max_actor_failures!r}")
         if max_actor_failures < 0:
             raise ValueError(f"max_actor_failures must be >= 0, got {max_actor_failures}")
-        self._args = (list(env_fns), agent, idle_action)
-        self.chunk_size = len(env_fns)
+        self.address = address
+        self.num_actors = num_actors
         self.max_actor_failures = max_actor_failures
-        self._owns_ray = connect(address)
+        self.chunk_size = 0
+        self._args: tuple[list[Callable[[], gym.Env]], Any, Any] | None = None
+        self._owns_ray = False
         self.actors: list[Any] = []  # ready
         self._starting: dict[Any, Any] = {}  # setup ref -> replacement actor
+
+    def start(
+        self,
+        env: gym.vector.VectorEnv | Sequence[Callable[[], gym.Env]],
+        agent: Any,
+        idle_action: Any,
+    ) -> None:
+        """Connect to Ray and start the actors; each builds the envs and checks the agent.
+
+        Args:
+            env: a non-empty sequence of picklable env factories.
+            agent: a picklable batched policy or per-episode agent.
+            idle_action: the action of sub-envs with no episode left, or None.
+
+        Raises:
+            TypeError: ``env`` is a vector env (it cannot travel to the actors) or not a
+                sequence of factories.
+            RuntimeError: the executor was already started.
+            Exception: an actor's setup error (spaces, idle action...), with its own type;
+                the actors are then killed and Ray shut down if started here.
+        """
+        if self._args is not None:
+            raise RuntimeError("this executor already serves a Runner; make one per Runner")
+        if isinstance(env, gym.vector.VectorEnv) or not (
+            isinstance(env, Sequence) and env and all(callable(f) for f in env)
+        ):
+            raise TypeError(
+                f"RayExecutor needs a non-empty sequence of picklable env factories (a "
+                f"vector env cannot travel to the actors), got {env!r}"
+            )
+        self._args = (list(env), agent, idle_action)
+        self.chunk_size = len(env)
+        self._owns_ray = connect(self.address)
         try:
+            num_actors = self.num_actors
             if num_actors is None:
                 num_actors = max(1, int(ray.cluster_resources().get("CPU", 1)))
             self.actors = [_RemoteEpisodeActor.remote(*self._args) for _ in range(num_actors)]
@@ -163,6 +237,7 @@ class RayEpisodePool:
         (it joins once its setup is done)."""
         if dead in self.actors:
             self.actors.remove(dead)
+        assert self._args is not None
         fresh = _RemoteEpisodeActor.remote(*self._args)
         self._starting[fresh.setup.remote()] = fresh
 
@@ -174,8 +249,24 @@ class RayEpisodePool:
         ep_bar: Any,
         step_bar: Any,
     ) -> dict[int, EpisodeResult]:
-        """Play ``specs`` on the actors; results by episode index, episodes written under
-        ``root`` as they arrive."""
+        """Play ``specs`` on the actors, writing episodes under ``root`` as they arrive.
+
+        Args:
+            specs: the episodes to play (chunks of ``chunk_size`` go to each actor).
+            max_iter: the step cap of each episode, or None.
+            root: the run directory, or None to record nothing.
+            ep_bar: progress in episodes (anything with ``update(n)``).
+            step_bar: progress in steps (anything with ``update(n)``).
+
+        Returns:
+            The result of each episode, by episode index.
+
+        Raises:
+            RuntimeError: more than ``max_actor_failures`` actors died; it names the episodes
+                left unplayed.
+            Exception: an error of the env or the agent in an actor, with its own type (not
+                retried).
+        """
         size = self.chunk_size
         queue = deque(specs[i : i + size] for i in range(0, len(specs), size))
         flying: dict[Any, tuple[Any, list[EpisodeSpec]]] = {}
@@ -221,7 +312,7 @@ class RayEpisodePool:
         return results
 
     def close(self) -> None:
-        """Kill the actors; shut Ray down when this pool started it. Idempotent."""
+        """Kill the actors; shut Ray down when this executor started or joined it. Idempotent."""
         for actor in [*self.actors, *self._starting.values()]:
             ray.kill(actor)
         self.actors, self._starting = [], {}

@@ -62,10 +62,22 @@ class RayVecEnv(VectorEnv):
     """``len(env_fns)`` sub-envs spread over Ray actors of ``envs_per_actor`` each.
 
     Same interface as gymnasium's vector envs (and GridVecEnv's generic part): ``reset``,
-    ``step``, ``call``, ``get_attr``, ``set_attr``, ``close``, ``autoreset_mode``. The env
-    factories must be picklable and importable on the cluster. ``ray_address``: the cluster
-    to join (None: the running Ray, or a new local instance). A dead actor raises
-    :class:`~grid_vec.vector.errors.WorkerCrashedError` naming its sub-envs.
+    ``step``, ``call``, ``get_attr``, ``set_attr``, ``close``, ``autoreset_mode``. A dead
+    actor raises :class:`~grid_vec.vector.errors.WorkerCrashedError` naming its sub-envs.
+
+    Args:
+        env_fns: the sub-envs' factories, picklable and importable on the cluster.
+        envs_per_actor: how many sub-envs each actor holds (one CPU per actor).
+        autoreset_mode: gymnasium's autoreset mode of every sub-env.
+        ray_address: the cluster to join (None: the running Ray, or a new local instance);
+            Ray started or joined here is shut down by ``close``.
+
+    Raises:
+        TypeError: ``env_fns`` is not a non-empty sequence of callables; ``envs_per_actor``
+            is not an int.
+        ValueError: ``envs_per_actor`` < 1; an unknown autoreset mode; sub-envs of two actors
+            have different spaces.
+        WorkerCrashedError: an actor died while starting.
     """
 
     def __init__(
@@ -121,8 +133,21 @@ class RayVecEnv(VectorEnv):
         seed: int | Sequence[int | None] | None = None,
         options: dict[str, Any] | None = None,
     ) -> tuple[Any, dict[str, Any]]:
-        """Reset every sub-env, or those of ``options["reset_mask"]``; ``seed`` is one int
-        (sub-env ``i`` gets ``seed + i``) or one seed per sub-env."""
+        """Reset every sub-env, or those of ``options["reset_mask"]``.
+
+        Args:
+            seed: None, one int (sub-env ``i`` gets ``seed + i``) or one seed per sub-env.
+            options: passed to every reset sub-env; ``"reset_mask"`` (a boolean array of
+                ``num_envs``) picks the sub-envs to reset.
+
+        Returns:
+            The batched observations (every sub-env's latest) and the batched reset infos.
+
+        Raises:
+            RuntimeError: the env is closed.
+            ValueError: ``seed`` or ``reset_mask`` has the wrong length or type.
+            WorkerCrashedError: an actor died.
+        """
         self._check_open()
         if seed is None or isinstance(seed, (int, np.integer)):
             seeds = [None if seed is None else int(seed) + i for i in range(self.num_envs)]
@@ -153,7 +178,20 @@ class RayVecEnv(VectorEnv):
         return self._observations(), infos
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
-        """Step every sub-env with its row of ``actions``."""
+        """Step every sub-env with its row of ``actions``.
+
+        Args:
+            actions: a batch of the ``action_space``.
+
+        Returns:
+            ``(observations, rewards, terminations, truncations, infos)``, batched.
+
+        Raises:
+            RuntimeError: the env is closed.
+            ValueError: ``actions`` does not have ``num_envs`` rows.
+            WorkerCrashedError: an actor died.
+            Exception: a sub-env's error, with its own type.
+        """
         self._check_open()
         rows = list(iterate(self.action_space, actions))
         if len(rows) != self.num_envs:
@@ -179,19 +217,55 @@ class RayVecEnv(VectorEnv):
         return self._observations(), rewards, terminated, truncated, infos
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
-        """Call method (or read attribute) ``name`` of every sub-env."""
+        """Call method (or read attribute) ``name`` of every sub-env.
+
+        Args:
+            name: looked up through each sub-env's wrappers.
+            *args: positional arguments of the call.
+            **kwargs: keyword arguments of the call.
+
+        Returns:
+            One result per sub-env, in sub-env order.
+
+        Raises:
+            RuntimeError: the env is closed.
+            WorkerCrashedError: an actor died.
+            Exception: a sub-env's error (e.g. AttributeError), with its own type.
+        """
         self._check_open()
         jobs = [actor.call.remote(name, args, kwargs) for actor in self._actors]
         return tuple(value for part in self._gather(jobs) for value in part)
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
-        """Attribute ``name`` of every sub-env."""
+        """Attribute ``name`` of every sub-env.
+
+        Args:
+            name: looked up through each sub-env's wrappers.
+
+        Returns:
+            One value per sub-env, in sub-env order.
+
+        Raises:
+            RuntimeError: the env is closed.
+            WorkerCrashedError: an actor died.
+            AttributeError: a sub-env has no such attribute.
+        """
         self._check_open()
         jobs = [actor.get_attr.remote(name) for actor in self._actors]
         return tuple(value for part in self._gather(jobs) for value in part)
 
     def set_attr(self, name: str, values: Any) -> None:
-        """Set attribute ``name`` of every sub-env: one value for all, or one per sub-env."""
+        """Set attribute ``name`` of every sub-env.
+
+        Args:
+            name: set through each sub-env's wrappers (gymnasium's ``set_wrapper_attr``).
+            values: one value for all (anything but a list or tuple), or one per sub-env.
+
+        Raises:
+            RuntimeError: the env is closed.
+            ValueError: ``values`` does not have ``num_envs`` entries.
+            WorkerCrashedError: an actor died.
+        """
         self._check_open()
         if not isinstance(values, (list, tuple)):
             values = [values] * self.num_envs

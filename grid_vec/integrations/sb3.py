@@ -34,7 +34,15 @@ from stable_baselines3.common.vec_env.base_vec_env import (
     VecEnvStepReturn,
 )
 
-__all__ = ["GymnasiumToSB3VecEnv", "SB3VecEnv", "make_sb3_vec_env", "unbatch_infos"]
+from grid_vec.integrations.wrapper_check import WRAPPER_CHECK, has_wrapper, with_wrapper_check
+
+__all__ = [
+    "GymnasiumToSB3VecEnv",
+    "SB3VecEnv",
+    "make_sb3_vec_env",
+    "unbatch_infos",
+    "with_wrapper_check",
+]
 
 _FINAL_KEYS = ("final_obs", "final_info")
 
@@ -43,6 +51,13 @@ class GymnasiumToSB3VecEnv(VecEnv):
     """SB3 ``VecEnv`` over a gymnasium ``VectorEnv`` in SAME_STEP or DISABLED autoreset mode.
 
     The adapter owns ``vec_env``: :meth:`close` closes it.
+
+    Args:
+        vec_env: the vector env (GridVecEnv, SyncVectorEnv, AsyncVectorEnv...).
+
+    Raises:
+        TypeError: ``vec_env`` is not a gymnasium ``VectorEnv``.
+        ValueError: its autoreset mode is NEXT_STEP (SB3 needs the reset in the same step).
     """
 
     def __init__(self, vec_env: VectorEnv) -> None:
@@ -72,7 +87,14 @@ class GymnasiumToSB3VecEnv(VecEnv):
         """Reset every sub-env with the seeds of :meth:`seed` and options of :meth:`set_options`.
 
         Seeds and options apply once. Sub-envs with different options are reset in groups
-        (``reset_mask``), one group per distinct options dict.
+        (``reset_mask``), one group per distinct options dict; ``reset_infos`` holds each
+        sub-env's reset info.
+
+        Returns:
+            The observations, owned by the caller (SB3 may keep them across steps).
+
+        Raises:
+            Exception: a sub-env's error, raised by the vector env.
         """
         seeds = None if all(s is None for s in self._seeds) else list(self._seeds)
         groups = _group_options(self._options)
@@ -91,12 +113,31 @@ class GymnasiumToSB3VecEnv(VecEnv):
         return self._own(obs)
 
     def step_async(self, actions: np.ndarray) -> None:
+        """Start stepping every sub-env with its row of ``actions`` (see :meth:`step_wait`).
+
+        Args:
+            actions: one action per sub-env.
+
+        Raises:
+            Exception: the vector env's refusal of the actions (e.g. out of its space).
+        """
         if hasattr(self.vec_env, "step_async"):
             self.vec_env.step_async(actions)
         else:
             self._actions = actions
 
     def step_wait(self) -> VecEnvStepReturn:
+        """Finish the step started by :meth:`step_async`, in SB3's terms.
+
+        A sub-env that ended is already reset: its last observation is under
+        ``info["terminal_observation"]``; every info has ``"TimeLimit.truncated"``.
+
+        Returns:
+            ``(observations, rewards, dones, infos)``: one info dict per sub-env.
+
+        Raises:
+            Exception: a sub-env's error, raised by the vector env.
+        """
         if hasattr(self.vec_env, "step_wait"):
             obs, rewards, terminated, truncated, infos = self.vec_env.step_wait()
         else:
@@ -130,12 +171,37 @@ class GymnasiumToSB3VecEnv(VecEnv):
 
     # ------------------------------------------------------------- per-env access
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        """Attribute ``attr_name`` of the targeted sub-envs, looked up through their wrappers."""
+        """Attribute ``attr_name`` of the targeted sub-envs, looked up through their wrappers.
+
+        Args:
+            attr_name: the attribute (called if it is a method, as gymnasium's ``call``).
+            indices: the sub-envs (None: all).
+
+        Returns:
+            One value per targeted sub-env, in the order of ``indices``.
+
+        Raises:
+            ValueError: an index is out of range, or a subset cannot be targeted on this
+                vector env (AsyncVectorEnv).
+            AttributeError: a sub-env has no such attribute.
+        """
         return self._call(attr_name, indices, (), {})
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        """Set ``attr_name`` to ``value`` on the targeted sub-envs (where a wrapper defines it,
-        else on the outermost wrapper: gymnasium's ``set_wrapper_attr``)."""
+        """Set ``attr_name`` to ``value`` on the targeted sub-envs.
+
+        Set where a wrapper defines it, else on the outermost wrapper (gymnasium's
+        ``set_wrapper_attr``).
+
+        Args:
+            attr_name: the attribute.
+            value: its new value, the same for every targeted sub-env.
+            indices: the sub-envs (None: all).
+
+        Raises:
+            ValueError: an index is out of range, or a subset cannot be targeted on this
+                vector env (AsyncVectorEnv).
+        """
         self._call("set_wrapper_attr", indices, (attr_name, value), {})
 
     def env_method(
@@ -145,7 +211,22 @@ class GymnasiumToSB3VecEnv(VecEnv):
         indices: VecEnvIndices = None,
         **method_kwargs: Any,
     ) -> list[Any]:
-        """Call ``method_name`` of the targeted sub-envs; their results, in index order."""
+        """Call ``method_name`` of the targeted sub-envs.
+
+        Args:
+            method_name: looked up through each sub-env's wrappers.
+            *method_args: positional arguments of the call.
+            indices: the sub-envs (None: all).
+            **method_kwargs: keyword arguments of the call.
+
+        Returns:
+            One result per targeted sub-env, in the order of ``indices``.
+
+        Raises:
+            ValueError: an index is out of range, or a subset cannot be targeted on this
+                vector env (AsyncVectorEnv).
+            Exception: a sub-env's error, raised by the vector env.
+        """
         return self._call(method_name, indices, method_args, method_kwargs)
 
     def env_is_wrapped(
@@ -153,22 +234,52 @@ class GymnasiumToSB3VecEnv(VecEnv):
     ) -> list[bool]:
         """Whether each targeted sub-env has a ``wrapper_class`` (or subclass) in its chain.
 
-        Sub-envs in this process are inspected directly; remote ones are matched by the class
-        names of their gymnasium ``str()`` chain (``<Monitor<TimeLimit<...>>>``).
+        The chain (``env``, ``env.env``, ...) is walked with ``isinstance``: directly for
+        sub-envs in this process (SyncVectorEnv), in the worker for the others, where each
+        sub-env built by a :func:`with_wrapper_check` factory answers for itself
+        (:func:`make_sb3_vec_env` builds its sub-envs so).
+
+        Args:
+            wrapper_class: the wrapper to look for.
+            indices: the sub-envs to ask (None: all).
+
+        Returns:
+            One flag per targeted sub-env, in the order of ``indices``. Remote sub-envs not
+            built by a :func:`with_wrapper_check` factory cannot be inspected: they give
+            False, with a warning.
+
+        Raises:
+            TypeError: ``wrapper_class`` is not a gymnasium ``Wrapper`` subclass.
+            ValueError: an index is out of range.
         """
         if not (isinstance(wrapper_class, type) and issubclass(wrapper_class, gym.Wrapper)):
             raise TypeError(
                 f"wrapper_class must be a gymnasium.Wrapper subclass, got {wrapper_class!r}"
             )
-        envs = getattr(self.vec_env, "envs", None)
         ids = self._indices(indices)
+        envs = getattr(self.vec_env, "envs", None)
         if envs is not None:
-            return [_has_wrapper(envs[i], wrapper_class) for i in ids]
-        names = _subclass_names(wrapper_class)
-        chains = self._call("__str__", None, (), {})  # side-effect free: ask every sub-env
-        return [bool(names & set(_wrapper_names(chains[i]))) for i in ids]
+            return [has_wrapper(envs[i], wrapper_class) for i in ids]
+        # Asking every sub-env is side-effect free, and works where subsets cannot be targeted.
+        if not all(self.vec_env.call("has_wrapper_attr", WRAPPER_CHECK)):
+            warnings.warn(
+                f"env_is_wrapped({wrapper_class.__name__}) cannot see the wrappers of sub-envs "
+                f"in other processes unless their factories go through "
+                f"grid_vec.integrations.sb3.with_wrapper_check (make_sb3_vec_env does): "
+                f"answering False",
+                stacklevel=2,
+            )
+            return [False] * len(ids)
+        flags = self.vec_env.call(WRAPPER_CHECK, wrapper_class)
+        return [bool(flags[i]) for i in ids]
 
     def get_images(self) -> Sequence[np.ndarray | None]:
+        """The sub-envs' frames, rendered by the vector env.
+
+        Returns:
+            One RGB array per sub-env; Nones, with a warning, unless the render mode is
+            ``"rgb_array"``.
+        """
         if self.render_mode != "rgb_array":
             warnings.warn(
                 f"The render mode is {self.render_mode}, but get_images needs 'rgb_array'",
@@ -220,16 +331,29 @@ SB3VecEnv = GymnasiumToSB3VecEnv
 def make_sb3_vec_env(
     env_fns: Sequence[Callable[[], gym.Env]], **kwargs: Any
 ) -> GymnasiumToSB3VecEnv:
-    """A GridVecEnv over ``env_fns`` in SAME_STEP autoreset mode, as an SB3 ``VecEnv``.
+    """Build a GridVecEnv over ``env_fns`` in SAME_STEP autoreset mode, as an SB3 ``VecEnv``.
 
-    Keyword arguments go to :class:`~grid_vec.vector.GridVecEnv` (``envs_per_worker``, ...).
+    The factories go through :func:`with_wrapper_check`, so that ``env_is_wrapped`` sees the
+    wrappers of every sub-env.
+
+    Args:
+        env_fns: the factories of the sub-envs (picklable).
+        **kwargs: arguments of :class:`~grid_vec.vector.GridVecEnv` (``envs_per_worker``,
+            ``autoreset_mode`` SAME_STEP or DISABLED...).
+
+    Returns:
+        The adapter, owning the GridVecEnv.
+
+    Raises:
+        ValueError: ``autoreset_mode`` is NEXT_STEP; GridVecEnv's own argument errors.
     """
     from grid_vec.vector import GridVecEnv
 
     mode = AutoresetMode(kwargs.pop("autoreset_mode", AutoresetMode.SAME_STEP))
     if mode == AutoresetMode.NEXT_STEP:
         raise ValueError("autoreset_mode must be SAME_STEP or DISABLED for SB3, got NEXT_STEP")
-    return GymnasiumToSB3VecEnv(GridVecEnv(env_fns, autoreset_mode=mode, **kwargs))
+    fns = [with_wrapper_check(fn) for fn in env_fns]
+    return GymnasiumToSB3VecEnv(GridVecEnv(fns, autoreset_mode=mode, **kwargs))
 
 
 def unbatch_infos(infos: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:
@@ -237,6 +361,13 @@ def unbatch_infos(infos: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:
 
     Nested dicts were batched recursively and come back as per-env dicts; entries are the
     batch's elements (numpy scalars for numeric infos).
+
+    Args:
+        infos: a vector env's batched infos.
+        num_envs: the number of sub-envs.
+
+    Returns:
+        One dict per sub-env, holding only the keys present for it.
     """
     out: list[dict[str, Any]] = [{} for _ in range(num_envs)]
     for key, values in infos.items():
@@ -277,35 +408,3 @@ def _group_options(options: list[dict[str, Any]]) -> list[tuple[dict[str, Any], 
             mask[i] = True
             groups.append((opts or {}, mask))
     return groups
-
-
-def _has_wrapper(env: gym.Env, wrapper_class: type[gym.Wrapper]) -> bool:
-    while isinstance(env, gym.Wrapper):
-        if isinstance(env, wrapper_class):
-            return True
-        env = env.env
-    return False
-
-
-def _subclass_names(cls: type) -> set[str]:
-    names = {cls.__name__}
-    for sub in cls.__subclasses__():
-        names |= _subclass_names(sub)
-    return names
-
-
-def _wrapper_names(chain: str) -> list[str]:
-    """Wrapper class names of a gymnasium ``str(env)``: ``<A<B<Env<id>>>>`` -> [A, B].
-
-    A base env prints as ``<Env instance>`` or, with a spec, ``<Env<id>>``.
-    """
-    names = []
-    rest = chain
-    while rest.startswith("<"):
-        rest = rest[1:]
-        stops = [k for k in (rest.find("<"), rest.find(" "), rest.find(">")) if k >= 0]
-        end = min(stops, default=len(rest))
-        names.append(rest[:end])
-        rest = rest[end:]
-    base_tokens = 1 if rest.startswith(" instance>") else 2
-    return names[:-base_tokens]

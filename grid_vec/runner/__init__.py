@@ -1,5 +1,5 @@
 """Runner: evaluate agents over many episodes on any gymnasium vector env, record them, and
-load recordings back (see design.md, runner/)."""
+load recordings back (see docs/architecture.md, the evaluation layer)."""
 
 from grid_vec.runner.agents import (
     DoNothingAgent,
@@ -10,15 +10,17 @@ from grid_vec.runner.agents import (
 )
 from grid_vec.runner.episode_data import EpisodeData, EpisodeDataError, load_run
 from grid_vec.runner.episodes import EpisodeSpec, derive_seed
+from grid_vec.runner.executor import EpisodeExecutor, VectorEnvExecutor, build_vector_env
 from grid_vec.runner.plot import plot_episode
 from grid_vec.runner.results import EpisodeResult, EpisodeTimings, format_results_table
 from grid_vec.runner.resume import ResumeError
-from grid_vec.runner.runner import Runner, build_vector_env
+from grid_vec.runner.runner import Runner
 
 __all__ = [
     "DoNothingAgent",
     "EpisodeData",
     "EpisodeDataError",
+    "EpisodeExecutor",
     "EpisodeResult",
     "EpisodeSpec",
     "EpisodeTimings",
@@ -27,6 +29,7 @@ __all__ = [
     "ReconnectAgent",
     "ResumeError",
     "Runner",
+    "VectorEnvExecutor",
     "build_vector_env",
     "default_action",
     "derive_seed",

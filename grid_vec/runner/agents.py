@@ -30,9 +30,17 @@ EPISODE_AGENT_METHODS = ("act", "reset", "seed")
 
 
 def default_action(space: spaces.Space) -> Any:
-    """A neutral, valid action of ``space``: the first one of a discrete space, zeros
-    clipped to the bounds of a box. Grid envs put do-nothing at action 0, so this is their
-    do-nothing action. Other spaces: a sample drawn with a fixed seed."""
+    """A neutral, valid action of ``space``.
+
+    Grid envs put do-nothing at action 0, so this is their do-nothing action.
+
+    Args:
+        space: a single (unbatched) action space.
+
+    Returns:
+        The first action of a discrete space, zeros clipped to the bounds of a box; for other
+        spaces, a sample drawn with a fixed seed.
+    """
     if isinstance(space, spaces.Discrete):
         return np.int64(space.start)
     if isinstance(space, spaces.MultiDiscrete):
@@ -53,9 +61,17 @@ def batch_of(space: spaces.Space, action: Any, num_envs: int) -> Any:
 
 
 def agent_kind(agent: Any) -> str:
-    """``"episode"`` for a per-episode agent, ``"batch"`` for a batched policy.
+    """Which of the two agent kinds ``agent`` is.
 
-    Raises TypeError naming the missing methods when ``agent`` is neither.
+    Args:
+        agent: a per-episode agent (methods ``act``, ``reset``, ``seed``) or a batched
+            policy (a callable ``obs_batch -> actions``).
+
+    Returns:
+        ``"episode"`` or ``"batch"``.
+
+    Raises:
+        TypeError: ``agent`` is neither; names the missing methods.
     """
     if hasattr(agent, "act"):
         missing = [m for m in EPISODE_AGENT_METHODS if not callable(getattr(agent, m, None))]
@@ -74,7 +90,15 @@ def agent_kind(agent: Any) -> str:
 
 
 def check_spaces(agent: Any, env: VectorEnv) -> None:
-    """Raise ValueError when the agent declares a space other than the env's single space."""
+    """Check the spaces an agent declares (if any) against the env's single spaces.
+
+    Args:
+        agent: any agent; its optional ``action_space`` / ``observation_space`` are checked.
+        env: the vector env.
+
+    Raises:
+        ValueError: a declared space differs from the env's.
+    """
     for name, env_space in (
         ("action_space", env.single_action_space),
         ("observation_space", env.single_observation_space),
@@ -88,14 +112,26 @@ def check_spaces(agent: Any, env: VectorEnv) -> None:
 
 
 class DoNothingAgent:
-    """Batched policy playing the same neutral action everywhere (action 0 on grid envs)."""
+    """Batched policy playing the same neutral action everywhere (action 0 on grid envs).
+
+    Args:
+        action: the action of every sub-env; None for
+            :func:`default_action` of the env's action space.
+    """
 
     def __init__(self, action: Any = None) -> None:
         self.action = action
         self._batch: Any = None
 
     def bind(self, env: VectorEnv) -> None:
-        """Build the constant action batch for ``env``."""
+        """Build the constant action batch for ``env`` (the Runner calls it).
+
+        Args:
+            env: the vector env the agent will play on.
+
+        Raises:
+            ValueError: the action is not in the env's single action space.
+        """
         space = env.single_action_space
         action = default_action(space) if self.action is None else self.action
         if not space.contains(action):
@@ -103,13 +139,25 @@ class DoNothingAgent:
         self._batch = batch_of(space, action, env.num_envs)
 
     def __call__(self, obs_batch: Any) -> Any:
+        """The constant action batch (the same array each call).
+
+        Raises:
+            RuntimeError: :meth:`bind` was not called.
+        """
         if self._batch is None:
             raise RuntimeError("DoNothingAgent must be bound to a vector env first (bind(env))")
         return self._batch
 
 
 class RandomAgent:
-    """Per-episode agent sampling uniformly from ``action_space``, reproducible per seed."""
+    """Per-episode agent sampling uniformly from ``action_space``, reproducible per seed.
+
+    Args:
+        action_space: the env's single action space (a copy samples).
+
+    Raises:
+        TypeError: ``action_space`` is not a gymnasium Space.
+    """
 
     def __init__(self, action_space: spaces.Space) -> None:
         if not isinstance(action_space, spaces.Space):
@@ -118,12 +166,27 @@ class RandomAgent:
         self._sampler = copy.deepcopy(action_space)
 
     def seed(self, seed: int | None) -> None:
+        """Seed the sampler with the episode's agent seed.
+
+        Args:
+            seed: the agent seed, or None for fresh entropy.
+        """
         self._sampler.seed(seed)
 
     def reset(self, obs: Any) -> None:
         """Nothing to forget between episodes."""
 
     def act(self, obs: Any, reward: float, done: bool) -> Any:
+        """A uniform sample of the action space.
+
+        Args:
+            obs: the observation (ignored).
+            reward: the last reward (ignored).
+            done: always False from the Runner (ignored).
+
+        Returns:
+            The action.
+        """
         return self._sampler.sample()
 
 
@@ -135,6 +198,15 @@ class ReconnectAgent:
     <= 0) in the observation vector; ``reconnect_actions[k]`` reconnects branch ``k``.
     The lowest-numbered reconnectable branch goes first. Use :meth:`from_view` to read the
     indices off a grid env's zero-copy observation view.
+
+    Args:
+        reconnect_actions: one action per branch of ``line_status``.
+        line_status: indices of the branch statuses in the flat observation.
+        cooldown: indices of the branch cooldowns in the flat observation, or None.
+        do_nothing: the action when no branch can be reconnected.
+
+    Raises:
+        ValueError: ``reconnect_actions``, ``line_status`` and ``cooldown`` differ in length.
     """
 
     def __init__(
@@ -167,8 +239,21 @@ class ReconnectAgent:
         reconnect_actions: Sequence[Any],
         do_nothing: Any = 0,
     ) -> ReconnectAgent:
-        """Build from ``view(obs)`` (zero-copy, attributes ``line_status`` and optionally
-        ``time_before_cooldown_line``), locating those fields in a flat ``sample_obs``."""
+        """Build from an observation view, locating its fields in a flat observation.
+
+        Args:
+            view: ``view(obs)`` gives zero-copy attributes ``line_status`` and optionally
+                ``time_before_cooldown_line``.
+            sample_obs: any observation of the env.
+            reconnect_actions: one action per branch.
+            do_nothing: the action when no branch can be reconnected.
+
+        Returns:
+            The agent.
+
+        Raises:
+            ValueError: a field is not a zero-copy view of the observation.
+        """
         sample = np.ascontiguousarray(sample_obs).reshape(-1)
         fields = view(sample)
         status = _indices_in(sample, fields.line_status, "line_status")
@@ -185,6 +270,16 @@ class ReconnectAgent:
         """Stateless between steps: nothing to reset."""
 
     def act(self, obs: Any, reward: float, done: bool) -> Any:
+        """Reconnect the lowest-numbered disconnected branch out of cooldown, if any.
+
+        Args:
+            obs: the flat observation.
+            reward: the last reward (ignored).
+            done: always False from the Runner (ignored).
+
+        Returns:
+            That branch's reconnect action, else ``do_nothing``.
+        """
         flat = np.asarray(obs).reshape(-1)
         can = flat[self.line_status] <= 0.5
         if self.cooldown is not None:
@@ -201,6 +296,13 @@ class GreedyAgent:
     last; ties go to the earliest candidate, so put do-nothing first. Default candidates: every
     action of a ``Discrete`` action space. Deterministic, so episode results do not depend on
     the schedule. Costs one ``call("simulate", a)`` round trip per candidate and step.
+
+    Args:
+        candidates: the actions to try, do-nothing first; None for every action of a
+            ``Discrete`` space.
+
+    Raises:
+        ValueError: ``candidates`` is empty.
     """
 
     def __init__(self, candidates: Sequence[Any] | None = None) -> None:
@@ -210,7 +312,15 @@ class GreedyAgent:
         self._env: VectorEnv | None = None
 
     def bind(self, env: VectorEnv) -> None:
-        """Check the sub-envs offer ``simulate`` and fix the candidate list."""
+        """Check the sub-envs offer ``simulate`` and fix the candidate list (the Runner calls it).
+
+        Args:
+            env: the vector env the agent will play on.
+
+        Raises:
+            TypeError: the sub-envs have no ``simulate``.
+            ValueError: no candidates for a non-Discrete space; a candidate is not in it.
+        """
         if not all(env.call("has_wrapper_attr", "simulate")):
             raise TypeError(
                 "GreedyAgent needs sub-envs with a simulate(action) method; this vector env's "
@@ -227,6 +337,18 @@ class GreedyAgent:
         self._env = env
 
     def __call__(self, obs_batch: Any) -> Any:
+        """The best simulated candidate of each sub-env.
+
+        Args:
+            obs_batch: the batched observations (unused: the sub-envs simulate from their
+                own state).
+
+        Returns:
+            The batched actions.
+
+        Raises:
+            RuntimeError: :meth:`bind` was not called.
+        """
         if self._env is None or self.candidates is None:
             raise RuntimeError("GreedyAgent must be bound to a vector env first (bind(env))")
         env = self._env

@@ -70,10 +70,17 @@ class EpisodeData:
         return int(self.rewards.shape[0])
 
     def info(self, key: str) -> np.ndarray | list[np.ndarray] | None:
-        """The recorded per-step values of info entry ``key`` (dotted for nested ones,
-        e.g. ``"is_illegal"``, ``"other_rewards.margin"``), or None when not recorded.
-        Entries of varying length per step come back as a list of one array per step; fixed
-        shapes (GridEnv's ``"tripped_branches"`` mask per branch) as one array."""
+        """The recorded per-step values of one info entry.
+
+        Args:
+            key: the entry, dotted for nested ones (``"is_illegal"``,
+                ``"other_rewards.margin"``).
+
+        Returns:
+            One array over the steps for fixed shapes (GridEnv's ``"tripped_branches"`` mask
+            per branch); a list of one array per step for entries of varying length; None
+            when not recorded.
+        """
         values = self.arrays.get(f"info.{key}")
         offsets = self.arrays.get(f"info_offsets.{key}")
         if values is None or offsets is None:
@@ -92,13 +99,25 @@ class EpisodeData:
         return {k[len(prefix) :]: v for k, v in self.arrays.items() if k.startswith(prefix)}
 
     def views(self, view: Callable[[np.ndarray], Any]) -> Any:
-        """``view(observations)``: e.g. a grid env's ``unwrapped.view`` giving ``.rho`` etc.
-        over all recorded steps at once."""
+        """Apply an observation view to all recorded steps at once.
+
+        Args:
+            view: e.g. a grid env's ``unwrapped.view``, giving ``.rho`` etc.
+
+        Returns:
+            ``view(observations)``.
+        """
         return view(self.observations)
 
 
 def load_run(path: str | os.PathLike[str]) -> list[EpisodeData]:
-    """Every complete episode recorded under the run directory ``path``, in episode order.
+    """Load every complete episode recorded under a run directory.
+
+    Args:
+        path: the run directory (the Runner's ``path_save``).
+
+    Returns:
+        The episodes, in episode order (partial ones left aside).
 
     Raises:
         EpisodeDataError: when ``path`` is not a directory or an episode does not load.

@@ -24,8 +24,18 @@ class EpisodeSpec:
 
 
 def derive_seed(master: int, index: int, stream: int) -> int:
-    """Seed of ``stream`` (0: env, 1: agent) for episode ``index`` of a run seeded ``master``;
-    independent of how many episodes the run has."""
+    """Derive the seed of one episode's env or agent from a run's master seed.
+
+    Independent of how many episodes the run has.
+
+    Args:
+        master: the run's master seed.
+        index: the episode index.
+        stream: 0 for the env seed, 1 for the agent seed.
+
+    Returns:
+        The seed, a non-negative int below 2**32.
+    """
     sequence = np.random.SeedSequence(master, spawn_key=(index, stream))
     return int(sequence.generate_state(1)[0])
 

@@ -14,10 +14,19 @@ def plot_episode(
     view: Callable[[Any], Any] | None = None,
     path: str | os.PathLike[str] | None = None,
 ) -> Any:
-    """Draw rho per branch (when ``view(observations)`` gives ``.rho``) above the reward per
-    step; save to ``path`` when given. Returns the matplotlib figure.
+    """Draw rho per branch above the reward per step of a recorded episode.
 
-    matplotlib is an optional extra (``pip install grid_vec[bench]``); ImportError otherwise.
+    Args:
+        episode: the episode.
+        view: a grid env's observation view; rho is drawn when ``view(observations)`` gives
+            ``.rho``.
+        path: the image file to save the figure to, or None.
+
+    Returns:
+        The matplotlib figure.
+
+    Raises:
+        ImportError: matplotlib is missing (an optional extra: ``pip install grid_vec[bench]``).
     """
     try:
         import matplotlib

@@ -16,10 +16,15 @@ class NoBar:
 
 
 def make_bars(pbar: Any, nb_episode: int) -> tuple[Any, Any, bool]:
-    """(episode bar, step bar, whether the Runner owns and must close them) for ``pbar``.
+    """The progress bars a Runner's ``pbar`` argument asks for.
 
-    ``pbar`` is False/None (no bars), True (tqdm), a bar class called with ``total`` and
-    ``desc`` (used for both bars), or a bar instance with ``update`` (episodes only).
+    Args:
+        pbar: False/None (no bars), True (tqdm), a bar class called with ``total`` and
+            ``desc`` (used for both bars), or a bar instance with ``update`` (episodes only).
+        nb_episode: the total of the episode bar.
+
+    Returns:
+        ``(episode bar, step bar, whether the Runner owns and must close them)``.
     """
     if pbar is None or pbar is False:
         return NoBar(), NoBar(), False

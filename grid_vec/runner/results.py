@@ -141,7 +141,14 @@ def jsonable(value: Any) -> Any:
 
 
 def format_results_table(results: Sequence[EpisodeResult]) -> str:
-    """A plain-text table of results, one row per episode, plus a mean row."""
+    """Format results as a plain-text table.
+
+    Args:
+        results: the Runner's results (any order).
+
+    Returns:
+        The table: one row per episode, plus a mean row.
+    """
     header = (
         "episode",
         "scenario",

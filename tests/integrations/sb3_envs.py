@@ -55,3 +55,12 @@ class DriftEnv(gym.Env):
 
 def drift_env(max_steps: int = 7) -> gym.Env:
     return TimeLimit(DriftEnv(), max_episode_steps=max_steps)
+
+
+class Monitor(gym.Wrapper):
+    """A wrapper that shares only its name with SB3's Monitor (a chain's printed names would
+    mistake it for one)."""
+
+
+def namesake_monitored_drift() -> gym.Env:
+    return Monitor(drift_env())

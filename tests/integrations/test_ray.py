@@ -25,7 +25,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv  # noqa: E402
 
 from grid_vec.cli import main as cli_main  # noqa: E402
 from grid_vec.env.make import env_factory  # noqa: E402
-from grid_vec.integrations.ray import RayEpisodePool  # noqa: E402
+from grid_vec.integrations.ray import RayExecutor  # noqa: E402
 from grid_vec.integrations.ray_vec_env import RayVecEnv  # noqa: E402
 from grid_vec.runner import DoNothingAgent, RandomAgent, Runner, load_run  # noqa: E402
 from grid_vec.runner.runner import EpisodeSpec  # noqa: E402
@@ -77,7 +77,7 @@ def assert_same_recordings(a: Path, b: Path) -> None:
 
 def test_ray_results_and_recordings_equal_local(tmp_path):
     agent = RandomAgent(case14_actions())
-    with Runner([CASE14], agent, seed=5, executor="ray", num_actors=2) as runner:
+    with Runner([CASE14], agent, seed=5, executor=RayExecutor(num_actors=2)) as runner:
         assert runner.env is None
         remote = runner.run(5, max_iter=40, path_save=tmp_path / "ray")
     with Runner([CASE14, CASE14], agent, seed=5) as runner:
@@ -98,7 +98,7 @@ def episode_files(root: Path) -> dict[str, tuple[int, int]]:
 
 
 def test_resume_on_ray_plays_only_missing_episodes(tmp_path):
-    with Runner([CASE14], DoNothingAgent(), seed=2, executor="ray", num_actors=1) as runner:
+    with Runner([CASE14], DoNothingAgent(), seed=2, executor=RayExecutor(num_actors=1)) as runner:
         first = runner.run(2, max_iter=10, path_save=tmp_path)
         recorded_first = episode_files(tmp_path)
         again = runner.run(3, max_iter=10, path_save=tmp_path, resume=True)
@@ -136,7 +136,7 @@ def test_dead_actor_episodes_are_replayed_elsewhere(tmp_path):
     with Runner([CASE14], DoNothingAgent(), seed=9) as runner:
         reference = runner.run(6, max_iter=20)
     agent = crashing_agent(marker, reference[3].agent_seed)  # dies mid-run
-    with Runner([CASE14], agent, seed=9, executor="ray", num_actors=2) as runner:
+    with Runner([CASE14], agent, seed=9, executor=RayExecutor(num_actors=2)) as runner:
         results = runner.run(6, max_iter=20, path_save=tmp_path / "run")
     assert marker.exists()  # an actor did die
     assert results == reference
@@ -146,12 +146,13 @@ def test_dead_actor_episodes_are_replayed_elsewhere(tmp_path):
 def test_too_many_actor_deaths_stop_the_run_naming_the_episodes(tmp_path):
     agent = crashing_agent(None, victim_seed=0)
     specs = [EpisodeSpec(i, env_seed=i, agent_seed=0, options=None) for i in range(2)]
-    pool = RayEpisodePool([CASE14], agent, num_actors=1, max_actor_failures=0)
+    executor = RayExecutor(num_actors=1, max_actor_failures=0)
+    executor.start([CASE14], agent, None)
     try:
         with pytest.raises(RuntimeError, match=r"episodes \[0, 1\] were not played"):
-            pool.play(specs, 5, None, _Bar(), _Bar())
+            executor.play(specs, 5, None, _Bar(), _Bar())
     finally:
-        pool.close()
+        executor.close()
 
 
 class _Bar:
@@ -180,7 +181,7 @@ def failing_agent(log: Path):
 def test_agent_error_is_raised_with_its_type_not_retried(tmp_path):
     log = tmp_path / "seeds.txt"
     with (
-        Runner([CASE14], failing_agent(log), seed=3, executor="ray", num_actors=1) as runner,
+        Runner([CASE14], failing_agent(log), seed=3, executor=RayExecutor(num_actors=1)) as runner,
         pytest.raises(KeyError, match="policy bug"),
     ):
         runner.run(2, max_iter=5)
@@ -189,16 +190,21 @@ def test_agent_error_is_raised_with_its_type_not_retried(tmp_path):
 
 
 def test_argument_errors():
-    with pytest.raises(ValueError, match="executor must be 'local' or 'ray'"):
-        Runner([CASE14], DoNothingAgent(), executor="dask")
-    with pytest.raises(ValueError, match="need executor='ray'"):
-        Runner([CASE14], DoNothingAgent(), num_actors=2)
     with pytest.raises(ValueError, match="num_actors must be None or a positive int"):
-        Runner([CASE14], DoNothingAgent(), executor="ray", num_actors=0)
+        RayExecutor(num_actors=0)
     with pytest.raises(TypeError, match="picklable env factories"):
-        Runner(CASE14, DoNothingAgent(), executor="ray")
+        Runner(CASE14, DoNothingAgent(), executor=RayExecutor())
     with pytest.raises(TypeError, match="ray_address must be a str"):
-        Runner([CASE14], DoNothingAgent(), executor="ray", ray_address=6379)
+        RayExecutor(address=6379)
+
+
+def test_a_ray_executor_serves_one_runner():
+    executor = RayExecutor(num_actors=1)
+    with (
+        Runner([CASE14], DoNothingAgent(), executor=executor),
+        pytest.raises(RuntimeError, match="already serves a Runner"),
+    ):
+        Runner([CASE14], DoNothingAgent(), executor=executor)
 
 
 def test_cli_run_on_ray(tmp_path, capsys):

@@ -23,7 +23,12 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
 
-from grid_vec.integrations.sb3 import SB3VecEnv, make_sb3_vec_env, unbatch_infos
+from grid_vec.integrations.sb3 import (
+    SB3VecEnv,
+    make_sb3_vec_env,
+    unbatch_infos,
+    with_wrapper_check,
+)
 
 pytestmark = pytest.mark.sb3
 
@@ -36,7 +41,7 @@ def monitored_drift() -> gym.Env:
 
 @pytest.fixture(params=["grid", "sync"])
 def venv(request, no_leftovers):
-    fns = [sb3_envs.drift_env, monitored_drift, sb3_envs.drift_env]
+    fns = [with_wrapper_check(f) for f in (sb3_envs.drift_env, monitored_drift, sb3_envs.drift_env)]
     vec = GridVecEnv(fns, autoreset_mode=SAME) if request.param == "grid" else None
     vec = vec or SyncVectorEnv(fns, autoreset_mode=SAME)
     adapter = SB3VecEnv(vec)
@@ -100,6 +105,40 @@ def test_env_is_wrapped(venv):
         venv.env_is_wrapped(int)
 
 
+@pytest.mark.parametrize("kind", ["grid", "sync", "async"])
+def test_env_is_wrapped_checks_classes_not_names(kind, no_leftovers):
+    """A wrapper named like SB3's Monitor is not one; a subclass of a wrapper counts."""
+    fns = [sb3_envs.namesake_monitored_drift, monitored_drift]
+    vector = {"grid": GridVecEnv, "sync": SyncVectorEnv, "async": AsyncVectorEnv}[kind]
+    adapter = SB3VecEnv(vector([with_wrapper_check(f) for f in fns], autoreset_mode=SAME))
+    try:
+        assert adapter.env_is_wrapped(Monitor) == [False, True]
+        assert adapter.env_is_wrapped(sb3_envs.Monitor) == [True, False]
+        assert adapter.env_is_wrapped(gym.Wrapper, indices=[1, 0]) == [True, True]
+        assert adapter.env_is_wrapped(gym.ObservationWrapper) == [False, False]
+    finally:
+        adapter.close()
+
+
+def test_env_is_wrapped_on_uninspectable_workers_warns_and_answers_false(no_leftovers):
+    adapter = SB3VecEnv(GridVecEnv([monitored_drift], autoreset_mode=SAME))
+    try:
+        with pytest.warns(UserWarning, match="with_wrapper_check"):
+            assert adapter.env_is_wrapped(Monitor) == [False]
+    finally:
+        adapter.close()
+
+
+def test_make_sb3_vec_env_sub_envs_answer_env_is_wrapped(no_leftovers):
+    adapter = make_sb3_vec_env([monitored_drift, sb3_envs.drift_env])
+    try:
+        assert adapter.env_is_wrapped(Monitor) == [True, False]
+        adapter.reset()
+        assert adapter.env_method("scaled", 0.0) == [0.0, 0.0]  # the envs are unchanged
+    finally:
+        adapter.close()
+
+
 def test_render_tiles_rgb_frames(venv):
     venv.reset()
     assert venv.render_mode == "rgb_array"
@@ -132,7 +171,8 @@ def test_vec_monitor_and_vec_normalize_wrap_it(venv):
 
 
 def test_async_vector_env_targets_all_or_refuses(no_leftovers):
-    adapter = SB3VecEnv(AsyncVectorEnv([sb3_envs.drift_env] * 2, autoreset_mode=SAME))
+    fns = [with_wrapper_check(sb3_envs.drift_env)] * 2
+    adapter = SB3VecEnv(AsyncVectorEnv(fns, autoreset_mode=SAME))
     try:
         adapter.reset()
         assert adapter.env_method("scaled", 0.0) == [0.0, 0.0]
