@@ -20,6 +20,8 @@ from gymnasium.vector.async_vector_env import AsyncState
 from gymnasium.vector.utils import concatenate, create_empty_array
 
 from grid_vec.vector import protocol as p
+from grid_vec.vector.actions import ActionRouter
+from grid_vec.vector.errors import reraise
 from grid_vec.vector.infos import BatchedInfo, ColumnBatch, InfoBatch, unbatch_info
 from grid_vec.vector.shared_buffers import SharedBlock, join
 from grid_vec.vector.supervision import Worker, timeout_error
@@ -45,12 +47,11 @@ class PoolMode:
     _assert_is_running: Callable[[], None]
     _assert_alive: Callable[[Worker], None]
     _check_env_ids: Callable[[Sequence[int] | None], list[int]]
-    _write_actions: Callable[[Any, list[int] | None], list[Any] | None]
+    _actions: ActionRouter
     _drain_stale: Callable[[], None]
     _write: Callable[[Worker, bytes], None]
     _wait: Callable[..., tuple[dict[Worker, tuple[int, Any]], list[Worker], list[Worker]]]
     _recover: Callable[..., dict[Worker, tuple[int, Any]]]
-    _raise_errors: Callable[[list], None]
 
     def send(self, actions: Any, env_ids: Sequence[int]) -> None:
         """Pool mode: step the sub-envs ``env_ids`` with ``actions`` (one per id), no waiting."""
@@ -65,7 +66,7 @@ class PoolMode:
         busy = sorted(self._busy.intersection(ids))
         if busy:
             raise ValueError(f"env ids {busy} were sent and not yet returned by recv()")
-        pickled = self._write_actions(actions, ids)
+        pickled = self._actions.write(actions, ids)
         self._drain_stale()
         by_worker: dict[Worker, list[int]] = {}
         for j, i in enumerate(ids):
@@ -120,7 +121,7 @@ class PoolMode:
                 ids = w.pool.popleft()
                 if code == p.ERROR:
                     self._busy.difference_update(ids)
-                    self._raise_errors(payload)
+                    reraise(payload)
                 self._absorb_pool(w, ids, payload)
             if crashed:
                 lost = {w: [i for batch in w.pool for i in batch] for w in crashed}

@@ -26,7 +26,6 @@ import contextlib
 import math
 import multiprocessing
 import os
-import pickle
 import select
 import time
 import weakref
@@ -37,7 +36,7 @@ from typing import Any
 
 import cloudpickle
 import numpy as np
-from gymnasium import Env, Space, logger
+from gymnasium import Env, Space
 from gymnasium.error import AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError
 from gymnasium.vector.async_vector_env import AsyncState
 from gymnasium.vector.utils import (
@@ -45,12 +44,12 @@ from gymnasium.vector.utils import (
     batch_space,
     concatenate,
     create_empty_array,
-    iterate,
 )
 from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 
 from grid_vec.vector import protocol as p
-from grid_vec.vector.errors import RemoteTraceback
+from grid_vec.vector.actions import ActionRouter, is_custom_space
+from grid_vec.vector.errors import reraise
 from grid_vec.vector.grid_commands import GridCommands
 from grid_vec.vector.infos import (
     ColumnBatch,
@@ -58,7 +57,7 @@ from grid_vec.vector.infos import (
     merge_slices,
 )
 from grid_vec.vector.pool import PoolMode
-from grid_vec.vector.shared_buffers import LeafActionCheck, SharedBlock, flat_leaves, join, split
+from grid_vec.vector.shared_buffers import SharedBlock, flat_leaves, join
 from grid_vec.vector.supervision import Supervisor, Worker, stop_all, timeout_error
 
 _DEFAULT_SPIN_US = 1000.0
@@ -109,11 +108,11 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
     def __init__(
         self,
         env_fns: Sequence[Callable[[], Env]],
-        *,
         shared_memory: bool = True,
         copy: bool = True,
         context: str | None = None,
         daemon: bool = True,
+        *,
         observation_mode: str | tuple[Space, Space] = "same",
         autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
         envs_per_worker: int | None = None,
@@ -151,17 +150,21 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         self._ctx = multiprocessing.get_context(self.context)
 
         self._read_spaces()
+        if shared_memory and is_custom_space(self.single_observation_space):
+            raise ValueError(
+                f"GridVecEnv(..., shared_memory=True) needs an observation space made of "
+                f"gymnasium's spaces, got {self.single_observation_space}; use "
+                "shared_memory=False to send custom observations pickled"
+            )
         self._obs_shared = shared_memory and flat_leaves(self.single_observation_space) is not None
-        self._act_checks = [
-            LeafActionCheck(leaf) for leaf in flat_leaves(self.single_action_space) or []
-        ]
-        self._act_shared = bool(self._act_checks)
+        self._act_shared = flat_leaves(self.single_action_space) is not None
         self._block = SharedBlock(
             self.num_envs,
             self.single_observation_space if self._obs_shared else None,
             self.single_action_space if self._act_shared else None,
             self._ctx,
         )
+        self._actions = ActionRouter(self.single_action_space, self.num_envs, self._block.act)
         if self._obs_shared:
             self.observations = join(self.single_observation_space, self._block.obs)
         else:
@@ -345,7 +348,7 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         """Check and publish ``actions``, then tell every worker to step."""
         self._assert_is_running()
         self._assert_idle("step_async")
-        pickled = self._write_actions(actions, None)
+        pickled = self._actions.write(actions, None)
         self._drain_stale()
         if pickled is None:
             self._send_all(p.STEP, lambda w: None)
@@ -518,33 +521,6 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
             )
         return ids.tolist()
 
-    def _write_actions(self, actions: Any, ids: list[int] | None) -> list[Any] | None:
-        """Validate a batch of actions; write it to shared memory or return it per env."""
-        count = self.num_envs if ids is None else len(ids)
-        space = self.single_action_space
-        if self._act_shared:
-            checks = self._act_checks
-            if len(checks) == 1 and checks[0].leaf is space:
-                arrays = [checks[0](actions, count)]
-            else:
-                try:
-                    values = split(space, actions)
-                except ValueError as exc:
-                    raise ValueError(f"actions do not match {space}: {exc}") from None
-                arrays = [check(value, count) for check, value in zip(checks, values, strict=True)]
-            for view, arr in zip(self._block.act, arrays, strict=True):
-                if ids is None:
-                    view[...] = arr
-                else:
-                    view[ids] = arr
-            return None
-        batched = self.action_space if ids is None else batch_space(space, count)
-        per_env = list(iterate(batched, actions))
-        for j, action in enumerate(per_env):
-            if not space.contains(action):
-                raise ValueError(f"action {action!r} for env {j} is outside {space}")
-        return per_env
-
     def _send_call(self, name: str, ids: list[int], per_env: bool, args: Any, kwargs: Any) -> None:
         self._assert_is_running()
         self._assert_idle("call_async")
@@ -672,28 +648,8 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
             replies.update(recovered)
         if errors:
             self._state = AsyncState.DEFAULT
-            self._raise_errors(errors)
+            reraise(errors)
         return {w: payload for w, (code, payload) in replies.items()}
-
-    def _raise_errors(self, errors: list) -> None:
-        errors = sorted(errors, key=lambda e: e[0])
-        for env_id, _, type_name, message, trace in errors[:-1]:
-            logger.error(f"Sub-env {env_id} raised {type_name}: {message}\n{trace}")
-        env_id, blob, type_name, message, trace = errors[-1]
-        exc: BaseException | None = None
-        if blob is not None:
-            try:
-                exc = pickle.loads(blob)
-            except Exception:
-                exc = None
-        if exc is None:
-            exc = RuntimeError(f"{type_name}: {message}")
-        note = f"raised by sub-env {env_id} of GridVecEnv (worker traceback above)"
-        if hasattr(exc, "add_note"):
-            exc.add_note(note)
-        with contextlib.suppress(AttributeError):
-            exc.env_index = env_id
-        raise exc from RemoteTraceback(f"\nsub-env {env_id} worker traceback:\n{trace}")
 
     def _merge(self, replies: dict[Worker, Any]) -> dict[str, Any]:
         """The batch's infos from the workers' replies; keeps pickled observations."""
