@@ -16,8 +16,9 @@ pandapower or started BLAS threads is neither small after the first writes nor t
 and ``forkserver`` leaves a server process behind. The one-off start-up cost (~0.3 s per
 worker) is paid once.
 
-Over 600 lines: the AsyncVectorEnv API, the checks of its arguments and the waits of the
-hot path read together, as gymnasium's own AsyncVectorEnv does.
+Over 600 lines: the AsyncVectorEnv API with its gymnasium-style docstrings and the waits of
+the hot path read together, as in gymnasium's own AsyncVectorEnv; argument checks are in
+:mod:`arguments`, action routing in :mod:`actions`, re-raising in :mod:`errors`.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from gymnasium.vector.utils import (
 )
 from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 
-from grid_vec.vector import arguments as args
+from grid_vec.vector import arguments
 from grid_vec.vector import protocol as p
 from grid_vec.vector.actions import ActionRouter, is_custom_space
 from grid_vec.vector.errors import reraise
@@ -74,7 +75,10 @@ def _readable(fd: int) -> bool:
 class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
     """Vector env running sub-envs in worker processes, behaving like ``AsyncVectorEnv``.
 
-    Args beyond AsyncVectorEnv's:
+    Args: ``env_fns``, ``shared_memory``, ``copy``, ``context``, ``daemon``,
+    ``observation_mode`` and ``autoreset_mode`` as in AsyncVectorEnv (``shared_memory=True``
+    with an observation space of the user's own is a ValueError there as here; other
+    spaces without a fixed layout travel pickled). Beyond them:
         envs_per_worker: sub-envs carried by one worker, stepped in one round trip.
             Default: ``ceil(num_envs / usable cores)``.
         step_timeout: seconds a ``step``/``reset`` (or a pool-mode step awaited by
@@ -126,19 +130,19 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         self.daemon = daemon
         self.observation_mode = observation_mode
         self.autoreset_mode = AutoresetMode(autoreset_mode)
-        self.envs_per_worker = args.envs_per_worker(self.num_envs, envs_per_worker)
+        self.envs_per_worker = arguments.envs_per_worker(self.num_envs, envs_per_worker)
         if step_timeout is not None and not (
             isinstance(step_timeout, (int, float)) and step_timeout > 0
         ):
             raise ValueError(f"step_timeout must be a positive number or None, got {step_timeout}")
         self.step_timeout = step_timeout
         self.restart_on_crash = bool(restart_on_crash)
-        self.batch_size = args.batch_size(self.num_envs, batch_size)
+        self.batch_size = arguments.batch_size(self.num_envs, batch_size)
         if spin_us is not None and not (isinstance(spin_us, (int, float)) and spin_us >= 0):
             raise ValueError(f"spin_us must be a number >= 0 or None, got {spin_us!r}")
         num_workers = math.ceil(self.num_envs / self.envs_per_worker)
         if spin_us is None:
-            spin_us = _DEFAULT_SPIN_US if num_workers <= args.usable_cpus() else 0.0
+            spin_us = _DEFAULT_SPIN_US if num_workers <= arguments.usable_cpus() else 0.0
         self.spin_us = float(spin_us)
         self._ctx = multiprocessing.get_context(self.context)
 
@@ -316,12 +320,12 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         which :meth:`reset_wait` raises.
         """
         self._assert_is_running()
-        seeds = args.seed_list(self.num_envs, seed)
+        seeds = arguments.seed_list(self.num_envs, seed)
         self._assert_idle("reset_async")
         mask = np.ones(self.num_envs, dtype=np.bool_)
         if options is not None and "reset_mask" in options:
             options = dict(options)
-            mask = args.reset_mask(self.num_envs, options.pop("reset_mask"))
+            mask = arguments.reset_mask(self.num_envs, options.pop("reset_mask"))
         self._drain_stale()
         entries = {
             w.index: [(seeds[i], options, False) if mask[i] else None for i in w.env_ids]
@@ -482,7 +486,7 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         Example:
             >>> envs.call_each("set_id", [0, 3], args=[(7,), (9,)])  # doctest: +SKIP
         """
-        ids = args.env_ids(self.num_envs, env_ids)
+        ids = arguments.env_ids(self.num_envs, env_ids)
         args = [()] * len(ids) if args is None else [tuple(a) for a in args]
         kwargs = [{}] * len(ids) if kwargs is None else [dict(k) for k in kwargs]
         if len(args) != len(ids) or len(kwargs) != len(ids):
