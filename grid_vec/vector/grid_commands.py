@@ -38,11 +38,29 @@ class GridCommands:
         return self.call_each(method, args=[(v,) for v in values])
 
     def set_scenario_id(self, ids: int | str | Sequence[int | str]) -> None:
-        """Scenario (index or name) each sub-env plays at its next reset."""
+        """Choose the scenario each sub-env plays at its next reset.
+
+        Args:
+            ids: a scenario index or name for all sub-envs, or one per sub-env.
+
+        Raises:
+            ValueError: a sequence whose length is not ``num_envs``.
+            Exception: a sub-env's own error (e.g. an unknown scenario), re-raised with its
+                index; and the errors of :meth:`GridVecEnv.call`.
+        """
         self._each("set_scenario_id", self._per_env("set_scenario_id", ids, "id"))
 
     def set_scenario_filter(self, fns: Callable[[str], bool] | Sequence[Callable]) -> None:
-        """Restrict each sub-env's scenarios to the names a callable accepts."""
+        """Restrict each sub-env's scenarios to the names a callable accepts.
+
+        Args:
+            fns: one ``name -> bool`` callable for all sub-envs, or one per sub-env.
+
+        Raises:
+            TypeError: a value that is not callable.
+            ValueError: a sequence whose length is not ``num_envs``.
+            Exception: a sub-env's own error, re-raised with its index.
+        """
         values = self._per_env("set_scenario_filter", fns, "callable")
         for fn in values:
             if not callable(fn):
@@ -50,34 +68,84 @@ class GridCommands:
         self._each("set_scenario_filter", values)
 
     def set_fast_forward(self, max_steps: int | Sequence[int]) -> None:
-        """At each reset, skip a random number of steps in ``[0, max_steps)`` (0: none)."""
+        """At each reset, skip a random number of steps in ``[0, max_steps)`` (0: none).
+
+        Args:
+            max_steps: one bound for all sub-envs, or one per sub-env.
+
+        Raises:
+            ValueError: a sequence whose length is not ``num_envs``.
+            Exception: a sub-env's own error (e.g. an unknown scenario), re-raised with its
+                index; and the errors of :meth:`GridVecEnv.call`.
+        """
         self._each("set_fast_forward", self._per_env("set_fast_forward", max_steps, "int"))
 
     def set_chunk_size(self, n: int | None) -> None:
-        """Steps each sub-env reads from its scenario source at a time (None: whole)."""
+        """Set the steps each sub-env reads from its scenario source at a time.
+
+        Args:
+            n: steps per read, or None for whole scenarios.
+
+        Raises:
+            Exception: a sub-env's own error (e.g. ``n`` < 1), re-raised with its index.
+        """
         self.call("set_chunk_size", n)
 
     def set_max_iter(self, n: int | None) -> None:
-        """Cap on the steps of every episode (None: the scenario length)."""
+        """Cap the steps of every episode of every sub-env.
+
+        Args:
+            n: the cap, or None for the scenario's length.
+
+        Raises:
+            Exception: a sub-env's own error, re-raised with its index.
+        """
         self.call("set_max_iter", n)
 
     def get_parameters(self) -> tuple[Any, ...]:
-        """The game rules (``Parameters``) of each sub-env."""
+        """Read the game rules of each sub-env.
+
+        Returns:
+            One ``Parameters`` per sub-env.
+        """
         return self.call("get_wrapper_attr", "parameters")
 
     def set_parameters(self, parameters: Any) -> None:
-        """Apply ``parameters`` (one for all, or one per sub-env) to the sub-envs."""
+        """Apply game rules to the sub-envs.
+
+        Args:
+            parameters: one ``Parameters`` for all sub-envs, or one per sub-env.
+
+        Raises:
+            ValueError: a sequence whose length is not ``num_envs``.
+            Exception: a sub-env's own error (e.g. an unknown scenario), re-raised with its
+                index; and the errors of :meth:`GridVecEnv.call`.
+        """
         self._each("set_parameters", self._per_env("set_parameters", parameters, "Parameters"))
 
     def timings(self) -> tuple[dict[str, float], ...]:
-        """Per sub-env cumulative timings (action, power flow, observation, total) and counts."""
+        """Read each sub-env's cumulative timings and counts.
+
+        Returns:
+            One dict per sub-env: the cumulative seconds per phase of ``step`` (action, power
+            flow, observation, total) and of ``simulate``, and the counts of steps, simulates
+            and resets.
+        """
         return self.call("timings")
 
     def simulate(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, tuple[dict, ...]]:
         """Look one step ahead on each sub-env's forecast with its action, states untouched.
 
-        Returns batched ``(observations, rewards, terminated, infos)``; ``infos`` is one dict
-        per sub-env.
+        Args:
+            actions: one action per sub-env, batched as in ``action_space``.
+
+        Returns:
+            Batched ``(observations, rewards, terminated, infos)``; ``infos`` is one dict per
+            sub-env.
+
+        Raises:
+            ValueError: ``actions`` outside ``action_space``.
+            Exception: a sub-env's own error, re-raised with its index.
         """
         if not self.action_space.contains(actions):
             raise ValueError(f"simulate needs actions in {self.action_space}, got {actions!r}")

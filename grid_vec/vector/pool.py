@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from gymnasium import Space
@@ -19,10 +19,24 @@ from gymnasium.error import AlreadyPendingCallError, NoAsyncCallError
 from gymnasium.vector.async_vector_env import AsyncState
 from gymnasium.vector.utils import concatenate, create_empty_array
 
+from grid_vec.vector import arguments
 from grid_vec.vector import protocol as p
+from grid_vec.vector.actions import ActionRouter
+from grid_vec.vector.errors import reraise
 from grid_vec.vector.infos import BatchedInfo, ColumnBatch, InfoBatch, unbatch_info
 from grid_vec.vector.shared_buffers import SharedBlock, join
 from grid_vec.vector.supervision import Worker, timeout_error
+
+
+class PoolBatch(NamedTuple):
+    """What :meth:`PoolMode.recv` returns; row ``j`` of each field is sub-env ``env_ids[j]``."""
+
+    observations: Any
+    rewards: np.ndarray
+    terminations: np.ndarray
+    truncations: np.ndarray
+    infos: dict[str, Any]
+    env_ids: np.ndarray
 
 
 class PoolMode:
@@ -44,16 +58,30 @@ class PoolMode:
     _ready_info: dict[int, dict]
     _assert_is_running: Callable[[], None]
     _assert_alive: Callable[[Worker], None]
-    _check_env_ids: Callable[[Sequence[int] | None], list[int]]
-    _write_actions: Callable[[Any, list[int] | None], list[Any] | None]
+    _actions: ActionRouter
     _drain_stale: Callable[[], None]
     _write: Callable[[Worker, bytes], None]
     _wait: Callable[..., tuple[dict[Worker, tuple[int, Any]], list[Worker], list[Worker]]]
     _recover: Callable[..., dict[Worker, tuple[int, Any]]]
-    _raise_errors: Callable[[list], None]
 
     def send(self, actions: Any, env_ids: Sequence[int]) -> None:
-        """Pool mode: step the sub-envs ``env_ids`` with ``actions`` (one per id), no waiting."""
+        """Pool mode: step the sub-envs ``env_ids`` and return at once; :meth:`recv` collects.
+
+        Args:
+            actions: one action per id, batched as for ``len(env_ids)`` sub-envs; each
+                sub-env receives the element ``gymnasium.vector.utils.iterate`` yields.
+            env_ids: distinct sub-env indices, none of them sent and not yet received.
+
+        Raises:
+            ValueError: bad ``env_ids`` (or some in flight), or an action outside the space.
+            AlreadyPendingCallError: a lockstep call (``step_async``, ...) is pending.
+            ClosedEnvironmentError: the env was closed.
+            WorkerCrashedError: the worker of one of the sub-envs is dead.
+
+        Example:
+            >>> envs.send(actions[:2], [0, 1])  # doctest: +SKIP
+            >>> obs, rewards, terminations, truncations, infos, ids = envs.recv()  # doctest: +SKIP
+        """
         self._assert_is_running()
         if self._state != AsyncState.DEFAULT:
             raise AlreadyPendingCallError(
@@ -61,11 +89,11 @@ class PoolMode:
                 "to complete.",
                 str(self._state.value),
             )
-        ids = self._check_env_ids(env_ids)
+        ids = arguments.env_ids(self.num_envs, env_ids)
         busy = sorted(self._busy.intersection(ids))
         if busy:
             raise ValueError(f"env ids {busy} were sent and not yet returned by recv()")
-        pickled = self._write_actions(actions, ids)
+        pickled = self._actions.write(actions, ids)
         self._drain_stale()
         by_worker: dict[Worker, list[int]] = {}
         for j, i in enumerate(ids):
@@ -86,13 +114,24 @@ class PoolMode:
         """
         return tuple(sorted(self._busy))
 
-    def recv(
-        self, timeout: float | None = None
-    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict, np.ndarray]:
-        """Pool mode: the first ``batch_size`` sub-envs done stepping.
+    def recv(self, timeout: float | None = None) -> PoolBatch:
+        """Pool mode: wait for the first ``batch_size`` sub-envs done stepping.
 
-        Returns (observations, rewards, terminated, truncated, infos, env_ids); row ``j`` of
-        each belongs to sub-env ``env_ids[j]``.
+        Args:
+            timeout: seconds to wait; None: until some reply has not come for
+                ``step_timeout`` (then the workers late are killed and handled as crashed),
+                or no limit without ``step_timeout``.
+
+        Returns:
+            A :class:`PoolBatch`; row ``j`` of each field belongs to sub-env ``env_ids[j]``.
+
+        Raises:
+            NoAsyncCallError: fewer than ``batch_size`` sub-envs are in flight or ready.
+            multiprocessing.TimeoutError: ``timeout`` ran out (the workers are kept).
+            WorkerCrashedError, WorkerTimeoutError: a worker died or exceeded
+                ``step_timeout`` (restarted with ``restart_on_crash``: its sub-envs return
+                reset and truncated).
+            Exception: a sub-env's own error, re-raised with its index (``env_index``).
         """
         self._assert_is_running()
         in_flight = sum(len(ids) for w in self._workers for ids in w.pool)
@@ -120,7 +159,7 @@ class PoolMode:
                 ids = w.pool.popleft()
                 if code == p.ERROR:
                     self._busy.difference_update(ids)
-                    self._raise_errors(payload)
+                    reraise(payload)
                 self._absorb_pool(w, ids, payload)
             if crashed:
                 lost = {w: [i for batch in w.pool for i in batch] for w in crashed}
@@ -140,13 +179,8 @@ class PoolMode:
             obs = concatenate(
                 self.single_observation_space, [self._last_obs[i] for i in ids], empty
             )
-        return (
-            obs,
-            block.rewards[ids],
-            block.terminated[ids],
-            block.truncated[ids],
-            infos,
-            ids,
+        return PoolBatch(
+            obs, block.rewards[ids], block.terminated[ids], block.truncated[ids], infos, ids
         )
 
     def _ready_count(self) -> int:

@@ -27,6 +27,8 @@ CALL = 3  # payload: (name, local ids, per-env args, per-env kwargs)
 SET_ATTR = 4  # payload: (name, local ids, per-env values)
 CLOSE = 5
 BUILD = 6  # payload: the cloudpickled env factories of the worker (first command)
+COMMANDS = {"STEP": STEP, "RESET": RESET, "CALL": CALL, "SET_ATTR": SET_ATTR, "CLOSE": CLOSE}
+"""The commands a worker serves after BUILD; any other code is answered with a ProtocolError."""
 
 # Replies (worker -> parent); no code means two things.
 OK = 10

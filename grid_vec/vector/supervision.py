@@ -29,7 +29,7 @@ from gymnasium.vector.utils import clear_mpi_env_vars
 from gymnasium.vector.vector_env import AutoresetMode
 
 from grid_vec.vector import protocol as p
-from grid_vec.vector.errors import WorkerCrashedError, WorkerTimeoutError
+from grid_vec.vector.errors import WorkerCrashedError, WorkerTimeoutError, reraise
 from grid_vec.vector.infos import InfoSchema
 from grid_vec.vector.shared_buffers import SharedBlock
 from grid_vec.vector.worker import WorkerSpec, worker_main
@@ -128,7 +128,6 @@ class Supervisor:
     restarts: int
     _wait: Callable[..., tuple[dict[Worker, tuple[int, Any]], list[Worker], list[Worker]]]
     _check_spaces: Callable[[list[Worker]], None]
-    _raise_errors: Callable[[list], None]
 
     def _spawn(self, w: Worker) -> Worker:
         cmd_r, cmd_w = self._ctx.Pipe(duplex=False)
@@ -300,7 +299,7 @@ class Supervisor:
                 )
             errors = [e for code, payload in replies.values() if code == p.ERROR for e in payload]
             if errors:
-                self._raise_errors(errors)
+                reraise(errors)
         except BaseException:
             self._abandon(workers)
             raise
@@ -331,6 +330,11 @@ class Supervisor:
                 running then are terminated.
             terminate: terminate the workers at once, without asking them to close.
         """
+        if self._state != AsyncState.DEFAULT:  # AsyncVectorEnv's warning, terminate or not
+            logger.warn(
+                f"Calling `close` while waiting for a pending call to `{self._state.value}` "
+                "to complete."
+            )
         stuck = list(self._workers)
         try:
             if not terminate:
@@ -345,11 +349,6 @@ class Supervisor:
         acknowledge within the limit."""
         limit = timeout if timeout is not None else max(CLOSE_GRACE_S, self.step_timeout or 0)
         deadline = time.monotonic() + limit
-        if self._state != AsyncState.DEFAULT:
-            logger.warn(
-                f"Calling `close` while waiting for a pending call to `{self._state.value}` "
-                "to complete."
-            )
         stuck: list[Worker] = []
         pending: list[Worker] = []
         for w in self._workers:

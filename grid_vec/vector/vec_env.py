@@ -16,8 +16,9 @@ pandapower or started BLAS threads is neither small after the first writes nor t
 and ``forkserver`` leaves a server process behind. The one-off start-up cost (~0.3 s per
 worker) is paid once.
 
-Over 600 lines: the AsyncVectorEnv API, the checks of its arguments and the waits of the
-hot path read together, as gymnasium's own AsyncVectorEnv does.
+Over 600 lines: the AsyncVectorEnv API with its gymnasium-style docstrings and the waits of
+the hot path read together, as in gymnasium's own AsyncVectorEnv; argument checks are in
+:mod:`arguments`, action routing in :mod:`actions`, re-raising in :mod:`errors`.
 """
 
 from __future__ import annotations
@@ -25,8 +26,6 @@ from __future__ import annotations
 import contextlib
 import math
 import multiprocessing
-import os
-import pickle
 import select
 import time
 import weakref
@@ -37,7 +36,7 @@ from typing import Any
 
 import cloudpickle
 import numpy as np
-from gymnasium import Env, Space, logger
+from gymnasium import Env, Space
 from gymnasium.error import AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError
 from gymnasium.vector.async_vector_env import AsyncState
 from gymnasium.vector.utils import (
@@ -45,12 +44,13 @@ from gymnasium.vector.utils import (
     batch_space,
     concatenate,
     create_empty_array,
-    iterate,
 )
 from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 
+from grid_vec.vector import arguments
 from grid_vec.vector import protocol as p
-from grid_vec.vector.errors import RemoteTraceback
+from grid_vec.vector.actions import ActionRouter, is_custom_space
+from grid_vec.vector.errors import reraise
 from grid_vec.vector.grid_commands import GridCommands
 from grid_vec.vector.infos import (
     ColumnBatch,
@@ -58,18 +58,11 @@ from grid_vec.vector.infos import (
     merge_slices,
 )
 from grid_vec.vector.pool import PoolMode
-from grid_vec.vector.shared_buffers import LeafActionCheck, SharedBlock, flat_leaves, join, split
+from grid_vec.vector.shared_buffers import SharedBlock, flat_leaves, join
 from grid_vec.vector.supervision import Supervisor, Worker, stop_all, timeout_error
 
 _DEFAULT_SPIN_US = 1000.0
 _RESERVED = ("reset", "step", "close", "_setattr", "_check_spaces")
-
-
-def _usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
 
 
 def _readable(fd: int) -> bool:
@@ -82,7 +75,10 @@ def _readable(fd: int) -> bool:
 class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
     """Vector env running sub-envs in worker processes, behaving like ``AsyncVectorEnv``.
 
-    Args beyond AsyncVectorEnv's:
+    Args: ``env_fns``, ``shared_memory``, ``copy``, ``context``, ``daemon``,
+    ``observation_mode`` and ``autoreset_mode`` as in AsyncVectorEnv (``shared_memory=True``
+    with an observation space of the user's own is a ValueError there as here; other
+    spaces without a fixed layout travel pickled). Beyond them:
         envs_per_worker: sub-envs carried by one worker, stepped in one round trip.
             Default: ``ceil(num_envs / usable cores)``.
         step_timeout: seconds a ``step``/``reset`` (or a pool-mode step awaited by
@@ -109,11 +105,11 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
     def __init__(
         self,
         env_fns: Sequence[Callable[[], Env]],
-        *,
         shared_memory: bool = True,
         copy: bool = True,
         context: str | None = None,
         daemon: bool = True,
+        *,
         observation_mode: str | tuple[Space, Space] = "same",
         autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
         envs_per_worker: int | None = None,
@@ -134,34 +130,38 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         self.daemon = daemon
         self.observation_mode = observation_mode
         self.autoreset_mode = AutoresetMode(autoreset_mode)
-        self.envs_per_worker = self._check_envs_per_worker(envs_per_worker)
+        self.envs_per_worker = arguments.envs_per_worker(self.num_envs, envs_per_worker)
         if step_timeout is not None and not (
             isinstance(step_timeout, (int, float)) and step_timeout > 0
         ):
             raise ValueError(f"step_timeout must be a positive number or None, got {step_timeout}")
         self.step_timeout = step_timeout
         self.restart_on_crash = bool(restart_on_crash)
-        self.batch_size = self._check_batch_size(batch_size)
+        self.batch_size = arguments.batch_size(self.num_envs, batch_size)
         if spin_us is not None and not (isinstance(spin_us, (int, float)) and spin_us >= 0):
             raise ValueError(f"spin_us must be a number >= 0 or None, got {spin_us!r}")
         num_workers = math.ceil(self.num_envs / self.envs_per_worker)
         if spin_us is None:
-            spin_us = _DEFAULT_SPIN_US if num_workers <= _usable_cpus() else 0.0
+            spin_us = _DEFAULT_SPIN_US if num_workers <= arguments.usable_cpus() else 0.0
         self.spin_us = float(spin_us)
         self._ctx = multiprocessing.get_context(self.context)
 
         self._read_spaces()
+        if shared_memory and is_custom_space(self.single_observation_space):
+            raise ValueError(
+                f"GridVecEnv(..., shared_memory=True) needs an observation space made of "
+                f"gymnasium's spaces, got {self.single_observation_space}; use "
+                "shared_memory=False to send custom observations pickled"
+            )
         self._obs_shared = shared_memory and flat_leaves(self.single_observation_space) is not None
-        self._act_checks = [
-            LeafActionCheck(leaf) for leaf in flat_leaves(self.single_action_space) or []
-        ]
-        self._act_shared = bool(self._act_checks)
+        self._act_shared = flat_leaves(self.single_action_space) is not None
         self._block = SharedBlock(
             self.num_envs,
             self.single_observation_space if self._obs_shared else None,
             self.single_action_space if self._act_shared else None,
             self._ctx,
         )
+        self._actions = ActionRouter(self.single_action_space, self.num_envs, self._block.act)
         if self._obs_shared:
             self.observations = join(self.single_observation_space, self._block.obs)
         else:
@@ -204,22 +204,6 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
             raise
 
     # ----------------------------------------------------------------- construction
-    def _check_envs_per_worker(self, value: int | None) -> int:
-        if value is None:
-            return max(1, math.ceil(self.num_envs / _usable_cpus()))
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"envs_per_worker must be a positive integer or None, got {value!r}")
-        return int(value)
-
-    def _check_batch_size(self, value: int | None) -> int:
-        if value is None:
-            return self.num_envs
-        if not isinstance(value, (int, np.integer)) or not 1 <= value <= self.num_envs:
-            raise ValueError(
-                f"batch_size must be an integer in [1, {self.num_envs}], got {value!r}"
-            )
-        return int(value)
-
     def _read_spaces(self) -> None:
         dummy = self.env_fns[0]()
         self.metadata = dict(dummy.metadata)
@@ -277,7 +261,7 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
     # ------------------------------------------------------------------ public API
     @property
     def seeds(self) -> tuple[int | None, ...]:
-        """Seed each sub-env received at its latest reset (None: reset without a seed)."""
+        """The seed each sub-env received at its latest reset (None: reset without a seed)."""
         return tuple(self._seeds)
 
     @property
@@ -292,30 +276,56 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
 
     @property
     def num_workers(self) -> int:
+        """The number of worker processes (``ceil(num_envs / envs_per_worker)``)."""
         return len(self._workers)
 
     def worker_pids(self) -> tuple[int | None, ...]:
-        """Process id of each worker (None for a dead one)."""
+        """The process id of each worker, in worker order (None for a dead one)."""
         return tuple(w.process.pid if w.alive else None for w in self._workers)
 
     def reset(
         self, *, seed: int | Sequence[int | None] | None = None, options: dict | None = None
     ) -> tuple[Any, dict[str, Any]]:
-        """Reset every sub-env (or those in ``options["reset_mask"]``) and batch the results."""
+        """Reset every sub-env (or those in ``options["reset_mask"]``) and batch the results.
+
+        Args:
+            seed: None, an int (sub-env ``i`` gets ``seed + i``) or one seed (or None) per
+                sub-env.
+            options: passed to every sub-env's ``reset``; its ``"reset_mask"`` (a bool array
+                of shape ``(num_envs,)``) selects the sub-envs to reset.
+
+        Returns:
+            The batched observations and infos.
+
+        Raises:
+            TypeError, ValueError: a malformed ``seed`` or ``reset_mask``.
+            ClosedEnvironmentError: the env was closed. AlreadyPendingCallError: a call is
+                pending. WorkerCrashedError, WorkerTimeoutError: a worker died or exceeded
+                ``step_timeout`` (see ``restart_on_crash``).
+            Exception: a sub-env's own error, re-raised with its index (``env_index``).
+
+        Example:
+            >>> envs = GridVecEnv([lambda: gym.make("CartPole-v1")] * 2)  # doctest: +SKIP
+            >>> obs, infos = envs.reset(seed=42)  # doctest: +SKIP
+        """
         self.reset_async(seed=seed, options=options)
         return self.reset_wait()
 
     def reset_async(
         self, seed: int | Sequence[int | None] | None = None, options: dict | None = None
     ) -> None:
-        """Send the resets; collect them with :meth:`reset_wait`."""
+        """Send the resets and return at once; collect them with :meth:`reset_wait`.
+
+        Args and Raises: as :meth:`reset`, except the errors of the sub-envs and workers,
+        which :meth:`reset_wait` raises.
+        """
         self._assert_is_running()
-        seeds = self._seed_list(seed)
+        seeds = arguments.seed_list(self.num_envs, seed)
         self._assert_idle("reset_async")
         mask = np.ones(self.num_envs, dtype=np.bool_)
         if options is not None and "reset_mask" in options:
             options = dict(options)
-            mask = self._check_reset_mask(options.pop("reset_mask"))
+            mask = arguments.reset_mask(self.num_envs, options.pop("reset_mask"))
         self._drain_stale()
         entries = {
             w.index: [(seeds[i], options, False) if mask[i] else None for i in w.env_ids]
@@ -329,7 +339,20 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         self._state = AsyncState.WAITING_RESET
 
     def reset_wait(self, timeout: float | None = None) -> tuple[Any, dict[str, Any]]:
-        """Wait for the resets sent by :meth:`reset_async` and return (observations, infos)."""
+        """Wait for the resets sent by :meth:`reset_async`.
+
+        Args:
+            timeout: seconds to wait; None: ``step_timeout`` (if set, a worker then still
+                busy is killed and handled as crashed), else no limit.
+
+        Returns:
+            The batched observations and infos.
+
+        Raises:
+            NoAsyncCallError: no :meth:`reset_async` is pending.
+            multiprocessing.TimeoutError: ``timeout`` ran out (the workers are kept).
+            WorkerCrashedError, WorkerTimeoutError, Exception: as :meth:`reset`.
+        """
         self._expect(AsyncState.WAITING_RESET, "reset_wait", "reset_async")
         replies = self._gather(self._pending, timeout, name="reset_wait")
         infos = self._merge(replies)
@@ -337,15 +360,41 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         return self._observations(), infos
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
-        """Step every sub-env with its action from the batch ``actions``."""
+        """Step every sub-env with its action from the batch ``actions``.
+
+        Each sub-env receives the element ``gymnasium.vector.utils.iterate`` yields for it,
+        as under AsyncVectorEnv. A sub-env whose episode ended is reset as ``autoreset_mode``
+        says.
+
+        Args:
+            actions: one action per sub-env, batched as in ``action_space``.
+
+        Returns:
+            ``(observations, rewards, terminations, truncations, infos)``, batched.
+
+        Raises:
+            ValueError: an action is outside ``single_action_space`` or the batch does not
+                hold ``num_envs`` actions (spaces of the user's own are checked only for the
+                count, as AsyncVectorEnv does).
+            ClosedEnvironmentError, AlreadyPendingCallError, WorkerCrashedError,
+                WorkerTimeoutError, Exception: as :meth:`reset`.
+
+        Example:
+            >>> obs, rewards, terminations, truncations, infos = envs.step(
+            ...     envs.action_space.sample())  # doctest: +SKIP
+        """
         self.step_async(actions)
         return self.step_wait()
 
     def step_async(self, actions: Any) -> None:
-        """Check and publish ``actions``, then tell every worker to step."""
+        """Check and publish ``actions``, tell every worker to step, and return at once.
+
+        Args and Raises: as :meth:`step`, except the errors of the sub-envs and workers,
+        which :meth:`step_wait` raises.
+        """
         self._assert_is_running()
         self._assert_idle("step_async")
-        pickled = self._write_actions(actions, None)
+        pickled = self._actions.write(actions, None)
         self._drain_stale()
         if pickled is None:
             self._send_all(p.STEP, lambda w: None)
@@ -358,7 +407,19 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
     def step_wait(
         self, timeout: float | None = None
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
-        """Wait for the step sent by :meth:`step_async`; returns the batched transition."""
+        """Wait for the step sent by :meth:`step_async`.
+
+        Args:
+            timeout: as in :meth:`reset_wait`.
+
+        Returns:
+            ``(observations, rewards, terminations, truncations, infos)``, batched.
+
+        Raises:
+            NoAsyncCallError: no :meth:`step_async` is pending.
+            multiprocessing.TimeoutError: ``timeout`` ran out (the workers are kept).
+            WorkerCrashedError, WorkerTimeoutError, Exception: as :meth:`reset`.
+        """
         self._expect(AsyncState.WAITING_STEP, "step_wait", "step_async")
         replies = self._gather(self._pending, timeout, name="step_wait")
         infos = self._merge(replies)
@@ -373,12 +434,30 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         )
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
-        """Call method (or read attribute) ``name`` of every sub-env with the same arguments."""
+        """Call method ``name`` of every sub-env with the same arguments, or read the attribute.
+
+        Args:
+            name: a method or attribute of the sub-envs (found through their wrappers).
+            *args, **kwargs: the arguments of the method.
+
+        Returns:
+            One result per sub-env.
+
+        Raises:
+            ValueError: ``name`` is one the vector env drives itself (``step``, ``reset``,
+                ``close``, ...).
+            ClosedEnvironmentError, AlreadyPendingCallError, WorkerCrashedError, Exception:
+                as :meth:`reset` (a call is not bounded by ``step_timeout``).
+        """
         self.call_async(name, *args, **kwargs)
         return self.call_wait()
 
     def call_async(self, name: str, /, *args: Any, **kwargs: Any) -> None:
-        """Send :meth:`call` to every sub-env; collect with :meth:`call_wait`."""
+        """Send :meth:`call` to every sub-env and return at once; collect with :meth:`call_wait`.
+
+        Args and Raises: as :meth:`call`, except the errors of the sub-envs and workers,
+        which :meth:`call_wait` raises.
+        """
         self._send_call(name, list(range(self.num_envs)), False, args, kwargs)
 
     def call_each(
@@ -390,10 +469,24 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
     ) -> tuple[Any, ...]:
         """Call ``name`` on the sub-envs ``env_ids`` (default all), each with its own arguments.
 
-        ``args[j]``/``kwargs[j]`` go to sub-env ``env_ids[j]``; results come in that order.
-        Example: ``envs.call_each("set_id", [0, 3], args=[(7,), (9,)])``.
+        Args:
+            name: a method or attribute of the sub-envs.
+            env_ids: distinct sub-env indices (default: all, in order).
+            args, kwargs: ``args[j]`` and ``kwargs[j]`` go to sub-env ``env_ids[j]``
+                (default: none).
+
+        Returns:
+            The results, in the order of ``env_ids``.
+
+        Raises:
+            ValueError: bad ``env_ids``, or ``args``/``kwargs`` not one entry per id.
+            ClosedEnvironmentError, AlreadyPendingCallError, WorkerCrashedError, Exception:
+                as :meth:`call`.
+
+        Example:
+            >>> envs.call_each("set_id", [0, 3], args=[(7,), (9,)])  # doctest: +SKIP
         """
-        ids = self._check_env_ids(env_ids)
+        ids = arguments.env_ids(self.num_envs, env_ids)
         args = [()] * len(ids) if args is None else [tuple(a) for a in args]
         kwargs = [{}] * len(ids) if kwargs is None else [dict(k) for k in kwargs]
         if len(args) != len(ids) or len(kwargs) != len(ids):
@@ -405,7 +498,19 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         return self.call_wait()
 
     def call_wait(self, timeout: float | None = None) -> tuple[Any, ...]:
-        """Results of the pending call, one per targeted sub-env."""
+        """Wait for the call sent by :meth:`call_async` (or :meth:`call_each`).
+
+        Args:
+            timeout: seconds to wait; None: no limit.
+
+        Returns:
+            One result per targeted sub-env.
+
+        Raises:
+            NoAsyncCallError: no call is pending.
+            multiprocessing.TimeoutError: ``timeout`` ran out (the workers are kept).
+            WorkerCrashedError, Exception: as :meth:`call`.
+        """
         self._expect(AsyncState.WAITING_CALL, "call_wait", "call_async")
         replies = self._gather(self._pending, timeout, name="call_wait", bound=False)
         self._state = AsyncState.DEFAULT
@@ -417,15 +522,42 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         return tuple(results)
 
     def render(self) -> tuple[Any, ...] | None:
-        """Rendered frames of every sub-env."""
+        """Render every sub-env.
+
+        Returns:
+            One frame (or None) per sub-env, as their ``render`` returns.
+
+        Raises:
+            As :meth:`call`.
+        """
         return self.call("render")
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
-        """Attribute ``name`` of every sub-env."""
+        """Read attribute ``name`` of every sub-env.
+
+        Args:
+            name: the attribute (found through the sub-envs' wrappers).
+
+        Returns:
+            One value per sub-env.
+
+        Raises:
+            As :meth:`call`.
+        """
         return self.call(name)
 
     def set_attr(self, name: str, values: Any) -> None:
-        """Set attribute ``name`` of every sub-env: one value each (list/tuple) or the same."""
+        """Set attribute ``name`` of every sub-env.
+
+        Args:
+            name: the attribute (set through the sub-envs' wrappers).
+            values: a list or tuple of one value per sub-env, or any other value for all.
+
+        Raises:
+            ValueError: a list or tuple whose length is not ``num_envs``.
+            ClosedEnvironmentError, AlreadyPendingCallError, WorkerCrashedError, Exception:
+                as :meth:`call`.
+        """
         self._assert_is_running()
         if not isinstance(values, (list, tuple)):
             values = [values for _ in range(self.num_envs)]
@@ -475,75 +607,6 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
             raise NoAsyncCallError(
                 f"Calling `{wait_name}` without any prior call to `{async_name}`.", state.value
             )
-
-    def _seed_list(self, seed: Any) -> list[int | None]:
-        if seed is None:
-            return [None] * self.num_envs
-        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-            return [int(seed) + i for i in range(self.num_envs)]
-        if not isinstance(seed, Sequence) and not isinstance(seed, np.ndarray):
-            raise TypeError(f"seed must be an int, a list of ints/None or None, got {seed!r}")
-        if len(seed) != self.num_envs:
-            raise ValueError(
-                f"If seeds are passed as a list the length must match num_envs={self.num_envs} "
-                f"but got length={len(seed)}."
-            )
-        return [None if s is None else int(s) for s in seed]
-
-    def _check_reset_mask(self, mask: Any) -> np.ndarray:
-        if not isinstance(mask, np.ndarray):
-            raise TypeError(f"`options['reset_mask']` must be a numpy array, got {type(mask)}")
-        if mask.shape != (self.num_envs,):
-            raise ValueError(
-                f"`options['reset_mask']` must have shape `({self.num_envs},)`, got {mask.shape}"
-            )
-        if mask.dtype != np.bool_:
-            raise TypeError(f"`options['reset_mask']` must have `dtype=np.bool_`, got {mask.dtype}")
-        if not np.any(mask):
-            raise ValueError(
-                "`options['reset_mask']` must contain a boolean array with at least one True "
-                f"value, got reset_mask={mask}"
-            )
-        return mask
-
-    def _check_env_ids(self, env_ids: Sequence[int] | None) -> list[int]:
-        if env_ids is None:
-            return list(range(self.num_envs))
-        ids = np.asarray(env_ids)
-        if ids.ndim != 1 or ids.size == 0 or ids.dtype.kind not in "iu":
-            raise ValueError(f"env_ids must be a non-empty 1-D sequence of ints, got {env_ids!r}")
-        if ids.min() < 0 or ids.max() >= self.num_envs or len(set(ids.tolist())) != ids.size:
-            raise ValueError(
-                f"env_ids must be distinct integers in [0, {self.num_envs}), got {env_ids!r}"
-            )
-        return ids.tolist()
-
-    def _write_actions(self, actions: Any, ids: list[int] | None) -> list[Any] | None:
-        """Validate a batch of actions; write it to shared memory or return it per env."""
-        count = self.num_envs if ids is None else len(ids)
-        space = self.single_action_space
-        if self._act_shared:
-            checks = self._act_checks
-            if len(checks) == 1 and checks[0].leaf is space:
-                arrays = [checks[0](actions, count)]
-            else:
-                try:
-                    values = split(space, actions)
-                except ValueError as exc:
-                    raise ValueError(f"actions do not match {space}: {exc}") from None
-                arrays = [check(value, count) for check, value in zip(checks, values, strict=True)]
-            for view, arr in zip(self._block.act, arrays, strict=True):
-                if ids is None:
-                    view[...] = arr
-                else:
-                    view[ids] = arr
-            return None
-        batched = self.action_space if ids is None else batch_space(space, count)
-        per_env = list(iterate(batched, actions))
-        for j, action in enumerate(per_env):
-            if not space.contains(action):
-                raise ValueError(f"action {action!r} for env {j} is outside {space}")
-        return per_env
 
     def _send_call(self, name: str, ids: list[int], per_env: bool, args: Any, kwargs: Any) -> None:
         self._assert_is_running()
@@ -672,28 +735,8 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
             replies.update(recovered)
         if errors:
             self._state = AsyncState.DEFAULT
-            self._raise_errors(errors)
+            reraise(errors)
         return {w: payload for w, (code, payload) in replies.items()}
-
-    def _raise_errors(self, errors: list) -> None:
-        errors = sorted(errors, key=lambda e: e[0])
-        for env_id, _, type_name, message, trace in errors[:-1]:
-            logger.error(f"Sub-env {env_id} raised {type_name}: {message}\n{trace}")
-        env_id, blob, type_name, message, trace = errors[-1]
-        exc: BaseException | None = None
-        if blob is not None:
-            try:
-                exc = pickle.loads(blob)
-            except Exception:
-                exc = None
-        if exc is None:
-            exc = RuntimeError(f"{type_name}: {message}")
-        note = f"raised by sub-env {env_id} of GridVecEnv (worker traceback above)"
-        if hasattr(exc, "add_note"):
-            exc.add_note(note)
-        with contextlib.suppress(AttributeError):
-            exc.env_index = env_id
-        raise exc from RemoteTraceback(f"\nsub-env {env_id} worker traceback:\n{trace}")
 
     def _merge(self, replies: dict[Worker, Any]) -> dict[str, Any]:
         """The batch's infos from the workers' replies; keeps pickled observations."""

@@ -23,6 +23,7 @@ from gymnasium.spaces.utils import is_space_dtype_shape_equiv
 from gymnasium.vector.vector_env import AutoresetMode
 
 from grid_vec.vector import protocol as p
+from grid_vec.vector.errors import ProtocolError, error_entry
 from grid_vec.vector.infos import InfoPacker, batch_infos
 from grid_vec.vector.shared_buffers import SharedBlock, join, split
 
@@ -43,15 +44,6 @@ class WorkerSpec:
     # pid of the parent to die with (Linux), or None: the worker then notices a dead parent
     # only as end-of-file on its command pipe, between commands
     parent_pid: int | None = None
-
-
-def _error_entry(env_id: int, exc: BaseException) -> tuple[int, bytes | None, str, str, str]:
-    try:
-        blob: bytes | None = pickle.dumps(exc)
-        pickle.loads(blob)
-    except Exception:
-        blob = None
-    return env_id, blob, type(exc).__qualname__, str(exc), traceback.format_exc()
 
 
 class _Server:
@@ -104,12 +96,24 @@ class _Server:
             if code == p.CLOSE:
                 self.reply(p.OK)
                 return
-            status, result = handlers[code](payload)
+            handler = handlers.get(code)
+            status, result = self.unknown(code) if handler is None else handler(payload)
             try:
                 message = p.encode(status, result)
             except Exception as exc:  # e.g. a call returned something that cannot be pickled
-                message = p.encode(p.ERROR, [_error_entry(self.spec.env_ids[0], exc)])
+                message = p.encode(p.ERROR, [error_entry(self.spec.env_ids[0], exc)])
             p.write_all(self.fd_out, message)
+
+    def unknown(self, code: int) -> tuple[int, Any]:
+        """The reply to a command outside the protocol: a ProtocolError, not a KeyError that
+        would end the worker."""
+        try:
+            raise ProtocolError(
+                f"worker of sub-envs {list(self.spec.env_ids)} received unknown command {code}; "
+                "known: " + ", ".join(f"{name}={op}" for name, op in p.COMMANDS.items())
+            )
+        except ProtocolError as exc:  # raised, so that the entry carries a traceback
+            return p.ERROR, [error_entry(None, exc)]
 
     def _publish(self, k: int, obs: Any, reward: Any, terminated: Any, truncated: Any) -> None:
         if self.single_obs_leaf:
@@ -178,7 +182,7 @@ class _Server:
                 obs, reward, terminated, truncated, info = self._step_one(k, action)
                 self._publish(k, obs, reward, terminated, truncated)
             except Exception as exc:
-                errors.append(_error_entry(self.spec.env_ids[k], exc))
+                errors.append(error_entry(self.spec.env_ids[k], exc))
                 continue
             if info:
                 infos[k] = info
@@ -201,7 +205,7 @@ class _Server:
                 obs, info = self.envs[k].reset(seed=seed, options=options)
                 self._publish(k, obs, 0.0, False, mark_done)
             except Exception as exc:
-                errors.append(_error_entry(self.spec.env_ids[k], exc))
+                errors.append(error_entry(self.spec.env_ids[k], exc))
                 continue
             self.autoreset[k] = mark_done and self.spec.autoreset_mode == AutoresetMode.NEXT_STEP
             if info:
@@ -219,7 +223,7 @@ class _Server:
                     attr = attr(*a, **kw)
                 results.append(attr)
             except Exception as exc:
-                errors.append(_error_entry(self.spec.env_ids[k], exc))
+                errors.append(error_entry(self.spec.env_ids[k], exc))
         return (p.ERROR, errors) if errors else (p.OK_DATA, results)
 
     def set_attr(self, payload: Any) -> tuple[int, Any]:
@@ -229,7 +233,7 @@ class _Server:
             try:
                 self.envs[k].set_wrapper_attr(name, value)
             except Exception as exc:
-                errors.append(_error_entry(self.spec.env_ids[k], exc))
+                errors.append(error_entry(self.spec.env_ids[k], exc))
         return (p.ERROR, errors) if errors else (p.OK, None)
 
     def check_spaces(self) -> list[tuple[bool, bool]]:
@@ -284,7 +288,7 @@ def worker_main(spec: WorkerSpec, cmd: Connection, reply: Connection, others: li
             try:
                 envs.append(env_fn())
             except Exception as exc:
-                p.write_all(fd_out, p.encode(p.ERROR, [_error_entry(env_id, exc)]))
+                p.write_all(fd_out, p.encode(p.ERROR, [error_entry(env_id, exc)]))
                 return
         server = _Server(spec, envs, fd_in, fd_out)
         p.write_all(fd_out, p.encode(p.READY, server.check_spaces()))

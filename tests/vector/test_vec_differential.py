@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import multiprocessing
 
@@ -11,7 +10,7 @@ import pytest
 from gymnasium.error import AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode
 from gymnasium.vector.utils import batch_space
-from vec_compare import assert_same
+from vec_compare import assert_same, both
 from vec_toy_envs import (
     CountEnv,
     DictActionEnv,
@@ -30,18 +29,6 @@ COUNT_FNS = [
     functools.partial(CountEnv, episode_len=3, truncate=True),
     functools.partial(CountEnv, episode_len=4),
 ]
-
-
-@contextlib.contextmanager
-def both(env_fns, **kwargs):
-    """The reference AsyncVectorEnv and a GridVecEnv (two workers) over the same factories."""
-    ref = AsyncVectorEnv(env_fns, context="fork", **kwargs)
-    ours = GridVecEnv(env_fns, envs_per_worker=2, **kwargs)
-    try:
-        yield ref, ours
-    finally:
-        ref.close()
-        ours.close()
 
 
 def rollout(envs, actions, mode: AutoresetMode, seed=7):

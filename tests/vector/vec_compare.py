@@ -2,9 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
+from gymnasium import Env
+from gymnasium.vector import AsyncVectorEnv
+
+from grid_vec.vector import GridVecEnv
+
+
+@contextlib.contextmanager
+def both(
+    env_fns: Sequence[Callable[[], Env]], **kwargs: Any
+) -> Iterator[tuple[AsyncVectorEnv, GridVecEnv]]:
+    """The reference AsyncVectorEnv and a GridVecEnv (two workers) over the same factories."""
+    ref = AsyncVectorEnv(env_fns, context="fork", **kwargs)
+    ours = GridVecEnv(env_fns, envs_per_worker=2, **kwargs)
+    try:
+        yield ref, ours
+    finally:
+        ref.close()
+        ours.close()
 
 
 def assert_same(a: Any, b: Any, where: str = "out") -> None:

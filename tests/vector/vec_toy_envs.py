@@ -301,3 +301,73 @@ class LongStepEnv(CountEnv):
             f.write("stepping")
         time.sleep(self.seconds)
         return super().step(action)
+
+
+class EchoActionEnv(gym.Env):
+    """Keeps the action of its latest step (``last_action``) as received, type and all; sleeps
+    ``action`` seconds when ``sleep`` is set (``time.sleep`` refuses numpy.float32)."""
+
+    def __init__(self, action_space: spaces.Space | None = None, sleep: bool = False):
+        self.observation_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.action_space = action_space or spaces.Box(0.0, 1.0, (), np.float32)
+        self.sleep = sleep
+        self.last_action = None
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.last_action = action
+        if self.sleep:
+            time.sleep(action)
+        return np.zeros(2, np.float32), 0.0, False, False, {}
+
+
+class StrSpace(spaces.Space):
+    """A user's space gymnasium's vector utilities do not know: its env's values are strings,
+    which its ``contains`` (made for ints) cannot compare."""
+
+    def sample(self, mask=None, probability=None):
+        return int(self.np_random.integers(0, 10))
+
+    def contains(self, x):
+        return 0 <= x <= 10
+
+    def __eq__(self, other):
+        # by name: pickled by value, the class in a worker is another object than here
+        return type(other).__qualname__ == "StrSpace"
+
+
+class StrSpaceEnv(gym.Env):
+    """Observations and actions of :class:`StrSpace`: strings."""
+
+    def __init__(self):
+        self.observation_space = StrSpace()
+        self.action_space = StrSpace()
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return "reset", {}
+
+    def step(self, action):
+        return f"step({action:s})", 0.0, False, False, {}
+
+
+class RaisingEnv(gym.Env):
+    """Raises in ``reset`` when seeded with 1, and in ``step`` for an action >= 1."""
+
+    def __init__(self):
+        self.observation_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.action_space = spaces.Discrete(3)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        if seed == 1:
+            raise ValueError("error in reset")
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        if action >= 1:
+            raise ValueError(f"error in step with {action}")
+        return np.zeros(2, np.float32), 0.0, False, False, {}

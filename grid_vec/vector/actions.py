@@ -1,0 +1,112 @@
+"""Checking a batch of actions and choosing how it travels to the workers.
+
+Every sub-env receives exactly the element that ``gymnasium.vector.utils.iterate`` yields
+for it, as under ``AsyncVectorEnv`` (an env may depend on its type: ``time.sleep`` refuses a
+``numpy.float32``). The shared block reproduces that element only when the batch is a numpy
+array of the space's own dtype, leaf by leaf; any other batch (a list, another dtype, a
+space without a fixed layout) travels pickled, one iterated element per sub-env.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector.utils import batch_space, create_shared_memory, iterate
+
+from grid_vec.vector.shared_buffers import LeafActionCheck, flat_leaves, split
+
+
+def is_custom_space(space: spaces.Space) -> bool:
+    """Whether ``space`` is, or holds, a space that gymnasium's vector utilities do not know.
+
+    Such a space (a user's ``Space`` subclass) cannot have shared memory, and its
+    ``contains`` is not called on actions: ``AsyncVectorEnv`` never calls it, and a user's
+    ``contains`` may refuse what its env accepts.
+    """
+    if create_shared_memory.dispatch(type(space)) is create_shared_memory.dispatch(object):
+        return True
+    if isinstance(space, spaces.Dict):
+        return any(is_custom_space(sub) for sub in space.spaces.values())
+    if isinstance(space, (spaces.Tuple, spaces.OneOf)):
+        return any(is_custom_space(sub) for sub in space.spaces)
+    if isinstance(space, spaces.Sequence):
+        return is_custom_space(space.feature_space)
+    if isinstance(space, spaces.Graph):
+        return any(is_custom_space(s) for s in (space.node_space, space.edge_space) if s)
+    return False
+
+
+class ActionRouter:
+    """Validates batches of actions and writes them to the shared block or returns them.
+
+    Args:
+        single_space: the action space of one sub-env.
+        num_envs: the number of sub-envs.
+        views: the shared block's action arrays, one per flat leaf of ``single_space``
+            (empty when the space has no fixed layout: every batch then travels pickled).
+    """
+
+    def __init__(self, single_space: spaces.Space, num_envs: int, views: list[np.ndarray]):
+        self.space = single_space
+        self.num_envs = num_envs
+        self.views = views
+        self.checks = [LeafActionCheck(leaf) for leaf in flat_leaves(single_space) or []]
+        self.single_leaf = len(self.checks) == 1 and self.checks[0].leaf is single_space
+        self.custom = is_custom_space(single_space)
+        self.batched = batch_space(single_space, num_envs)
+
+    def write(self, actions: Any, ids: list[int] | None) -> list[Any] | None:
+        """Check a batch of actions; write it to the shared block, or return it per sub-env.
+
+        Args:
+            actions: one action per sub-env, batched as in ``action_space``.
+            ids: the sub-envs the actions are for (pool mode), or None for all of them.
+
+        Returns:
+            None when the actions are in the shared block; else the element for each sub-env
+            of ``ids`` (or of all), in order, to send pickled.
+
+        Raises:
+            ValueError: an action is outside the space, or the batch does not hold one action
+                per sub-env.
+        """
+        count = self.num_envs if ids is None else len(ids)
+        if not self.checks:
+            return self._per_env(actions, count)
+        values = [actions] if self.single_leaf else self._split(actions)
+        arrays = [check(v, count) for check, v in zip(self.checks, values, strict=True)]
+        if not all(
+            type(v) is np.ndarray and v.dtype == check.leaf.dtype
+            for check, v in zip(self.checks, values, strict=True)
+        ):
+            return self._iterate(actions, count)
+        for view, arr in zip(self.views, arrays, strict=True):
+            if ids is None:
+                view[...] = arr
+            else:
+                view[ids] = arr
+        return None
+
+    def _split(self, actions: Any) -> list[Any]:
+        try:
+            return split(self.space, actions)
+        except ValueError as exc:
+            raise ValueError(f"actions do not match {self.space}: {exc}") from None
+
+    def _iterate(self, actions: Any, count: int) -> list[Any]:
+        """The elements ``iterate`` yields, as AsyncVectorEnv hands them over."""
+        batched = self.batched if count == self.num_envs else batch_space(self.space, count)
+        per_env = list(iterate(batched, actions))
+        if len(per_env) != count:
+            raise ValueError(f"expected {count} actions, one per sub-env, got {len(per_env)}")
+        return per_env
+
+    def _per_env(self, actions: Any, count: int) -> list[Any]:
+        per_env = self._iterate(actions, count)
+        if not self.custom:
+            for j, action in enumerate(per_env):
+                if not self.space.contains(action):
+                    raise ValueError(f"action {action!r} for env {j} is outside {self.space}")
+        return per_env
