@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable
 
@@ -29,3 +30,20 @@ def state(pid: int) -> str:
     """The one-letter state of process ``pid`` (R, S, T for stopped, Z, ...)."""
     with open(f"/proc/{pid}/stat") as f:
         return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def live_children(pid: int) -> list[int]:
+    """Pids of the running (not zombie) direct children of process ``pid``: GridVecEnv's
+    workers are plain subprocesses, not ``multiprocessing.active_children()``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(entry))
+    return found
