@@ -128,21 +128,35 @@ class Supervisor:
     _check_spaces: Callable[[list[Worker]], None]
     _raise_errors: Callable[[list], None]
 
-    def _spawn(self, w: Worker) -> Worker:
+    def _spawn(self, workers: list[Worker]) -> None:
+        """Start ``workers``, then hand each its spec and env factories.
+
+        Every process starts before the first hand-over, since a write of factories larger
+        than a pipe buffer waits for the worker to finish importing: the imports then run in
+        parallel. Start-up is not bounded by ``step_timeout`` (imports, building a grid); a
+        worker dead at start-up is reported by the wait for its READY that follows.
+        """
+        for w in workers:
+            self._start(w)
+        for w in workers:
+            spec = WorkerSpec(
+                env_ids=w.env_ids,
+                block=self._block,
+                obs_space=self.single_observation_space,
+                act_space=self.single_action_space,
+                obs_shared=self._obs_shared,
+                act_shared=self._act_shared,
+                autoreset_mode=self.autoreset_mode,
+                observation_mode=self.observation_mode,
+                spin_s=self.spin_us * 1e-6,
+                parent_pid=_parent_pid_for_workers(),
+            )
+            p.send(w.cmd_fd, p.encode(p.BUILD, (spec, w.blob)), w.sentinel, None)
+
+    def _start(self, w: Worker) -> None:
+        """Start the process of ``w`` with a fresh pair of pipes."""
         cmd_r, cmd_w = os.pipe()
         rep_r, rep_w = os.pipe()
-        spec = WorkerSpec(
-            env_ids=w.env_ids,
-            block=self._block,
-            obs_space=self.single_observation_space,
-            act_space=self.single_action_space,
-            obs_shared=self._obs_shared,
-            act_shared=self._act_shared,
-            autoreset_mode=self.autoreset_mode,
-            observation_mode=self.observation_mode,
-            spin_s=self.spin_us * 1e-6,
-            parent_pid=_parent_pid_for_workers(),
-        )
         try:
             process = start_worker(cmd_r, rep_w, [self._block.fd])
         except BaseException:
@@ -159,10 +173,6 @@ class Supervisor:
         os.set_blocking(w.reply_fd, False)
         w.alive, w.timed_out, w.stale, w.pool, w.info_schema = True, False, 0, deque(), None
         self._poll_all = None
-        # start-up is not bounded by step_timeout (imports, building a grid); a worker dead
-        # at start-up is reported by the wait for its READY that follows
-        p.send(w.cmd_fd, p.encode(p.BUILD, (spec, w.blob)), w.sentinel, None)
-        return w
 
     def _write(self, w: Worker, message: bytes) -> None:
         """Send a command; a worker that reads none of it for ``step_timeout`` is killed.
@@ -242,8 +252,7 @@ class Supervisor:
         """Start ``workers`` again and check their spaces; on failure, leave them stopped."""
         self.restarts += len(workers)
         try:
-            for w in workers:
-                self._spawn(w)
+            self._spawn(workers)
             self._check_spaces(workers)
         except BaseException:
             self._abandon(workers)

@@ -205,8 +205,7 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         # list, not self).
         self._exit_guard = weakref.finalize(self, stop_all, self._workers)
         try:
-            for w in self._workers:
-                self._spawn(w)
+            self._spawn(self._workers)
             self._check_spaces(self._workers)
         except BaseException:
             self.close(terminate=True)
