@@ -13,7 +13,9 @@ folder with 2 processes, recording every episode to a temporary directory:
 Each repetition runs each side in a fresh Python process, alternating which goes first. Two
 times per run: ``run`` from just before building the env (or the runner) to the end of the
 evaluation, the libraries already imported (what the comparison is about), and ``process``,
-the whole process from its start to its exit (imports and interpreter start-up too).
+the whole process from its start to its exit (imports and interpreter start-up too). Note
+that ``import grid2op`` loads pandapower, outside grid2op's ``run`` window, whereas grid_vec
+loads it when it compiles the folder's grid, inside its own.
 Medians over ``--reps`` repetitions, their spread, and the ratios grid2op / grid_vec. JSON:
 benchmarks/results/bench_eval_grid2op.json.
 
@@ -23,6 +25,7 @@ benchmarks/results/bench_eval_grid2op.json.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import shutil
 import statistics
@@ -90,12 +93,12 @@ def _fail(message: str) -> None:
 
 def _sandbox() -> Path:
     """grid2op's l2rpn_case14_sandbox folder; exits 2 with one line when it is missing."""
-    try:
-        import grid2op
-        import lightsim2grid  # noqa: F401 (the grid2op side's backend)
-    except ImportError as exc:
-        _fail(f"needs grid2op and lightsim2grid ({exc})")
-    folder = Path(grid2op.__file__).parent / "data" / "l2rpn_case14_sandbox"
+    # found, not imported: importing grid2op here would cost seconds and print notices
+    specs = {name: importlib.util.find_spec(name) for name in ("grid2op", "lightsim2grid")}
+    missing = [name for name, spec in specs.items() if spec is None]
+    if missing:
+        _fail(f"needs grid2op and lightsim2grid; missing: {', '.join(missing)}")
+    folder = Path(specs["grid2op"].origin).parent / "data" / "l2rpn_case14_sandbox"
     if not folder.is_dir():
         _fail(f"{folder} is missing (grid2op ships it)")
     return folder
