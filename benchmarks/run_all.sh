@@ -14,4 +14,5 @@ $py benchmarks/bench_sb3.py
 $py benchmarks/bench_ray.py
 $py benchmarks/bench_startup.py
 $py benchmarks/bench_resets.py
+$py benchmarks/bench_eval_grid2op.py
 grid-vec bench --markdown

@@ -1,15 +1,21 @@
 """One shared-memory block holding the actions, observations, rewards and flags of every env.
 
-The block is a ``multiprocessing`` ``RawArray``: its backing file in ``/dev/shm`` is unlinked
-the moment it is created, so nothing is left there after a close, a crash or a garbage
-collection. Spaces made of ``Box``, ``Discrete``, ``MultiDiscrete`` and ``MultiBinary`` leaves
+The block is an anonymous file mapped in every process: a ``memfd`` on Linux (elsewhere a
+temporary file unlinked the moment it is created), handed to the workers as a descriptor. It
+has no name in ``/dev/shm`` or anywhere else, so nothing is left behind after a close, a crash
+or a garbage collection: the memory goes with the last descriptor and mapping.
+
+Spaces made of ``Box``, ``Discrete``, ``MultiDiscrete`` and ``MultiBinary`` leaves
 (possibly nested in ``Dict``/``Tuple``) get one array per leaf; any other space returns
 ``None`` from :func:`flat_leaves` and travels pickled instead.
 """
 
 from __future__ import annotations
 
-import ctypes
+import mmap
+import os
+import tempfile
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -105,29 +111,44 @@ def _layout(num_envs: int, obs_leaves: list, act_leaves: list) -> tuple[dict[str
     return slots, max(offset, _ALIGN)
 
 
+def _anonymous_file(size: int) -> int:
+    """A descriptor of ``size`` zero bytes that no path names (not inherited by children
+    unless handed over explicitly)."""
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("grid_vec_block")
+    else:
+        fd, path = tempfile.mkstemp(prefix="grid_vec_block_")
+        os.unlink(path)
+    try:
+        os.ftruncate(fd, size)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 class SharedBlock:
-    """Typed numpy views over one shared buffer; picklable into a spawned worker.
+    """Typed numpy views over one shared buffer.
 
     ``obs`` and ``act`` hold one array of shape ``(num_envs, *leaf_shape)`` per flat leaf
     (empty when that space takes the pickled path); ``rewards`` (float64), ``terminated`` and
-    ``truncated`` (bool) have shape ``(num_envs,)``.
+    ``truncated`` (bool) have shape ``(num_envs,)``. ``fd`` is the descriptor of the buffer:
+    a pickled block maps it again, so it unpickles only in a process that inherited ``fd``
+    under the same number (a worker, see :mod:`launch`).
     """
 
     def __init__(
-        self,
-        num_envs: int,
-        obs_space: spaces.Space | None,
-        act_space: spaces.Space | None,
-        ctx: Any,
+        self, num_envs: int, obs_space: spaces.Space | None, act_space: spaces.Space | None
     ) -> None:
         obs_leaves = (flat_leaves(obs_space) or []) if obs_space is not None else []
         act_leaves = (flat_leaves(act_space) or []) if act_space is not None else []
-        self._slots, size = _layout(num_envs, obs_leaves, act_leaves)
-        self._raw = ctx.RawArray(ctypes.c_uint8, size)
+        self._slots, self._size = _layout(num_envs, obs_leaves, act_leaves)
+        self.fd = _anonymous_file(self._size)
         self._attach()
 
     def _attach(self) -> None:
-        buf = np.frombuffer(self._raw, dtype=np.uint8)
+        weakref.finalize(self, os.close, self.fd)
+        buf = np.frombuffer(mmap.mmap(self.fd, self._size), dtype=np.uint8)
 
         def view(slot: _Slot) -> np.ndarray:
             nbytes = int(np.prod(slot.shape, dtype=np.int64)) * slot.dtype.itemsize
@@ -139,7 +160,7 @@ class SharedBlock:
         self.rewards, self.terminated, self.truncated = (view(s) for s in self._slots["flags"])
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"_slots": self._slots, "_raw": self._raw}
+        return {"_slots": self._slots, "_size": self._size, "fd": self.fd}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)

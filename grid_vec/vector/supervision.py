@@ -25,14 +25,14 @@ from typing import Any
 
 from gymnasium import Space, logger
 from gymnasium.vector.async_vector_env import AsyncState
-from gymnasium.vector.utils import clear_mpi_env_vars
 from gymnasium.vector.vector_env import AutoresetMode
 
 from grid_vec.vector import protocol as p
 from grid_vec.vector.errors import WorkerCrashedError, WorkerTimeoutError, reraise
 from grid_vec.vector.infos import InfoSchema
+from grid_vec.vector.launch import WorkerProcess, start_worker
 from grid_vec.vector.shared_buffers import SharedBlock
-from grid_vec.vector.worker import WorkerSpec, worker_main
+from grid_vec.vector.worker import WorkerSpec
 
 CLOSE_GRACE_S = 5.0
 """Seconds ``close()`` without a timeout gives the workers to close their envs and exit
@@ -46,11 +46,10 @@ class Worker:
         self.index = index
         self.env_ids = env_ids
         self.blob = blob  # cloudpickled factories, kept for restarts
-        self.process: Any = None
-        self.cmd_fd = -1
+        self.process: WorkerProcess | None = None
+        self.cmd_fd = -1  # the parent's ends of the two pipes
         self.reply_fd = -1
-        self.sentinel = -1
-        self.conns: list[Any] = []
+        self.sentinel = -1  # readable once the process has ended
         self.alive = False
         self.timed_out = False  # killed for exceeding step_timeout
         self.stale = 0  # replies still owed for a *_wait that timed out
@@ -58,9 +57,13 @@ class Worker:
         self.info_schema: InfoSchema | None = None  # of the raw info records it sends
 
     def close_pipes(self) -> None:
-        for conn in self.conns:
-            conn.close()
-        self.conns = []
+        """Close the parent's pipe ends and the sentinel."""
+        for fd in (self.cmd_fd, self.reply_fd):
+            if fd >= 0:
+                os.close(fd)
+        self.cmd_fd = self.reply_fd = self.sentinel = -1
+        if self.process is not None:
+            self.process.close()
 
 
 def stop_worker(w: Worker, *, kill: bool) -> None:
@@ -91,13 +94,10 @@ def timeout_error(name: str, timeout: float) -> multiprocessing.TimeoutError:
     )
 
 
-def _parent_pid_for_workers(context: Any) -> int | None:
-    """This process's pid when its workers may die with it: they are its direct children
-    (not a forkserver's) and this is the main thread, since ``PR_SET_PDEATHSIG`` fires when
-    the *thread* that started the child ends, and only the main thread lasts as long as the
-    process."""
-    if context.get_start_method() == "forkserver":
-        return None
+def _parent_pid_for_workers() -> int | None:
+    """This process's pid when its workers may die with it: when this is the main thread,
+    since ``PR_SET_PDEATHSIG`` fires when the *thread* that started the child ends, and only
+    the main thread lasts as long as the process."""
     if threading.current_thread() is not threading.main_thread():
         return None
     return os.getpid()
@@ -107,7 +107,6 @@ class Supervisor:
     """Starting, writing to, recovering and closing the workers of a GridVecEnv."""
 
     _workers: list[Worker]
-    _ctx: Any
     _block: SharedBlock
     _obs_shared: bool
     _act_shared: bool
@@ -124,49 +123,55 @@ class Supervisor:
     spin_us: float
     step_timeout: float | None
     restart_on_crash: bool
-    daemon: bool
     restarts: int
     _wait: Callable[..., tuple[dict[Worker, tuple[int, Any]], list[Worker], list[Worker]]]
     _check_spaces: Callable[[list[Worker]], None]
 
-    def _spawn(self, w: Worker) -> Worker:
-        cmd_r, cmd_w = self._ctx.Pipe(duplex=False)
-        rep_r, rep_w = self._ctx.Pipe(duplex=False)
-        spec = WorkerSpec(
-            env_ids=w.env_ids,
-            block=self._block,
-            obs_space=self.single_observation_space,
-            act_space=self.single_action_space,
-            obs_shared=self._obs_shared,
-            act_shared=self._act_shared,
-            autoreset_mode=self.autoreset_mode,
-            observation_mode=self.observation_mode,
-            spin_s=self.spin_us * 1e-6,
-            parent_pid=_parent_pid_for_workers(self._ctx),
-        )
-        inherited = [cmd_w, rep_r] if self._ctx.get_start_method() == "fork" else []
-        process = self._ctx.Process(
-            target=worker_main,
-            args=(spec, cmd_r, rep_w, inherited),
-            name=f"GridVecEnv-worker-{w.index}",
-            daemon=self.daemon,
-        )
-        with clear_mpi_env_vars():
-            process.start()
-        cmd_r.close()
-        rep_w.close()
-        w.process, w.conns = process, [cmd_w, rep_r]
-        w.cmd_fd, w.reply_fd, w.sentinel = cmd_w.fileno(), rep_r.fileno(), process.sentinel
+    def _spawn(self, workers: list[Worker]) -> None:
+        """Start ``workers``, then hand each its spec and env factories.
+
+        Every process starts before the first hand-over, since a write of factories larger
+        than a pipe buffer waits for the worker to finish importing: the imports then run in
+        parallel. Start-up is not bounded by ``step_timeout`` (imports, building a grid); a
+        worker dead at start-up is reported by the wait for its READY that follows.
+        """
+        for w in workers:
+            self._start(w)
+        for w in workers:
+            spec = WorkerSpec(
+                env_ids=w.env_ids,
+                block=self._block,
+                obs_space=self.single_observation_space,
+                act_space=self.single_action_space,
+                obs_shared=self._obs_shared,
+                act_shared=self._act_shared,
+                autoreset_mode=self.autoreset_mode,
+                observation_mode=self.observation_mode,
+                spin_s=self.spin_us * 1e-6,
+                parent_pid=_parent_pid_for_workers(),
+            )
+            p.send(w.cmd_fd, p.encode(p.BUILD, (spec, w.blob)), w.sentinel, None)
+
+    def _start(self, w: Worker) -> None:
+        """Start the process of ``w`` with a fresh pair of pipes."""
+        cmd_r, cmd_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        try:
+            process = start_worker(cmd_r, rep_w, [self._block.fd])
+        except BaseException:
+            os.close(cmd_w)
+            os.close(rep_r)
+            raise
+        finally:
+            os.close(cmd_r)  # the worker's ends: it has its own copies
+            os.close(rep_w)
+        w.process, w.cmd_fd, w.reply_fd, w.sentinel = process, cmd_w, rep_r, process.sentinel
         # the parent's ends only (the worker's ends are other open files): a write to a full
         # pipe and a reply that arrives in pieces then wait in poll, under a deadline
         os.set_blocking(w.cmd_fd, False)
         os.set_blocking(w.reply_fd, False)
         w.alive, w.timed_out, w.stale, w.pool, w.info_schema = True, False, 0, deque(), None
         self._poll_all = None
-        # start-up is not bounded by step_timeout (imports, building a grid); a worker dead
-        # at start-up is reported by the wait for its READY that follows
-        p.send(w.cmd_fd, p.encode(p.BUILD, w.blob), w.sentinel, None)
-        return w
 
     def _write(self, w: Worker, message: bytes) -> None:
         """Send a command; a worker that reads none of it for ``step_timeout`` is killed.
@@ -237,12 +242,7 @@ class Supervisor:
                 self._restart(workers, during="call")
             self._state = AsyncState.DEFAULT
             error = WorkerTimeoutError if timed else WorkerCrashedError
-            hint = (
-                " while starting (see their stderr; with the default 'spawn' context a script "
-                "must create GridVecEnv under `if __name__ == '__main__':`)"
-                if during == "startup"
-                else ""
-            )
+            hint = " while starting (see their stderr)" if during == "startup" else ""
             raise error(f"{cause}{hint}; sub-envs {list(lost)} lost", lost)
         logger.warn(f"GridVecEnv: {cause}; restarting sub-envs {list(lost)}")
         return self._restart(workers, during=during)
@@ -251,8 +251,7 @@ class Supervisor:
         """Start ``workers`` again and check their spaces; on failure, leave them stopped."""
         self.restarts += len(workers)
         try:
-            for w in workers:
-                self._spawn(w)
+            self._spawn(workers)
             self._check_spaces(workers)
         except BaseException:
             self._abandon(workers)

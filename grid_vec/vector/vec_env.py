@@ -9,12 +9,13 @@ yielding the core at each turn, then sleep: a reply that comes quickly costs no 
 with more processes than cores nobody is starved. Timeouts, restarts and closing are in
 :mod:`supervision`, pool mode in :mod:`pool`.
 
-Default start method: ``spawn``. A spawned worker imports only numpy, gymnasium and
-cloudpickle plus what the env factory needs, inherits no descriptors (so a dead parent or
-worker shows up as end-of-file on the pipe) and no threads; ``fork`` of a parent that loaded
-pandapower or started BLAS threads is neither small after the first writes nor thread-safe,
-and ``forkserver`` leaves a server process behind. The one-off start-up cost (~0.3 s per
-worker) is paid once.
+Start method: every worker is a fresh interpreter (``fork`` + ``exec``, see :mod:`launch`)
+that imports only numpy, gymnasium and cloudpickle plus what the env factory needs. Unlike
+``spawn`` and ``forkserver`` it never imports the parent's ``__main__``, so GridVecEnv works
+from ``python -c``, code on stdin, notebooks and scripts without a ``__main__`` guard; unlike
+``fork`` it is safe in a parent that runs threads (torch, BLAS) and small whatever the parent
+loaded (pandapower). ``context`` is accepted for compatibility with AsyncVectorEnv and does
+not change this.
 
 Over 600 lines: the AsyncVectorEnv API with its gymnasium-style docstrings and the waits of
 the hot path read together, as in gymnasium's own AsyncVectorEnv; argument checks are in
@@ -78,7 +79,10 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
     Args: ``env_fns``, ``shared_memory``, ``copy``, ``context``, ``daemon``,
     ``observation_mode`` and ``autoreset_mode`` as in AsyncVectorEnv (``shared_memory=True``
     with an observation space of the user's own is a ValueError there as here; other
-    spaces without a fixed layout travel pickled). Beyond them:
+    spaces without a fixed layout travel pickled). ``context`` and ``daemon`` are accepted
+    for compatibility: workers always start as fresh interpreters (see the module's notes on
+    the start method), and always stop with the env, at the latest at interpreter exit (and
+    on Linux they die with the parent process). Beyond AsyncVectorEnv's:
         envs_per_worker: sub-envs carried by one worker, stepped in one round trip.
             Default: ``ceil(num_envs / usable cores)``.
         step_timeout: seconds a ``step``/``reset`` (or a pool-mode step awaited by
@@ -126,7 +130,12 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         self.env_fns = env_fns
         self.shared_memory = shared_memory
         self.copy = copy
-        self.context = context or "spawn"
+        if context is not None and context not in multiprocessing.get_all_start_methods():
+            raise ValueError(
+                f"context must be None or one of {multiprocessing.get_all_start_methods()}, "
+                f"got {context!r}"
+            )
+        self.context = context  # for compatibility only: workers always start the same way
         self.daemon = daemon
         self.observation_mode = observation_mode
         self.autoreset_mode = AutoresetMode(autoreset_mode)
@@ -144,7 +153,6 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         if spin_us is None:
             spin_us = _DEFAULT_SPIN_US if num_workers <= arguments.usable_cpus() else 0.0
         self.spin_us = float(spin_us)
-        self._ctx = multiprocessing.get_context(self.context)
 
         self._read_spaces()
         if shared_memory and is_custom_space(self.single_observation_space):
@@ -159,7 +167,6 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
             self.num_envs,
             self.single_observation_space if self._obs_shared else None,
             self.single_action_space if self._act_shared else None,
-            self._ctx,
         )
         self._actions = ActionRouter(self.single_action_space, self.num_envs, self._block.act)
         if self._obs_shared:
@@ -192,12 +199,11 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
             self._workers.append(Worker(index, ids, blob))
         self._worker_of = [w for w in self._workers for _ in w.env_ids]
         self._local_of = [k for w in self._workers for k in range(len(w.env_ids))]
-        # At interpreter exit, before multiprocessing joins non-daemon children, stop workers
-        # of a GridVecEnv never closed (holds the worker list, not self).
+        # At interpreter exit, stop the workers of a GridVecEnv never closed (holds the worker
+        # list, not self).
         self._exit_guard = weakref.finalize(self, stop_all, self._workers)
         try:
-            for w in self._workers:
-                self._spawn(w)
+            self._spawn(self._workers)
             self._check_spaces(self._workers)
         except BaseException:
             self.close(terminate=True)

@@ -1,7 +1,8 @@
 """Worker process: owns a slice of sub-envs and serves the commands of ``protocol``.
 
 Imports only the standard library, numpy, gymnasium and cloudpickle (through ``protocol``),
-so a spawned worker stays small whatever the parent imported.
+so a worker stays small whatever the parent imported. :mod:`launch` starts it in a fresh
+interpreter running :func:`main`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from typing import Any
 
 from gymnasium import Env, spaces
@@ -30,7 +30,8 @@ from grid_vec.vector.shared_buffers import SharedBlock, join, split
 
 @dataclass(frozen=True)
 class WorkerSpec:
-    """Everything a worker needs besides its pipes: what to build and where to write."""
+    """Everything a worker needs besides its pipes and factories: what to build and where to
+    write (the first message, BUILD, carries it)."""
 
     env_ids: tuple[int, ...]
     block: SharedBlock
@@ -269,21 +270,26 @@ def _die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
-def worker_main(spec: WorkerSpec, cmd: Connection, reply: Connection, others: list) -> None:
-    """Process entry point: build the envs, report READY (or the error), then serve commands."""
-    if spec.parent_pid is not None:
-        _die_with_parent(spec.parent_pid)
+def main(fd_in: int, fd_out: int) -> None:
+    """Process entry point (see :mod:`launch`): read the spec and the env factories, build the
+    envs, report READY (or the error), then serve commands until CLOSE or end-of-file.
+
+    Args:
+        fd_in: read end of the command pipe, inherited from the parent.
+        fd_out: write end of the reply pipe, inherited from the parent.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides how to shut down
-    for conn in others:
-        conn.close()
-    fd_in, fd_out = cmd.fileno(), reply.fileno()
     envs: list[Env] = []
     try:
-        # the factories come as a first message, not with the process arguments: a child that
-        # dies while starting then cannot leave the parent blocked on a full spawn pipe
-        code, blob = p.read_message(fd_in)
+        # spec and factories come as a first message, not with the process arguments: a
+        # child that dies while starting cannot leave the parent blocked on a full pipe,
+        # since the parent's writes watch the child's sentinel
+        code, payload = p.read_message(fd_in)
         if code != p.BUILD:
             raise RuntimeError(f"worker expected its env factories first, got command {code}")
+        spec, blob = payload
+        if spec.parent_pid is not None:
+            _die_with_parent(spec.parent_pid)
         for env_id, env_fn in zip(spec.env_ids, pickle.loads(blob), strict=True):
             try:
                 envs.append(env_fn())

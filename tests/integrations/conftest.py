@@ -11,11 +11,13 @@ cloudpickle.register_pickle_by_value(sb3_envs)
 @pytest.fixture
 def no_leftovers():
     """Assert a test leaves no live child process and no new /dev/shm entry behind."""
-    import multiprocessing
     import os
 
-    before = set(os.listdir("/dev/shm"))
+    from process_checks import live_children, shm_entries
+
+    before = shm_entries()
+    children_before = set(live_children(os.getpid()))
     yield
-    children = [p for p in multiprocessing.active_children() if p.is_alive()]
-    assert not children, children
-    assert set(os.listdir("/dev/shm")) <= before
+    leftover_children = set(live_children(os.getpid())) - children_before
+    assert not leftover_children, leftover_children
+    assert shm_entries() <= before

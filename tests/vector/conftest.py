@@ -10,11 +10,13 @@ cloudpickle.register_pickle_by_value(vec_toy_envs)
 @pytest.fixture
 def shm_and_children():
     """Assert a test leaves no new /dev/shm entry and no live child process behind."""
-    import multiprocessing
     import os
 
-    before = set(os.listdir("/dev/shm"))
+    from process_checks import live_children, shm_entries
+
+    before = shm_entries()
+    children_before = set(live_children(os.getpid()))
     yield
-    leftover_children = [p for p in multiprocessing.active_children() if p.is_alive()]
+    leftover_children = set(live_children(os.getpid())) - children_before
     assert not leftover_children, leftover_children
-    assert set(os.listdir("/dev/shm")) <= before
+    assert shm_entries() <= before

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
+from process_checks import live_children  # noqa: F401 (the vector tests import it from here)
+
 
 def alive(pid: int) -> bool:
     """Whether process ``pid`` runs (a zombie waiting to be reaped counts as gone)."""
