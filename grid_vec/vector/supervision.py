@@ -29,6 +29,7 @@ from gymnasium.vector.utils import clear_mpi_env_vars
 from gymnasium.vector.vector_env import AutoresetMode
 
 from grid_vec.vector import protocol as p
+from grid_vec.vector.doorbell import Doorbell, ParentBell
 from grid_vec.vector.errors import WorkerCrashedError, WorkerTimeoutError
 from grid_vec.vector.infos import InfoSchema
 from grid_vec.vector.shared_buffers import SharedBlock
@@ -56,6 +57,7 @@ class Worker:
         self.stale = 0  # replies still owed for a *_wait that timed out
         self.pool: deque[list[int]] = deque()  # env ids of each in-flight pool command
         self.info_schema: InfoSchema | None = None  # of the raw info records it sends
+        self.bell: ParentBell | None = None  # its doorbell, made at its first start
 
     def close_pipes(self) -> None:
         for conn in self.conns:
@@ -131,6 +133,9 @@ class Supervisor:
     _raise_errors: Callable[[list], None]
 
     def _spawn(self, w: Worker) -> Worker:
+        if w.bell is None:
+            w.bell = ParentBell(Doorbell(self._ctx))
+        w.bell.started()  # the previous process, if any, is stopped: nobody else writes
         cmd_r, cmd_w = self._ctx.Pipe(duplex=False)
         rep_r, rep_w = self._ctx.Pipe(duplex=False)
         spec = WorkerSpec(
@@ -142,6 +147,7 @@ class Supervisor:
             act_shared=self._act_shared,
             autoreset_mode=self.autoreset_mode,
             observation_mode=self.observation_mode,
+            doorbell=w.bell.bell,
             spin_s=self.spin_us * 1e-6,
             parent_pid=_parent_pid_for_workers(self._ctx),
         )
@@ -170,13 +176,17 @@ class Supervisor:
         return w
 
     def _write(self, w: Worker, message: bytes) -> None:
-        """Send a command; a worker that reads none of it for ``step_timeout`` is killed.
+        """Send a command (by doorbell or pipe); a worker that reads none of it for
+        ``step_timeout`` is killed.
 
         Never raises for the worker's sake: the wait for its reply reports a dead or killed
         worker, as it reports one that dies while working.
         """
+        data = w.bell.command(message)
+        if data is None:  # rung, and the worker spins: nothing to write
+            return
         try:
-            p.send(w.cmd_fd, message, w.sentinel, self.step_timeout)
+            p.send(w.cmd_fd, data, w.sentinel, self.step_timeout)
         except p.Stalled:
             w.timed_out = True
             w.process.kill()
@@ -358,8 +368,9 @@ class Supervisor:
             owed = (
                 w.stale + len(w.pool) + (w in self._pending and self._state != AsyncState.DEFAULT)
             )
+            data = w.bell.command(p.encode(p.CLOSE))
             try:
-                sent = p.send(w.cmd_fd, p.encode(p.CLOSE), w.sentinel, 0)
+                sent = data is None or p.send(w.cmd_fd, data, w.sentinel, 0)
             except p.Stalled:  # its command pipe is full: it does not read
                 stuck.append(w)
                 continue

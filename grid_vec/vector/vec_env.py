@@ -23,6 +23,7 @@ hot path read together, as gymnasium's own AsyncVectorEnv does.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import multiprocessing
 import os
@@ -50,6 +51,7 @@ from gymnasium.vector.utils import (
 from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 
 from grid_vec.vector import protocol as p
+from grid_vec.vector.doorbell import IN_PIPE, ParentBell, read_skipping_wakes, spin
 from grid_vec.vector.errors import RemoteTraceback
 from grid_vec.vector.grid_commands import GridCommands
 from grid_vec.vector.infos import (
@@ -77,6 +79,11 @@ def _readable(fd: int) -> bool:
     poller = select.poll()
     poller.register(fd, p.POLL_IN)
     return bool(poller.poll(0))
+
+
+def _any_reply(bells: list[ParentBell], poller: select.poll | None) -> bool:
+    """Whether a ring came, or (with ``poller``) a reply pipe or sentinel has an event."""
+    return any(b.rang() for b in bells) or (poller is not None and bool(poller.poll(0)))
 
 
 class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
@@ -578,7 +585,10 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
     def _wait(
         self, workers: list[Worker], deadline: float | None, *, need_all: bool = True
     ) -> tuple[dict[Worker, tuple[int, Any]], list[Worker], list[Worker]]:
-        """Poll reply pipes and process sentinels: (replies, crashed workers, late workers)."""
+        """One reply per worker (or the first ones, without ``need_all``): rings are taken
+        as they come, spinning up to ``spin_us``; then the wait sleeps in ``poll`` on the
+        reply pipes and process sentinels until ``deadline``. Returns (replies, crashed
+        workers, late workers)."""
         shared = workers is self._workers  # every worker: the reusable poll set
         if shared and self._poll_all is not None:
             poller, owner = self._poll_all
@@ -593,15 +603,35 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         remaining = set(workers)
         replies: dict[Worker, tuple[int, Any]] = {}
         crashed: list[Worker] = []
+
+        def take(w: Worker) -> None:
+            if self._collect(w, replies, crashed):
+                remaining.discard(w)
+                if not shared:
+                    poller.unregister(w.reply_fd)
+                    poller.unregister(w.sentinel)
+
         spin_until = time.perf_counter() + self.spin_us * 1e-6
         while remaining:
-            if self.spin_us > 0:  # before each blocking poll, the rest of the spin budget
-                p.spin(poller, spin_until - time.perf_counter())
+            for w in [w for w in remaining if w.bell.rang()]:
+                take(w)
+            if not remaining or (not need_all and (replies or crashed)):
+                break
+            bells = [w.bell for w in remaining if w.bell.ringing]
+            piped = len(bells) < len(remaining)  # replies by pipe: poll for them too
+            ready = functools.partial(_any_reply, bells, poller if piped else None)
+            if self.spin_us > 0 and spin(ready, spin_until - time.perf_counter()):
+                continue
             if deadline is None:
                 wait_ms = -1
             else:
                 wait_ms = max(0, math.ceil((deadline - time.monotonic()) * 1000))
-            events = poller.poll(wait_ms)
+            asleep = all([b.sleep() for b in bells])  # a list: every bell announces it
+            events = poller.poll(wait_ms) if asleep else None
+            for b in bells:
+                b.woke()
+            if events is None:  # a ring came as the wait announced its sleep
+                continue
             if not events:
                 break
             for fd, _ in events:
@@ -611,29 +641,52 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
                         poller.unregister(fd)
                         self._poll_all = None
                     continue
-                if fd == w.sentinel and not _readable(w.reply_fd):
+                if fd == w.sentinel and not w.bell.rang() and not _readable(w.reply_fd):
                     crashed.append(w)
+                    remaining.discard(w)
+                    if not shared:
+                        poller.unregister(w.reply_fd)
+                        poller.unregister(w.sentinel)
                 else:
-                    try:
-                        replies[w] = self._read_reply(w)
-                    except p.PeerGone:
-                        crashed.append(w)
-                    except p.Stalled:  # stopped in the middle of a reply
-                        w.timed_out = True
-                        w.process.kill()
-                        crashed.append(w)
-                remaining.discard(w)
-                if not shared:
-                    poller.unregister(w.reply_fd)
-                    poller.unregister(w.sentinel)
+                    take(w)
             if not need_all and (replies or crashed):
                 break
         late = [w for w in workers if w in remaining]
         return replies, crashed, late
 
-    def _read_reply(self, w: Worker) -> tuple[int, Any]:
-        """One reply of ``w``; raw info records come back as a ``ColumnBatch`` in OK_DATA."""
-        code, payload = p.read_message(w.reply_fd, self.step_timeout)
+    def _collect(
+        self, w: Worker, replies: dict[Worker, tuple[int, Any]], crashed: list[Worker]
+    ) -> bool:
+        """Move the reply of ``w`` (its ring came or its reply pipe is readable) into
+        ``replies``, or ``w`` into ``crashed``; False if the pipe held a stale ``WAKE`` only."""
+        try:
+            reply = self._read_reply(w)
+        except p.PeerGone:
+            crashed.append(w)
+            return True
+        except p.Stalled:  # stopped in the middle of a reply
+            w.timed_out = True
+            w.process.kill()
+            crashed.append(w)
+            return True
+        if reply is None:
+            return False
+        replies[w] = reply
+        return True
+
+    def _read_reply(self, w: Worker) -> tuple[int, Any] | None:
+        """The oldest reply of ``w``, from its ring or its pipe (None: a stale ``WAKE``);
+        raw info records come back as a ``ColumnBatch`` in OK_DATA."""
+        code = w.bell.rung_reply()
+        if code is None:  # by pipe (or a stale WAKE ahead of the ring)
+            code, payload = p.read_message(w.reply_fd, self.step_timeout)
+            if code == p.WAKE:
+                return None
+            w.bell.piped_reply()
+        elif code == IN_PIPE:
+            code, payload = read_skipping_wakes(w.reply_fd, self.step_timeout)
+        else:
+            payload = None
         if code == p.OK_SCHEMA:
             schema, payload = payload
             w.info_schema = self._schemas.setdefault(schema, schema)  # one object per schema
