@@ -621,19 +621,13 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
             piped = len(bells) < len(remaining)  # replies by pipe: poll for them too
             ready = functools.partial(_any_reply, bells, poller if piped else None)
             if self.spin_us > 0 and spin(ready, spin_until - time.perf_counter()):
-                continue
-            if deadline is None:
-                wait_ms = -1
+                events = poller.poll(0) if piped else None  # a ring, or a pipe event
             else:
-                wait_ms = max(0, math.ceil((deadline - time.monotonic()) * 1000))
-            asleep = all([b.sleep() for b in bells])  # a list: every bell announces it
-            events = poller.poll(wait_ms) if asleep else None
-            for b in bells:
-                b.woke()
-            if events is None:  # a ring came as the wait announced its sleep
+                events = self._sleep(poller, bells, deadline)
+                if events == []:
+                    break
+            if not events:  # a ring came: taken at the top of the loop
                 continue
-            if not events:
-                break
             for fd, _ in events:
                 w = owner[fd]
                 if w not in remaining:
@@ -653,6 +647,22 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
                 break
         late = [w for w in workers if w in remaining]
         return replies, crashed, late
+
+    def _sleep(
+        self, poller: select.poll, bells: list[ParentBell], deadline: float | None
+    ) -> list[tuple[int, int]] | None:
+        """Poll until an event or ``deadline`` ([] then), the rings of ``bells`` told to
+        write a ``WAKE``; None without sleeping if a ring came meanwhile."""
+        wait_ms = (
+            -1 if deadline is None else max(0, math.ceil((deadline - time.monotonic()) * 1000))
+        )
+        try:
+            if not all([b.sleep() for b in bells]):  # a list: every bell announces it
+                return None
+            return poller.poll(wait_ms)
+        finally:
+            for b in bells:
+                b.woke()
 
     def _collect(
         self, w: Worker, replies: dict[Worker, tuple[int, Any]], crashed: list[Worker]
