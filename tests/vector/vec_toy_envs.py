@@ -301,3 +301,16 @@ class LongStepEnv(CountEnv):
             f.write("stepping")
         time.sleep(self.seconds)
         return super().step(action)
+
+
+class PausingEnv(CountEnv):
+    """CountEnv that sleeps ``pause`` seconds in every third step (longer than a short spin)."""
+
+    def __init__(self, pause: float = 0.003, episode_len: int = 5):
+        super().__init__(episode_len=episode_len)
+        self.pause = pause
+
+    def step(self, action):
+        if self.t % 3 == 1:
+            time.sleep(self.pause)
+        return super().step(action)
