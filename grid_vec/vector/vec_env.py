@@ -3,10 +3,12 @@
 Each worker process carries a contiguous slice of sub-envs. Actions, observations, rewards and
 termination flags live in one shared block (:mod:`shared_buffers`); commands are 5-byte
 headers over pipes (:mod:`protocol`), with pickled payloads only for infos, calls and errors.
-The parent waits in ``poll`` on the reply pipes and on the process sentinels, so a worker
-that dies is noticed at once. Both sides first poll for a bounded few tens of microseconds,
-yielding the core at each turn, then sleep: a reply that comes quickly costs no wake-up, and
-with more processes than cores nobody is starved. Timeouts, restarts and closing are in
+A lockstep step or reset is *rung* through a doorbell in shared memory (:mod:`doorbell`):
+both sides spin on it for up to ``spin_us``, yielding the core at each turn, then sleep on
+their pipe, and a ring writes a wake-up to the pipe only for a side that sleeps. So a quick
+reply costs no system call, and with more processes than cores a step costs no more than a
+pipe round trip. Asleep, the parent waits in ``poll`` on the reply pipes and on the process
+sentinels, so a worker that dies is noticed at once. Timeouts, restarts and closing are in
 :mod:`supervision`, pool mode in :mod:`pool`.
 
 Default start method: ``spawn``. A spawned worker imports only numpy, gymnasium and
@@ -101,9 +103,9 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
             :class:`WorkerCrashedError` names the sub-envs lost. A restart that fails
             raises too; the env stays usable and the next ``reset()`` restarts the worker.
         batch_size: number of envs :meth:`recv` returns in pool mode (default ``num_envs``).
-        spin_us: microseconds the parent and the workers poll for a message (yielding the
-            core at each turn) before sleeping on the pipe. It saves the wake-up of a
-            sleeping process, and on virtual machines it keeps a core that would otherwise
+        spin_us: microseconds the parent and the workers spin on the doorbell for a
+            message (yielding the core at each turn) before sleeping on the pipe. It saves
+            the system calls and the wake-up of a sleeping process, and on virtual machines it keeps a core that would otherwise
             idle from coming back slow (on the 2-core VM of the benchmarks, a batch of 16
             case14 steps took about 1.4x longer right after 1 ms of sleep than after none).
             Default: 1000 when there are no more workers than usable cores, else 0.
