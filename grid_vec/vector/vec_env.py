@@ -105,9 +105,10 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         batch_size: number of envs :meth:`recv` returns in pool mode (default ``num_envs``).
         spin_us: microseconds the parent and the workers spin on the doorbell for a
             message (yielding the core at each turn) before sleeping on the pipe. It saves
-            the system calls and the wake-up of a sleeping process, and on virtual machines it keeps a core that would otherwise
-            idle from coming back slow (on the 2-core VM of the benchmarks, a batch of 16
-            case14 steps took about 1.4x longer right after 1 ms of sleep than after none).
+            the system calls and the wake-up of a sleeping process, and on virtual machines
+            it keeps a core that would otherwise idle from coming back slow (on the 2-core
+            VM of the benchmarks, a batch of 16 case14 steps took about 1.4x longer right
+            after 1 ms of sleep than after none).
             Default: 1000 when there are no more workers than usable cores, else 0.
 
     Pool mode: after :meth:`reset`, :meth:`send` actions to any envs and :meth:`recv` the
