@@ -76,6 +76,8 @@ def _time_steps(step: Callable[[], Any], steps: int, max_s: float) -> float:
 class _Local:
     """A vector env of this interpreter, timed here."""
 
+    settle_s = 0.0
+
     def __init__(self, envs: Any, num_envs: int) -> None:
         self.envs = envs
         actions = np.zeros(num_envs, dtype=np.int64)
@@ -91,6 +93,10 @@ class _Local:
 
 class _Puffer:
     """PufferLib's Multiprocessing vector env in ``puffer_probe.py``, timed there."""
+
+    # its idle workers busy-wait 0.5 s after the last step before they back off: the next
+    # contender would otherwise be timed with a core taken
+    settle_s = 0.6
 
     def __init__(self, python: str, num_envs: int, workers: int, factory: str, kwargs: str):
         command = [python, str(Path(__file__).with_name("puffer_probe.py"))]
@@ -172,9 +178,11 @@ def compare(
         times: dict[str, list[float]] = {name: [] for name in contenders}
         for c in contenders.values():
             c.time(max(args.steps // 5, 10), args.rep_seconds)  # warm-up
+            time.sleep(c.settle_s)
         for _ in range(args.reps):
             for name, c in contenders.items():
                 times[name].append(c.time(args.steps, args.rep_seconds))
+                time.sleep(c.settle_s)
         return {
             "num_envs": config[0],
             "workers": config[1],
