@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 
-
 # helper processes the standard library starts once and keeps for the process's lifetime
 _STDLIB_HELPERS = (b"multiprocessing.resource_tracker", b"multiprocessing.forkserver")
 
@@ -25,9 +24,9 @@ def live_children(pid: int) -> list[int]:
                 cmdline = f.read()
         except (FileNotFoundError, ProcessLookupError):
             continue
-        if int(fields[1]) == pid and fields[0] != "Z":
-            if not any(helper in cmdline for helper in _STDLIB_HELPERS):
-                found.append(int(entry))
+        stdlib_helper = any(helper in cmdline for helper in _STDLIB_HELPERS)
+        if int(fields[1]) == pid and fields[0] != "Z" and not stdlib_helper:
+            found.append(int(entry))
     return found
 
 

@@ -13,7 +13,6 @@ import os
 import pickle
 import select
 import struct
-import time
 from typing import Any
 
 import cloudpickle
@@ -38,11 +37,15 @@ READY = 13
 OK_COLUMNS = 14  # payload: raw info records of the whole slice, in the last schema sent
 OK_SCHEMA = 15  # payload: (InfoSchema, raw info records): the slice's infos in a new schema
 
+# Either way: the message is in the shared doorbell (:mod:`doorbell`), and the reader sleeps.
+WAKE = 16
+
 _RAW = frozenset({OK_COLUMNS})  # codes whose payload is bytes as they are, not a pickle
 
 POLL_IN = select.POLLIN | select.POLLHUP | select.POLLERR
 
 _FAST = {op: HEADER.pack(op, 0) for op in (STEP, RESET, CALL, SET_ATTR, CLOSE, OK)}
+WAKE_MESSAGE = HEADER.pack(WAKE, 0)
 
 
 class PeerGone(EOFError):
@@ -165,19 +168,3 @@ def read_message(fd: int, stall: float | None = None) -> tuple[int, Any]:
         return code, None
     body = _read_exact(fd, size, stall)
     return code, body if code in _RAW else pickle.loads(body)
-
-
-def spin(poller: select.poll, seconds: float) -> bool:
-    """Poll without sleeping for up to ``seconds``; True as soon as ``poller`` has an event.
-
-    A sleeping reader costs a scheduler wake-up (several microseconds) per message; a short
-    bounded spin avoids it when a core is free. Each turn yields the core (to the sender when
-    it shares it): on a busy machine back-to-back polling without yielding was measured
-    slower, the spinner keeping a core that the sender or other processes needed.
-    """
-    deadline = time.perf_counter() + seconds
-    while not poller.poll(0):
-        if time.perf_counter() > deadline:
-            return False
-        os.sched_yield()
-    return True

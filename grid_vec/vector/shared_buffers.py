@@ -111,7 +111,7 @@ def _layout(num_envs: int, obs_leaves: list, act_leaves: list) -> tuple[dict[str
     return slots, max(offset, _ALIGN)
 
 
-def _anonymous_file(size: int) -> int:
+def anonymous_file(size: int) -> int:
     """A descriptor of ``size`` zero bytes that no path names (not inherited by children
     unless handed over explicitly)."""
     if hasattr(os, "memfd_create"):
@@ -143,7 +143,7 @@ class SharedBlock:
         obs_leaves = (flat_leaves(obs_space) or []) if obs_space is not None else []
         act_leaves = (flat_leaves(act_space) or []) if act_space is not None else []
         self._slots, self._size = _layout(num_envs, obs_leaves, act_leaves)
-        self.fd = _anonymous_file(self._size)
+        self.fd = anonymous_file(self._size)
         self._attach()
 
     def _attach(self) -> None:

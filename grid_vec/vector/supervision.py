@@ -28,6 +28,7 @@ from gymnasium.vector.async_vector_env import AsyncState
 from gymnasium.vector.vector_env import AutoresetMode
 
 from grid_vec.vector import protocol as p
+from grid_vec.vector.doorbell import Doorbell, ParentBell
 from grid_vec.vector.errors import WorkerCrashedError, WorkerTimeoutError, reraise
 from grid_vec.vector.infos import InfoSchema
 from grid_vec.vector.launch import WorkerProcess, start_worker
@@ -55,6 +56,7 @@ class Worker:
         self.stale = 0  # replies still owed for a *_wait that timed out
         self.pool: deque[list[int]] = deque()  # env ids of each in-flight pool command
         self.info_schema: InfoSchema | None = None  # of the raw info records it sends
+        self.bell: ParentBell | None = None  # its doorbell, made at its first start
 
     def close_pipes(self) -> None:
         """Close the parent's pipe ends and the sentinel."""
@@ -147,17 +149,21 @@ class Supervisor:
                 act_shared=self._act_shared,
                 autoreset_mode=self.autoreset_mode,
                 observation_mode=self.observation_mode,
+                doorbell=w.bell.bell,
                 spin_s=self.spin_us * 1e-6,
                 parent_pid=_parent_pid_for_workers(),
             )
             p.send(w.cmd_fd, p.encode(p.BUILD, (spec, w.blob)), w.sentinel, None)
 
     def _start(self, w: Worker) -> None:
-        """Start the process of ``w`` with a fresh pair of pipes."""
+        """Start the process of ``w`` with a fresh pair of pipes (and its doorbell, cleared)."""
+        if w.bell is None:
+            w.bell = ParentBell(Doorbell())
+        w.bell.started()  # the previous process, if any, is stopped: nobody else writes
         cmd_r, cmd_w = os.pipe()
         rep_r, rep_w = os.pipe()
         try:
-            process = start_worker(cmd_r, rep_w, [self._block.fd])
+            process = start_worker(cmd_r, rep_w, [self._block.fd, w.bell.bell.fd])
         except BaseException:
             os.close(cmd_w)
             os.close(rep_r)
@@ -174,13 +180,17 @@ class Supervisor:
         self._poll_all = None
 
     def _write(self, w: Worker, message: bytes) -> None:
-        """Send a command; a worker that reads none of it for ``step_timeout`` is killed.
+        """Send a command (by doorbell or pipe); a worker that reads none of it for
+        ``step_timeout`` is killed.
 
         Never raises for the worker's sake: the wait for its reply reports a dead or killed
         worker, as it reports one that dies while working.
         """
+        data = w.bell.command(message)
+        if data is None:  # rung, and the worker spins: nothing to write
+            return
         try:
-            p.send(w.cmd_fd, message, w.sentinel, self.step_timeout)
+            p.send(w.cmd_fd, data, w.sentinel, self.step_timeout)
         except p.Stalled:
             w.timed_out = True
             w.process.kill()
@@ -356,8 +366,9 @@ class Supervisor:
             owed = (
                 w.stale + len(w.pool) + (w in self._pending and self._state != AsyncState.DEFAULT)
             )
+            data = w.bell.command(p.encode(p.CLOSE))
             try:
-                sent = p.send(w.cmd_fd, p.encode(p.CLOSE), w.sentinel, 0)
+                sent = data is None or p.send(w.cmd_fd, data, w.sentinel, 0)
             except p.Stalled:  # its command pipe is full: it does not read
                 stuck.append(w)
                 continue

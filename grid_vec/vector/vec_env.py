@@ -3,10 +3,12 @@
 Each worker process carries a contiguous slice of sub-envs. Actions, observations, rewards and
 termination flags live in one shared block (:mod:`shared_buffers`); commands are 5-byte
 headers over pipes (:mod:`protocol`), with pickled payloads only for infos, calls and errors.
-The parent waits in ``poll`` on the reply pipes and on the process sentinels, so a worker
-that dies is noticed at once. Both sides first poll for a bounded few tens of microseconds,
-yielding the core at each turn, then sleep: a reply that comes quickly costs no wake-up, and
-with more processes than cores nobody is starved. Timeouts, restarts and closing are in
+A lockstep step or reset is *rung* through a doorbell in shared memory (:mod:`doorbell`):
+both sides spin on it for up to ``spin_us``, yielding the core at each turn, then sleep on
+their pipe, and a ring writes a wake-up to the pipe only for a side that sleeps. So a quick
+reply costs no system call, and with more processes than cores a step costs no more than a
+pipe round trip. Asleep, the parent waits in ``poll`` on the reply pipes and on the process
+sentinels, so a worker that dies is noticed at once. Timeouts, restarts and closing are in
 :mod:`supervision`, pool mode in :mod:`pool`.
 
 Start method: every worker is a fresh interpreter (``fork`` + ``exec``, see :mod:`launch`)
@@ -25,6 +27,7 @@ the hot path read together, as in gymnasium's own AsyncVectorEnv; argument check
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import multiprocessing
 import select
@@ -51,6 +54,7 @@ from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 from grid_vec.vector import arguments
 from grid_vec.vector import protocol as p
 from grid_vec.vector.actions import ActionRouter, is_custom_space
+from grid_vec.vector.doorbell import IN_PIPE, ParentBell, read_skipping_wakes, spin
 from grid_vec.vector.errors import reraise
 from grid_vec.vector.grid_commands import GridCommands
 from grid_vec.vector.infos import (
@@ -71,6 +75,11 @@ def _readable(fd: int) -> bool:
     poller = select.poll()
     poller.register(fd, p.POLL_IN)
     return bool(poller.poll(0))
+
+
+def _any_reply(bells: list[ParentBell], poller: select.poll | None) -> bool:
+    """Whether a ring came, or (with ``poller``) a reply pipe or sentinel has an event."""
+    return any(b.rang() for b in bells) or (poller is not None and bool(poller.poll(0)))
 
 
 class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
@@ -94,11 +103,12 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
             :class:`WorkerCrashedError` names the sub-envs lost. A restart that fails
             raises too; the env stays usable and the next ``reset()`` restarts the worker.
         batch_size: number of envs :meth:`recv` returns in pool mode (default ``num_envs``).
-        spin_us: microseconds the parent and the workers poll for a message (yielding the
-            core at each turn) before sleeping on the pipe. It saves the wake-up of a
-            sleeping process, and on virtual machines it keeps a core that would otherwise
-            idle from coming back slow (on the 2-core VM of the benchmarks, a batch of 16
-            case14 steps took about 1.4x longer right after 1 ms of sleep than after none).
+        spin_us: microseconds the parent and the workers spin on the doorbell for a
+            message (yielding the core at each turn) before sleeping on the pipe. It saves
+            the system calls and the wake-up of a sleeping process, and on virtual machines
+            it keeps a core that would otherwise idle from coming back slow (on the 2-core
+            VM of the benchmarks, a batch of 16 case14 steps took about 1.4x longer right
+            after 1 ms of sleep than after none).
             Default: 1000 when there are no more workers than usable cores, else 0.
 
     Pool mode: after :meth:`reset`, :meth:`send` actions to any envs and :meth:`recv` the
@@ -647,7 +657,10 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
     def _wait(
         self, workers: list[Worker], deadline: float | None, *, need_all: bool = True
     ) -> tuple[dict[Worker, tuple[int, Any]], list[Worker], list[Worker]]:
-        """Poll reply pipes and process sentinels: (replies, crashed workers, late workers)."""
+        """One reply per worker (or the first ones, without ``need_all``): rings are taken
+        as they come, spinning up to ``spin_us``; then the wait sleeps in ``poll`` on the
+        reply pipes and process sentinels until ``deadline``. Returns (replies, crashed
+        workers, late workers)."""
         shared = workers is self._workers  # every worker: the reusable poll set
         if shared and self._poll_all is not None:
             poller, owner = self._poll_all
@@ -662,17 +675,31 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         remaining = set(workers)
         replies: dict[Worker, tuple[int, Any]] = {}
         crashed: list[Worker] = []
+
+        def take(w: Worker) -> None:
+            if self._collect(w, replies, crashed):
+                remaining.discard(w)
+                if not shared:
+                    poller.unregister(w.reply_fd)
+                    poller.unregister(w.sentinel)
+
         spin_until = time.perf_counter() + self.spin_us * 1e-6
         while remaining:
-            if self.spin_us > 0:  # before each blocking poll, the rest of the spin budget
-                p.spin(poller, spin_until - time.perf_counter())
-            if deadline is None:
-                wait_ms = -1
-            else:
-                wait_ms = max(0, math.ceil((deadline - time.monotonic()) * 1000))
-            events = poller.poll(wait_ms)
-            if not events:
+            for w in [w for w in remaining if w.bell.rang()]:
+                take(w)
+            if not remaining or (not need_all and (replies or crashed)):
                 break
+            bells = [w.bell for w in remaining if w.bell.ringing]
+            piped = len(bells) < len(remaining)  # replies by pipe: poll for them too
+            ready = functools.partial(_any_reply, bells, poller if piped else None)
+            if self.spin_us > 0 and spin(ready, spin_until - time.perf_counter()):
+                events = poller.poll(0) if piped else None  # a ring, or a pipe event
+            else:
+                events = self._sleep(poller, bells, deadline)
+                if events == []:
+                    break
+            if not events:  # a ring came: taken at the top of the loop
+                continue
             for fd, _ in events:
                 w = owner[fd]
                 if w not in remaining:
@@ -680,29 +707,68 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
                         poller.unregister(fd)
                         self._poll_all = None
                     continue
-                if fd == w.sentinel and not _readable(w.reply_fd):
+                if fd == w.sentinel and not w.bell.rang() and not _readable(w.reply_fd):
                     crashed.append(w)
+                    remaining.discard(w)
+                    if not shared:
+                        poller.unregister(w.reply_fd)
+                        poller.unregister(w.sentinel)
                 else:
-                    try:
-                        replies[w] = self._read_reply(w)
-                    except p.PeerGone:
-                        crashed.append(w)
-                    except p.Stalled:  # stopped in the middle of a reply
-                        w.timed_out = True
-                        w.process.kill()
-                        crashed.append(w)
-                remaining.discard(w)
-                if not shared:
-                    poller.unregister(w.reply_fd)
-                    poller.unregister(w.sentinel)
+                    take(w)
             if not need_all and (replies or crashed):
                 break
         late = [w for w in workers if w in remaining]
         return replies, crashed, late
 
-    def _read_reply(self, w: Worker) -> tuple[int, Any]:
-        """One reply of ``w``; raw info records come back as a ``ColumnBatch`` in OK_DATA."""
-        code, payload = p.read_message(w.reply_fd, self.step_timeout)
+    def _sleep(
+        self, poller: select.poll, bells: list[ParentBell], deadline: float | None
+    ) -> list[tuple[int, int]] | None:
+        """Poll until an event or ``deadline`` ([] then), the rings of ``bells`` told to
+        write a ``WAKE``; None without sleeping if a ring came meanwhile."""
+        wait_ms = (
+            -1 if deadline is None else max(0, math.ceil((deadline - time.monotonic()) * 1000))
+        )
+        try:
+            if not all([b.sleep() for b in bells]):  # a list: every bell announces it
+                return None
+            return poller.poll(wait_ms)
+        finally:
+            for b in bells:
+                b.woke()
+
+    def _collect(
+        self, w: Worker, replies: dict[Worker, tuple[int, Any]], crashed: list[Worker]
+    ) -> bool:
+        """Move the reply of ``w`` (its ring came or its reply pipe is readable) into
+        ``replies``, or ``w`` into ``crashed``; False if the pipe held a stale ``WAKE`` only."""
+        try:
+            reply = self._read_reply(w)
+        except p.PeerGone:
+            crashed.append(w)
+            return True
+        except p.Stalled:  # stopped in the middle of a reply
+            w.timed_out = True
+            w.process.kill()
+            crashed.append(w)
+            return True
+        if reply is None:
+            return False
+        replies[w] = reply
+        return True
+
+    def _read_reply(self, w: Worker) -> tuple[int, Any] | None:
+        """The oldest reply of ``w``, from its ring or its pipe (None: a stale ``WAKE``);
+        raw info records come back as a ``ColumnBatch`` in OK_DATA."""
+        code = w.bell.rung_reply()
+        if code is None:  # by pipe (or a stale WAKE ahead of the ring)
+            code, payload = p.read_message(w.reply_fd, self.step_timeout)
+            if code == p.WAKE:
+                return None
+            w.bell.piped_reply()
+        elif code == IN_PIPE:
+            code, payload = read_skipping_wakes(w.reply_fd, self.step_timeout)
+        else:
+            payload = None
         if code == p.OK_SCHEMA:
             schema, payload = payload
             w.info_schema = self._schemas.setdefault(schema, schema)  # one object per schema

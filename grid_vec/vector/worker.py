@@ -23,6 +23,7 @@ from gymnasium.spaces.utils import is_space_dtype_shape_equiv
 from gymnasium.vector.vector_env import AutoresetMode
 
 from grid_vec.vector import protocol as p
+from grid_vec.vector.doorbell import STRONG_ORDER, Doorbell, WorkerBell, spin
 from grid_vec.vector.errors import ProtocolError, error_entry
 from grid_vec.vector.infos import InfoPacker, batch_infos
 from grid_vec.vector.shared_buffers import SharedBlock, join, split
@@ -41,7 +42,8 @@ class WorkerSpec:
     act_shared: bool
     autoreset_mode: AutoresetMode
     observation_mode: Any  # "same", "different" or a (batched, single) tuple of spaces
-    spin_s: float  # seconds to poll for the next command before blocking on the pipe
+    doorbell: Doorbell  # the shared slots that signal commands and replies of the hot path
+    spin_s: float  # seconds to spin on the doorbell for the next command before sleeping
     # pid of the parent to die with (Linux), or None: the worker then notices a dead parent
     # only as end-of-file on its command pipe, between commands
     parent_pid: int | None = None
@@ -73,12 +75,30 @@ class _Server:
             AutoresetMode.SAME_STEP: self._step_same_step,
             AutoresetMode.DISABLED: self._step_disabled,
         }[AutoresetMode(spec.autoreset_mode)]
-        self.poller = select.poll()  # built once: the spin before each command reuses it
+        self.bell = WorkerBell(spec.doorbell, fd_in, fd_out)
+        self.spin_s = spec.spin_s if STRONG_ORDER else 0.0
+        self.poller = select.poll()  # built once: the sleep between commands reuses it
         self.poller.register(fd_in, p.POLL_IN)
         self.step_infos = InfoPacker(len(envs))
 
-    def reply(self, code: int, payload: Any = None) -> None:
-        p.write_all(self.fd_out, p.encode(code, payload))
+    def next_command(self) -> tuple[int, Any]:
+        """Spin on the doorbell for the next command, then sleep on the command pipe.
+
+        Raises:
+            PeerGone: the parent closed the command pipe.
+        """
+        bell = self.bell
+        while not bell.pending():
+            if self.spin_s > 0 and spin(bell.pending, self.spin_s):
+                break
+            if bell.sleep():
+                self.poller.poll()  # a message, a WAKE, or the end of the pipe
+            bell.woke()
+            if not bell.pending():  # a stale WAKE (see doorbell), or the end of the pipe
+                code, _ = p.read_message(self.fd_in)
+                if code != p.WAKE:
+                    raise RuntimeError(f"worker got command {code} that was not announced")
+        return bell.take()
 
     def serve(self) -> None:
         handlers: dict[int, Callable[[Any], tuple[int, Any]]] = {
@@ -88,14 +108,12 @@ class _Server:
             p.SET_ATTR: self.set_attr,
         }
         while True:
-            if self.spec.spin_s > 0:
-                p.spin(self.poller, self.spec.spin_s)
             try:
-                code, payload = p.read_message(self.fd_in)
+                code, payload = self.next_command()
             except p.PeerGone:
                 return
             if code == p.CLOSE:
-                self.reply(p.OK)
+                self.bell.reply(p.encode(p.OK))
                 return
             handler = handlers.get(code)
             status, result = self.unknown(code) if handler is None else handler(payload)
@@ -103,7 +121,7 @@ class _Server:
                 message = p.encode(status, result)
             except Exception as exc:  # e.g. a call returned something that cannot be pickled
                 message = p.encode(p.ERROR, [error_entry(self.spec.env_ids[0], exc)])
-            p.write_all(self.fd_out, message)
+            self.bell.reply(message)
 
     def unknown(self, code: int) -> tuple[int, Any]:
         """The reply to a command outside the protocol: a ProtocolError, not a KeyError that

@@ -371,3 +371,16 @@ class RaisingEnv(gym.Env):
         if action >= 1:
             raise ValueError(f"error in step with {action}")
         return np.zeros(2, np.float32), 0.0, False, False, {}
+
+
+class PausingEnv(CountEnv):
+    """CountEnv that sleeps ``pause`` seconds in every third step (longer than a short spin)."""
+
+    def __init__(self, pause: float = 0.003, episode_len: int = 5):
+        super().__init__(episode_len=episode_len)
+        self.pause = pause
+
+    def step(self, action):
+        if self.t % 3 == 1:
+            time.sleep(self.pause)
+        return super().step(action)
