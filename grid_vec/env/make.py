@@ -155,7 +155,7 @@ def _cached_folder(
     key = ("folder", str(root), allow_negative_loads, tuple(stamps))
     if key not in _COMPILED:
         _COMPILED.pop(next((k for k in _COMPILED if k[:3] == key[:3]), None), None)
-        model, source, folder_kwargs = _load_folder(path, allow_negative_loads, {})
+        model, source, folder_kwargs = _load_folder(path, allow_negative_loads)
         _COMPILED[key] = (_read_only(model), source, folder_kwargs)
     model, source, folder_kwargs = _COMPILED[key]
     return model, source, {k: _copy_if_array(v) for k, v in folder_kwargs.items()}
@@ -179,9 +179,10 @@ def clear_compiled_cache() -> None:
 
 
 def _load_folder(
-    path: Path, allow_negative_loads: bool, kwargs: dict[str, Any]
+    path: Path, allow_negative_loads: bool
 ) -> tuple[GridModel, ScenarioSource, dict[str, Any]]:
-    """Compiled model, scenario source and GridEnv arguments of a grid2op-format folder.
+    """Compiled model, scenario source and the GridEnv arguments a grid2op-format folder
+    gives (``parameters`` from params.json, ``gen_ramp`` from prods_charac.csv).
 
     Every fault of the folder is a ``FolderFormatError`` naming the file: the chronics layer
     checks what it reads, and the two steps that only this layer can take (compiling the
@@ -202,16 +203,16 @@ def _load_folder(
         raise FolderFormatError(
             f"{folder.path / 'grid.json'}: cannot be compiled ({type(e).__name__}: {short(str(e))})"
         ) from e
-    kwargs = dict(kwargs)
-    if kwargs.get("parameters") is None:
-        try:
-            kwargs["parameters"] = Parameters.from_grid2op_dict(folder.params)
-        except (TypeError, ValueError) as e:  # the message names the key or the field
-            raise FolderFormatError(f"{folder.path / 'params.json'}: {e}") from e
-    if kwargs.get("gen_ramp") is None:
-        kwargs["gen_ramp"] = _folder_ramps(folder.gen_ramps, model)
+    try:
+        parameters = Parameters.from_grid2op_dict(folder.params)
+    except (TypeError, ValueError) as e:  # the message names the key or the field
+        raise FolderFormatError(f"{folder.path / 'params.json'}: {e}") from e
     source = FolderSource(folder.path, model, allow_negative_loads=allow_negative_loads)
-    return model, source, kwargs
+    return (
+        model,
+        source,
+        {"parameters": parameters, "gen_ramp": _folder_ramps(folder.gen_ramps, model)},
+    )
 
 
 def _folder_ramps(ramps: dict[str, float] | None, model: GridModel) -> np.ndarray | None:
