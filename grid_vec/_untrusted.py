@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import stat
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -81,6 +82,16 @@ def json_depth(text: str | bytes) -> int:
     skeleton = np.frombuffer(_JSON_STRING.sub(b'""', raw), np.uint8)
     steps = np.isin(skeleton, _OPENERS).astype(np.int64) - np.isin(skeleton, _CLOSERS)
     return int(np.cumsum(steps).max(initial=0))
+
+
+def quote(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters (then ``...``): for quoting file content or
+    recorded values in messages. A long string is cut before ``repr`` sees it, and numpy
+    scalars read as plain Python numbers."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    text = repr(value[: limit + 1] if isinstance(value, str) else value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def shorten(text: str, limit: int = 200) -> str:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from grid_vec import __version__
 from grid_vec._argtypes import non_empty_path, non_empty_text, non_negative_int, positive_int
+from grid_vec._untrusted import quote, shorten
 
 if TYPE_CHECKING:
     from grid_vec.runner import ResumeError
@@ -54,8 +55,7 @@ class UsageError(Exception):
 
     def __init__(self, prog: str, message: str) -> None:
         # One short line, whatever the message quotes (an exception, a file's content).
-        text = " ".join(message.split())
-        super().__init__(f"{prog}: {text if len(text) <= 300 else text[:297] + '...'}")
+        super().__init__(f"{prog}: {shorten(message, 300)}")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -265,13 +265,12 @@ def _run_path(args: argparse.Namespace) -> Path | None:
 def _env_factory(args: argparse.Namespace) -> Any:
     """The env factory of ``--env`` (compiles the grid here, in this process, once)."""
     from grid_vec.env.make import env_factory
-    from grid_vec.runner.resume import brief
 
     try:
         return env_factory(args.env, backend=args.backend)
     except (ValueError, TypeError, OSError, ImportError) as exc:
         # FolderFormatError (a ValueError) names the file and the place in it.
-        raise UsageError("grid-vec run", f"--env {brief(args.env, 120)}: {exc}") from exc
+        raise UsageError("grid-vec run", f"--env {quote(args.env, 120)}: {exc}") from exc
 
 
 def _check_resumable(args: argparse.Namespace, path: Path, factory: Any) -> None:
@@ -299,7 +298,6 @@ def _check_resumable(args: argparse.Namespace, path: Path, factory: Any) -> None
 
 def _resume_mismatch(exc: ResumeError, args: argparse.Namespace) -> str:
     """One line naming the option a resume differs in, and both values."""
-    from grid_vec.runner.resume import brief
 
     option = _OPTION_OF.get(exc.key)
     if option is None:
@@ -311,7 +309,7 @@ def _resume_mismatch(exc: ResumeError, args: argparse.Namespace) -> str:
     if option == "--agent":
         names = {v: k for k, v in AGENTS.items()}
         recorded, asked = names.get(recorded, recorded), names.get(asked, asked)
-    return f"{where}: recorded {brief(recorded)}, this run asks {brief(asked)}"
+    return f"{where}: recorded {quote(recorded)}, this run asks {quote(asked)}"
 
 
 def _evaluate(args: argparse.Namespace, factory: Any, path: Path | None) -> list[Any]:

@@ -13,9 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from grid_vec._untrusted import UntrustedFileError, json_depth, read_bytes
+from grid_vec._untrusted import UntrustedFileError, json_depth, quote, read_bytes
 
 # grid.json: grid2op's 118-bus grids are ~5 MB; a 10x margin
 MAX_GRID_JSON_BYTES = 64 * 2**20
@@ -37,10 +35,7 @@ class FolderFormatError(UntrustedFileError):
 
 def short(value: Any) -> str:
     """``repr(value)``, cut to a few dozen characters: for quoting file content in messages."""
-    if isinstance(value, np.generic):  # numpy scalars read as plain Python numbers
-        value = value.item()
-    text = repr(value[: _MAX_QUOTED + 1] if isinstance(value, str) else value)
-    return text if len(text) <= _MAX_QUOTED else text[:_MAX_QUOTED] + "..."
+    return quote(value, _MAX_QUOTED)
 
 
 def inside(root: Path, path: Path) -> Path:

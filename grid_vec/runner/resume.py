@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grid_vec._untrusted import quote
 from grid_vec.runner.episode_data import EpisodeData, EpisodeDataError, read_meta
 from grid_vec.runner.recording import finished_episodes
 from grid_vec.runner.results import EpisodeResult, jsonable
@@ -24,7 +25,7 @@ class ResumeError(ValueError):
     def __init__(self, path: Path, key: str, recorded: Any, asked: Any) -> None:
         self.path, self.key, self.recorded, self.asked = path, key, recorded, asked
         super().__init__(
-            f"{path} was recorded with {key}={brief(recorded)}, this run asks {brief(asked)}; "
+            f"{path} was recorded with {key}={quote(recorded)}, this run asks {quote(asked)}; "
             f"resume needs the same settings"
         )
 
@@ -104,9 +105,3 @@ def first_difference(
         elif got != want:
             return f"{prefix}{key}", got, want
     return None
-
-
-def brief(value: Any, limit: int = 60) -> str:
-    """``repr(value)`` cut to ``limit`` characters (recorded values may be huge or hostile)."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
