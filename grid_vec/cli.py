@@ -276,20 +276,18 @@ def _env_factory(args: argparse.Namespace) -> Any:
 def _check_resumable(args: argparse.Namespace, path: Path, factory: Any) -> None:
     """Refuse, before anything is built, a run under ``path`` recorded with other options
     (reads only the episodes' ``meta.json``; the Runner checks their arrays when it starts)."""
-    from grid_vec.runner import ResumeError, derive_seed
+    from grid_vec.runner import ResumeError
+    from grid_vec.runner.episodes import episode_identity, plan_episodes
     from grid_vec.runner.resume import plan_resume
 
     run = {
         "env_id": factory.spec.id,
         "env_kwargs": {"backend": args.backend},
         "agent": AGENTS[args.agent],
-        "max_iter": args.max_iter,
+        "max_iter": args.max_iter,  # compared before the seeds, as the Runner does
     }
-    seeds = {
-        i: (derive_seed(args.seed, i, 0), derive_seed(args.seed, i, 1))
-        for i in range(args.episodes)
-    }
-    expected = {i: {**run, "env_seed": e, "agent_seed": a} for i, (e, a) in seeds.items()}
+    specs = plan_episodes(args.episodes, None, None, None, None, args.seed)
+    expected = {s.index: {**run, **episode_identity(s, args.max_iter)} for s in specs}
     try:
         plan_resume(path, expected, load_arrays=False)
     except ResumeError as exc:

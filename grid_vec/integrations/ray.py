@@ -32,7 +32,8 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from ray.exceptions import RayActorError
 
 from grid_vec.runner.episodes import EpisodeSpec
-from grid_vec.runner.executor import EpisodeExecutor, VectorEnvExecutor
+from grid_vec.runner.executor import EpisodeExecutor, VectorEnvExecutor, is_env_fns
+from grid_vec.runner.progress import NoBar
 from grid_vec.runner.recording import ARRAYS_FILE, META_FILE, episode_dirname, finished_episodes
 from grid_vec.runner.results import EpisodeResult
 
@@ -68,11 +69,6 @@ def connect(address: str | None = None) -> bool:
     return True
 
 
-class _NoBar:
-    def update(self, n: int = 1) -> None:
-        pass
-
-
 class _EpisodeActor:
     """A Ray actor playing chunks of episodes with a local executor."""
 
@@ -98,7 +94,7 @@ class _EpisodeActor:
     ) -> tuple[dict[int, EpisodeResult], dict[int, dict[str, bytes]]]:
         """Results of ``specs`` and, with ``record``, the files of each recorded episode."""
         assert self._executor is not None, "setup() first"
-        bar = _NoBar()
+        bar = NoBar()
         if not record:
             return self._executor.play(specs, max_iter, None, bar, bar), {}
         tmp = Path(tempfile.mkdtemp(prefix="grid_vec-ray-"))
@@ -212,9 +208,7 @@ class RayExecutor(EpisodeExecutor):
         """
         if self._args is not None:
             raise RuntimeError("this executor already serves a Runner; make one per Runner")
-        if isinstance(env, gym.vector.VectorEnv) or not (
-            isinstance(env, Sequence) and env and all(callable(f) for f in env)
-        ):
+        if isinstance(env, gym.vector.VectorEnv) or not is_env_fns(env):
             raise TypeError(
                 f"RayExecutor needs a non-empty sequence of picklable env factories (a "
                 f"vector env cannot travel to the actors), got {env!r}"

@@ -22,6 +22,7 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array,
 from ray.exceptions import RayActorError
 
 from grid_vec.integrations.ray import connect
+from grid_vec.runner.executor import is_env_fns
 from grid_vec.vector.errors import WorkerCrashedError
 from grid_vec.vector.infos import place_infos
 
@@ -88,7 +89,7 @@ class RayVecEnv(VectorEnv):
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         ray_address: str | None = None,
     ) -> None:
-        if not (isinstance(env_fns, Sequence) and env_fns and all(callable(f) for f in env_fns)):
+        if not is_env_fns(env_fns):
             raise TypeError(f"env_fns must be a non-empty sequence of callables, got {env_fns!r}")
         if isinstance(envs_per_actor, bool) or not isinstance(envs_per_actor, int):
             raise TypeError(f"envs_per_actor must be an int, got {envs_per_actor!r}")

@@ -185,11 +185,11 @@ class EpisodeLoop:
                     break
             else:
                 groups.append((options, [i]))
+        seeds: list[int | None] = [None] * self.n
+        for i in slots:
+            spec = self.specs[i]
+            seeds[i] = None if spec is None else spec.env_seed
         for options, members in groups:
-            seeds: list[int | None] = [None] * self.n
-            for i in slots:
-                spec = self.specs[i]
-                seeds[i] = None if spec is None else spec.env_seed
             call_options = dict(options or {})
             if obs is not None:
                 mask = np.zeros(self.n, dtype=bool)
@@ -201,12 +201,13 @@ class EpisodeLoop:
             has = self.executor.probe()
             scenarios = self.env.get_attr("scenario_info") if has["scenario_info"] else None
             rows = self._rows(self.obs_space, obs)
+            columns = info_columns(infos)
             for i in members:
                 if self.specs[i] is not None:
-                    self._start(i, rows[i], infos, scenarios, snapshot)
+                    self._start(i, rows[i], columns, scenarios, snapshot)
         return obs
 
-    def _start(self, i: int, obs: Any, infos: dict, scenarios: Any, snapshot: Any) -> None:
+    def _start(self, i: int, obs: Any, columns: Any, scenarios: Any, snapshot: Any) -> None:
         spec = self.specs[i]
         assert spec is not None
         self.active[i] = True
@@ -216,7 +217,7 @@ class EpisodeLoop:
         self.cum[i] = 0.0
         self.last_reward[i] = 0.0
         self.start_time[i] = time.perf_counter()
-        info = info_row(info_columns(infos), i)
+        info = info_row(columns, i)
         scenario_id, name, length = info.get("scenario_id"), info.get("scenario_name"), None
         if scenarios is not None:
             current = scenarios[i]

@@ -45,6 +45,11 @@ def build_vector_env(env_fns: Sequence[Callable[[], gym.Env]]) -> VectorEnv:
     return GridVecEnv(list(env_fns), autoreset_mode=AutoresetMode.DISABLED)
 
 
+def is_env_fns(value: Any) -> bool:
+    """Whether ``value`` is a non-empty sequence of env factories (callables)."""
+    return isinstance(value, Sequence) and len(value) > 0 and all(callable(f) for f in value)
+
+
 class EpisodeExecutor(ABC):
     """Plays the episodes a :class:`~grid_vec.runner.Runner` hands it.
 
@@ -162,7 +167,7 @@ class VectorEnvExecutor(EpisodeExecutor):
         kind = agent_kind(agent)
         if isinstance(env, VectorEnv):
             self._env, self._owns_env = env, False
-        elif isinstance(env, Sequence) and env and all(callable(f) for f in env):
+        elif is_env_fns(env):
             self._env, self._owns_env = build_vector_env(env), True
         else:
             raise TypeError(

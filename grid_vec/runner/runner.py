@@ -72,8 +72,8 @@ class Runner:
             )
         if executor is not None and not isinstance(executor, EpisodeExecutor):
             raise TypeError(f"executor must be an EpisodeExecutor or None, got {executor!r}")
+        agent_kind(agent)  # a TypeError for what is no agent, before anything starts
         self.agent = agent
-        self.kind = agent_kind(agent)
         self.seed = int(seed)
         self.executor = VectorEnvExecutor() if executor is None else executor
         self.executor.start(env, agent, idle_action)
