@@ -15,21 +15,21 @@ def _number(text: str, kind: type, what: str) -> int | float:
 
 
 def positive_int(text: str) -> int:
-    value = int(_number(text, int, "a positive integer"))
+    value = _number(text, int, "a positive integer")
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
     return value
 
 
 def non_negative_int(text: str) -> int:
-    value = int(_number(text, int, "a non-negative integer"))
+    value = _number(text, int, "a non-negative integer")
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
     return value
 
 
 def positive_float(text: str) -> float:
-    value = float(_number(text, float, "a positive number"))
+    value = _number(text, float, "a positive number")
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
     return value

@@ -16,6 +16,10 @@ from typing import Any
 
 import numpy as np
 
+MAX_JSON_DEPTH = 32
+"""Deepest JSON nesting read from an untrusted file (pandapower's grid.json nests about 5
+levels, a run's meta.json fewer); ``json.loads`` recurses once per level."""
+
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _OPENERS = np.frombuffer(b"[{", np.uint8)
 _CLOSERS = np.frombuffer(b"]}", np.uint8)
@@ -73,6 +77,13 @@ def read_bytes(
     if len(data) > max_bytes:  # it grew since stat
         raise error(too_large)
     return data
+
+
+def file_stamp(path: Path) -> tuple[int, int, int]:
+    """What changes when a file is edited or replaced: ``(mtime_ns, size, inode)``, for
+    cache keys. Raises OSError as ``os.stat`` does."""
+    status = path.stat()
+    return status.st_mtime_ns, status.st_size, status.st_ino
 
 
 def json_depth(text: str | bytes) -> int:

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from grid_vec._untrusted import UntrustedFileError, json_depth, quote, read_bytes
+from grid_vec._untrusted import MAX_JSON_DEPTH, UntrustedFileError, json_depth, quote, read_bytes
 
 # grid.json: grid2op's 118-bus grids are ~5 MB; a 10x margin
 MAX_GRID_JSON_BYTES = 64 * 2**20
@@ -21,21 +21,16 @@ MAX_GRID_JSON_BYTES = 64 * 2**20
 MAX_SMALL_FILE_BYTES = 2**20
 # start_datetime.info, time_interval.info: one short line
 MAX_INFO_BYTES = 1024
-# JSON nesting: pandapower's grid.json is ~5 levels deep; json.loads recurses per level
-MAX_JSON_DEPTH = 32
 # any number read from a JSON file or config.py (grid values are MW, kV, A, ohm...)
 MAX_ABS_NUMBER = 1e15
 _MAX_INT_DIGITS = 16  # bounds int() on a digit string before it is converted
-_MAX_QUOTED = 60  # characters of a value quoted in an error message
 
 
 class FolderFormatError(UntrustedFileError):
     """A dataset folder is malformed: the message names the file and the row/column or key."""
 
 
-def short(value: Any) -> str:
-    """``repr(value)``, cut to a few dozen characters: for quoting file content in messages."""
-    return quote(value, _MAX_QUOTED)
+short = quote  # this layer's name for it: ``repr`` of file content, cut to 60 characters
 
 
 def inside(root: Path, path: Path) -> Path:

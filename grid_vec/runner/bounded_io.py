@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from grid_vec._untrusted import (
+    MAX_JSON_DEPTH,
     UntrustedFileError,
     json_depth,
     read_bytes,
@@ -21,7 +22,6 @@ from grid_vec._untrusted import (
 # Bounds on what one episode's files may ask of memory. Recorded metadata is a few kB and a
 # month of case118 observations about 120 MB, so these only stop hostile or broken files.
 MAX_META_BYTES = 4 * 2**20
-MAX_JSON_DEPTH = 32
 MAX_NPZ_FILE_BYTES = 2 * 2**30
 MAX_NPZ_MEMBERS = 4096
 MAX_NPZ_ARRAY_BYTES = 2 * 2**30  # decompressed, all members together
