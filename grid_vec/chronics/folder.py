@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from grid_vec._untrusted import file_stamp
 from grid_vec.chronics.config_file import read_config_values
 from grid_vec.chronics.csv_table import count_rows, find_csv, read_table
 from grid_vec.chronics.grid_json import read_grid_json
@@ -312,7 +313,8 @@ class FolderSource:
         if scenario_id not in self._infos:
             folder = self.path / "chronics" / self._dirs[scenario_id]
             # load_p sets the length; the other files are checked against it when read
-            length = count_rows(self._files(scenario_id)["load_p"])
+            self._found[scenario_id] = self._files(scenario_id)
+            length = count_rows(self._found[scenario_id]["load_p"])
             if length < 2:
                 raise FolderFormatError(
                     f"{folder}: a scenario needs at least 2 steps, load_p has {length}"
@@ -341,10 +343,8 @@ class FolderSource:
         whole_bytes = info.length * 2 * (2 * m.n_load + 2 * m.n_gen) * 8
         if whole_bytes > shared_cache.max_bytes:  # never kept: read just the window
             return self._parse(info, self._files(info.id), start, stop)
-        # the files found at the first read name the cache entry (resolving them again costs
-        # more than the read); a miss checks them again before parsing
-        if info.id not in self._found:
-            self._found[info.id] = self._files(info.id)
+        # the files found by info() name the cache entry (resolving them again costs more
+        # than the read); a miss checks them again before parsing
         whole = shared_cache.get(
             self._cache_key(info, self._found[info.id]),
             lambda: self._parse(info, self._files(info.id), 0, info.length),
@@ -364,10 +364,9 @@ class FolderSource:
         stats = []
         for name, path in sorted(files.items()):
             try:
-                stat = path.stat()
+                stats.append((name, str(path), *file_stamp(path)))
             except OSError as e:  # removed since it was found
                 raise FolderFormatError(f"{path}: cannot be read ({e.strerror or e})") from None
-            stats.append((name, str(path), stat.st_mtime_ns, stat.st_size, stat.st_ino))
         return (str(self.path), info.name, self.allow_negative_loads, self._model_key, *stats)
 
     def _parse(

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from gymnasium.envs.registration import EnvSpec
 
+from grid_vec._untrusted import file_stamp
 from grid_vec.chronics.scenario import ScenarioSource
 from grid_vec.env.embedded import EMBEDDED, embedded_model
 from grid_vec.env.grid_env import GridEnv
@@ -129,9 +130,10 @@ def env_factory(
 
 # Compiling a grid costs about a second (pandapower builds the case, then a base-case power
 # flow): the compiled pieces are kept per process, read-only, and shared by the envs built
-# from them. A folder's entry is keyed by the files compiling reads, so editing them rebuilds.
+# from them. A folder's entry is keyed by the files compiling reads, so editing them rebuilds;
+# its scenario source is built anew on each call (it reads the scenario folders as they are).
 _COMPILED: dict[tuple, Any] = {}
-_FOLDER_FILES = ("grid.json", "config.py", "params.json", "prods_charac.csv", "chronics")
+_FOLDER_FILES = ("grid.json", "config.py", "params.json", "prods_charac.csv")
 
 
 def _cached_embedded_model(name: str) -> GridModel:
@@ -144,20 +146,22 @@ def _cached_embedded_model(name: str) -> GridModel:
 def _cached_folder(
     path: Path, allow_negative_loads: bool
 ) -> tuple[GridModel, ScenarioSource, dict[str, Any]]:
+    from grid_vec.chronics.folder import FolderSource
+
     root = path.resolve()
     stamps = []
     for name in _FOLDER_FILES:
         try:
-            stat = (root / name).stat()
-            stamps.append((name, stat.st_mtime_ns, stat.st_size, stat.st_ino))
+            stamps.append((name, file_stamp(root / name)))
         except OSError:
             stamps.append((name, None))
-    key = ("folder", str(root), allow_negative_loads, tuple(stamps))
+    key = ("folder", str(root), tuple(stamps))
     if key not in _COMPILED:
-        _COMPILED.pop(next((k for k in _COMPILED if k[:3] == key[:3]), None), None)
-        model, source, folder_kwargs = _load_folder(path, allow_negative_loads)
-        _COMPILED[key] = (_read_only(model), source, folder_kwargs)
-    model, source, folder_kwargs = _COMPILED[key]
+        _COMPILED.pop(next((k for k in _COMPILED if k[:2] == key[:2]), None), None)
+        model, folder_kwargs = _load_folder(path)
+        _COMPILED[key] = (_read_only(model), folder_kwargs)
+    model, folder_kwargs = _COMPILED[key]
+    source = FolderSource(root, model, allow_negative_loads=allow_negative_loads)
     return model, source, {k: _copy_if_array(v) for k, v in folder_kwargs.items()}
 
 
@@ -178,21 +182,16 @@ def clear_compiled_cache() -> None:
     _COMPILED.clear()
 
 
-def _load_folder(
-    path: Path, allow_negative_loads: bool
-) -> tuple[GridModel, ScenarioSource, dict[str, Any]]:
-    """Compiled model, scenario source and the GridEnv arguments a grid2op-format folder
-    gives (``parameters`` from params.json, ``gen_ramp`` from prods_charac.csv).
+def _load_folder(path: Path) -> tuple[GridModel, dict[str, Any]]:
+    """Compiled model and the GridEnv arguments a grid2op-format folder gives (``parameters``
+    from params.json, ``gen_ramp`` from prods_charac.csv).
 
     Every fault of the folder is a ``FolderFormatError`` naming the file: the chronics layer
     checks what it reads, and the two steps that only this layer can take (compiling the
     grid, building ``Parameters``) have their errors named after ``grid.json`` and
     ``params.json`` here.
     """
-    from grid_vec.grid._pandapower import import_pandapower
-
-    import_pandapower()  # quietly, before load_folder imports it (see grid_vec.grid._pandapower)
-    from grid_vec.chronics.folder import FolderSource, load_folder
+    from grid_vec.chronics.folder import load_folder
     from grid_vec.chronics.untrusted import FolderFormatError, short
     from grid_vec.grid.compile import compile_net
 
@@ -207,12 +206,7 @@ def _load_folder(
         parameters = Parameters.from_grid2op_dict(folder.params)
     except (TypeError, ValueError) as e:  # the message names the key or the field
         raise FolderFormatError(f"{folder.path / 'params.json'}: {e}") from e
-    source = FolderSource(folder.path, model, allow_negative_loads=allow_negative_loads)
-    return (
-        model,
-        source,
-        {"parameters": parameters, "gen_ramp": _folder_ramps(folder.gen_ramps, model)},
-    )
+    return model, {"parameters": parameters, "gen_ramp": _folder_ramps(folder.gen_ramps, model)}
 
 
 def _folder_ramps(ramps: dict[str, float] | None, model: GridModel) -> np.ndarray | None:

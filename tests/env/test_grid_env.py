@@ -456,3 +456,21 @@ def test_time_features_match_datetime():
             when = start + step * (first + k)
             expected = (when.year, when.month, when.day, when.hour, when.minute, when.weekday())
             assert tuple(row) == expected, when
+
+
+def test_make_again_reads_scenario_files_edited_since_the_last_make(tmp_path):
+    # the compiled grid is cached per process; the scenario folders are read as they are now
+    import bz2
+
+    folder = _sandbox_copy(tmp_path)
+    env = grid_vec.make(folder)
+    env.reset(seed=0, options={"scenario_id": 0})
+    before = env.scenario_info.length
+    scenario = sorted((folder / "chronics").iterdir())[0]
+    for csv in scenario.glob("*.csv.bz2"):  # keep the header and the first 100 rows
+        lines = bz2.decompress(csv.read_bytes()).decode().splitlines(keepends=True)
+        csv.write_bytes(bz2.compress("".join(lines[:101]).encode()))
+    again = grid_vec.make(folder)
+    again.reset(seed=0, options={"scenario_id": 0})
+    assert before > 100 and again.scenario_info.length == 100
+    assert again.unwrapped.model is env.unwrapped.model  # the grid was not compiled again
