@@ -26,8 +26,9 @@ x86-64 stores are not reordered with stores nor loads with loads, and each value
 aligned 8-byte access (``memoryview`` of ``q``), so that is enough. The sleep handshake
 (sleeper: store flag, load counter; ringer: store counter, load flag) also needs the
 store-load order that x86 does not give: :func:`_fence` takes and releases an uncontended
-lock, a locked instruction, hence a full barrier. Elsewhere (no such guarantees) rings
-always write the ``WAKE`` and nobody spins: the pipe's system calls order the memory.
+lock, a locked instruction, hence a full barrier. Elsewhere (no such guarantees) nothing
+rings: :class:`ParentBell` sends every command by pipe, so every reply comes back by pipe,
+and GridVecEnv spins on neither side; the pipe's system calls order the memory.
 """
 
 from __future__ import annotations
@@ -113,7 +114,9 @@ class ParentBell:
         itself, a ``WAKE``, or None when the ring suffices)."""
         s = self.slots
         self.owed += 1
-        if self.owed > 1:  # the worker has older commands to read first: by pipe
+        # by pipe when the worker has older commands to read first, and wherever reading a
+        # ring from memory would not be ordered (see the module docstring)
+        if self.owed > 1 or not STRONG_ORDER:
             s[P_TOTAL] += 1
             return message
         bare = len(message) == p.HEADER.size
@@ -123,11 +126,8 @@ class ParentBell:
         self.ringing = True
         if not bare:
             return message
-        if STRONG_ORDER:
-            _fence()
-            if not s[W_SLEEPING]:
-                return None
-        return p.WAKE_MESSAGE
+        _fence()
+        return None if not s[W_SLEEPING] else p.WAKE_MESSAGE
 
     def rang(self) -> bool:
         """Whether the ring that answers the oldest command came (not consumed yet)."""
@@ -213,11 +213,9 @@ class WorkerBell:
         if not bare:
             p.write_all(self.fd_out, message)
             return
-        if STRONG_ORDER:
-            _fence()
-            if not s[P_SLEEPING]:
-                return
-        p.write_all(self.fd_out, p.WAKE_MESSAGE)
+        _fence()  # a ring, hence STRONG_ORDER (rings are made nowhere else)
+        if s[P_SLEEPING]:
+            p.write_all(self.fd_out, p.WAKE_MESSAGE)
 
 
 def spin(ready: Callable[[], bool], seconds: float) -> bool:

@@ -111,7 +111,6 @@ class Supervisor:
     _workers: list[Worker]
     _block: SharedBlock
     _obs_shared: bool
-    _act_shared: bool
     _state: AsyncState
     _pending: list[Worker]
     _poll_all: Any
@@ -146,7 +145,6 @@ class Supervisor:
                 obs_space=self.single_observation_space,
                 act_space=self.single_action_space,
                 obs_shared=self._obs_shared,
-                act_shared=self._act_shared,
                 autoreset_mode=self.autoreset_mode,
                 observation_mode=self.observation_mode,
                 doorbell=w.bell.bell,

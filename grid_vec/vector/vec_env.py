@@ -54,7 +54,13 @@ from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 from grid_vec.vector import arguments
 from grid_vec.vector import protocol as p
 from grid_vec.vector.actions import ActionRouter, is_custom_space
-from grid_vec.vector.doorbell import IN_PIPE, ParentBell, read_skipping_wakes, spin
+from grid_vec.vector.doorbell import (
+    IN_PIPE,
+    STRONG_ORDER,
+    ParentBell,
+    read_skipping_wakes,
+    spin,
+)
 from grid_vec.vector.errors import reraise
 from grid_vec.vector.grid_commands import GridCommands
 from grid_vec.vector.infos import (
@@ -110,6 +116,8 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
             VM of the benchmarks, a batch of 16 case14 steps took about 1.4x longer right
             after 1 ms of sleep than after none).
             Default: 1000 when there are no more workers than usable cores, else 0.
+            Always 0 on processors other than x86-64, where every message takes the pipe
+            (see :mod:`grid_vec.vector.doorbell`).
 
     Pool mode: after :meth:`reset`, :meth:`send` actions to any envs and :meth:`recv` the
     first ``batch_size`` envs that are done, with their ids. Per-env calls:
@@ -162,7 +170,7 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         num_workers = math.ceil(self.num_envs / self.envs_per_worker)
         if spin_us is None:
             spin_us = _DEFAULT_SPIN_US if num_workers <= arguments.usable_cpus() else 0.0
-        self.spin_us = float(spin_us)
+        self.spin_us = float(spin_us) if STRONG_ORDER else 0.0
 
         self._read_spaces()
         if shared_memory and is_custom_space(self.single_observation_space):
@@ -172,11 +180,10 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
                 "shared_memory=False to send custom observations pickled"
             )
         self._obs_shared = shared_memory and flat_leaves(self.single_observation_space) is not None
-        self._act_shared = flat_leaves(self.single_action_space) is not None
         self._block = SharedBlock(
             self.num_envs,
             self.single_observation_space if self._obs_shared else None,
-            self.single_action_space if self._act_shared else None,
+            self.single_action_space,  # a space without a fixed layout gets no array
         )
         self._actions = ActionRouter(self.single_action_space, self.num_envs, self._block.act)
         if self._obs_shared:

@@ -23,7 +23,7 @@ from gymnasium.spaces.utils import is_space_dtype_shape_equiv
 from gymnasium.vector.vector_env import AutoresetMode
 
 from grid_vec.vector import protocol as p
-from grid_vec.vector.doorbell import STRONG_ORDER, Doorbell, WorkerBell, spin
+from grid_vec.vector.doorbell import Doorbell, WorkerBell, spin
 from grid_vec.vector.errors import ProtocolError, error_entry
 from grid_vec.vector.infos import InfoPacker, batch_infos
 from grid_vec.vector.shared_buffers import SharedBlock, join, split
@@ -39,7 +39,6 @@ class WorkerSpec:
     obs_space: spaces.Space  # single observation space used to batch observations
     act_space: spaces.Space
     obs_shared: bool  # observations travel through the block (else pickled in replies)
-    act_shared: bool
     autoreset_mode: AutoresetMode
     observation_mode: Any  # "same", "different" or a (batched, single) tuple of spaces
     doorbell: Doorbell  # the shared slots that signal commands and replies of the hot path
@@ -53,7 +52,6 @@ class _Server:
     def __init__(self, spec: WorkerSpec, envs: list[Env], fd_in: int, fd_out: int) -> None:
         self.spec = spec
         self.envs = envs
-        self.fd_in, self.fd_out = fd_in, fd_out
         self.autoreset = [False] * len(envs)
         self.local_ids = list(range(len(envs)))
         self.last_obs: list[Any] = [None] * len(envs)
@@ -76,7 +74,7 @@ class _Server:
             AutoresetMode.DISABLED: self._step_disabled,
         }[AutoresetMode(spec.autoreset_mode)]
         self.bell = WorkerBell(spec.doorbell, fd_in, fd_out)
-        self.spin_s = spec.spin_s if STRONG_ORDER else 0.0
+        self.spin_s = spec.spin_s  # 0 where nothing rings (GridVecEnv decides)
         self.poller = select.poll()  # built once: the sleep between commands reuses it
         self.poller.register(fd_in, p.POLL_IN)
         self.step_infos = InfoPacker(len(envs))
@@ -95,7 +93,7 @@ class _Server:
                 self.poller.poll()  # a message, a WAKE, or the end of the pipe
             bell.woke()
             if not bell.pending():  # a stale WAKE (see doorbell), or the end of the pipe
-                code, _ = p.read_message(self.fd_in)
+                code, _ = p.read_message(self.bell.fd_in)
                 if code != p.WAKE:
                     raise RuntimeError(f"worker got command {code} that was not announced")
         return bell.take()
