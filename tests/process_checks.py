@@ -2,10 +2,38 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
+from collections.abc import Iterable, Iterator
 
 # helper processes the standard library starts once and keeps for the process's lifetime
 _STDLIB_HELPERS = (b"multiprocessing.resource_tracker", b"multiprocessing.forkserver")
+
+
+def state(pid: int) -> str:
+    """The one-letter state of process ``pid`` (R, S, T for stopped, Z, ...); FileNotFoundError
+    once it is gone."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie waiting to be reaped counts as gone)."""
+    try:
+        return state(pid) != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_gone(pids: Iterable[int], bound: float = 10.0) -> list[int]:
+    """Wait until none of ``pids`` is alive, at most ``bound`` seconds (a bound on a hang,
+    not a measure); returns those still alive."""
+    pids = list(pids)
+    deadline = time.monotonic() + bound
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return [pid for pid in pids if alive(pid)]
 
 
 def live_children(pid: int) -> list[int]:
@@ -20,12 +48,13 @@ def live_children(pid: int) -> list[int]:
         try:
             with open(f"/proc/{entry}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[1]) != pid or fields[0] == "Z":
+                continue
             with open(f"/proc/{entry}/cmdline", "rb") as f:
                 cmdline = f.read()
         except (FileNotFoundError, ProcessLookupError):
             continue
-        stdlib_helper = any(helper in cmdline for helper in _STDLIB_HELPERS)
-        if int(fields[1]) == pid and fields[0] != "Z" and not stdlib_helper:
+        if not any(helper in cmdline for helper in _STDLIB_HELPERS):
             found.append(int(entry))
     return found
 
@@ -35,3 +64,14 @@ def shm_entries() -> set[str]:
     left out: the standard library unlinks them itself, and other processes on the machine
     create them for an instant, which would make the check flaky."""
     return {name for name in os.listdir("/dev/shm") if not name.startswith("sem.")}
+
+
+@contextlib.contextmanager
+def no_leftovers() -> Iterator[None]:
+    """Assert the block leaves no live child process and no new /dev/shm entry behind."""
+    before = shm_entries()
+    children_before = set(live_children(os.getpid()))
+    yield
+    leftover_children = set(live_children(os.getpid())) - children_before
+    assert not leftover_children, leftover_children
+    assert shm_entries() <= before

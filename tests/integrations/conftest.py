@@ -4,6 +4,7 @@ extra is missing)."""
 import cloudpickle
 import pytest
 import sb3_envs
+from process_checks import no_leftovers as leftover_check
 
 cloudpickle.register_pickle_by_value(sb3_envs)
 
@@ -11,13 +12,5 @@ cloudpickle.register_pickle_by_value(sb3_envs)
 @pytest.fixture
 def no_leftovers():
     """Assert a test leaves no live child process and no new /dev/shm entry behind."""
-    import os
-
-    from process_checks import live_children, shm_entries
-
-    before = shm_entries()
-    children_before = set(live_children(os.getpid()))
-    yield
-    leftover_children = set(live_children(os.getpid())) - children_before
-    assert not leftover_children, leftover_children
-    assert shm_entries() <= before
+    with leftover_check():
+        yield

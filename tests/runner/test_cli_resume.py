@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from process_checks import alive
 
 from grid_vec.cli import main
 from grid_vec.runner import load_run
@@ -90,15 +91,6 @@ def _children(pid: int) -> list[int]:
     ]
 
 
-def _running(pid: int) -> bool:
-    """Whether process ``pid`` still runs (a zombie has ended: only its entry remains)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="lists children with /proc")
 def test_ctrl_c_exits_130_with_the_resume_command_and_resuming_completes_the_run(tmp_path):
@@ -135,7 +127,7 @@ def test_ctrl_c_exits_130_with_the_resume_command_and_resuming_completes_the_run
     assert "episode" not in out  # no results table
     assert workers  # the GridVecEnv workers (and multiprocessing's resource tracker)
     deadline = time.monotonic() + 30
-    while any(_running(pid) for pid in workers):
+    while any(alive(pid) for pid in workers):
         assert time.monotonic() < deadline, "worker processes outlived the interrupted run"
         time.sleep(0.05)
 

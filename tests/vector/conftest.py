@@ -3,6 +3,7 @@
 import cloudpickle
 import pytest
 import vec_toy_envs
+from process_checks import no_leftovers as leftover_check
 
 cloudpickle.register_pickle_by_value(vec_toy_envs)
 
@@ -10,13 +11,5 @@ cloudpickle.register_pickle_by_value(vec_toy_envs)
 @pytest.fixture
 def shm_and_children():
     """Assert a test leaves no new /dev/shm entry and no live child process behind."""
-    import os
-
-    from process_checks import live_children, shm_entries
-
-    before = shm_entries()
-    children_before = set(live_children(os.getpid()))
-    yield
-    leftover_children = set(live_children(os.getpid())) - children_before
-    assert not leftover_children, leftover_children
-    assert shm_entries() <= before
+    with leftover_check():
+        yield

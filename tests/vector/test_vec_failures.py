@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
-from vec_procs import alive, wait_gone
+from process_checks import alive, wait_gone
 from vec_toy_envs import BadInitEnv, CountEnv, DictActionEnv, FaultyEnv, NestedEnv, SlowEnv
 
 from grid_vec.vector import GridVecEnv, WorkerCrashedError, WorkerTimeoutError

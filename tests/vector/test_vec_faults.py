@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gymnasium.error import ClosedEnvironmentError
-from vec_procs import alive, state, wait_gone
+from process_checks import alive, state, wait_gone
 from vec_toy_envs import CountEnv, FaultyEnv, RelapseEnv, TextActionEnv
 
 from grid_vec.vector import GridVecEnv, WorkerCrashedError, WorkerTimeoutError, supervision
