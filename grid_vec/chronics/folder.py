@@ -30,7 +30,7 @@ import csv
 import datetime as dt
 import hashlib
 import io
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -349,7 +349,7 @@ class FolderSource:
             self._cache_key(info, self._found[info.id]),
             lambda: self._parse(info, self._files(info.id), 0, info.length),
         )
-        return Injections(*(getattr(whole, f.name)[start:stop] for f in fields(Injections)))
+        return whole.window(start, stop)
 
     def _cache_key(self, info: ScenarioInfo, files: dict[str, Path]) -> tuple:
         """What the parsed arrays of a scenario depend on: its files as they are now, the

@@ -9,7 +9,7 @@ source produced them.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -47,6 +47,20 @@ class Injections:
 
     def __len__(self) -> int:
         return self.load_p.shape[0]
+
+    def window(self, start: int, stop: int) -> Injections:
+        """Steps ``[start, stop)`` as views (no copy)."""
+        return Injections(*(a[start:stop] for a in self.arrays()))
+
+    def arrays(self) -> list[np.ndarray]:
+        """Every array, in field order."""
+        return [getattr(self, f.name) for f in fields(self)]
+
+    def read_only(self) -> Injections:
+        """Make every array read-only (for injections shared by several envs); returns self."""
+        for array in self.arrays():
+            array.flags.writeable = False
+        return self
 
     def row(self, t: int) -> Injections:
         """Step ``t`` of the window as 1-D views (no copy)."""

@@ -18,7 +18,6 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from dataclasses import fields
 
 from grid_vec.chronics.scenario import Injections
 
@@ -82,7 +81,7 @@ class ScenarioCache:
                 self.hits += 1
                 return found
             self.misses += 1
-        parsed = _read_only(parse())
+        parsed = parse().read_only()
         size = _nbytes(parsed)
         if size > self.max_bytes:
             return parsed
@@ -103,18 +102,8 @@ class ScenarioCache:
             self.hits = self.misses = 0
 
 
-def _arrays(injections: Injections) -> list:
-    return [getattr(injections, f.name) for f in fields(injections)]
-
-
 def _nbytes(injections: Injections) -> int:
-    return sum(a.nbytes for a in _arrays(injections))
-
-
-def _read_only(injections: Injections) -> Injections:
-    for array in _arrays(injections):
-        array.flags.writeable = False
-    return injections
+    return sum(a.nbytes for a in injections.arrays())
 
 
 shared_cache = ScenarioCache(_limit_from_env())

@@ -126,16 +126,12 @@ class SyntheticSource:
         for b in range(first, last + 1):
             if b not in blocks:
                 blocks[b] = self._generate(scenario_id, draws, b)
-        window = slice(start - first * BLOCK, stop - first * BLOCK)
-        fields = Injections.__dataclass_fields__
+        offset = first * BLOCK
         if first == last:
-            return Injections(*(getattr(blocks[first], f)[window] for f in fields))
-        joined = []
-        for f in fields:
-            array = np.concatenate([getattr(blocks[b], f) for b in range(first, last + 1)])
-            array.flags.writeable = False
-            joined.append(array[window])
-        return Injections(*joined)
+            return blocks[first].window(start - offset, stop - offset)
+        per_block = (blocks[b].arrays() for b in range(first, last + 1))
+        joined = Injections(*(np.concatenate(parts) for parts in zip(*per_block, strict=True)))
+        return joined.read_only().window(start - offset, stop - offset)
 
     def _check_id(self, scenario_id: int) -> int:
         if isinstance(scenario_id, bool) or not isinstance(scenario_id, (int, np.integer)):
@@ -259,11 +255,7 @@ class SyntheticSource:
             gen_p_forecast=gen_p_fc[1:],
             gen_v_forecast=gen_v,
         )
-        for field in Injections.__dataclass_fields__:
-            arr = getattr(arrays, field)
-            if arr.flags.writeable:
-                arr.flags.writeable = False
-        return arrays
+        return arrays.read_only()
 
 
 @dataclass(frozen=True)
