@@ -66,15 +66,20 @@ def time_features(
     start: dt.datetime, step_duration: dt.timedelta, first: int, count: int
 ) -> np.ndarray:
     """``(count, 6)`` float32 rows (year, month, day, hour, minute, weekday with Monday = 0)
-    of steps ``first .. first + count - 1`` of a scenario starting at ``start``, computed at
-    once with numpy's calendar arithmetic (cheaper per step than ``datetime`` attributes)."""
+    of steps ``first .. first + count - 1`` of a scenario starting at ``start``."""
     seconds = int(step_duration.total_seconds())
-    when = np.datetime64(start, "s") + np.arange(first, first + count) * np.timedelta64(
-        seconds, "s"
-    )
+    start_s = np.datetime64(start, "s").astype(np.int64)
+    return time_features_at(start_s + np.arange(first, first + count) * seconds)
+
+
+def time_features_at(seconds: np.ndarray) -> np.ndarray:
+    """``(len(seconds), 6)`` float32 time features of instants given in seconds since the
+    epoch (naive, as the scenarios' calendars), computed at once with numpy's calendar
+    arithmetic (cheaper per row than ``datetime`` attributes)."""
+    when = np.asarray(seconds, dtype=np.int64).astype("M8[s]")
     days, months = when.astype("M8[D]"), when.astype("M8[M]")
     in_day = (when - days).astype(np.int64)  # seconds since midnight
-    out = np.empty((count, 6), dtype=np.float32)
+    out = np.empty((len(when), 6), dtype=np.float32)
     out[:, 0] = when.astype("M8[Y]").astype(np.int64) + 1970
     out[:, 1] = months.astype(np.int64) % 12 + 1
     out[:, 2] = (days - months).astype(np.int64) + 1

@@ -15,7 +15,7 @@ import numpy as np
 
 
 class RandomLineOpponent:
-    """Configuration and state of a random branch attacker (state reset per episode)."""
+    """The configuration of a random branch attacker (its state per env: OpponentBatch)."""
 
     def __init__(
         self,
@@ -54,8 +54,7 @@ class RandomLineOpponent:
         self.attack_duration = int(attack_duration)
         self.attack_cooldown = int(attack_cooldown)
         self.initial_budget = float(initial_budget)
-        self._targets = np.zeros(0, dtype=np.int64)
-        self.reset(np.random.default_rng(0))
+        self.targets = np.zeros(0, dtype=np.int64)  # branch indices, set by bind()
 
     def bind(self, branch_names: np.ndarray) -> None:
         """Resolve branch names/indices against the grid (ValueError naming a bad one)."""
@@ -74,42 +73,63 @@ class RandomLineOpponent:
                 raise ValueError(
                     f"opponent: branch {b!r} is not a name nor an index in [0, {len(names) - 1}]"
                 )
-        self._targets = np.unique(np.asarray(targets, dtype=np.int64))
+        self.targets = np.unique(np.asarray(targets, dtype=np.int64))
 
-    def reset(self, rng: np.random.Generator) -> None:
-        """Start an episode: full initial budget, no attack, using ``rng`` for draws."""
-        self._rng = rng
-        self.budget = self.initial_budget
-        self.attacked = -1  # branch under attack, -1 = none
-        self.remaining = 0  # steps the attacked branch stays down, this one included
-        self.cooldown = 0
 
-    def step(self, line_status: np.ndarray) -> int:
-        """Advance one step; return the branch newly attacked this step, or -1."""
-        self.budget += self.budget_per_step
-        if self.attacked >= 0:
-            self.remaining -= 1
-            if self.remaining > 0:
-                self.budget -= self.attack_cost
-                return -1
-            self.attacked = -1
-            self.cooldown = self.attack_cooldown
-        if self.cooldown > 0:
-            self.cooldown -= 1
-            return -1
-        if self.budget < self.attack_cost * self.attack_duration:
-            return -1
-        candidates = self._targets[line_status[self._targets]]
-        if len(candidates) == 0:
-            return -1
-        self.attacked = int(candidates[self._rng.integers(len(candidates))])
-        self.remaining = self.attack_duration
-        self.budget -= self.attack_cost
-        return self.attacked
+class OpponentBatch:
+    """The state of one opponent per env of a batch (the rule of the module docstring,
+    applied to every env at once); each env draws its targets from its own RNG."""
 
-    def info(self) -> dict:
+    def __init__(self, config: RandomLineOpponent, n_envs: int) -> None:
+        self.config = config
+        self.budget = np.full(n_envs, config.initial_budget)
+        self.attacked = np.full(n_envs, -1, dtype=np.int64)  # branch under attack, -1 = none
+        self.remaining = np.zeros(n_envs, dtype=np.int64)  # steps it stays down, this one too
+        self.cooldown = np.zeros(n_envs, dtype=np.int64)
+        self.rngs: list[np.random.Generator] = [np.random.default_rng(0)] * n_envs
+
+    def reset(self, rows: np.ndarray, rngs: list[np.random.Generator]) -> None:
+        """Start the episodes of ``rows``: full initial budget, no attack, their RNGs."""
+        self.budget[rows] = self.config.initial_budget
+        self.attacked[rows] = -1
+        self.remaining[rows] = 0
+        self.cooldown[rows] = 0
+        for row, rng in zip(rows.tolist(), rngs, strict=True):
+            self.rngs[row] = rng
+
+    def step(self, rows: np.ndarray, line_status: np.ndarray) -> np.ndarray:
+        """Advance ``rows`` one step; return, per row, the branch newly attacked or -1."""
+        c = self.config
+        self.budget[rows] += c.budget_per_step
+        attacking = self.attacked[rows] >= 0
+        remaining = self.remaining[rows] - attacking
+        self.remaining[rows] = remaining
+        going_on = attacking & (remaining > 0)
+        self.budget[rows[going_on]] -= c.attack_cost
+        over = rows[attacking & ~going_on]
+        self.attacked[over] = -1
+        self.cooldown[over] = c.attack_cooldown
+        free = ~going_on
+        cooling = free & (self.cooldown[rows] > 0)
+        self.cooldown[rows[cooling]] -= 1
+        ready = free & ~cooling & (self.budget[rows] >= c.attack_cost * c.attack_duration)
+        attacks = np.full(len(rows), -1, dtype=np.int64)
+        targets = c.targets
+        for j in np.flatnonzero(ready).tolist():
+            row = int(rows[j])
+            candidates = targets[line_status[row, targets]]
+            if len(candidates) == 0:
+                continue
+            branch = int(candidates[self.rngs[row].integers(len(candidates))])
+            self.attacked[row] = attacks[j] = branch
+            self.remaining[row] = c.attack_duration
+            self.budget[row] -= c.attack_cost
+        return attacks
+
+    def info(self, row: int) -> dict:
+        """One env's opponent: budget, branch under attack (-1: none), steps it stays down."""
         return {
-            "budget": self.budget,
-            "attacked_branch": self.attacked,
-            "remaining_steps": self.remaining,
+            "budget": float(self.budget[row]),
+            "attacked_branch": int(self.attacked[row]),
+            "remaining_steps": int(self.remaining[row]),
         }

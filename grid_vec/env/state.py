@@ -1,9 +1,13 @@
-"""The mutable state of one grid (topology, timers, dispatch, backend) and the physics rules.
+"""The mutable state of N envs of one grid, and the physics rules, written once for all.
 
-:func:`solve` and :func:`update_timers` are the rule engine shared by ``GridEnv.reset``,
-``GridEnv.step`` and ``GridEnv.simulate``: once an action and the injections of a step are
-in the state, they solve the power flow and cascade overflow trips exactly as grid2op's
-``Backend.next_grid_state`` and ``BaseEnv._aux_register_env_converged`` do:
+Every array has a leading env axis (``N`` rows, one per env of a batch; a GridEnv is the
+batch of one). Each env keeps its own power-flow backend, so every float of an env's
+trajectory depends only on its own seed and actions, never on how envs are batched.
+
+:func:`solve` and :func:`update_timers` are the rule engine shared by reset, step and
+simulate: once an action and the injections of a step are in the state, they solve the
+power flows and cascade overflow trips exactly as grid2op's ``Backend.next_grid_state`` and
+``BaseEnv._aux_register_env_converged`` do:
 
 * every solve, a connected branch above ``hard_overflow_threshold`` x its limit trips;
 * once per step, a connected branch above ``soft_overflow_threshold`` x its limit adds one
@@ -20,7 +24,6 @@ Game over: divergence, a load or generator cut off from the slack, a disconnecte
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,120 +33,141 @@ from grid_vec.env.topology import TopologyLayout, isolated_elements
 from grid_vec.grid.backend import Backend, flow_slices
 from grid_vec.grid.model import GridModel
 
+# np.count_nonzero is a direct C call: several times cheaper than ndarray.any() on the small
+# arrays of the step hot path.
+_any = np.count_nonzero
+
 
 @dataclass
-class GridState:
-    """Everything that changes while an episode is played (copied for look-ahead)."""
+class BatchState:
+    """Everything that changes while the episodes of N envs are played."""
 
-    topo: np.ndarray  # (n_elem,) int8 bus bar of every element end, -1 = disconnected
-    last_or: np.ndarray  # (n_branch,) int8 bus bar to reconnect a branch origin on
-    last_ex: np.ndarray  # (n_branch,) int8
-    line_status: np.ndarray  # (n_branch,) bool
-    # every counter and timer, one int64 buffer (one check tells whether any is running):
-    # timestep_overflow, cooldown_line, cooldown_sub, protection_counter, views into it
+    topo: np.ndarray  # (N, n_elem) int8 bus bar of every element end, -1 = disconnected
+    last_or: np.ndarray  # (N, n_branch) int8 bus bar to reconnect a branch origin on
+    last_ex: np.ndarray  # (N, n_branch) int8
+    line_status: np.ndarray  # (N, n_branch) bool
+    # every counter and timer of an env in one int64 row (one check tells whether any runs):
+    # timestep_overflow, cooldown_line, cooldown_sub, protection_counter, column views into it
     timers: np.ndarray
-    timestep_overflow: np.ndarray  # (n_branch,) consecutive steps above the thermal limit
-    cooldown_line: np.ndarray  # (n_branch,) steps before the status can be changed
-    cooldown_sub: np.ndarray  # (n_sub,)
-    protection_counter: np.ndarray  # (n_branch,) consecutive steps above the soft limit
-    target_dispatch: np.ndarray  # (n_gen,) MW asked by the agent (cumulative)
-    actual_dispatch: np.ndarray  # (n_gen,) MW really applied
-    backend: Backend
-    # results of the last solve (zeros after a failed one), FLOW_FIELDS order, laid out by
-    # slices (flow_slices(model))
-    slices: dict[str, slice]
-    flows: np.ndarray
-    a_or: np.ndarray  # views into flows
+    timestep_overflow: np.ndarray  # (N, n_branch) consecutive steps above the thermal limit
+    cooldown_line: np.ndarray  # (N, n_branch) steps before the status can be changed
+    cooldown_sub: np.ndarray  # (N, n_sub)
+    protection_counter: np.ndarray  # (N, n_branch) consecutive steps above the soft limit
+    target_dispatch: np.ndarray  # (N, n_gen) MW asked by the agent (cumulative)
+    actual_dispatch: np.ndarray  # (N, n_gen) MW really applied
+    backends: list[Backend]  # one per env
+    # results of the last solve (zeros after a failed one), FLOW_FIELDS order laid out by
+    # flow_slices(model), and column views into them
+    flows: np.ndarray  # (N, n_flows)
+    a_or: np.ndarray
     load_p: np.ndarray
     gen_p: np.ndarray
-    topo_dirty: bool = True  # topology changed since the backend last received it
+    topo_dirty: np.ndarray  # (N,) bool: topology changed since the backend last received it
+    n: int = 0  # number of envs
 
-    def copy(self) -> GridState:
-        """An independent copy (the backend too) for look-ahead."""
-        new = copy.copy(self)
-        new.flows, new.a_or, new.load_p, new.gen_p = _flow_views(self.flows.copy(), self.slices)
-        new.timers, *timer_views = _timer_views(self.timers.copy(), len(self.cooldown_sub))
-        new.timestep_overflow, new.cooldown_line, new.cooldown_sub, new.protection_counter = (
-            timer_views
+    def take(self, rows: np.ndarray | list[int]) -> BatchState:
+        """An independent state of the given rows (their backends deep-copied): look-ahead."""
+        rows = np.asarray(rows, dtype=np.intp)
+        return _assemble(
+            {name: getattr(self, name)[rows] for name in _ROW_ARRAYS},
+            self.timers[rows],
+            self.flows[rows],
+            [self.backends[r].copy() for r in rows],
+            self._slices,
+            self.cooldown_sub.shape[1],
         )
-        for name in (
-            "topo",
-            "last_or",
-            "last_ex",
-            "line_status",
-            "target_dispatch",
-            "actual_dispatch",
-        ):
-            setattr(new, name, getattr(self, name).copy())
-        new.backend = self.backend.copy()
-        return new
+
+    def put(self, rows: np.ndarray | list[int], other: BatchState) -> None:
+        """Overwrite the given rows with ``other``'s rows, which hands over its backends
+        (``other`` is not to be used afterwards)."""
+        rows = np.asarray(rows, dtype=np.intp)
+        for name in (*_ROW_ARRAYS, "timers", "flows"):
+            getattr(self, name)[rows] = getattr(other, name)
+        for row, backend in zip(rows.tolist(), other.backends, strict=True):
+            self.backends[row] = backend
+
+    @property
+    def _slices(self) -> dict[str, slice]:
+        return self.__dict__["_flow_slices"]
 
 
-def _timer_views(timers: np.ndarray, n_sub: int) -> tuple[np.ndarray, ...]:
-    """The buffer, then its timestep_overflow, cooldown_line, cooldown_sub and
-    protection_counter views."""
-    n_b = (len(timers) - n_sub) // 3
-    return timers, *np.split(timers, [n_b, 2 * n_b, 2 * n_b + n_sub])
+_ROW_ARRAYS = (
+    "topo", "last_or", "last_ex", "line_status", "target_dispatch", "actual_dispatch",
+    "topo_dirty",
+)  # fmt: skip
 
 
-def _flow_views(flows: np.ndarray, slices: dict[str, slice]) -> tuple[np.ndarray, ...]:
-    return flows, flows[slices["a_or"]], flows[slices["load_p"]], flows[slices["gen_p"]]
-
-
-def fresh_state(model: GridModel, layout: TopologyLayout, backend: Backend) -> GridState:
-    """Every element on bus bar 1, every timer at 0, no dispatch."""
-    n_b = model.n_branch
-    slices = flow_slices(model)
-    flows, a_or, load_p, gen_p = _flow_views(np.zeros(slices["all"].stop), slices)
-    timers, overflow, cooldown_line, cooldown_sub, counter = _timer_views(
-        np.zeros(3 * n_b + model.n_sub, dtype=np.int64), model.n_sub
+def _assemble(
+    arrays: dict[str, np.ndarray],
+    timers: np.ndarray,
+    flows: np.ndarray,
+    backends: list[Backend],
+    slices: dict[str, slice],
+    n_sub: int,
+) -> BatchState:
+    n_b = (timers.shape[1] - n_sub) // 3
+    overflow, cooldown_line, cooldown_sub, counter = np.split(
+        timers, [n_b, 2 * n_b, 2 * n_b + n_sub], axis=1
     )
-    return GridState(
-        topo=np.ones(layout.n_elem, dtype=np.int8),
-        last_or=np.ones(n_b, dtype=np.int8),
-        last_ex=np.ones(n_b, dtype=np.int8),
-        line_status=np.ones(n_b, dtype=bool),
+    state = BatchState(
         timers=timers,
         timestep_overflow=overflow,
         cooldown_line=cooldown_line,
         cooldown_sub=cooldown_sub,
         protection_counter=counter,
-        target_dispatch=np.zeros(model.n_gen),
-        actual_dispatch=np.zeros(model.n_gen),
-        backend=backend,
-        slices=slices,
+        backends=backends,
         flows=flows,
-        a_or=a_or,
-        load_p=load_p,
-        gen_p=gen_p,
+        a_or=flows[:, slices["a_or"]],
+        load_p=flows[:, slices["load_p"]],
+        gen_p=flows[:, slices["gen_p"]],
+        **arrays,
     )
+    state.__dict__["_flow_slices"] = slices
+    state.n = len(backends)
+    return state
 
 
-def disconnect(state: GridState, layout: TopologyLayout, branches: np.ndarray) -> None:
-    """Disconnect branches (mask or indices), remembering their bus bars."""
-    was_on = state.line_status[branches]
-    idx = np.atleast_1d(np.arange(len(state.line_status))[branches])[np.atleast_1d(was_on)]
-    if len(idx) == 0:
+def initial_state(model: GridModel, layout: TopologyLayout, backends: list[Backend]) -> BatchState:
+    """Every element on bus bar 1, every timer at 0, no dispatch, for ``len(backends)`` envs."""
+    n, n_b, n_g = len(backends), model.n_branch, model.n_gen
+    slices = flow_slices(model)
+    arrays = {
+        "topo": np.ones((n, layout.n_elem), dtype=np.int8),
+        "last_or": np.ones((n, n_b), dtype=np.int8),
+        "last_ex": np.ones((n, n_b), dtype=np.int8),
+        "line_status": np.ones((n, n_b), dtype=bool),
+        "target_dispatch": np.zeros((n, n_g)),
+        "actual_dispatch": np.zeros((n, n_g)),
+        "topo_dirty": np.ones(n, dtype=bool),
+    }
+    timers = np.zeros((n, 3 * n_b + model.n_sub), dtype=np.int64)
+    flows = np.zeros((n, slices["all"].stop))
+    return _assemble(arrays, timers, flows, list(backends), slices, model.n_sub)
+
+
+def disconnect(state: BatchState, layout: TopologyLayout, branches: np.ndarray) -> None:
+    """Disconnect the branches of an ``(N, n_branch)`` mask, remembering their bus bars."""
+    off = branches & state.line_status
+    if not _any(off):
         return
-    state.last_or[idx] = state.topo[layout.pos_or[idx]]
-    state.last_ex[idx] = state.topo[layout.pos_ex[idx]]
-    state.topo[layout.pos_or[idx]] = -1
-    state.topo[layout.pos_ex[idx]] = -1
-    state.line_status[idx] = False
-    state.topo_dirty = True
+    rows, idx = np.nonzero(off)
+    topo = state.topo
+    state.last_or[rows, idx] = topo[rows, layout.pos_or[idx]]
+    state.last_ex[rows, idx] = topo[rows, layout.pos_ex[idx]]
+    topo[rows, layout.pos_or[idx]] = -1
+    topo[rows, layout.pos_ex[idx]] = -1
+    state.line_status[rows, idx] = False
+    state.topo_dirty[rows] = True
 
 
-def reconnect(state: GridState, layout: TopologyLayout, branch: int) -> None:
-    """Reconnect one branch on the bus bars it had before."""
-    state.topo[layout.pos_or[branch]] = state.last_or[branch]
-    state.topo[layout.pos_ex[branch]] = state.last_ex[branch]
-    state.line_status[branch] = True
-    state.topo_dirty = True
-
-
-# np.count_nonzero is a direct C call: several times cheaper than ndarray.any() on the small
-# arrays of the step hot path.
-_any = np.count_nonzero
+def reconnect(
+    state: BatchState, layout: TopologyLayout, rows: np.ndarray, branches: np.ndarray
+) -> None:
+    """Reconnect one branch per given row on the bus bars it had before."""
+    state.topo[rows, layout.pos_or[branches]] = state.last_or[rows, branches]
+    state.topo[rows, layout.pos_ex[branches]] = state.last_ex[rows, branches]
+    state.line_status[rows, branches] = True
+    state.topo_dirty[rows] = True
 
 
 @dataclass(frozen=True)
@@ -165,109 +189,171 @@ class OverflowLimits:
 
 @dataclass
 class StepOutcome:
-    """What happened in the physics of one step."""
+    """What happened in the physics of one step, for every env of a batch."""
 
-    game_over: str | None  # reason, or None
-    tripped: np.ndarray | None  # (n_branch,) bool, branches tripped by the protections; None: none
-    overflow: bool = True  # a branch may be above its soft limit (False: none is, for sure)
+    game_over: list[str | None]  # per env: the reason, or None
+    ended: np.ndarray  # (N,) bool: game over
+    tripped: np.ndarray  # (N, n_branch) bool, branches tripped by the protections
+    overflow: np.ndarray  # (N,) bool: a branch may be above its soft limit (False: none is)
+
+
+def selector(rows: np.ndarray, n: int) -> slice | np.ndarray:
+    """How to index the rows of a batch of ``n``: a slice (views, cheap) when ``rows`` (sorted,
+    unique) are all of them, else the indices."""
+    return slice(None) if len(rows) == n else rows
 
 
 def solve(
-    state: GridState,
+    state: BatchState,
     model: GridModel,
     layout: TopologyLayout,
     params: Parameters,
     limits: OverflowLimits,
+    rows: np.ndarray,
     *,
     count_soft: bool = True,
 ) -> StepOutcome:
-    """Solve the power flow with the current injections and topology, then cascade trips.
+    """Solve the power flows of ``rows`` (sorted env indices) with their current injections
+    and topologies, then cascade trips, all rows together.
 
     ``count_soft=False`` (on reset, as grid2op's reset step): only hard overflows trip.
+    Rows not given are left alone (their outcome: no game over, no trip, no overflow).
     """
-    tripped = None
+    n = state.n
+    game_over: list[str | None] = [None] * n
+    ended = np.zeros(n, dtype=bool)
+    tripped = np.zeros((n, model.n_branch), dtype=bool)
+    overflow = np.zeros(n, dtype=bool)
     counter = increased = None
-    backend = state.backend
-    a_or = state.a_or
-    while True:
-        reason = push_topology(state, model, layout) if state.topo_dirty else None
-        if reason is None and not backend.run_ac():
-            reason = "power flow diverged"
-        if reason is not None:
-            state.flows[:] = 0.0  # no results
-            return StepOutcome(reason, tripped)
-        backend.read_flows(state.flows)
+    a_or, status = state.a_or, state.line_status
+    todo = np.asarray(rows, dtype=np.intp)
+    while len(todo):
+        todo = _run_power_flows(state, model, layout, todo, game_over, ended)
         if params.no_overflow_disconnection:
-            return StepOutcome(None, None)
-        soft = a_or > limits.soft  # hard >= soft: no soft overflow, no trip (fast path)
-        if not _any(soft):
-            return StepOutcome(None, tripped, overflow=False)
+            overflow[todo] = True  # nothing trips, but the overflow timers count
+            break
+        sub_a = a_or[selector(todo, n)]
+        soft = sub_a > limits.soft
+        if not _any(soft):  # hard >= soft: no soft overflow, no trip (the usual step)
+            break
+        engaged = soft.any(axis=1)
+        todo, soft, sub_a = todo[engaged], soft[engaged], sub_a[engaged]
+        overflow[todo] = True
         if counter is None:
             counter = state.protection_counter.copy()
-            increased = np.zeros(model.n_branch, dtype=bool)
-        status = state.line_status
-        to_trip = (a_or > limits.hard) & status
+            increased = np.zeros((n, model.n_branch), dtype=bool)
+        sub_status = status[todo]
+        to_trip = (sub_a > limits.hard) & sub_status
         if count_soft:
-            soft &= status & ~increased
-            counter[soft] += 1
-            increased |= soft
-            to_trip |= (counter > params.nb_timestep_overflow_allowed) & status
-        if not _any(to_trip):
-            return StepOutcome(None, tripped)
-        tripped = to_trip if tripped is None else tripped | to_trip
-        disconnect(state, layout, to_trip)
+            soft &= sub_status & ~increased[todo]
+            counter[todo] += soft
+            increased[todo] |= soft
+            to_trip |= (counter[todo] > params.nb_timestep_overflow_allowed) & sub_status
+        trips = to_trip.any(axis=1)
+        todo, to_trip = todo[trips], to_trip[trips]
+        if not len(todo):
+            break
+        tripped[todo] |= to_trip
+        mask = np.zeros((n, model.n_branch), dtype=bool)
+        mask[todo] = to_trip
+        disconnect(state, layout, mask)
+    return StepOutcome(game_over, ended, tripped, overflow)
 
 
-def push_topology(state: GridState, model: GridModel, layout: TopologyLayout) -> str | None:
-    """Send the changed topology to the backend, or say why the grid cannot be solved."""
-    load_iso, gen_iso, slack_off = isolated_elements(model, layout, state.topo)
+def _run_power_flows(
+    state: BatchState,
+    model: GridModel,
+    layout: TopologyLayout,
+    rows: np.ndarray,
+    game_over: list[str | None],
+    ended: np.ndarray,
+) -> np.ndarray:
+    """One power flow per row (pushing changed topologies first); returns the rows that
+    converged, writes the reason of the others into ``game_over`` and zeroes their flows."""
+    backends, dirty, flows = state.backends, state.topo_dirty, state.flows
+    failed = []
+    for row in rows.tolist():
+        reason = push_topology(state, model, layout, row) if dirty[row] else None
+        backend = backends[row]
+        if reason is None and not backend.run_ac():
+            reason = "power flow diverged"
+        if reason is None:
+            backend.read_flows(flows[row])
+        else:
+            flows[row] = 0.0  # no results
+            game_over[row] = reason
+            ended[row] = True
+            failed.append(row)
+    if not failed:
+        return rows
+    return rows[~np.isin(rows, failed)]
+
+
+def push_topology(
+    state: BatchState, model: GridModel, layout: TopologyLayout, row: int
+) -> str | None:
+    """Send one env's changed topology to its backend, or say why it cannot be solved."""
+    topo = state.topo[row]
+    load_iso, gen_iso, slack_off = isolated_elements(model, layout, topo)
     if slack_off:
         return "slack disconnected"
     if load_iso.any():
         return f"load {model.load_names[np.argmax(load_iso)]} isolated"
     if gen_iso.any():
         return f"generator {model.gen_names[np.argmax(gen_iso)]} isolated"
-    topo = state.topo
     # the env built this topology itself (values 1, 2 or -1 only): no re-validation
-    state.backend.set_topology_trusted(
+    state.backends[row].set_topology_trusted(
         topo[layout.pos_load], topo[layout.pos_gen], topo[layout.pos_or], topo[layout.pos_ex]
     )
-    state.topo_dirty = False
+    state.topo_dirty[row] = False
     return None
 
 
 def update_timers(
-    state: GridState,
+    state: BatchState,
     params: Parameters,
     limits: OverflowLimits,
     outcome: StepOutcome,
-    acted_line: int,
-    acted_sub: int,
+    rows: np.ndarray,
+    acted_line: np.ndarray,
+    acted_sub: np.ndarray,
 ) -> None:
-    """Move the overflow counters and the reconnection / cooldown timers after a solve."""
-    running = _any(state.timers)
-    # a_or <= soft limit everywhere with soft = 1: no counter can start (the usual step)
-    if running or outcome.overflow or params.soft_overflow_threshold != 1.0:
-        a_or = state.a_or
+    """Move the overflow counters and the reconnection / cooldown timers of ``rows`` after a
+    solve. ``acted_line`` / ``acted_sub`` (N,) hold the branch / substation each env acted on
+    this step (-1: none)."""
+    if not len(rows):
+        return
+    sel = selector(rows, state.n)
+    soft_is_thermal = params.soft_overflow_threshold == 1.0
+    moving = rows
+    if soft_is_thermal:
+        # a_or <= soft limit everywhere with soft = 1 and no timer running: nothing to move
+        running = state.timers[sel].any(axis=1) | outcome.overflow[sel]
+        moving = rows if running.all() else rows[running]
+    if len(moving):
+        msel = selector(moving, state.n)
+        a_or = state.a_or[msel]
         engaged = a_or > limits.soft
-        over = engaged if params.soft_overflow_threshold == 1.0 else a_or > limits.thermal
-        if running:
-            cd = state.cooldown_line
-            cd[cd > 0] -= 1
-            cs = state.cooldown_sub
-            cs[cs > 0] -= 1
-            state.protection_counter += 1
-            state.protection_counter *= engaged
-            state.timestep_overflow += 1
-            state.timestep_overflow *= over
-        else:  # nothing was running: only the overflowed branches start counting
-            state.protection_counter[:] = engaged
-            state.timestep_overflow[:] = over
-    tripped = outcome.tripped
-    if tripped is not None:
-        state.cooldown_line[tripped] = params.nb_timestep_reconnection
-    if acted_line >= 0 and params.nb_timestep_cooldown_line > 0:
-        cd = state.cooldown_line
-        cd[acted_line] = max(cd[acted_line], params.nb_timestep_cooldown_line)
-    if acted_sub >= 0 and params.nb_timestep_cooldown_sub > 0:
-        state.cooldown_sub[acted_sub] = params.nb_timestep_cooldown_sub
+        over = engaged if soft_is_thermal else a_or > limits.thermal
+        cd = state.cooldown_line[msel]
+        state.cooldown_line[msel] = cd - (cd > 0)
+        cs = state.cooldown_sub[msel]
+        state.cooldown_sub[msel] = cs - (cs > 0)
+        state.protection_counter[msel] = (state.protection_counter[msel] + 1) * engaged
+        state.timestep_overflow[msel] = (state.timestep_overflow[msel] + 1) * over
+    tripped = outcome.tripped[sel]
+    if _any(tripped):
+        cd = state.cooldown_line[sel]
+        cd[tripped] = params.nb_timestep_reconnection
+        state.cooldown_line[sel] = cd
+    if params.nb_timestep_cooldown_line > 0:
+        r = rows[acted_line[rows] >= 0]
+        if len(r):
+            b = acted_line[r]
+            state.cooldown_line[r, b] = np.maximum(
+                state.cooldown_line[r, b], params.nb_timestep_cooldown_line
+            )
+    if params.nb_timestep_cooldown_sub > 0:
+        r = rows[acted_sub[rows] >= 0]
+        if len(r):
+            state.cooldown_sub[r, acted_sub[r]] = params.nb_timestep_cooldown_sub

@@ -66,7 +66,7 @@ def test_view_and_physics_consistency(make_env, case14):
     for _ in range(3):
         obs, *_ = env.step(0)
         view = env.view(obs)
-        res = env._state.backend.results()
+        res = env._batch.state.backends[0].results()
         np.testing.assert_allclose(view.rho, res.a_or / limits, rtol=1e-6)
         np.testing.assert_allclose(view.rho, view.a_or / limits, rtol=1e-5)
         for name in ("p_or", "q_or", "v_or", "a_or", "p_ex", "load_p", "gen_p", "gen_q", "gen_v"):
@@ -255,7 +255,7 @@ def test_opponent_attacks_when_its_budget_allows_and_blocks_reconnection(make_en
         # whose attack is over, so that the opponent keeps targets (-1: do nothing)
         target = attacked if attacked >= 0 else next(iter(ready), -1)
         obs, _, term, trunc, info = env.step(1 + target)
-        assert not term and not trunc and opponent.budget >= 0.0
+        assert not term and not trunc and env.opponent_info()["budget"] >= 0.0
         if target >= 0:
             status = env.view(obs).line_status[target]
             if attacked >= 0:  # blocked while the attack lasts

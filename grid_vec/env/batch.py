@@ -1,0 +1,684 @@
+"""GridBatch: the game of N envs of one compiled grid, played together (the batched core).
+
+Every rule is written once here and in :mod:`grid_vec.env.state`, as numpy operations over
+a leading env axis; only what is per env by nature runs once per env (its scenario handler's
+step, its power flow, the draws of its opponent). :class:`~grid_vec.env.grid_env.GridEnv` is
+the batch of one, and :class:`~grid_vec.vector.batched.BatchedGridVecEnv` the batch of N.
+
+One step (grid2op's order), for the envs stepped together: check each action's legality with
+the current timers (an illegal action becomes do-nothing, flagged), move each scenario one
+step, let the opponent attack, apply the actions and the new injections, solve and cascade,
+move the timers, build the observations, rewards and infos.
+
+Reset solves the first state as grid2op's reset does: a branch above the hard overflow
+threshold trips (soft overflows are not counted) and every timer starts at 0.
+
+Each env has its own power-flow backend, scenario handler and RNG, so every float of an
+env's trajectory depends only on its seed, options and actions, not on the batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from time import perf_counter
+from typing import Any
+
+import numpy as np
+
+from grid_vec.chronics.handler import ScenarioHandler
+from grid_vec.chronics.scenario import ScenarioSource
+from grid_vec.env.actions import KIND_LINE, KIND_SUB, ActionCatalog
+from grid_vec.env.observation import ObservationLayout, time_features
+from grid_vec.env.opponent import OpponentBatch, RandomLineOpponent
+from grid_vec.env.parameters import Parameters
+from grid_vec.env.rewards import RewardFn, RewardInputs, batch_rewards
+from grid_vec.env.state import (
+    BatchState,
+    OverflowLimits,
+    StepOutcome,
+    disconnect,
+    initial_state,
+    push_topology,
+    reconnect,
+    selector,
+    solve,
+    update_timers,
+)
+from grid_vec.env.topology import TopologyLayout, layout_of
+from grid_vec.grid import make_backend
+from grid_vec.grid.model import GridModel
+
+RESET_OPTIONS = ("scenario_id", "fast_forward", "max_steps", "init_state")
+_DISPATCH_TOL = 1e-6  # MW: a redispatch target this far beyond pmin / pmax is ambiguous
+_NO_ATTACK = np.full(256, -1, dtype=np.int64)
+_NO_ATTACK.flags.writeable = False
+_TIME_BLOCK = 2016  # steps of time features computed at once (a week of 5-minute steps)
+
+
+@dataclass
+class StepBatch:
+    """What a step (or reset, or simulate) of some envs gives, one row per env played."""
+
+    obs: np.ndarray  # (k, obs size) float32
+    reward: np.ndarray  # (k,) float64
+    terminated: np.ndarray  # (k,) bool
+    truncated: np.ndarray  # (k,) bool
+    is_illegal: np.ndarray  # (k,) bool
+    is_ambiguous: np.ndarray  # (k,) bool
+    tripped: np.ndarray  # (k, n_branch) bool: branches the protections tripped
+    attacked: np.ndarray  # (k,) int64: branch the opponent attacked this step, -1: none
+    other_rewards: dict[str, np.ndarray] = field(default_factory=dict)
+    # the reasons, only for the rows they explain: row -> text
+    illegal_reason: dict[int, str] = field(default_factory=dict)
+    ambiguous_reason: dict[int, str] = field(default_factory=dict)
+    game_over_reason: dict[int, str] = field(default_factory=dict)
+
+
+class GridBatch:
+    """N envs of one compiled grid sharing one set of rules, stepped together.
+
+    Args:
+        model: the compiled grid.
+        sources: one scenario source per env (the same object may be given for all).
+        backend: the power-flow backend of every env (``"lightsim2grid"`` or ``"pandapower"``).
+        parameters, thermal_limits, reward, other_rewards, opponent, max_iter, action_type,
+            chunk_size, gen_ramp: as :class:`~grid_vec.env.grid_env.GridEnv`'s.
+
+    Raises:
+        TypeError, ValueError: an argument of the wrong type or value.
+    """
+
+    def __init__(
+        self,
+        model: GridModel,
+        sources: Sequence[ScenarioSource],
+        *,
+        backend: str,
+        parameters: Parameters,
+        thermal_limit: np.ndarray,
+        reward_fn: RewardFn,
+        other_rewards: dict[str, RewardFn],
+        opponent: RandomLineOpponent | None,
+        max_iter: int | None,
+        action_type: str,
+        chunk_size: int | None,
+        redispatchable: np.ndarray,
+    ) -> None:
+        self.n = len(sources)
+        self.model = model
+        self.backend_name = backend
+        self.topology: TopologyLayout = layout_of(model)
+        self.catalog = ActionCatalog.from_model(model, self.topology)
+        self.obs_layout = ObservationLayout(model, self.topology.n_elem)
+        self.action_type = action_type
+        self.redispatchable = redispatchable
+        self.thermal_limit = thermal_limit
+        self.reward_fn = reward_fn
+        self.other_rewards = other_rewards
+        self.handlers = [
+            ScenarioHandler(s, chunk_size=chunk_size, max_iter=max_iter) for s in sources
+        ]
+        self.set_parameters(parameters)
+        self.opponent = None if opponent is None else OpponentBatch(opponent, self.n)
+        self._sub_table = _SubstationTable.of(self.catalog, self.topology)
+
+        # Each episode starts from a copy of this state: its backend has never solved, so the
+        # solver's warm start (hence every float of a trajectory) depends only on the seed and
+        # actions, and its initial topology is already pushed (and checked) once for all.
+        self._initial = initial_state(model, self.topology, [make_backend(model, backend)])
+        reason = push_topology(self._initial, model, self.topology, 0)
+        if reason is not None:
+            raise ValueError(f"grid {model.name!r} cannot be solved as compiled: {reason}")
+        self.state: BatchState = self._initial.take(np.zeros(self.n, dtype=np.intp))
+        self.started = np.zeros(self.n, dtype=bool)  # reset at least once
+        self.done = np.ones(self.n, dtype=bool)  # episode over (or never started)
+        # each env's time features of _TIME_BLOCK steps of its scenario from _times_first on
+        self._times = np.zeros((self.n, _TIME_BLOCK, 6), dtype=np.float32)
+        self._times_first = np.zeros(self.n, dtype=np.int64)
+        # each env's position: step in its scenario, steps played, steps it may play
+        self.step_index = np.zeros(self.n, dtype=np.int64)
+        self.played = np.zeros(self.n, dtype=np.int64)
+        self.max_steps = np.zeros(self.n, dtype=np.int64)
+        self._inv_limit = 1.0 / thermal_limit
+        n_b = model.n_branch
+        self._n_obs_timers = 2 * n_b + model.n_sub
+        sl = self.obs_layout.slices
+        self._obs_state = slice(sl["rho"].start, sl["time_before_cooldown_sub"].stop)
+        self._obs_maintenance = sl["time_next_maintenance"]
+        self.timings = dict.fromkeys(("action", "powerflow", "observation", "total"), 0.0)
+        self.counts = {
+            name: np.zeros(self.n, dtype=np.int64) for name in ("steps", "resets", "simulates")
+        }
+        self.simulates_this_step = np.zeros(self.n, dtype=np.int64)
+        self.simulates_this_episode = np.zeros(self.n, dtype=np.int64)
+        self.simulate_seconds = np.zeros(self.n)
+
+    # --- rules ------------------------------------------------------------------------
+
+    def set_parameters(self, parameters: Parameters) -> None:
+        """New rules for every env, in force from the next step."""
+        if not isinstance(parameters, Parameters):
+            raise TypeError(f"parameters must be a Parameters, got {type(parameters).__name__}")
+        self.parameters = parameters
+        self.limits = OverflowLimits.of(parameters, self.thermal_limit)
+
+    def env_timings(self, row: int) -> dict[str, float]:
+        """Cumulative seconds per phase of ``step`` (action, powerflow, observation, total;
+        the batch's, shared by its envs) and of ``simulate``, and env ``row``'s counts of
+        steps, simulates and resets."""
+        return {
+            **self.timings,
+            "simulate": float(self.simulate_seconds[row]),
+            **{name: int(count[row]) for name, count in self.counts.items()},
+        }
+
+    # --- reset --------------------------------------------------------------------------
+
+    def reset(
+        self,
+        rows: np.ndarray,
+        rngs: list[np.random.Generator],
+        seeds: list[int | None],
+        options: list[dict[str, Any] | None],
+    ) -> StepBatch:
+        """Start a new episode on ``rows`` (sorted env indices).
+
+        Args:
+            rows: the envs to reset.
+            rngs: each env's RNG (fast-forward and opponent draws come from it).
+            seeds: per env, a seed for its scenario order, or None to keep it.
+            options: per env, the reset options (``RESET_OPTIONS``) or None.
+
+        Returns:
+            The initial observations (rewards 0, nothing flagged).
+
+        Raises:
+            TypeError, ValueError: bad options (checked for every env before any is reset).
+            RuntimeError: a scenario whose first state is already a game over.
+        """
+        rows = np.asarray(rows, dtype=np.intp)
+        options = [_check_options(o) for o in options]
+        inits = [
+            self._check_init_state(o["init_state"]) if "init_state" in o else None for o in options
+        ]
+        for row, rng, seed, opts in zip(rows.tolist(), rngs, seeds, options, strict=True):
+            handler = self.handlers[row]
+            if seed is not None:
+                handler.seed(seed)
+            handler.reset(
+                scenario_id=opts.get("scenario_id"),
+                fast_forward=opts.get("fast_forward"),
+                max_steps=opts.get("max_steps"),
+                rng=rng,
+            )
+            self._fill_times(row, handler.step)
+            self.step_index[row] = handler.step
+            self.played[row] = 0
+            self.max_steps[row] = handler.max_steps
+        state = self.state
+        state.put(rows, self._initial.take(np.zeros(len(rows), dtype=np.intp)))
+        for row, init in zip(rows.tolist(), inits, strict=True):
+            if init is not None:
+                self._apply_init_state(state, row, init)
+        if self.opponent is not None:
+            self.opponent.reset(rows, [np.random.default_rng(r.integers(2**63)) for r in rngs])
+        self._inject(state, rows, self._rows_now(rows))
+        # grid2op's reset plays one step in which only hard overflows trip, then zeroes every
+        # counter and timer: a branch tripped there starts disconnected, reconnectable at once
+        outcome = solve(
+            state, self.model, self.topology, self.parameters, self.limits, rows, count_soft=False
+        )
+        for row in rows.tolist():
+            if outcome.game_over[row] is not None:
+                info = self.handlers[row].info
+                self.done[row] = True
+                raise RuntimeError(
+                    f"scenario {info.name!r} (id {info.id}) cannot start: {outcome.game_over[row]}"
+                )
+        state.timers[rows] = 0
+        self.started[rows] = True
+        self.done[rows] = False
+        self.counts["resets"][rows] += 1
+        self.simulates_this_step[rows] = 0
+        self.simulates_this_episode[rows] = 0
+        k = len(rows)
+        obs = self._observe(state, rows, self.step_index[rows], np.zeros(k, dtype=np.int64))
+        zeros = np.zeros(k, dtype=bool)
+        return StepBatch(
+            obs, np.zeros(k), zeros, zeros.copy(), zeros.copy(), zeros.copy(),
+            np.zeros((k, self.model.n_branch), dtype=bool), np.full(k, -1, dtype=np.int64),
+        )  # fmt: skip
+
+    # --- step ---------------------------------------------------------------------------
+
+    def step(
+        self, rows: np.ndarray, actions: np.ndarray, redispatch: np.ndarray | None = None
+    ) -> StepBatch:
+        """Play one step of ``rows`` (sorted env indices, episodes running).
+
+        Args:
+            rows: the envs to step.
+            actions: (k,) int64 valid catalog indices (all 0 in redispatch mode).
+            redispatch: (k, n_gen) MW asked per generator (redispatch mode), or None.
+
+        Returns:
+            The step of each row; ``done`` is updated.
+        """
+        t0 = perf_counter()
+        state = self.state
+        handlers = self.handlers
+        scheduled = None if redispatch is None else self._rows_now(rows)[2]
+        illegal, ambiguous, reasons = self._legalise(state, rows, actions, redispatch, scheduled)
+        actions, redispatch = _neutralise(actions, redispatch, illegal | ambiguous)
+        sel = selector(rows, self.n)
+        for row in rows.tolist():
+            handlers[row].advance()
+        self.step_index[sel] += 1
+        played = self.played[sel] = self.played[sel] + 1
+        attacks = _no_attack(len(rows))
+        if self.opponent is not None:
+            attacks = self.opponent.step(rows, state.line_status)
+            hit = attacks >= 0
+            if hit.any():
+                mask = np.zeros_like(state.line_status)
+                mask[rows[hit], attacks[hit]] = True
+                disconnect(state, self.topology, mask)
+                r, b = rows[hit], attacks[hit]
+                duration = self.opponent.config.attack_duration
+                state.cooldown_line[r, b] = np.maximum(state.cooldown_line[r, b], duration)
+        t1 = perf_counter()
+        outcome = self._play(state, rows, actions, redispatch, self._rows_now(rows))
+        t2 = perf_counter()
+        terminated = outcome.ended[sel]
+        truncated = ~terminated & (played >= self.max_steps[sel])
+        self.done[sel] = terminated | truncated
+        result = self._result(state, rows, self.step_index[sel], played, outcome, terminated)
+        result.truncated = truncated
+        result.is_illegal, result.is_ambiguous = illegal, ambiguous
+        result.illegal_reason, result.ambiguous_reason = reasons
+        result.attacked = attacks
+        t3 = perf_counter()
+        timings = self.timings
+        timings["action"] += t1 - t0
+        timings["powerflow"] += t2 - t1
+        timings["observation"] += t3 - t2
+        timings["total"] += t3 - t0
+        self.counts["steps"][sel] += 1
+        self.simulates_this_step[sel] = 0
+        return result
+
+    def simulate(self, row: int, action: int, redispatch: np.ndarray | None = None) -> StepBatch:
+        """Play an action of env ``row`` on the forecast of its next step, on a copy of its
+        state: nothing of the env changes. No opponent attack is simulated."""
+        state = self.state.take([row])
+        local = np.zeros(1, dtype=np.intp)
+        actions = np.array([action], dtype=np.int64)
+        forecast = self._rows_now(np.array([row]), forecast=True)
+        scheduled = None if redispatch is None else self._rows_now(np.array([row]))[2]
+        illegal, ambiguous, reasons = self._legalise(state, local, actions, redispatch, scheduled)
+        actions, redispatch = _neutralise(actions, redispatch, illegal | ambiguous)
+        outcome = self._play(state, local, actions, redispatch, forecast)
+        handler = self.handlers[row]
+        terminated = outcome.ended
+        result = self._result(
+            state,
+            local,
+            np.array([handler.step + 1]),
+            np.array([handler.steps_played + 1]),
+            outcome,
+            terminated,
+            time_rows=np.array([row]),
+        )
+        result.is_illegal, result.is_ambiguous = illegal, ambiguous
+        result.illegal_reason, result.ambiguous_reason = reasons
+        return result
+
+    # --- the pieces of a step -----------------------------------------------------------
+
+    def _play(
+        self,
+        state: BatchState,
+        rows: np.ndarray,
+        actions: np.ndarray,
+        redispatch: np.ndarray | None,
+        injections: tuple[np.ndarray, ...],
+    ) -> StepOutcome:
+        """Apply legal actions and the step's injections, solve, cascade, move the timers."""
+        acted_line, acted_sub = self._apply(state, rows, actions, redispatch)
+        self._inject(state, rows, injections)
+        outcome = solve(state, self.model, self.topology, self.parameters, self.limits, rows)
+        ended = outcome.ended[selector(rows, state.n)]
+        alive = rows[~ended] if ended.any() else rows
+        update_timers(state, self.parameters, self.limits, outcome, alive, acted_line, acted_sub)
+        return outcome
+
+    def _legalise(
+        self,
+        state: BatchState,
+        rows: np.ndarray,
+        actions: np.ndarray,
+        redispatch: np.ndarray | None,
+        scheduled_gen_p: np.ndarray | None,
+    ) -> tuple[np.ndarray, np.ndarray, tuple[dict[int, str], dict[int, str]]]:
+        """Which actions are illegal (cooldowns, limits) or ambiguous (a redispatch beyond a
+        generator's limits), with the reasons of the flagged rows (by position in ``rows``)."""
+        k = len(rows)
+        illegal = np.zeros(k, dtype=bool)
+        ambiguous = np.zeros(k, dtype=bool)
+        why_illegal: dict[int, str] = {}
+        why_ambiguous: dict[int, str] = {}
+        p, m, cat = self.parameters, self.model, self.catalog
+        if np.count_nonzero(actions):
+            kind, target = cat.kind[actions], cat.target[actions]
+            line, sub = kind == KIND_LINE, kind == KIND_SUB
+            if line.any():
+                cooldown = state.cooldown_line[rows, np.where(line, target, 0)]
+                illegal |= line & ((p.max_line_status_changed < 1) | (cooldown > 0))
+            if sub.any():
+                cooldown_s = state.cooldown_sub[rows, np.where(sub, target, 0)]
+                illegal |= sub & ((p.max_sub_changed < 1) | (cooldown_s > 0))
+            for j in np.flatnonzero(illegal).tolist():
+                t = int(target[j])
+                if line[j]:
+                    why_illegal[j] = (
+                        "max_line_status_changed is 0"
+                        if p.max_line_status_changed < 1
+                        else f"branch {m.branch_names[t]} cannot change status for "
+                        f"{cooldown[j]} more step(s)"
+                    )
+                else:
+                    why_illegal[j] = (
+                        "max_sub_changed is 0"
+                        if p.max_sub_changed < 1
+                        else f"substation {m.sub_names[t]} is in cooldown for "
+                        f"{cooldown_s[j]} more step(s)"
+                    )
+        if redispatch is not None and np.count_nonzero(redispatch):
+            # gen_p not yet advanced: the target is checked against this step's schedule
+            target_mw = scheduled_gen_p + state.target_dispatch[rows] + redispatch
+            bad = (
+                (target_mw < m.gen_pmin - _DISPATCH_TOL) | (target_mw > m.gen_pmax + _DISPATCH_TOL)
+            ) & (redispatch != 0)
+            ambiguous = bad.any(axis=1)
+            for j in np.flatnonzero(ambiguous).tolist():
+                g = int(np.argmax(bad[j]))
+                why_ambiguous[j] = (
+                    f"redispatch would take generator {m.gen_names[g]} to "
+                    f"{target_mw[j, g]:.2f} MW, outside [{m.gen_pmin[g]}, {m.gen_pmax[g]}]"
+                )
+        return illegal, ambiguous, (why_illegal, why_ambiguous)
+
+    def _apply(
+        self,
+        state: BatchState,
+        rows: np.ndarray,
+        actions: np.ndarray,
+        redispatch: np.ndarray | None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Apply legal actions; return (N,) acted branch and acted substation (-1: none)."""
+        if redispatch is not None and np.count_nonzero(redispatch):
+            state.target_dispatch[rows] += redispatch
+        if not np.count_nonzero(actions):
+            return _no_attack(state.n), _no_attack(state.n)
+        acted_line = np.full(state.n, -1, dtype=np.int64)
+        acted_sub = np.full(state.n, -1, dtype=np.int64)
+        kind, target = self.catalog.kind[actions], self.catalog.target[actions]
+        line = kind == KIND_LINE
+        if line.any():
+            r, b = rows[line], target[line]
+            acted_line[r] = b
+            on = state.line_status[r, b]
+            if on.any():
+                mask = np.zeros_like(state.line_status)
+                mask[r[on], b[on]] = True
+                disconnect(state, self.topology, mask)
+            if not on.all():
+                reconnect(state, self.topology, r[~on], b[~on])
+        sub = kind == KIND_SUB
+        if sub.any():
+            r = rows[sub]
+            acted_sub[r] = target[sub]
+            self._sub_table.apply(state, self.topology, r, actions[sub])
+        return acted_line, acted_sub
+
+    def _inject(
+        self, state: BatchState, rows: np.ndarray, injections: tuple[np.ndarray, ...]
+    ) -> None:
+        """Give each env's backend its step's (load_p, load_q, gen_p, gen_v), with the
+        redispatch: generators move toward their target within pmin / pmax."""
+        load_p, load_q, gen_p, gen_v = injections
+        sel = selector(rows, state.n)
+        target = state.target_dispatch[sel]
+        if np.count_nonzero(target):
+            m = self.model
+            wanted = np.clip(gen_p + target, m.gen_pmin, m.gen_pmax)
+            actual = np.where(target != 0, wanted - gen_p, 0.0)
+            state.actual_dispatch[sel] = actual
+            gen_p = gen_p + actual
+        elif np.count_nonzero(state.actual_dispatch[sel]):
+            state.actual_dispatch[sel] = 0.0
+        # the scenario sources hand out finite float64 rows of the model's sizes (the folder
+        # source checks its files as it reads them): no re-validation on the hot path
+        backends = state.backends
+        for j, row in enumerate(rows.tolist()):
+            backends[row].set_injections_trusted(load_p[j], load_q[j], gen_p[j], gen_v[j])
+
+    def _rows_now(self, rows: np.ndarray, *, forecast: bool = False) -> tuple[np.ndarray, ...]:
+        """(k, ·) load_p, load_q, gen_p, gen_v of the current step of each row's scenario."""
+        per_env = [self.handlers[r].rows(forecast=forecast) for r in rows.tolist()]
+        return tuple(np.array(column) for column in zip(*per_env, strict=True))
+
+    def _result(
+        self,
+        state: BatchState,
+        rows: np.ndarray,
+        steps: np.ndarray,
+        played: np.ndarray,
+        outcome: StepOutcome,
+        terminated: np.ndarray,
+        *,
+        time_rows: np.ndarray | None = None,
+    ) -> StepBatch:
+        """Observations, rewards and physics flags of ``rows`` after a step."""
+        obs = self._observe(state, rows, steps, played, time_rows=time_rows)
+        sel = selector(rows, state.n)
+        inputs = RewardInputs(
+            self._rho, state.line_status[sel], state.load_p[sel], state.gen_p[sel],
+            state.actual_dispatch[sel],
+        )  # fmt: skip
+        reward = batch_rewards(self.reward_fn, inputs, terminated)
+        others = {
+            name: batch_rewards(fn, inputs, terminated) for name, fn in self.other_rewards.items()
+        }
+        reasons = {}
+        if terminated.any():
+            reasons = {j: outcome.game_over[rows[j]] for j in np.flatnonzero(terminated).tolist()}
+        k = len(rows)
+        zeros = np.zeros(k, dtype=bool)
+        return StepBatch(
+            obs, reward, terminated, zeros, zeros, zeros, outcome.tripped[sel],
+            _no_attack(k),
+            others, {}, {}, reasons,
+        )  # fmt: skip
+
+    def _observe(
+        self,
+        state: BatchState,
+        rows: np.ndarray,
+        steps: np.ndarray,
+        played: np.ndarray,
+        *,
+        time_rows: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """The (k, size) float32 observations of ``rows``: time features, then one
+        ``concatenate`` from rho to the timers. Leaves rho in ``self._rho`` for the rewards."""
+        t_rows = rows if time_rows is None else time_rows
+        offset = steps - self._times_first[t_rows]
+        if (offset >= _TIME_BLOCK).any():
+            for j in np.flatnonzero(offset >= _TIME_BLOCK).tolist():
+                self._fill_times(int(t_rows[j]), int(steps[j]))
+            offset = steps - self._times_first[t_rows]
+        sel = selector(rows, state.n)
+        self._rho = rho = state.a_or[sel] * self._inv_limit
+        obs = np.empty((len(rows), self.obs_layout.size), dtype=np.float32)
+        obs[:, :6] = self._times[t_rows, offset]
+        obs[:, 6] = played
+        np.concatenate(
+            (
+                rho, state.line_status[sel], state.flows[sel], state.actual_dispatch[sel],
+                state.topo[sel], state.timers[sel, : self._n_obs_timers],
+            ),
+            axis=1,
+            out=obs[:, self._obs_state],
+            casting="same_kind",
+        )  # fmt: skip
+        obs[:, self._obs_maintenance] = -1.0  # no maintenance is modelled
+        return obs
+
+    def _fill_times(self, row: int, first: int) -> None:
+        """Time features of ``_TIME_BLOCK`` steps of ``row``'s scenario from step ``first``."""
+        info = self.handlers[row].info
+        self._times[row] = time_features(info.start, info.step_duration, first, _TIME_BLOCK)
+        self._times_first[row] = first
+
+    # --- initial state ------------------------------------------------------------------
+
+    def _check_init_state(self, init: Any) -> dict[str, np.ndarray]:
+        """``{"line_status": (n_branch,) bool, "bus": (n_elem,) topo vector of 1/2}``."""
+        if not isinstance(init, dict):
+            raise TypeError(f"init_state must be a dict, got {type(init).__name__}")
+        unknown = sorted(set(init) - {"line_status", "bus"})
+        if unknown:
+            raise ValueError(f"unknown init_state keys {unknown}; allowed: ['line_status', 'bus']")
+        checked = {}
+        if "bus" in init:
+            bus = np.asarray(init["bus"])
+            if bus.shape != (self.topology.n_elem,) or not np.isin(bus, (1, 2)).all():
+                raise ValueError(
+                    f"init_state['bus'] must be {self.topology.n_elem} values in {{1, 2}} "
+                    f"(topology-vector order), got shape {bus.shape}"
+                )
+            checked["bus"] = bus.astype(np.int8)
+        if "line_status" in init:
+            status = np.asarray(init["line_status"])
+            if status.shape != (self.model.n_branch,) or status.dtype != bool:
+                raise ValueError(
+                    f"init_state['line_status'] must be {self.model.n_branch} bools, got "
+                    f"{status.dtype} of shape {status.shape}"
+                )
+            checked["line_status"] = status
+        return checked
+
+    def _apply_init_state(self, state: BatchState, row: int, init: dict[str, np.ndarray]) -> None:
+        layout = self.topology
+        if "bus" in init:
+            bus = init["bus"]
+            state.topo[row] = bus
+            state.last_or[row] = bus[layout.pos_or]
+            state.last_ex[row] = bus[layout.pos_ex]
+        if "line_status" in init:
+            mask = np.zeros_like(state.line_status)
+            mask[row] = ~init["line_status"]
+            disconnect(state, layout, mask)
+        state.topo_dirty[row] = True
+
+
+def env_info(result: StepBatch, j: int) -> dict[str, Any]:
+    """The info dict of row ``j`` of a step, as a single env gives it: fixed-shape entries
+    only, so that vector envs batch it cheaply: ``is_illegal``, ``is_ambiguous``,
+    ``tripped_branches`` (a mask per branch) and ``attacked_branch`` always;
+    ``other_rewards`` when some are configured; the reasons (``illegal_reason``,
+    ``ambiguous_reason``, ``game_over_reason``) only on the steps they explain."""
+    info: dict[str, Any] = {
+        "is_illegal": bool(result.is_illegal[j]),
+        "is_ambiguous": bool(result.is_ambiguous[j]),
+        "tripped_branches": result.tripped[j].copy(),
+    }
+    if result.other_rewards:
+        info["other_rewards"] = {k: float(v[j]) for k, v in result.other_rewards.items()}
+    for key, reasons in (
+        ("illegal_reason", result.illegal_reason),
+        ("ambiguous_reason", result.ambiguous_reason),
+        ("game_over_reason", result.game_over_reason),
+    ):
+        if j in reasons:
+            info[key] = reasons[j]
+    info["attacked_branch"] = int(result.attacked[j])
+    return info
+
+
+def redispatch_mw(batch: GridBatch, actions: np.ndarray) -> np.ndarray:
+    """(k, n_gen) MW from (k, n_redispatchable) redispatch actions."""
+    mw = np.zeros((len(actions), batch.model.n_gen))
+    mw[:, batch.redispatchable] = actions
+    return mw
+
+
+def _no_attack(k: int) -> np.ndarray:
+    """(k,) -1: no branch attacked (read-only)."""
+    return _NO_ATTACK[:k] if k <= len(_NO_ATTACK) else np.full(k, -1, dtype=np.int64)
+
+
+def _check_options(options: Any) -> dict[str, Any]:
+    options = {} if options is None else options
+    if not isinstance(options, dict):
+        raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
+    unknown = sorted(set(options) - set(RESET_OPTIONS))
+    if unknown:
+        raise ValueError(f"unknown reset options {unknown}; allowed: {list(RESET_OPTIONS)}")
+    return options
+
+
+def _neutralise(
+    actions: np.ndarray, redispatch: np.ndarray | None, refused: np.ndarray
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Illegal or ambiguous actions are played as do-nothing."""
+    if not np.count_nonzero(refused):
+        return actions, redispatch
+    actions = np.where(refused, 0, actions)
+    if redispatch is not None:
+        redispatch = np.where(refused[:, None], 0.0, redispatch)
+    return actions, redispatch
+
+
+@dataclass(frozen=True)
+class _SubstationTable:
+    """Each catalog action's substation configuration as fixed-width rows, so that the
+    configurations of many envs are applied with a few array operations."""
+
+    start: np.ndarray  # (n_actions,) first topology position of the action's substation
+    buses: np.ndarray  # (n_actions, width) int8 bus bars, 0 past the substation's elements
+
+    @classmethod
+    def of(cls, catalog: ActionCatalog, layout: TopologyLayout) -> _SubstationTable:
+        n = len(catalog)
+        sizes = np.diff(layout.sub_start)
+        width = int(sizes.max()) if len(sizes) else 1
+        start = np.zeros(n, dtype=np.int64)
+        buses = np.zeros((n, width), dtype=np.int8)
+        for i in np.flatnonzero(catalog.kind == KIND_SUB).tolist():
+            sub = int(catalog.target[i])
+            start[i] = layout.sub_start[sub]
+            config = catalog.sub_buses[i]
+            buses[i, : len(config)] = config
+        return cls(start, buses)
+
+    def apply(
+        self, state: BatchState, layout: TopologyLayout, rows: np.ndarray, actions: np.ndarray
+    ) -> None:
+        """Set the bus bar of every connected element of each action's substation; the
+        disconnected branch ends there will come back on the configured bus bar."""
+        width = self.buses.shape[1]
+        k = len(rows)
+        positions = self.start[actions][:, None] + np.arange(width)
+        buses = self.buses[actions]
+        placed = np.zeros((k, layout.n_elem + width), dtype=np.int8)  # padded: no overflow
+        np.put_along_axis(placed, positions, buses, axis=1)
+        placed = placed[:, : layout.n_elem]
+        topo = state.topo[rows]
+        state.topo[rows] = np.where((placed > 0) & (topo > 0), placed, topo)
+        new_or, new_ex = placed[:, layout.pos_or], placed[:, layout.pos_ex]
+        state.last_or[rows] = np.where(new_or > 0, new_or, state.last_or[rows])
+        state.last_ex[rows] = np.where(new_ex > 0, new_ex, state.last_ex[rows])
+        state.topo_dirty[rows] = True

@@ -1,0 +1,460 @@
+"""BatchedGridVecEnv: N GridEnvs of one grid stepped together in this process.
+
+A natively vectorized ``gymnasium.vector.VectorEnv`` over the batched core
+(:class:`~grid_vec.env.batch.GridBatch`): one call steps every env with array operations and
+one power flow per env, with no process, pipe or per-env Python ``step``. Its trajectories,
+rewards and infos are those of N separate GridEnvs with the same seeds and actions (under
+SyncVectorEnv, in every autoreset mode), and it has the grid commands of GridVecEnv.
+
+When to use it: training or evaluating on one core (or with a process per core, each hosting
+a batch). :class:`~grid_vec.vector.vec_env.GridVecEnv` spreads envs over worker processes
+(several cores, any gymnasium env); its workers host one batch for their envs when these are
+GridEnvs of one model.
+
+Example:
+    >>> import grid_vec
+    >>> envs = grid_vec.make_vec("case14", 4, vectorization="batched")
+    >>> obs, infos = envs.reset(seed=0)
+    >>> obs.shape
+    (4, 390)
+    >>> obs, rewards, terminated, truncated, infos = envs.step(envs.action_space.sample())
+    >>> envs.close()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from copy import deepcopy
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from gymnasium.vector.utils import batch_space
+from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
+
+from grid_vec.env.batch import env_info, redispatch_mw
+from grid_vec.vector.grid_commands import GridCommands
+
+_STEP_KEYS = ("is_illegal", "is_ambiguous", "tripped_branches", "attacked_branch")
+_REASONS = ("illegal_reason", "ambiguous_reason", "game_over_reason")
+
+
+class BatchedGridVecEnv(GridCommands, VectorEnv):
+    """``num_envs`` GridEnvs of one compiled grid, played by one batched core.
+
+    Args:
+        batch: the core holding the envs (``grid_vec.env.batch.GridBatch``); built by
+            :func:`grid_vec.make_vec` with ``vectorization="batched"``.
+        action_space: one env's action space (a GridEnv's).
+        observation_space: one env's observation space.
+        autoreset_mode: gymnasium's ``NEXT_STEP`` (default), ``SAME_STEP`` or ``DISABLED``.
+        copy: return copies of the observations (as SyncVectorEnv's ``copy``).
+        spec: the sub-env's ``EnvSpec``, kept for recordings.
+    """
+
+    def __init__(
+        self,
+        batch: Any,
+        action_space: spaces.Space,
+        observation_space: spaces.Space,
+        *,
+        autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
+        copy: bool = True,
+        spec: Any = None,
+    ) -> None:
+        self._batch = batch
+        self.num_envs = batch.n
+        self.single_action_space = action_space
+        self.single_observation_space = observation_space
+        self.action_space = batch_space(action_space, self.num_envs)
+        self.observation_space = batch_space(observation_space, self.num_envs)
+        self.autoreset_mode = AutoresetMode(autoreset_mode)
+        self.metadata = {"autoreset_mode": self.autoreset_mode, "render_modes": []}
+        self.render_mode = None
+        self.spec = spec
+        self.copy = copy
+        self._rngs: list[np.random.Generator | None] = [None] * self.num_envs
+        self._obs = np.zeros((self.num_envs, *observation_space.shape), dtype=np.float32)
+        self._autoreset = np.zeros(self.num_envs, dtype=bool)
+        self._all = np.arange(self.num_envs, dtype=np.intp)
+        self._members = [_Member(self, i) for i in range(self.num_envs)]
+        self._closed = False
+
+    @classmethod
+    def from_factory(cls, factory: Any, num_envs: int, **kwargs: Any) -> BatchedGridVecEnv:
+        """``num_envs`` envs of what a ``GridEnvFactory`` builds, in one batch.
+
+        Args:
+            factory: the factory (``grid_vec.env.make.env_factory``) of the sub-envs.
+            num_envs: how many.
+            **kwargs: the other arguments of the constructor.
+        """
+        template = factory()  # validates the arguments once, gives the spaces
+        batch = template.make_batch(num_envs)
+        return cls(
+            batch,
+            template.action_space,
+            template.observation_space,
+            spec=template.spec,
+            **kwargs,
+        )
+
+    # --- gymnasium API ----------------------------------------------------------------
+
+    def reset(
+        self,
+        *,
+        seed: int | Sequence[int | None] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Reset every sub-env (or those of ``options["reset_mask"]``).
+
+        Args:
+            seed: None (keep each env's RNG, or draw one), an int (``seed + i`` for env i), or
+                one seed (or None) per env.
+            options: the reset options of every reset env (see ``GridEnv.reset``), plus
+                gymnasium's ``reset_mask`` (a bool array of ``num_envs``).
+
+        Returns:
+            The batched observations and infos (``scenario_id``, ``scenario_name``).
+
+        Raises:
+            TypeError, ValueError: bad seeds, options or mask.
+            RuntimeError: a scenario whose first state is already a game over.
+        """
+        self._check_open()
+        seeds = _seeds(seed, self.num_envs)
+        options = dict(options) if options else {}
+        mask = options.pop("reset_mask", None)
+        if mask is not None:
+            _check_mask(mask, self.num_envs)
+            rows = np.flatnonzero(mask)
+        else:
+            rows = self._all
+        result = self._reset_rows(rows, [seeds[r] for r in rows.tolist()], options or None)
+        self._obs[rows] = result.obs
+        self._autoreset[rows] = False
+        return self._out(self._obs), self._reset_infos(rows)
+
+    def step(
+        self, actions: Any
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Step every sub-env; those whose episode ended are reset as ``autoreset_mode`` says.
+
+        Args:
+            actions: one action per sub-env, batched as ``action_space``.
+
+        Returns:
+            ``(observations, rewards, terminated, truncated, infos)``, batched as gymnasium's
+            SyncVectorEnv batches them.
+
+        Raises:
+            ValueError: ``actions`` outside ``action_space`` (nothing is stepped).
+            RuntimeError: with ``DISABLED``, an env stepped after its episode ended.
+        """
+        self._check_open()
+        indices, redispatch = self._parse(actions)
+        n = self.num_envs
+        rewards = np.zeros(n)
+        terminated = np.zeros(n, dtype=bool)
+        truncated = np.zeros(n, dtype=bool)
+        infos: dict[str, Any] = {}
+        batch = self._batch
+        if self.autoreset_mode == AutoresetMode.NEXT_STEP and self._autoreset.any():
+            resetting = np.flatnonzero(self._autoreset)
+            stepping = np.flatnonzero(~self._autoreset)
+            result = self._reset_rows(resetting, [None] * len(resetting), None)
+            self._obs[resetting] = result.obs
+            infos.update(self._reset_infos(resetting))
+        else:
+            stepping = self._all
+            if batch.done.any():
+                ended = int(np.argmax(batch.done))
+                raise RuntimeError(
+                    f"sub-env {ended}: the episode is over (or never started): reset it first"
+                )
+        if len(stepping):
+            sel = slice(None) if len(stepping) == n else stepping
+            result = batch.step(
+                stepping, indices[sel], None if redispatch is None else redispatch[sel]
+            )
+            rewards[sel], terminated[sel], truncated[sel] = (
+                result.reward, result.terminated, result.truncated
+            )  # fmt: skip
+            self._obs[sel] = result.obs
+            ended = result.terminated | result.truncated
+            if self.autoreset_mode == AutoresetMode.SAME_STEP and ended.any():
+                done_pos = np.flatnonzero(ended)
+                kept_pos = np.flatnonzero(~ended)
+                done_rows = stepping[done_pos]
+                final_obs = np.full(n, None, dtype=object)
+                for j, row in zip(done_pos.tolist(), done_rows.tolist(), strict=True):
+                    final_obs[row] = result.obs[j].copy()
+                infos["final_obs"] = final_obs
+                infos["_final_obs"] = _mask(n, done_rows)
+                infos["final_info"] = _step_infos(result, done_pos, done_rows, n)
+                infos["_final_info"] = _mask(n, done_rows)
+                infos.update(_step_infos(result, kept_pos, stepping[kept_pos], n))
+                again = self._reset_rows(done_rows, [None] * len(done_rows), None)
+                self._obs[done_rows] = again.obs
+                infos.update(self._reset_infos(done_rows))
+            else:
+                infos.update(_step_infos(result, self._all[: len(stepping)], stepping, n))
+        self._autoreset = terminated | truncated
+        return self._out(self._obs), rewards, terminated, truncated, infos
+
+    def close_extras(self, **kwargs: Any) -> None:
+        self._closed = True
+
+    # --- grid commands (GridCommands) and gymnasium's call / get_attr / set_attr ----------
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Call a GridEnv method (or read an attribute) of every sub-env.
+
+        Returns:
+            One result per sub-env.
+
+        Raises:
+            AttributeError: a name a GridEnv of this batch does not have.
+        """
+        return self.call_each(name, args=[args] * self.num_envs, kwargs=[kwargs] * self.num_envs)
+
+    def call_each(
+        self,
+        name: str,
+        args: Sequence[tuple] | None = None,
+        kwargs: Sequence[dict] | None = None,
+    ) -> tuple[Any, ...]:
+        """Call a method of each sub-env with its own arguments.
+
+        Args:
+            name: the method (or attribute) name.
+            args: per sub-env, its positional arguments.
+            kwargs: per sub-env, its keyword arguments.
+
+        Returns:
+            One result per sub-env.
+        """
+        self._check_open()
+        args = list(args) if args is not None else [()] * self.num_envs
+        kwargs = list(kwargs) if kwargs is not None else [{}] * self.num_envs
+        if len(args) != self.num_envs or len(kwargs) != self.num_envs:
+            raise ValueError(f"call_each needs {self.num_envs} args and kwargs")
+        results = []
+        for member, a, kw in zip(self._members, args, kwargs, strict=True):
+            attr = getattr(member, name)
+            results.append(attr(*a, **kw) if callable(attr) else attr)
+        return tuple(results)
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """An attribute of every sub-env (as ``call`` with no arguments)."""
+        return tuple(getattr(m, name) for m in self._members)
+
+    def set_attr(self, name: str, values: Any) -> None:
+        """Not supported: the envs of a batch share their configuration."""
+        raise AttributeError(
+            f"cannot set {name!r} on the envs of a batch: they share one configuration; use "
+            "the grid commands (set_parameters, set_max_iter, ...)"
+        )
+
+    # --- internals ----------------------------------------------------------------------
+
+    def _out(self, obs: np.ndarray) -> np.ndarray:
+        return deepcopy(obs) if self.copy else obs
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("the vector env is closed")
+
+    def _rng(self, row: int, seed: int | None) -> np.random.Generator:
+        """Env ``row``'s RNG, as gymnasium's ``Env.reset(seed=...)`` keeps it."""
+        if seed is not None or self._rngs[row] is None:
+            self._rngs[row] = seeding.np_random(seed)[0]
+        return self._rngs[row]
+
+    def _reset_rows(self, rows: np.ndarray, seeds: list[int | None], options: dict | None):
+        rngs = [self._rng(r, s) for r, s in zip(rows.tolist(), seeds, strict=True)]
+        return self._batch.reset(rows, rngs, seeds, [options] * len(rows))
+
+    def _reset_infos(self, rows: np.ndarray) -> dict[str, Any]:
+        n = self.num_envs
+        ids = np.zeros(n, dtype=int)
+        names = np.full(n, None, dtype=object)
+        for row in rows.tolist():
+            info = self._batch.handlers[row].info
+            ids[row], names[row] = info.id, info.name
+        return {
+            "scenario_id": ids,
+            "_scenario_id": _mask(n, rows),
+            "scenario_name": names,
+            "_scenario_name": _mask(n, rows),
+        }
+
+    def _parse(self, actions: Any) -> tuple[np.ndarray, np.ndarray | None]:
+        """Validate a batch of actions: (catalog indices, redispatch MW or None)."""
+        n, space = self.num_envs, self.single_action_space
+        if isinstance(space, spaces.Discrete):
+            arr = np.asarray(actions)
+            if arr.shape != (n,) or arr.dtype.kind not in "iu":
+                raise ValueError(
+                    f"actions must be {n} ints in [0, {space.n - 1}], got {arr.dtype} of shape "
+                    f"{arr.shape}"
+                )
+            if n and (arr.min() < 0 or arr.max() >= space.n):
+                raise ValueError(f"actions must be ints in [0, {space.n - 1}], got {arr}")
+            return arr.astype(np.int64, copy=False), None
+        arr = np.asarray(actions)
+        if arr.shape != (n, *space.shape) or arr.dtype.kind != "f":
+            raise ValueError(
+                f"redispatch actions must be floats of shape {(n, *space.shape)}, got "
+                f"{arr.dtype} of shape {arr.shape}"
+            )
+        if not np.isfinite(arr).all():
+            raise ValueError(f"redispatch actions must be finite, got {arr}")
+        tol = 1e-5
+        if (arr < space.low - tol).any() or (arr > space.high + tol).any():
+            raise ValueError(
+                f"redispatch actions outside the ramp limits [{space.low}, {space.high}]: {arr}"
+            )
+        return np.zeros(n, dtype=np.int64), redispatch_mw(self._batch, arr)
+
+
+class _Member:
+    """One env of the batch, with the GridEnv methods the grid commands call."""
+
+    def __init__(self, owner: BatchedGridVecEnv, row: int) -> None:
+        self._owner, self._row = owner, row
+
+    @property
+    def _batch(self) -> Any:
+        return self._owner._batch
+
+    @property
+    def parameters(self) -> Any:
+        return self._batch.parameters
+
+    def get_wrapper_attr(self, name: str) -> Any:
+        return getattr(self, name)
+
+    def set_scenario_id(self, id_or_name: int | str) -> None:
+        self._batch.handlers[self._row].set_id(id_or_name)
+
+    def set_scenario_filter(self, fn: Any) -> None:
+        self._batch.handlers[self._row].set_filter(fn)
+
+    def set_chunk_size(self, n: int | None) -> None:
+        self._batch.handlers[self._row].set_chunk_size(n)
+
+    def set_fast_forward(self, max_steps: int | None) -> None:
+        self._batch.handlers[self._row].set_max_fast_forward(max_steps or None)
+
+    def set_max_iter(self, n: int | None) -> None:
+        self._batch.handlers[self._row].set_max_iter(n)
+
+    def set_parameters(self, parameters: Any) -> None:
+        batch = self._batch
+        if self._row > 0 and parameters != batch.parameters:
+            raise ValueError("the envs of a batch share one Parameters: give one for all envs")
+        batch.set_parameters(parameters)
+
+    def timings(self) -> dict[str, float]:
+        return self._batch.env_timings(self._row)
+
+    def simulate(self, action: Any) -> tuple[np.ndarray, float, bool, dict[str, Any]]:
+        batch = self._batch
+        if batch.action_type == "discrete":
+            result = batch.simulate(self._row, int(action))
+        else:
+            mw = redispatch_mw(batch, np.asarray(action, dtype=np.float64)[None])
+            result = batch.simulate(self._row, 0, mw)
+        return (
+            result.obs[0],
+            float(result.reward[0]),
+            bool(result.terminated[0]),
+            env_info(result, 0),
+        )
+
+    def describe_action(self, index: int) -> str:
+        batch = self._batch
+        return batch.catalog.describe(index, batch.model, batch.topology)
+
+    @property
+    def scenario_info(self) -> Any:
+        batch = self._batch
+        return batch.handlers[self._row].info if batch.started[self._row] else None
+
+    @property
+    def scenario_order(self) -> np.ndarray:
+        return self._batch.handlers[self._row].order
+
+
+def _mask(n: int, rows: np.ndarray) -> np.ndarray:
+    mask = np.zeros(n, dtype=bool)
+    mask[rows] = True
+    return mask
+
+
+def _step_infos(result: Any, positions: np.ndarray, rows: np.ndarray, n: int) -> dict[str, Any]:
+    """The infos of the given rows of a step, laid out as gymnasium's ``_add_info`` lays out
+    the infos of N GridEnvs (an array per key, a ``_key`` mask of the envs that have it)."""
+    if not len(rows):
+        return {}
+    mask = _mask(n, rows)
+    infos: dict[str, Any] = {}
+    for key, values in (
+        ("is_illegal", result.is_illegal),
+        ("is_ambiguous", result.is_ambiguous),
+        ("tripped_branches", result.tripped),
+    ):
+        array = np.zeros((n, *values.shape[1:]), dtype=bool)
+        array[rows] = values[positions]
+        infos[key], infos[f"_{key}"] = array, mask.copy()
+    if result.other_rewards:
+        others: dict[str, Any] = {}
+        for name, values in result.other_rewards.items():
+            array = np.zeros(n)
+            array[rows] = values[positions]
+            others[name], others[f"_{name}"] = array, mask.copy()
+        infos["other_rewards"], infos["_other_rewards"] = others, mask.copy()
+    for key in _REASONS:
+        reasons = getattr(result, key)
+        pairs = zip(positions.tolist(), rows.tolist(), strict=True)
+        present = [(r, reasons[j]) for j, r in pairs if j in reasons]
+        if present:
+            array = np.full(n, None, dtype=object)
+            where = np.zeros(n, dtype=bool)
+            for r, text in present:
+                array[r], where[r] = text, True
+            infos[key], infos[f"_{key}"] = array, where
+    attacked = np.zeros(n, dtype=int)
+    attacked[rows] = result.attacked[positions]
+    infos["attacked_branch"], infos["_attacked_branch"] = attacked, mask.copy()
+    return infos
+
+
+def _seeds(seed: Any, n: int) -> list[int | None]:
+    if seed is None:
+        return [None] * n
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        return [int(seed) + i for i in range(n)]
+    seeds = list(seed)
+    if len(seeds) != n:
+        raise ValueError(
+            f"If seeds are passed as a list the length must match num_envs={n} but got "
+            f"length={len(seeds)}."
+        )
+    return seeds
+
+
+def _check_mask(mask: Any, n: int) -> None:
+    if not isinstance(mask, np.ndarray):
+        raise TypeError(f"`options['reset_mask']` must be a numpy array, got {type(mask)}")
+    if mask.shape != (n,):
+        raise ValueError(f"`options['reset_mask']` must have shape `({n},)`, got {mask.shape}")
+    if mask.dtype != np.bool_:
+        raise TypeError(f"`options['reset_mask']` must have `dtype=np.bool_`, got {mask.dtype}")
+    if not mask.any():
+        raise ValueError(
+            "`options['reset_mask']` must contain a boolean array with at least one True value"
+        )

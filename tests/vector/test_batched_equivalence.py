@@ -1,0 +1,158 @@
+"""A batch of N envs plays exactly what N separate GridEnvs play with the same seeds and
+actions: observations, rewards, terminations, truncations, infos and tripped branches, for
+N = 1, 2, 7, 32, under do-nothing, random catalog actions, redispatch, the opponent and
+cascades, with episodes ending at different steps (the reference: gymnasium's
+SyncVectorEnv over GridEnvs)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+from grid_vec.chronics.synthetic import SyntheticSource
+from grid_vec.env.embedded import embedded_model
+from grid_vec.env.grid_env import GridEnv
+from grid_vec.env.opponent import RandomLineOpponent
+from grid_vec.vector.batched import BatchedGridVecEnv
+
+
+@pytest.fixture(scope="module")
+def case14():
+    return embedded_model("case14")
+
+
+def assert_same(a, b, where: str = "") -> None:
+    """Recursive equality of batched infos (dicts of arrays, masks, object arrays)."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and set(a) == set(b), f"{where}: keys {set(a) ^ set(b)}"
+        for key in a:
+            assert_same(a[key], b[key], f"{where}.{key}")
+        return
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape and a.dtype == b.dtype, (
+        f"{where}: {a.dtype}{a.shape} {b.dtype}{b.shape}"
+    )
+    if a.dtype == object:
+        for x, y in zip(a.tolist(), b.tolist(), strict=True):
+            if isinstance(x, np.ndarray):
+                np.testing.assert_allclose(x, y, atol=1e-6, rtol=0, err_msg=where)
+            else:
+                assert x == y, f"{where}: {x!r} != {y!r}"
+    elif a.dtype.kind == "f":
+        np.testing.assert_allclose(a, b, atol=1e-6, rtol=0, err_msg=where)
+    else:
+        assert np.array_equal(a, b), f"{where}: {a} != {b}"
+
+
+def _factory(case14, **kwargs):
+    def build() -> GridEnv:
+        return GridEnv(case14, SyntheticSource(case14, seed=0, length=40), **kwargs)
+
+    return build
+
+
+def _cascade_limits(case14) -> np.ndarray:
+    """Limits just above the base flows, some below them: overloads, trips and cascades."""
+    env = _factory(case14)()
+    obs, _ = env.reset(seed=0)
+    a_or = env.view(obs).a_or.astype(np.float64)
+    factors = np.resize([0.97, 1.03, 1.1, 1.25, 5.0], case14.n_branch)
+    return np.maximum(a_or * factors, 1.0)
+
+
+SETTINGS = {
+    "do-nothing": ({}, "nothing"),
+    "random catalog actions": ({}, "catalog"),
+    "redispatch": ({"action_type": "redispatch"}, "box"),
+    "opponent": (
+        {
+            "opponent": RandomLineOpponent(
+                list(range(8)),
+                budget_per_step=1.0,
+                attack_cost=1.0,
+                attack_duration=3,
+                attack_cooldown=2,
+            )
+        },
+        "catalog",
+    ),
+    "cascades": ({"cascade": True, "max_iter": 25}, "catalog"),
+}
+
+
+def _play(case14, n: int, setting: str, mode=AutoresetMode.NEXT_STEP, steps: int = 45) -> int:
+    kwargs, policy = SETTINGS[setting]
+    kwargs = dict(kwargs)
+    if kwargs.pop("cascade", False):
+        kwargs["thermal_limits"] = _cascade_limits(case14)
+    factory = _factory(case14, **kwargs)
+    batched = BatchedGridVecEnv.from_factory(factory, n, autoreset_mode=mode)
+    reference = SyncVectorEnv([factory] * n, autoreset_mode=mode)
+    obs_b, info_b = batched.reset(seed=7)
+    obs_r, info_r = reference.reset(seed=7)
+    assert_same(obs_b, obs_r, "reset obs")
+    assert_same(info_b, info_r, "reset info")
+    rng = np.random.default_rng(n)
+    ends = 0
+    for t in range(steps):
+        if policy == "nothing":
+            actions = np.zeros(n, dtype=np.int64)
+        elif policy == "catalog":
+            actions = rng.integers(0, batched.single_action_space.n, n)
+        else:
+            actions = rng.uniform(batched.action_space.low, batched.action_space.high).astype(
+                np.float32
+            )
+        out_b, out_r = batched.step(actions), reference.step(actions)
+        names = ("obs", "reward", "terminated", "truncated", "infos")
+        for name, x, y in zip(names, out_b, out_r, strict=True):
+            assert_same(x, y, f"step {t} {name}")
+        ends += int(np.sum(out_b[2] | out_b[3]))
+    batched.close()
+    reference.close()
+    return ends
+
+
+@pytest.mark.parametrize("setting", list(SETTINGS))
+@pytest.mark.parametrize("n", [1, 2, 7])
+def test_batch_matches_separate_envs(case14, n, setting):
+    ends = _play(case14, n, setting)
+    if setting in ("random catalog actions", "cascades"):
+        assert ends > 0  # episodes did end (at different steps) within the run
+
+
+@pytest.mark.parametrize("setting", ["random catalog actions", "cascades", "opponent"])
+def test_batch_of_32_matches_separate_envs(case14, setting):
+    assert _play(case14, 32, setting, steps=30) > 0
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP])
+def test_batch_matches_separate_envs_in_each_autoreset_mode(case14, mode):
+    assert _play(case14, 7, "cascades", mode=mode) > 0
+
+
+def test_batch_trajectory_does_not_depend_on_the_batch(case14):
+    """Env 3 of a batch of 7 plays what env 0 of a batch of 1 plays with the same seed."""
+    factory = _factory(case14, thermal_limits=_cascade_limits(case14))
+    seven = BatchedGridVecEnv.from_factory(factory, 7)
+    one = BatchedGridVecEnv.from_factory(factory, 1)
+    obs7, _ = seven.reset(seed=[1, 2, 3, 11, 5, 6, 7])
+    obs1, _ = one.reset(seed=11)
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        a = rng.integers(0, seven.single_action_space.n, 7)
+        obs7, r7, *_ = seven.step(a)
+        obs1, r1, *_ = one.step(a[3:4])
+        assert np.array_equal(obs7[3], obs1[0]) and r7[3] == r1[0]
+
+
+def test_batched_actions_are_validated_before_any_env_steps(case14):
+    envs = BatchedGridVecEnv.from_factory(_factory(case14), 3)
+    envs.reset(seed=0)
+    before = envs._batch.counts["steps"].copy()
+    with pytest.raises(ValueError, match="actions must be"):
+        envs.step(np.array([0, 1, 10_000]))
+    with pytest.raises(ValueError, match="actions must be"):
+        envs.step(np.zeros(2, dtype=np.int64))
+    assert np.array_equal(envs._batch.counts["steps"], before)
