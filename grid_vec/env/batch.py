@@ -53,7 +53,7 @@ RESET_OPTIONS = ("scenario_id", "fast_forward", "max_steps", "init_state")
 _DISPATCH_TOL = 1e-6  # MW: a redispatch target this far beyond pmin / pmax is ambiguous
 _NO_ATTACK = np.full(256, -1, dtype=np.int64)
 _NO_ATTACK.flags.writeable = False
-_TIME_BLOCK = 2016  # steps of time features computed at once (a week of 5-minute steps)
+_TIME_BLOCK = 288  # steps of time features computed at once (a day of 5-minute steps)
 
 
 @dataclass
@@ -310,7 +310,28 @@ class GridBatch:
 
     def simulate(self, row: int, action: int, redispatch: np.ndarray | None = None) -> StepBatch:
         """Play an action of env ``row`` on the forecast of its next step, on a copy of its
-        state: nothing of the env changes. No opponent attack is simulated."""
+        state: nothing of the env changes. No opponent attack is simulated.
+
+        Raises:
+            RuntimeError: the episode is over, or ``max_simulate_per_step`` /
+                ``max_simulate_per_episode`` is reached.
+        """
+        if self.done[row]:
+            raise RuntimeError("the episode is over (or never started): call reset() first")
+        p = self.parameters
+        if 0 <= p.max_simulate_per_step <= self.simulates_this_step[row]:
+            raise RuntimeError(f"max_simulate_per_step={p.max_simulate_per_step} reached")
+        if 0 <= p.max_simulate_per_episode <= self.simulates_this_episode[row]:
+            raise RuntimeError(f"max_simulate_per_episode={p.max_simulate_per_episode} reached")
+        t0 = perf_counter()
+        self.simulates_this_step[row] += 1
+        self.simulates_this_episode[row] += 1
+        self.counts["simulates"][row] += 1
+        result = self._simulate(row, action, redispatch)
+        self.simulate_seconds[row] += perf_counter() - t0
+        return result
+
+    def _simulate(self, row: int, action: int, redispatch: np.ndarray | None) -> StepBatch:
         state = self.state.take([row])
         local = np.zeros(1, dtype=np.intp)
         actions = np.array([action], dtype=np.int64)

@@ -12,8 +12,6 @@ import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 from grid_vec.grid.model import GridModel
 
@@ -115,14 +113,7 @@ def isolated_elements(
 def _isolated_elements(
     model: GridModel, layout: TopologyLayout, topo: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, bool]:
-    n_bus = 2 * model.n_sub
-    or_bus = topo[layout.pos_or]
-    ex_bus = topo[layout.pos_ex]
-    on = (or_bus > 0) & (ex_bus > 0)
-    rows = model.branch_or_sub[on] + (or_bus[on] - 1) * model.n_sub
-    cols = model.branch_ex_sub[on] + (ex_bus[on] - 1) * model.n_sub
-    graph = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n_bus, n_bus))
-    _, comp = connected_components(graph, directed=False)
+    n_sub = model.n_sub
     gen_bus_bar = topo[layout.pos_gen]
     slack = model.gen_is_slack
     slack_on = slack & (gen_bus_bar > 0)
@@ -132,10 +123,38 @@ def _isolated_elements(
             np.ones(model.n_gen, dtype=bool),
             True,
         )
-    slack_comp = comp[model.gen_sub[slack_on] + (gen_bus_bar[slack_on] - 1) * model.n_sub]
+    or_bus = topo[layout.pos_or]
+    ex_bus = topo[layout.pos_ex]
+    on = (or_bus > 0) & (ex_bus > 0)
+    rows = (model.branch_or_sub[on] + (or_bus[on] - 1) * n_sub).tolist()
+    cols = (model.branch_ex_sub[on] + (ex_bus[on] - 1) * n_sub).tolist()
+    comp = np.asarray(_components(2 * n_sub, rows, cols))
+    slack_comp = comp[model.gen_sub[slack_on] + (gen_bus_bar[slack_on] - 1) * n_sub]
     load_bus_bar = topo[layout.pos_load]
-    load_comp = comp[model.load_sub + (np.maximum(load_bus_bar, 1) - 1) * model.n_sub]
-    gen_comp = comp[model.gen_sub + (np.maximum(gen_bus_bar, 1) - 1) * model.n_sub]
+    load_comp = comp[model.load_sub + (np.maximum(load_bus_bar, 1) - 1) * n_sub]
+    gen_comp = comp[model.gen_sub + (np.maximum(gen_bus_bar, 1) - 1) * n_sub]
     load_iso = (load_bus_bar < 0) | ~np.isin(load_comp, slack_comp)
     gen_iso = (gen_bus_bar < 0) | ~np.isin(gen_comp, slack_comp)
     return load_iso, gen_iso, bool((slack & (gen_bus_bar < 0)).any())
+
+
+def _components(n: int, a: list[int], b: list[int]) -> list[int]:
+    """The connected component (its root) of each of ``n`` nodes joined by edges ``a[i]-b[i]``:
+    a union-find with path halving, in plain Python (a grid has a few hundred buses at most,
+    far below the cost of building a sparse graph for scipy)."""
+    parent = list(range(n))
+    for x, y in zip(a, b, strict=True):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        while parent[y] != y:
+            parent[y] = parent[parent[y]]
+            y = parent[y]
+        if x != y:
+            parent[x] = y
+    for i in range(n):
+        root = i
+        while parent[root] != root:
+            root = parent[root]
+        parent[i] = root
+    return parent

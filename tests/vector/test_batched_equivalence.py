@@ -156,3 +156,34 @@ def test_batched_actions_are_validated_before_any_env_steps(case14):
     with pytest.raises(ValueError, match="actions must be"):
         envs.step(np.zeros(2, dtype=np.int64))
     assert np.array_equal(envs._batch.counts["steps"], before)
+
+
+def test_batched_grid_commands_match_each_env(case14):
+    """simulate, set_scenario_id, set_parameters and timings act per env as on GridEnvs."""
+    factory = _factory(case14, thermal_limits=_cascade_limits(case14))
+    batched = BatchedGridVecEnv.from_factory(factory, 3)
+    singles = [factory() for _ in range(3)]
+    batched.set_scenario_id([4, 5, "synthetic_0006"])
+    for env, sid in zip(singles, (4, 5, 6), strict=True):
+        env.set_scenario_id(sid)
+    obs, info = batched.reset(seed=2)
+    assert list(info["scenario_id"]) == [4, 5, 6]
+    for i, env in enumerate(singles):
+        assert_same(obs[i], env.reset(seed=2 + i)[0], "reset")
+    actions = np.array([3, 40, 0])
+    sim_obs, sim_rewards, sim_term, sim_infos = batched.simulate(actions)
+    for i, env in enumerate(singles):
+        o, r, term, info = env.simulate(int(actions[i]))
+        assert_same(sim_obs[i], o, "simulate obs")
+        assert sim_rewards[i] == r and sim_term[i] == term
+        assert_same(sim_infos[i], info, "simulate info")
+    after, *_ = batched.step(np.zeros(3, dtype=np.int64))  # simulate changed nothing
+    for i, env in enumerate(singles):
+        assert_same(after[i], env.step(0)[0], "step after simulate")
+    assert [t["simulates"] for t in batched.timings()] == [1, 1, 1]
+    rules = batched.get_parameters()[0].replace(max_simulate_per_step=0)
+    batched.set_parameters(rules)
+    with pytest.raises(RuntimeError, match="max_simulate_per_step"):
+        batched.simulate(actions)
+    with pytest.raises(ValueError, match="share one Parameters"):
+        batched.set_parameters([rules, rules.replace(max_sub_changed=0), rules])
