@@ -53,6 +53,8 @@ RESET_OPTIONS = ("scenario_id", "fast_forward", "max_steps", "init_state")
 _DISPATCH_TOL = 1e-6  # MW: a redispatch target this far beyond pmin / pmax is ambiguous
 _NO_ATTACK = np.full(256, -1, dtype=np.int64)
 _NO_ATTACK.flags.writeable = False
+_FALSE = np.zeros(256, dtype=bool)
+_FALSE.flags.writeable = False
 _TIME_BLOCK = 288  # steps of time features computed at once (a day of 5-minute steps)
 
 
@@ -385,6 +387,8 @@ class GridBatch:
         """Which actions are illegal (cooldowns, limits) or ambiguous (a redispatch beyond a
         generator's limits), with the reasons of the flagged rows (by position in ``rows``)."""
         k = len(rows)
+        if redispatch is None and not np.count_nonzero(actions):  # do-nothing everywhere
+            return _false(k), _false(k), ({}, {})
         illegal = np.zeros(k, dtype=bool)
         ambiguous = np.zeros(k, dtype=bool)
         why_illegal: dict[int, str] = {}
@@ -487,6 +491,8 @@ class GridBatch:
 
     def _rows_now(self, rows: np.ndarray, *, forecast: bool = False) -> tuple[np.ndarray, ...]:
         """(k, ·) load_p, load_q, gen_p, gen_v of the current step of each row's scenario."""
+        if len(rows) == 1:  # views, no copy
+            return tuple(a[None] for a in self.handlers[int(rows[0])].rows(forecast=forecast))
         per_env = [self.handlers[r].rows(forecast=forecast) for r in rows.tolist()]
         return tuple(np.array(column) for column in zip(*per_env, strict=True))
 
@@ -513,10 +519,10 @@ class GridBatch:
             name: batch_rewards(fn, inputs, terminated) for name, fn in self.other_rewards.items()
         }
         reasons = {}
-        if terminated.any():
+        if np.count_nonzero(terminated):
             reasons = {j: outcome.game_over[rows[j]] for j in np.flatnonzero(terminated).tolist()}
         k = len(rows)
-        zeros = np.zeros(k, dtype=bool)
+        zeros = _false(k)
         return StepBatch(
             obs, reward, terminated, zeros, zeros, zeros, outcome.tripped[sel],
             _no_attack(k),
@@ -634,6 +640,11 @@ def redispatch_mw(batch: GridBatch, actions: np.ndarray) -> np.ndarray:
     mw = np.zeros((len(actions), batch.model.n_gen))
     mw[:, batch.redispatchable] = actions
     return mw
+
+
+def _false(k: int) -> np.ndarray:
+    """(k,) False (read-only)."""
+    return _FALSE[:k] if k <= len(_FALSE) else np.zeros(k, dtype=bool)
 
 
 def _no_attack(k: int) -> np.ndarray:

@@ -84,8 +84,10 @@ def batch_rewards(fn: RewardFn, inputs: RewardInputs, terminated: np.ndarray) ->
     """``fn`` over a batch: one call when it is batched, else one call per env with that
     env's rows. Returns float64 rewards, one per env."""
     if getattr(fn, "batched", False):
-        reward = np.asarray(fn(inputs, terminated), dtype=np.float64)
-        return reward if reward.shape == terminated.shape else np.full(terminated.shape, reward)
+        reward = fn(inputs, terminated)
+        if type(reward) is np.ndarray and reward.shape == terminated.shape:
+            return reward
+        return np.full(terminated.shape, reward, dtype=np.float64)
     return np.array(
         [
             float(fn(RewardInputs(*(a[i] for a in inputs.arrays())), bool(terminated[i])))

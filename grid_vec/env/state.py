@@ -325,6 +325,15 @@ def update_timers(
         return
     sel = selector(rows, state.n)
     soft_is_thermal = params.soft_overflow_threshold == 1.0
+    if (
+        soft_is_thermal
+        and not _any(state.timers[sel])
+        and not _any(outcome.overflow)
+        and not _any(outcome.tripped)
+        and not _any(acted_line >= 0)
+        and not _any(acted_sub >= 0)
+    ):
+        return  # nothing runs, nothing starts: the usual step
     moving = rows
     if soft_is_thermal:
         # a_or <= soft limit everywhere with soft = 1 and no timer running: nothing to move
