@@ -108,6 +108,10 @@ def format_markdown(doc: dict[str, Any]) -> str:
         "- `random` draws uniformly from GridEnv's action catalog (many actions end "
         "episodes, so resets weigh a lot); grid2op subjects run do-nothing only, since "
         "their action space is not the same;",
+        "- `LightEnv` is lightsim2grid's C++ env on grid_vec's compiled grid, with GridEnv's "
+        "first scenario, limits, rules and catalog (its rules differ in places: no hard "
+        "overflow, no isolation game over, toggles only disconnect; see "
+        "`grid_vec/bench/lightenv.py`);",
         "- `l2rpn_case14_sandbox` is the same grid2op folder for grid_vec and grid2op; "
         "`trivial` is an env that does no work: only the vector env's overhead is timed;",
         "- `-`: not applicable (single env), skipped for the time budget or failed; the "

@@ -253,6 +253,21 @@ def _open_sb3(workload: Workload, n: int, seed: int) -> Session:
         raise
 
 
+def _open_lightenv(workload: Workload, n: int, seed: int) -> Session:
+    from grid_vec.bench.lightenv import LightEnvSession
+
+    return LightEnvSession(workload.env_factory()(), seed)
+
+
+def _lightenv_missing() -> str | None:
+    """None when lightsim2grid has a LightEnv, else what is missing."""
+    try:
+        import grid_vec.bench.lightenv  # noqa: F401
+    except ImportError:
+        return "lightsim2grid_cpp.LightEnv"
+    return None
+
+
 def _open_grid2op(backend: str, multi: bool) -> Callable[[Workload, int, int], Session]:
     def open_(workload: Workload, n: int, seed: int) -> Session:
         return Grid2opSession(backend, n, multi, seed)
@@ -267,6 +282,7 @@ class Subject:
     ``reference``: the grid_vec subject whose steps/s are divided by this one's in the ratios
     (None for the references themselves). ``single``: runs one env only. ``processes``: how
     many processes it starts for ``num_envs`` envs (scales the start-up cost estimate).
+    ``check``: beyond ``requires``, returns what is missing (None when nothing is).
     """
 
     name: str
@@ -277,10 +293,15 @@ class Subject:
     single: bool = False
     random_actions: bool = True
     processes: Callable[[int], int] = lambda n: n
+    check: Callable[[], str | None] | None = None
 
     def missing(self) -> str | None:
-        """The first required module that cannot be imported, or None."""
-        return next((m for m in self.requires if importlib.util.find_spec(m) is None), None)
+        """The first required module that cannot be imported (or what ``check`` says is
+        missing), or None."""
+        module = next((m for m in self.requires if importlib.util.find_spec(m) is None), None)
+        if module is None and self.check is not None:
+            return self.check()
+        return module
 
 
 def _grid_vec_workers(n: int) -> int:
@@ -305,6 +326,15 @@ SUBJECTS: dict[str, Subject] = {
             reference=None,
             single=True,
             processes=lambda n: 0,
+        ),
+        Subject(
+            "LightEnv",
+            _open_lightenv,
+            _GRIDS | _SANDBOX,
+            reference="GridEnv",
+            single=True,
+            processes=lambda n: 0,
+            check=_lightenv_missing,
         ),
         Subject(
             "GridVecEnv",
