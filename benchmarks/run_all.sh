@@ -15,4 +15,6 @@ $py benchmarks/bench_ray.py
 $py benchmarks/bench_startup.py
 $py benchmarks/bench_resets.py
 $py benchmarks/bench_eval_grid2op.py
+$py benchmarks/bench_batched.py
+$py benchmarks/bench_batch_memory.py
 grid-vec bench --markdown

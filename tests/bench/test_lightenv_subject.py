@@ -62,12 +62,12 @@ def test_lightenv_plays_grid_env_catalog_and_flows():
     for act in (0, action):
         env.reset(options={"scenario_id": scenario})
         light.reset()
-        _, _, terminated, _, _ = env.step(act)
+        env_obs, _, terminated, _, _ = env.step(act)
         obs, _, done, _, info = light.step(act)
         assert not terminated and not done and info["is_illegal"] == "false"
         # same compiled grid, injections and topology: the same flows (LightEnv gives kA)
         np.testing.assert_allclose(
-            np.asarray(obs.a_or) * 1000.0, env.unwrapped._state.a_or, rtol=1e-5, atol=1e-3
+            np.asarray(obs.a_or) * 1000.0, env.view(env_obs).a_or, rtol=1e-5, atol=1e-3
         )
 
 
