@@ -26,7 +26,13 @@ import numpy as np
 from gymnasium import spaces
 
 from grid_vec.chronics.scenario import ScenarioInfo, ScenarioSource
-from grid_vec.env.batch import RESET_OPTIONS, GridBatch, env_info, redispatch_mw
+from grid_vec.env.batch import (
+    RESET_OPTIONS,
+    GridBatch,
+    check_ramp_limits,
+    env_info,
+    redispatch_mw,
+)
 from grid_vec.env.observation import ObservationView
 from grid_vec.env.opponent import RandomLineOpponent
 from grid_vec.env.parameters import Parameters
@@ -299,13 +305,7 @@ class GridEnv(gym.Env):
             )
         if action.shape != space.shape:
             raise ValueError(f"redispatch action must have shape {space.shape}, got {action.shape}")
-        if not np.isfinite(action).all():
-            raise ValueError(f"redispatch action must be finite, got {action}")
-        tol = 1e-5
-        if (action < space.low - tol).any() or (action > space.high + tol).any():
-            raise ValueError(
-                f"redispatch action outside the ramp limits [{space.low}, {space.high}]: {action}"
-            )
+        check_ramp_limits(space, action, "redispatch action")
         return np.zeros(1, dtype=np.int64), redispatch_mw(self._batch, action[None])
 
 

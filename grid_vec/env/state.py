@@ -63,6 +63,7 @@ class BatchState:
     load_p: np.ndarray
     gen_p: np.ndarray
     topo_dirty: np.ndarray  # (N,) bool: topology changed since the backend last received it
+    slices: dict[str, slice] | None = None  # where each flow field lies in a flows row
     n: int = 0  # number of envs
 
     def take(self, rows: np.ndarray | list[int]) -> BatchState:
@@ -73,7 +74,7 @@ class BatchState:
             self.timers[rows],
             self.flows[rows],
             [self.backends[r].copy() for r in rows],
-            self._slices,
+            self.slices,
             self.cooldown_sub.shape[1],
         )
 
@@ -85,10 +86,6 @@ class BatchState:
             getattr(self, name)[rows] = getattr(other, name)
         for row, backend in zip(rows.tolist(), other.backends, strict=True):
             self.backends[row] = backend
-
-    @property
-    def _slices(self) -> dict[str, slice]:
-        return self.__dict__["_flow_slices"]
 
 
 _ROW_ARRAYS = (
@@ -122,7 +119,7 @@ def _assemble(
         gen_p=flows[:, slices["gen_p"]],
         **arrays,
     )
-    state.__dict__["_flow_slices"] = slices
+    state.slices = slices
     state.n = len(backends)
     return state
 

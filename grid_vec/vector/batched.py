@@ -33,7 +33,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector.utils import batch_space
 from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 
-from grid_vec.env.batch import env_info, redispatch_mw
+from grid_vec.env.batch import check_ramp_limits, env_info, redispatch_mw
 from grid_vec.vector.grid_commands import GridCommands
 
 _STEP_KEYS = ("is_illegal", "is_ambiguous", "tripped_branches", "attacked_branch")
@@ -310,13 +310,7 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
                 f"redispatch actions must be floats of shape {(n, *space.shape)}, got "
                 f"{arr.dtype} of shape {arr.shape}"
             )
-        if not np.isfinite(arr).all():
-            raise ValueError(f"redispatch actions must be finite, got {arr}")
-        tol = 1e-5
-        if (arr < space.low - tol).any() or (arr > space.high + tol).any():
-            raise ValueError(
-                f"redispatch actions outside the ramp limits [{space.low}, {space.high}]: {arr}"
-            )
+        check_ramp_limits(space, arr, "redispatch actions")
         return np.zeros(n, dtype=np.int64), redispatch_mw(self._batch, arr)
 
 
