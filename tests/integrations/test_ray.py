@@ -305,11 +305,26 @@ def test_ray_vec_env_attributes_and_close():
         RayVecEnv([CARTPOLE], envs_per_actor=0)
 
 
+def _wait_dead(actor, timeout_s: float = 30.0) -> None:
+    """Return once calls to ``actor`` fail as those to a dead actor do."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.spaces.remote(), timeout=timeout_s)
+        except ray.exceptions.RayActorError:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"actor still alive {timeout_s} s after ray.kill")
+
+
 def test_ray_vec_env_dead_actor_is_named():
     env = RayVecEnv([CARTPOLE] * 3, envs_per_actor=2)
     try:
         env.reset(seed=0)
         ray.kill(env._actors[1])  # the actor of sub-env 2
+        _wait_dead(env._actors[1])  # ray.kill is asynchronous: a call may still get through
         with pytest.raises(WorkerCrashedError, match=r"sub-envs \[2\] died") as info:
             env.step(np.zeros(3, dtype=np.int64))
         assert info.value.env_ids == (2,)
