@@ -635,27 +635,6 @@ def env_info(result: StepBatch, j: int) -> dict[str, Any]:
     return info
 
 
-def check_ramp_limits(space: Any, actions: np.ndarray, what: str) -> None:
-    """Redispatch MW (one action or a batch) must be finite and within the action space's
-    ramp limits, give or take 1e-5 MW.
-
-    Raises:
-        ValueError: naming ``what`` (e.g. "redispatch action") and the values.
-    """
-    if not np.isfinite(actions).all():
-        raise ValueError(f"{what} must be finite, got {actions}")
-    tol = 1e-5
-    if (actions < space.low - tol).any() or (actions > space.high + tol).any():
-        raise ValueError(f"{what} outside the ramp limits [{space.low}, {space.high}]: {actions}")
-
-
-def redispatch_mw(batch: GridBatch, actions: np.ndarray) -> np.ndarray:
-    """(k, n_gen) MW from (k, n_redispatchable) redispatch actions."""
-    mw = np.zeros((len(actions), batch.model.n_gen))
-    mw[:, batch.redispatchable] = actions
-    return mw
-
-
 def _false(k: int) -> np.ndarray:
     """(k,) False (read-only)."""
     return _FALSE[:k] if k <= len(_FALSE) else np.zeros(k, dtype=bool)

@@ -18,6 +18,7 @@ branch starts disconnected and may be reconnected at once.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -26,13 +27,8 @@ import numpy as np
 from gymnasium import spaces
 
 from grid_vec.chronics.scenario import ScenarioInfo, ScenarioSource
-from grid_vec.env.batch import (
-    RESET_OPTIONS,
-    GridBatch,
-    check_ramp_limits,
-    env_info,
-    redispatch_mw,
-)
+from grid_vec.env.action_input import check_ramp_limits, redispatch_mw
+from grid_vec.env.batch import RESET_OPTIONS, GridBatch, env_info
 from grid_vec.env.observation import ObservationView
 from grid_vec.env.opponent import RandomLineOpponent
 from grid_vec.env.parameters import Parameters
@@ -41,7 +37,6 @@ from grid_vec.grid.model import GridModel
 
 ACTION_TYPES = ("discrete", "redispatch")
 __all__ = ["ACTION_TYPES", "RESET_OPTIONS", "GridEnv"]
-_ROW = np.zeros(1, dtype=np.intp)  # the batch's only env
 
 
 class GridEnv(gym.Env):
@@ -112,7 +107,40 @@ class GridEnv(gym.Env):
         else:
             r = ramp[redispatchable].astype(np.float32)
             self.action_space = spaces.Box(low=-r, high=r, dtype=np.float32)
-        self._handler = batch.handlers[0]
+        self._bind(batch, 0)
+
+    def _bind(self, batch: GridBatch, row: int) -> None:
+        """Make this env row ``row`` of ``batch``."""
+        self._batch = batch
+        self._k = row
+        self._row = np.array([row], dtype=np.intp)
+        self._handler = batch.handlers[row]
+
+    def sharing_one_batch(self, n: int) -> list[GridEnv]:
+        """``n`` fresh envs configured as this one, the rows of one new batched core.
+
+        Each is a complete GridEnv (its own RNG, scenario order and spaces; ``step`` and
+        ``reset`` play its row alone); a vector env holding them can also step all of them
+        at once through their shared batch (``env.batch_row``). They share what a batch
+        shares: the rules (``set_parameters`` on one sets them for all), rewards, limits.
+
+        Raises:
+            ValueError: ``n`` < 1.
+        """
+        batch = self.make_batch(n)
+        envs = []
+        for row in range(n):
+            env = copy.copy(self)
+            env.action_space = copy.deepcopy(self.action_space)
+            env.observation_space = copy.deepcopy(self.observation_space)
+            env._bind(batch, row)
+            envs.append(env)
+        return envs
+
+    @property
+    def batch_row(self) -> tuple[GridBatch, int]:
+        """The batched core this env is a row of, and its row."""
+        return self._batch, self._k
 
     def make_batch(self, n: int) -> GridBatch:
         """A batched core of ``n`` fresh envs configured as this one (model, scenario source,
@@ -164,7 +192,7 @@ class GridEnv(gym.Env):
             RuntimeError: a scenario whose first state is already a game over.
         """
         super().reset(seed=seed)
-        result = self._batch.reset(_ROW, [self.np_random], [seed], [options])
+        result = self._batch.reset(self._row, [self.np_random], [seed], [options])
         info = self._handler.info
         return result.obs[0], {"scenario_id": info.id, "scenario_name": info.name}
 
@@ -184,10 +212,10 @@ class GridEnv(gym.Env):
             RuntimeError: the episode is over (or never started).
         """
         batch = self._batch
-        if batch.done[0]:
+        if batch.done[self._k]:
             raise RuntimeError("the episode is over (or never started): call reset() first")
         index, redispatch = self._parse(action)
-        result = batch.step(_ROW, index, redispatch)
+        result = batch.step(self._row, index, redispatch)
         return (
             result.obs[0],
             float(result.reward[0]),
@@ -211,10 +239,10 @@ class GridEnv(gym.Env):
             ValueError: an action outside the action space.
             RuntimeError: the episode is over, or a simulate budget is spent.
         """
-        if self._batch.done[0]:
+        if self._batch.done[self._k]:
             raise RuntimeError("the episode is over (or never started): call reset() first")
         index, redispatch = self._parse(action)
-        result = self._batch.simulate(0, int(index[0]), redispatch)
+        result = self._batch.simulate(self._k, int(index[0]), redispatch)
         return (
             result.obs[0],
             float(result.reward[0]),
@@ -244,13 +272,25 @@ class GridEnv(gym.Env):
         self._handler.set_max_iter(n)
 
     def set_parameters(self, parameters: Parameters) -> None:
-        """New rules, in force from the next step."""
-        self._batch.set_parameters(parameters)
+        """New rules, in force from the next step.
+
+        Envs sharing one batch (:meth:`sharing_one_batch`) share their rules: the first row
+        sets them for all, the others may only repeat them (as a vector env's
+        ``set_parameters`` does, env after env).
+
+        Raises:
+            TypeError: not a Parameters.
+            ValueError: rules different from the batch's, given to a row other than the first.
+        """
+        batch = self._batch
+        if self._k > 0 and parameters != batch.parameters:
+            raise ValueError("the envs of a batch share one Parameters: give one for all envs")
+        batch.set_parameters(parameters)
 
     @property
     def scenario_info(self) -> ScenarioInfo | None:
         """The scenario of the current (or last) episode; None before the first reset."""
-        return self._handler.info if self._batch.started[0] else None
+        return self._handler.info if self._batch.started[self._k] else None
 
     @property
     def scenario_order(self) -> np.ndarray:
@@ -260,13 +300,13 @@ class GridEnv(gym.Env):
     def timings(self) -> dict[str, float]:
         """Cumulative seconds per phase of ``step`` (action, powerflow, observation, total),
         of ``simulate``, and the counts of steps, simulates and resets since construction."""
-        return self._batch.env_timings(0)
+        return self._batch.env_timings(self._k)
 
     def opponent_info(self) -> dict[str, Any] | None:
         """The opponent's budget, attacked branch (-1: none) and remaining attack steps;
         None without an opponent."""
         opponent = self._batch.opponent
-        return None if opponent is None else opponent.info(0)
+        return None if opponent is None else opponent.info(self._k)
 
     def view(self, obs: np.ndarray) -> ObservationView:
         """Named, zero-copy access to the segments of an observation."""

@@ -74,6 +74,11 @@ class GridEnvFactory:
         env.spec = self.spec
         return env
 
+    def sharing_one_batch(self, n: int) -> list[GridEnv]:
+        """``n`` GridEnvs as ``self()`` builds them, the rows of one batched core (see
+        :meth:`GridEnv.sharing_one_batch`)."""
+        return self().sharing_one_batch(n)
+
 
 def env_factory(
     id_or_path: str | os.PathLike,

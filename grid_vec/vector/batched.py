@@ -28,12 +28,11 @@ from copy import deepcopy
 from typing import Any
 
 import numpy as np
-from gymnasium import spaces
-from gymnasium.utils import seeding
+from gymnasium import Env
 from gymnasium.vector.utils import batch_space
 from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 
-from grid_vec.env.batch import check_ramp_limits, env_info, redispatch_mw
+from grid_vec.env.action_input import batch_actions
 from grid_vec.vector.grid_commands import GridCommands
 
 _STEP_KEYS = ("is_illegal", "is_ambiguous", "tripped_branches", "attacked_branch")
@@ -44,61 +43,56 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
     """``num_envs`` GridEnvs of one compiled grid, played by one batched core.
 
     Args:
-        batch: the core holding the envs (``grid_vec.env.batch.GridBatch``); built by
-            :func:`grid_vec.make_vec` with ``vectorization="batched"``.
-        action_space: one env's action space (a GridEnv's).
-        observation_space: one env's observation space.
+        envs: the GridEnvs, rows ``0 .. n-1`` of one batched core, as
+            ``GridEnv.sharing_one_batch`` makes them (:meth:`from_factory` does it).
         autoreset_mode: gymnasium's ``NEXT_STEP`` (default), ``SAME_STEP`` or ``DISABLED``.
         copy: return copies of the observations (as SyncVectorEnv's ``copy``).
-        spec: the sub-env's ``EnvSpec``, kept for recordings.
+
+    Raises:
+        ValueError: ``envs`` are not the rows of one batch, in order.
     """
 
     def __init__(
         self,
-        batch: Any,
-        action_space: spaces.Space,
-        observation_space: spaces.Space,
+        envs: Sequence[Any],
         *,
         autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
         copy: bool = True,
-        spec: Any = None,
     ) -> None:
+        envs = list(envs)
+        batch = envs[0].batch_row[0] if envs else None
+        if batch is None or batch.n != len(envs):
+            raise ValueError("envs must be every row of one batch (GridEnv.sharing_one_batch)")
+        if any(env.batch_row != (batch, k) for k, env in enumerate(envs)):
+            raise ValueError("envs must be the rows of one batch, in order")
+        self.envs = envs
         self._batch = batch
         self.num_envs = batch.n
-        self.single_action_space = action_space
-        self.single_observation_space = observation_space
-        self.action_space = batch_space(action_space, self.num_envs)
+        self.single_action_space = envs[0].action_space
+        self.single_observation_space = observation_space = envs[0].observation_space
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.observation_space = batch_space(observation_space, self.num_envs)
         self.autoreset_mode = AutoresetMode(autoreset_mode)
         self.metadata = {"autoreset_mode": self.autoreset_mode, "render_modes": []}
         self.render_mode = None
-        self.spec = spec
+        self.spec = envs[0].spec
         self.copy = copy
-        self._rngs: list[np.random.Generator | None] = [None] * self.num_envs
         self._obs = np.zeros((self.num_envs, *observation_space.shape), dtype=np.float32)
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
         self._all = np.arange(self.num_envs, dtype=np.intp)
-        self._members = [_Member(self, i) for i in range(self.num_envs)]
         self._closed = False
 
     @classmethod
     def from_factory(cls, factory: Any, num_envs: int, **kwargs: Any) -> BatchedGridVecEnv:
-        """``num_envs`` envs of what a ``GridEnvFactory`` builds, in one batch.
+        """``num_envs`` envs of what a GridEnv factory (``grid_vec.env.make.env_factory``, or
+        any callable returning a GridEnv) builds, in one batch.
 
         Args:
-            factory: the factory (``grid_vec.env.make.env_factory``) of the sub-envs.
+            factory: the factory of the sub-envs.
             num_envs: how many.
             **kwargs: the other arguments of the constructor.
         """
-        template = factory()  # validates the arguments once, gives the spaces
-        batch = template.make_batch(num_envs)
-        return cls(
-            batch,
-            template.action_space,
-            template.observation_space,
-            spec=template.spec,
-            **kwargs,
-        )
+        return cls(factory().sharing_one_batch(num_envs), **kwargs)
 
     # --- gymnasium API ----------------------------------------------------------------
 
@@ -216,7 +210,7 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
             One result per sub-env.
 
         Raises:
-            AttributeError: a name a GridEnv of this batch does not have.
+            AttributeError: a name a GridEnv does not have.
         """
         return self.call_each(name, args=[args] * self.num_envs, kwargs=[kwargs] * self.num_envs)
 
@@ -242,21 +236,28 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
         if len(args) != self.num_envs or len(kwargs) != self.num_envs:
             raise ValueError(f"call_each needs {self.num_envs} args and kwargs")
         results = []
-        for member, a, kw in zip(self._members, args, kwargs, strict=True):
-            attr = getattr(member, name)
+        for env, a, kw in zip(self.envs, args, kwargs, strict=True):
+            attr = env.get_wrapper_attr(name)
             results.append(attr(*a, **kw) if callable(attr) else attr)
         return tuple(results)
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
         """An attribute of every sub-env (as ``call`` with no arguments)."""
-        return tuple(getattr(m, name) for m in self._members)
+        return self.call(name)
 
     def set_attr(self, name: str, values: Any) -> None:
-        """Not supported: the envs of a batch share their configuration."""
-        raise AttributeError(
-            f"cannot set {name!r} on the envs of a batch: they share one configuration; use "
-            "the grid commands (set_parameters, set_max_iter, ...)"
-        )
+        """Set an attribute of every sub-env (one value for all, or a list of one per env).
+
+        What the envs of a batch share (rules, rewards, limits) is not an attribute of one
+        env: use the grid commands (``set_parameters``, ...).
+        """
+        self._check_open()
+        if not isinstance(values, (list, tuple)):
+            values = [values] * self.num_envs
+        if len(values) != self.num_envs:
+            raise ValueError(f"set_attr needs {self.num_envs} values, got {len(values)}")
+        for env, value in zip(self.envs, values, strict=True):
+            env.set_wrapper_attr(name, value)
 
     # --- internals ----------------------------------------------------------------------
 
@@ -267,14 +268,12 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
         if self._closed:
             raise RuntimeError("the vector env is closed")
 
-    def _rng(self, row: int, seed: int | None) -> np.random.Generator:
-        """Env ``row``'s RNG, as gymnasium's ``Env.reset(seed=...)`` keeps it."""
-        if seed is not None or self._rngs[row] is None:
-            self._rngs[row] = seeding.np_random(seed)[0]
-        return self._rngs[row]
-
     def _reset_rows(self, rows: np.ndarray, seeds: list[int | None], options: dict | None):
-        rngs = [self._rng(r, s) for r, s in zip(rows.tolist(), seeds, strict=True)]
+        rngs = []
+        for row, seed in zip(rows.tolist(), seeds, strict=True):
+            env = self.envs[row]
+            Env.reset(env, seed=seed)  # the env's RNG, seeded as its own reset seeds it
+            rngs.append(env.np_random)
         return self._batch.reset(rows, rngs, seeds, [options] * len(rows))
 
     def _reset_infos(self, rows: np.ndarray) -> dict[str, Any]:
@@ -293,94 +292,10 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
 
     def _parse(self, actions: Any) -> tuple[np.ndarray, np.ndarray | None]:
         """Validate a batch of actions: (catalog indices, redispatch MW or None)."""
-        n, space = self.num_envs, self.single_action_space
-        if isinstance(space, spaces.Discrete):
-            arr = np.asarray(actions)
-            if arr.shape != (n,) or arr.dtype.kind not in "iu":
-                raise ValueError(
-                    f"actions must be {n} ints in [0, {space.n - 1}], got {arr.dtype} of shape "
-                    f"{arr.shape}"
-                )
-            if n and (arr.min() < 0 or arr.max() >= space.n):
-                raise ValueError(f"actions must be ints in [0, {space.n - 1}], got {arr}")
-            return arr.astype(np.int64, copy=False), None
-        arr = np.asarray(actions)
-        if arr.shape != (n, *space.shape) or arr.dtype.kind != "f":
-            raise ValueError(
-                f"redispatch actions must be floats of shape {(n, *space.shape)}, got "
-                f"{arr.dtype} of shape {arr.shape}"
-            )
-        check_ramp_limits(space, arr, "redispatch actions")
-        return np.zeros(n, dtype=np.int64), redispatch_mw(self._batch, arr)
-
-
-class _Member:
-    """One env of the batch, with the GridEnv methods the grid commands call."""
-
-    def __init__(self, owner: BatchedGridVecEnv, row: int) -> None:
-        self._owner, self._row = owner, row
-
-    @property
-    def _batch(self) -> Any:
-        return self._owner._batch
-
-    @property
-    def parameters(self) -> Any:
-        return self._batch.parameters
-
-    def get_wrapper_attr(self, name: str) -> Any:
-        return getattr(self, name)
-
-    def set_scenario_id(self, id_or_name: int | str) -> None:
-        self._batch.handlers[self._row].set_id(id_or_name)
-
-    def set_scenario_filter(self, fn: Any) -> None:
-        self._batch.handlers[self._row].set_filter(fn)
-
-    def set_chunk_size(self, n: int | None) -> None:
-        self._batch.handlers[self._row].set_chunk_size(n)
-
-    def set_fast_forward(self, max_steps: int | None) -> None:
-        self._batch.handlers[self._row].set_max_fast_forward(max_steps or None)
-
-    def set_max_iter(self, n: int | None) -> None:
-        self._batch.handlers[self._row].set_max_iter(n)
-
-    def set_parameters(self, parameters: Any) -> None:
-        batch = self._batch
-        if self._row > 0 and parameters != batch.parameters:
-            raise ValueError("the envs of a batch share one Parameters: give one for all envs")
-        batch.set_parameters(parameters)
-
-    def timings(self) -> dict[str, float]:
-        return self._batch.env_timings(self._row)
-
-    def simulate(self, action: Any) -> tuple[np.ndarray, float, bool, dict[str, Any]]:
-        batch = self._batch
-        if batch.action_type == "discrete":
-            result = batch.simulate(self._row, int(action))
-        else:
-            mw = redispatch_mw(batch, np.asarray(action, dtype=np.float64)[None])
-            result = batch.simulate(self._row, 0, mw)
-        return (
-            result.obs[0],
-            float(result.reward[0]),
-            bool(result.terminated[0]),
-            env_info(result, 0),
-        )
-
-    def describe_action(self, index: int) -> str:
-        batch = self._batch
-        return batch.catalog.describe(index, batch.model, batch.topology)
-
-    @property
-    def scenario_info(self) -> Any:
-        batch = self._batch
-        return batch.handlers[self._row].info if batch.started[self._row] else None
-
-    @property
-    def scenario_order(self) -> np.ndarray:
-        return self._batch.handlers[self._row].order
+        n = self.num_envs
+        if len(np.shape(actions)) == 0 or np.shape(actions)[0] != n:
+            raise ValueError(f"actions must be one per env ({n}), got {actions!r}")
+        return batch_actions(self._batch, self.single_action_space, actions)
 
 
 def _mask(n: int, rows: np.ndarray) -> np.ndarray:

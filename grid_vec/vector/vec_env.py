@@ -122,6 +122,12 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
     Pool mode: after :meth:`reset`, :meth:`send` actions to any envs and :meth:`recv` the
     first ``batch_size`` envs that are done, with their ids. Per-env calls:
     :meth:`call_each`.
+
+    GridEnvs of one factory: when a worker's ``env_fns`` are one and the same
+    ``GridEnvFactory`` object (as :func:`grid_vec.make_vec` hands them out), its envs are the
+    rows of one batched core and a lockstep :meth:`step` steps them with one batch step;
+    they are still complete GridEnvs for every other command, and play exactly what envs
+    built one by one play. They share their rules: ``set_parameters`` takes one set for all.
     """
 
     def __init__(

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from gymnasium import Env, spaces
 from gymnasium.spaces.utils import is_space_dtype_shape_equiv
 from gymnasium.vector.vector_env import AutoresetMode
@@ -78,6 +79,8 @@ class _Server:
         self.poller = select.poll()  # built once: the sleep between commands reuses it
         self.poller.register(fd_in, p.POLL_IN)
         self.step_infos = InfoPacker(len(envs))
+        # GridEnvs that are the rows of one batched core: a lockstep step is one batch step
+        self.batch = _shared_batch(envs) if self.act_leaf is not None else None
 
     def next_command(self) -> tuple[int, Any]:
         """Spin on the doorbell for the next command, then sleep on the command pipe.
@@ -193,6 +196,9 @@ class _Server:
             ids, actions = payload
         infos: dict[int, dict] = {}
         errors = []
+        batched = actions is None and self.batch is not None
+        if batched:
+            ids = self._step_batch(infos, errors)  # the envs left to step one by one
         for n, k in enumerate(ids):
             try:
                 action = self._action(k) if actions is None else actions[n]
@@ -203,6 +209,8 @@ class _Server:
                 continue
             if info:
                 infos[k] = info
+        if batched:  # in env order, as the envs stepped one by one give them
+            infos = {k: infos[k] for k in sorted(infos)}
         whole_slice = payload is None or list(ids) == self.local_ids  # a pool send of all
         if whole_slice and not errors and self.spec.obs_shared:
             packed = self.step_infos.pack(list(infos.values()))
@@ -210,6 +218,50 @@ class _Server:
                 schema, raw = packed
                 return (p.OK_COLUMNS, raw) if schema is None else (p.OK_SCHEMA, (schema, raw))
         return self._result(infos, ids, errors, whole_slice=payload is None)
+
+    def _step_batch(self, infos: dict[int, dict], errors: list) -> list[int]:
+        """Step the whole slice through its envs' shared batch: the autoresets env by env,
+        the running episodes in one batch step. Each env gets the transition and info its
+        own ``step`` would give. Returns the envs to step one by one instead (with
+        ``DISABLED``, those whose episode is over: their ``step`` raises as it should)."""
+        from grid_vec.env.action_input import batch_actions
+        from grid_vec.env.batch import env_info
+
+        batch, mode = self.batch, AutoresetMode(self.spec.autoreset_mode)
+        rows, alone = [], []
+        for k in range(len(self.envs)):
+            if mode == AutoresetMode.NEXT_STEP and self.autoreset[k]:
+                alone.append(k)  # a reset
+            elif batch.done[k]:
+                alone.append(k)
+            else:
+                rows.append(k)
+        if not rows:
+            return alone
+        rows_arr = np.array(rows, dtype=np.intp)
+        try:
+            indices, redispatch = batch_actions(batch, self.spec.act_space, self.act_leaf[rows_arr])
+            result = batch.step(rows_arr, indices, redispatch)
+        except Exception as exc:  # the batch's envs step together: the first one reports
+            errors.append(error_entry(self.spec.env_ids[rows[0]], exc))
+            return alone
+        for j, k in enumerate(rows):
+            obs, info = result.obs[j], env_info(result, j)
+            terminated, truncated = bool(result.terminated[j]), bool(result.truncated[j])
+            try:
+                if terminated or truncated:
+                    if mode == AutoresetMode.SAME_STEP:
+                        reset_obs, reset_info = self.envs[k].reset()
+                        info = {"final_info": info, "final_obs": obs, **reset_info}
+                        obs = reset_obs
+                    elif mode == AutoresetMode.NEXT_STEP:
+                        self.autoreset[k] = True
+                self._publish(k, obs, float(result.reward[j]), terminated, truncated)
+            except Exception as exc:
+                errors.append(error_entry(self.spec.env_ids[k], exc))
+                continue
+            infos[k] = info
+        return alone
 
     def reset(self, payload: list[tuple[Any, Any, bool] | None]) -> tuple[int, Any]:
         infos: dict[int, dict] = {}
@@ -265,6 +317,35 @@ class _Server:
         return out
 
 
+def _sharing_one_batch(env_fns: list[Callable[[], Env]]) -> list[Env]:
+    """The envs of a slice as the rows of one batched core, when every factory is one and the
+    same ``GridEnvFactory`` (as ``make_vec`` hands them out) and there are several; else
+    nothing (the envs are then built one by one)."""
+    make = sys.modules.get("grid_vec.env.make")  # loaded by unpickling such a factory
+    first = env_fns[0] if env_fns else None
+    if make is None or len(env_fns) < 2 or type(first) is not make.GridEnvFactory:
+        return []
+    if any(fn is not first for fn in env_fns):
+        return []
+    return first.sharing_one_batch(len(env_fns))
+
+
+def _shared_batch(envs: list[Env]) -> Any:
+    """The batched core whose rows 0..n-1 are exactly ``envs`` (GridEnvs), or None."""
+    grid_env = sys.modules.get("grid_vec.env.grid_env")
+    if grid_env is None or len(envs) < 2:
+        return None
+    if any(type(env) is not grid_env.GridEnv for env in envs):
+        return None
+    batch = envs[0].batch_row[0]
+    if batch.n != len(envs):
+        return None
+    for k, env in enumerate(envs):
+        if env.batch_row != (batch, k):
+            return None
+    return batch
+
+
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 
@@ -306,7 +387,13 @@ def main(fd_in: int, fd_out: int) -> None:
         spec, blob = payload
         if spec.parent_pid is not None:
             _die_with_parent(spec.parent_pid)
-        for env_id, env_fn in zip(spec.env_ids, pickle.loads(blob), strict=True):
+        env_fns = pickle.loads(blob)
+        try:
+            envs.extend(_sharing_one_batch(env_fns))
+        except Exception as exc:
+            p.write_all(fd_out, p.encode(p.ERROR, [error_entry(spec.env_ids[0], exc)]))
+            return
+        for env_id, env_fn in zip(spec.env_ids[len(envs) :], env_fns[len(envs) :], strict=True):
             try:
                 envs.append(env_fn())
             except Exception as exc:

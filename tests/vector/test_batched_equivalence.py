@@ -2,19 +2,24 @@
 actions: observations, rewards, terminations, truncations, infos and tripped branches, for
 N = 1, 2, 7, 32, under do-nothing, random catalog actions, redispatch, the opponent and
 cascades, with episodes ending at different steps (the reference: gymnasium's
-SyncVectorEnv over GridEnvs)."""
+SyncVectorEnv over GridEnvs). The same holds for GridVecEnv's workers hosting one batch for
+their slice of envs."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from gymnasium.envs.registration import EnvSpec
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 from grid_vec.chronics.synthetic import SyntheticSource
 from grid_vec.env.embedded import embedded_model
-from grid_vec.env.grid_env import GridEnv
+from grid_vec.env.make import GridEnvFactory
 from grid_vec.env.opponent import RandomLineOpponent
 from grid_vec.vector.batched import BatchedGridVecEnv
+from grid_vec.vector.vec_env import GridVecEnv
 
 
 @pytest.fixture(scope="module")
@@ -45,11 +50,17 @@ def assert_same(a, b, where: str = "") -> None:
         assert np.array_equal(a, b), f"{where}: {a} != {b}"
 
 
-def _factory(case14, **kwargs):
-    def build() -> GridEnv:
-        return GridEnv(case14, SyntheticSource(case14, seed=0, length=40), **kwargs)
+def _factory(case14, **kwargs) -> GridEnvFactory:
+    """As ``make_vec`` builds them: one picklable factory, handed to every env."""
+    source = SyntheticSource(case14, seed=0, length=40)
+    return GridEnvFactory(case14, source, kwargs, EnvSpec("grid_vec/test-case14"))
 
-    return build
+
+def _vector(kind: str, factory: GridEnvFactory, n: int, mode: AutoresetMode):
+    if kind == "batched":
+        return BatchedGridVecEnv.from_factory(factory, n, autoreset_mode=mode)
+    # two workers, each hosting one batch for its slice
+    return GridVecEnv([factory] * n, envs_per_worker=math.ceil(n / 2), autoreset_mode=mode)
 
 
 def _cascade_limits(case14) -> np.ndarray:
@@ -81,13 +92,20 @@ SETTINGS = {
 }
 
 
-def _play(case14, n: int, setting: str, mode=AutoresetMode.NEXT_STEP, steps: int = 45) -> int:
+def _play(
+    case14,
+    n: int,
+    setting: str,
+    mode=AutoresetMode.NEXT_STEP,
+    steps: int = 45,
+    kind: str = "batched",
+) -> int:
     kwargs, policy = SETTINGS[setting]
     kwargs = dict(kwargs)
     if kwargs.pop("cascade", False):
         kwargs["thermal_limits"] = _cascade_limits(case14)
     factory = _factory(case14, **kwargs)
-    batched = BatchedGridVecEnv.from_factory(factory, n, autoreset_mode=mode)
+    batched = _vector(kind, factory, n, mode)
     reference = SyncVectorEnv([factory] * n, autoreset_mode=mode)
     obs_b, info_b = batched.reset(seed=7)
     obs_r, info_r = reference.reset(seed=7)
@@ -108,7 +126,16 @@ def _play(case14, n: int, setting: str, mode=AutoresetMode.NEXT_STEP, steps: int
         names = ("obs", "reward", "terminated", "truncated", "infos")
         for name, x, y in zip(names, out_b, out_r, strict=True):
             assert_same(x, y, f"step {t} {name}")
-        ends += int(np.sum(out_b[2] | out_b[3]))
+        ended = out_b[2] | out_b[3]
+        ends += int(np.sum(ended))
+        if mode == AutoresetMode.DISABLED and ended.any():  # the caller resets
+            options = {"reset_mask": ended}
+            (obs_b, info_b), (obs_r, info_r) = (
+                batched.reset(options=options),
+                reference.reset(options=options),
+            )
+            assert_same(obs_b, obs_r, f"step {t} reset obs")
+            assert_same(info_b, info_r, f"step {t} reset info")
     batched.close()
     reference.close()
     return ends
@@ -187,3 +214,52 @@ def test_batched_grid_commands_match_each_env(case14):
         batched.simulate(actions)
     with pytest.raises(ValueError, match="share one Parameters"):
         batched.set_parameters([rules, rules.replace(max_sub_changed=0), rules])
+
+
+@pytest.mark.parametrize("setting", list(SETTINGS))
+def test_workers_hosting_a_batch_match_separate_envs(case14, setting):
+    ends = _play(case14, 7, setting, kind="workers")
+    if setting in ("random catalog actions", "cascades"):
+        assert ends > 0
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.SAME_STEP, AutoresetMode.DISABLED])
+def test_workers_hosting_a_batch_match_separate_envs_in_each_autoreset_mode(case14, mode):
+    assert _play(case14, 5, "cascades", mode=mode, kind="workers") > 0
+
+
+def test_a_worker_hosts_one_batch_only_for_one_shared_grid_env_factory(case14):
+    """What a worker unpickles decides: one factory object for all its envs (as ``make_vec``
+    hands it out) gives GridEnvs that are the rows of one batch; distinct factories, or a
+    single env, give envs built one by one."""
+    import cloudpickle
+
+    from grid_vec.vector.worker import _shared_batch, _sharing_one_batch
+
+    factory = _factory(case14)
+    shared = _sharing_one_batch(pickle_roundtrip(cloudpickle, [factory] * 3))
+    assert len(shared) == 3
+    batch = _shared_batch(shared)
+    assert batch is not None and batch.n == 3
+    assert [env.batch_row for env in shared] == [(batch, 0), (batch, 1), (batch, 2)]
+    assert shared[0].action_space is not shared[1].action_space  # own spaces, own RNGs
+    assert _sharing_one_batch(pickle_roundtrip(cloudpickle, [factory])) == []
+    distinct = pickle_roundtrip(cloudpickle, [factory, _factory(case14)])
+    assert _sharing_one_batch(distinct) == []
+    assert _shared_batch([factory(), factory()]) is None  # two batches of one
+
+
+def pickle_roundtrip(cloudpickle, obj):
+    return cloudpickle.loads(cloudpickle.dumps(obj))
+
+
+def test_envs_sharing_a_batch_share_their_rules(case14):
+    from grid_vec.env.parameters import Parameters
+
+    first, second = _factory(case14).sharing_one_batch(2)
+    rules = Parameters(nb_timestep_cooldown_line=3)
+    first.set_parameters(rules)
+    assert second.parameters == rules
+    second.set_parameters(rules)  # the same rules again: accepted
+    with pytest.raises(ValueError, match="share one Parameters"):
+        second.set_parameters(Parameters(nb_timestep_cooldown_line=4))
