@@ -154,6 +154,14 @@ class GridEnv(gym.Env):
         return GridBatch(self.model, [self._source] * n, **self._batch_kwargs)
 
     @property
+    def grid2op_layout(self) -> dict[str, np.ndarray]:
+        """grid2op's layout arrays under grid2op's names (``load_pos_topo_vect``,
+        ``line_or_to_subid``, ``sub_info``, ``dim_topo``, ...): the same positions as
+        grid2op's on the same grid, so that code indexing ``topo_vect`` with them reads the
+        same elements in the observation's ``topo_vect`` segment."""
+        return self.topology.grid2op_arrays(self.model)
+
+    @property
     def parameters(self) -> Parameters:
         """The rules in force."""
         return self._batch.parameters

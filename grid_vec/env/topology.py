@@ -1,9 +1,11 @@
 """The topology vector: every element end's bus bar, grouped by substation.
 
-Order (grid2op's convention of a ``topo_vect`` grouped by substation): substation 0's
-elements, then substation 1's, ...; inside a substation: its loads, its generators, the
-branch origins, then the branch extremities, each in element order. Values are ``1`` or ``2``
-(bus bar) or ``-1`` (disconnected).
+Order: grid2op's ``topo_vect`` as grid2op builds it on a pandapower grid (its pandapower and
+lightsim2grid backends agree): substation 0's elements, then substation 1's, ...; inside a
+substation: the ends of its branches in branch order (lines, then transformers; the origin or
+the extremity, whichever is there), then its generators, then its loads. So the positions are
+grid2op's ``*_pos_topo_vect`` (see :meth:`TopologyLayout.grid2op_arrays`). Values are ``1`` or
+``2`` (bus bar) or ``-1`` (disconnected).
 """
 
 from __future__ import annotations
@@ -42,10 +44,14 @@ class TopologyLayout:
             ("or", model.branch_or_sub, model.branch_names),
             ("ex", model.branch_ex_sub, model.branch_names),
         ]
-        # Sort key: substation first, then kind, then element index (stable).
+        # Sort key: substation, then group (branch ends, generators, loads), then the element's
+        # index in its group (a branch's origin and extremity are never in one substation).
         subs = np.concatenate([np.asarray(s, dtype=np.int64) for _, s, _ in kinds])
-        kind_id = np.concatenate([np.full(len(s), k) for k, (_, s, _) in enumerate(kinds)])
-        order = np.lexsort((np.arange(len(subs)), kind_id, subs))
+        group = np.concatenate(
+            [np.full(len(s), {"load": 2, "gen": 1}.get(kind, 0)) for kind, s, _ in kinds]
+        )
+        index = np.concatenate([np.arange(len(s)) for _, s, _ in kinds])
+        order = np.lexsort((index, group, subs))
         position = np.empty(len(subs), dtype=np.int64)
         position[order] = np.arange(len(subs))
         sizes = np.cumsum([0] + [len(s) for _, s, _ in kinds])
@@ -66,6 +72,28 @@ class TopologyLayout:
             pos_ex=position[sizes[3] : sizes[4]],
             elem_label=labels[order].astype(str),
         )
+
+    def grid2op_arrays(self, model: GridModel) -> dict[str, np.ndarray]:
+        """grid2op's layout arrays under grid2op's names, for agents written against them:
+        ``dim_topo``, ``sub_info``, ``{load,gen,line_or,line_ex}_pos_topo_vect``,
+        ``..._to_subid`` and ``..._to_sub_pos`` (branches are grid2op's lines: lines, then
+        transformers). Read-only."""
+        arrays: dict[str, np.ndarray] = {
+            "dim_topo": np.asarray(self.n_elem),
+            "sub_info": np.diff(self.sub_start),
+        }
+        for name, pos, sub in (
+            ("load", self.pos_load, model.load_sub),
+            ("gen", self.pos_gen, model.gen_sub),
+            ("line_or", self.pos_or, model.branch_or_sub),
+            ("line_ex", self.pos_ex, model.branch_ex_sub),
+        ):
+            arrays[f"{name}_pos_topo_vect"] = pos
+            arrays[f"{name}_to_subid"] = np.asarray(sub, dtype=np.int64)
+            arrays[f"{name}_to_sub_pos"] = pos - self.sub_start[sub]
+        for array in arrays.values():
+            array.flags.writeable = False
+        return arrays
 
 
 _LAYOUTS: weakref.WeakKeyDictionary[GridModel, TopologyLayout] = weakref.WeakKeyDictionary()

@@ -99,3 +99,52 @@ def test_time_features_and_hard_overflow_at_reset_as_grid2op(sandbox):
         g_obs, *_ = theirs.step(theirs.action_space())
         obs, *_ = ours.step(0)
     assert ours.view(obs).line_status[9] == 0
+
+
+def test_topo_vect_layout_and_substation_actions_as_grid2op(sandbox):
+    """grid2op's layout arrays are ours, and a substation configuration written in grid2op's
+    element order moves the same elements: same topo_vect, same flows, same legality."""
+    from grid_vec.env.actions import KIND_SUB
+
+    ours = grid_vec.make(sandbox)
+    theirs, g_obs = _grid2op_env(sandbox, ours.thermal_limit)
+    layout = ours.grid2op_layout
+    for name in (
+        "sub_info",
+        "load_pos_topo_vect",
+        "gen_pos_topo_vect",
+        "line_or_pos_topo_vect",
+        "line_ex_pos_topo_vect",
+        "load_to_subid",
+        "line_ex_to_sub_pos",
+        "gen_to_sub_pos",
+    ):
+        np.testing.assert_array_equal(layout[name], getattr(theirs, name), err_msg=name)
+    assert int(layout["dim_topo"]) == theirs.dim_topo
+    obs, _ = ours.reset(options={"scenario_id": 0})
+    catalog = ours.catalog
+    sub_actions = np.flatnonzero(catalog.kind == KIND_SUB)
+    rng = np.random.default_rng(5)
+    compared = ended = 0
+    for t in range(60):
+        action = int(rng.choice(sub_actions)) if t % 2 == 0 else 0
+        g_act = theirs.action_space()
+        if action:
+            sub = int(catalog.target[action])
+            buses = [int(b) for b in catalog.sub_buses[action]]
+            g_act = theirs.action_space({"set_bus": {"substations_id": [(sub, buses)]}})
+        g_obs, _, g_done, g_info = theirs.step(g_act)
+        obs, _, term, _, info = ours.step(action)
+        assert term == g_done, t
+        if term:  # both: start the scenario again
+            ended += 1
+            theirs.set_id(0)
+            theirs.reset()
+            obs, _ = ours.reset(options={"scenario_id": 0})
+            continue
+        view = ours.view(obs)
+        assert info["is_illegal"] == g_info["is_illegal"], t
+        np.testing.assert_array_equal(view.topo_vect, g_obs.topo_vect, err_msg=f"step {t}")
+        np.testing.assert_allclose(view.rho, g_obs.rho, rtol=1e-5, atol=1e-6)
+        compared += 1
+    assert compared >= 20 and ended >= 1
