@@ -86,3 +86,79 @@ def test_a_cache_of_zero_bytes_keeps_nothing():
     cache = ScenarioCache(max_bytes=0)
     cache.get("a", lambda: Injections(*(np.zeros((2, 2)) for _ in FIELDS)))
     assert len(cache) == 0 and cache.nbytes == 0
+
+
+def test_disk_tier_serves_a_later_process_the_same_arrays_without_parsing(tmp_path, source):
+    info = source.info(0)
+    parsed = source._parse(info, source._files(0), 0, info.length)
+    key = ("scenario", 0)
+    first = ScenarioCache(2**30, tmp_path / "cache")
+    _same(first.get(key, lambda: parsed), parsed)
+    assert first.disk.writes == 1 and list((tmp_path / "cache").glob("*.npz"))
+
+    def must_not_parse():
+        raise AssertionError("parsed again")
+
+    later = ScenarioCache(2**30, tmp_path / "cache")  # a new process: empty memory
+    _same(later.get(key, must_not_parse), parsed)
+    assert later.disk.hits == 1
+    assert not list((tmp_path / "cache").glob("*.tmp"))  # written atomically
+
+
+def _corrupt_entries():
+    def truncated(path, parsed):
+        path.write_bytes(path.read_bytes()[:100])
+
+    def other_key(path, parsed):
+        arrays = dict(zip(FIELDS, parsed.arrays(), strict=True))
+        np.savez(path, key=np.array("grid_vec-scenario-1|('another', 1)"), **arrays)
+
+    def non_finite(path, parsed):
+        arrays = {n: a.copy() for n, a in zip(FIELDS, parsed.arrays(), strict=True)}
+        arrays["load_p"][3, 0] = np.nan
+        with np.load(path) as npz:
+            key = npz["key"]
+        np.savez(path, key=key, **arrays)
+
+    def pickled_object(path, parsed):
+        arrays = dict(zip(FIELDS, parsed.arrays(), strict=True))
+        arrays["gen_v"] = np.array([object()], dtype=object)
+        with np.load(path) as npz:
+            key = npz["key"]
+        np.savez(path, key=key, **arrays)
+
+    def bad_shape(path, parsed):
+        arrays = dict(zip(FIELDS, parsed.arrays(), strict=True))
+        arrays["gen_p"] = arrays["gen_p"][:, :2]
+        with np.load(path) as npz:
+            key = npz["key"]
+        np.savez(path, key=key, **arrays)
+
+    return [truncated, other_key, non_finite, pickled_object, bad_shape]
+
+
+@pytest.mark.parametrize("corrupt", _corrupt_entries(), ids=lambda f: f.__name__)
+def test_disk_tier_parses_again_over_an_entry_that_is_not_what_it_claims(tmp_path, source, corrupt):
+    info = source.info(0)
+    parsed = source._parse(info, source._files(0), 0, info.length)
+    key = ("scenario", 0)
+    ScenarioCache(2**30, tmp_path).get(key, lambda: parsed)
+    (path,) = tmp_path.glob("*.npz")
+    corrupt(path, parsed)
+    calls = []
+    cache = ScenarioCache(2**30, tmp_path)
+    with pytest.warns(UserWarning, match="scenario cache entry ignored"):
+        got = cache.get(key, lambda: calls.append(1) or parsed)
+    assert calls == [1] and cache.disk.hits == 0
+    _same(got, parsed)
+    _same(ScenarioCache(2**30, tmp_path).get(key, lambda: 1 / 0), parsed)  # rewritten whole
+
+
+def test_disk_tier_in_a_directory_that_cannot_be_written_warns_and_still_parses(tmp_path, source):
+    info = source.info(0)
+    parsed = source._parse(info, source._files(0), 0, info.length)
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    cache = ScenarioCache(2**30, blocker / "cache")
+    with pytest.warns(UserWarning, match="cannot write the scenario cache"):
+        _same(cache.get(("k",), lambda: parsed), parsed)
