@@ -4,7 +4,9 @@ Layout read::
 
     <path>/grid.json                  pandapower net (read as data, grid_vec.chronics.grid_json)
     <path>/config.py                  thermal limits, names_chronics_to_grid (ast, never run)
-    <path>/params.json, prods_charac.csv, grid_layout.json    optional
+    <path>/difficulty_levels.json, parameters.json    the rules, optional (grid2op's choice:
+                                      see :func:`rules_dict`)
+    <path>/prods_charac.csv, grid_layout.json         optional
     <path>/chronics/<name>/{load_p,load_q,prod_p,prod_v}[_forecasted].csv[.bz2|.gz|.xz]
     <path>/chronics/<name>/start_datetime.info, time_interval.info      optional
 
@@ -20,8 +22,12 @@ this module's :func:`load_folder` imports pandapower, lazily.
 
 The folder is untrusted input (see :mod:`grid_vec.chronics.untrusted`): nothing in it is
 imported or run, every read is bounded, no file or subfolder may resolve outside it, and
-everything read is checked here (thermal limits, ramps, ``params.json`` values, the grid's
+everything read is checked here (thermal limits, ramps, the rules files' values, the grid's
 numbers), so that each fault is one :class:`FolderFormatError` naming the file.
+
+``params.json`` is not read: in grid2op's folders it holds the settings the data were
+generated with, and grid2op's ``make`` ignores it too. A grid with storage units is refused
+(not yet supported).
 """
 
 from __future__ import annotations
@@ -57,7 +63,11 @@ from grid_vec.grid.model import GridModel
 DEFAULT_START = dt.datetime(2019, 1, 1)
 DEFAULT_STEP = dt.timedelta(minutes=5)
 _STEMS = ("load_p", "load_q", "prod_p", "prod_v")
-_MAX_PARAM_CHARS = 100  # a params.json string value: grid2op writes "True", "2", ...
+_MAX_PARAM_CHARS = 100  # a rules string value: grid2op writes "True", "2", ...
+_MAX_LEVELS = 100  # difficulty levels of difficulty_levels.json
+DIFFICULTY_FILE = "difficulty_levels.json"
+PARAMETERS_FILE = "parameters.json"
+COMPETITION_LEVEL = "competition"  # the level grid2op's make picks first
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,7 +78,10 @@ class GridFolder:
     name: str  # the folder's name
     net: Any  # pandapower.pandapowerNet
     thermal_limits: np.ndarray | None  # amperes per branch (lines then trafos), or None
-    params: dict  # params.json: str keys, values None, bool, number or short str; {} when absent
+    # the rules files: level name -> flat dict (difficulty_levels.json), and parameters.json;
+    # keys are str, values None, bool, number or short str; None when the file is absent
+    difficulty_levels: dict[str, dict] | None
+    parameters: dict | None
     prods_charac: dict[str, np.ndarray] | None  # prods_charac.csv columns by header name
     gen_ramps: dict[str, float] | None  # generator name -> min(max_ramp_up, max_ramp_down)
     layout: dict | None  # grid_layout.json
@@ -94,6 +107,11 @@ def load_folder(path: str | Path) -> GridFolder:
     if grid is None:
         raise FolderFormatError(f"{root / 'grid.json'}: missing file (the grid of the folder)")
     net = read_grid_json(grid)
+    if "storage" in net and len(net.storage):
+        raise FolderFormatError(
+            f"{grid}: table 'storage' has {len(net.storage)} rows: "
+            "storage units are not yet supported by grid_vec"
+        )
     config: dict[str, Any] = {}
     config_path = _file(root, root / "config.py")
     if config_path is not None:
@@ -105,7 +123,8 @@ def load_folder(path: str | Path) -> GridFolder:
         name=root.name,
         net=net,
         thermal_limits=_thermal_limits(config.get("thermal_limits"), net, root / "config.py"),
-        params=_read_params(_file(root, root / "params.json")),
+        difficulty_levels=_read_levels(_file(root, root / DIFFICULTY_FILE)),
+        parameters=_read_params(_file(root, root / PARAMETERS_FILE)),
         prods_charac=charac,
         gen_ramps=None if charac is None else _gen_ramps(charac, charac_path),
         layout=_read_json(_file(root, root / "grid_layout.json")),
@@ -166,19 +185,91 @@ def _read_json(path: Path | None) -> dict | None:
     return value
 
 
-def _read_params(path: Path | None) -> dict:
-    """params.json's entries: grid2op writes flat scalars; anything else is refused here, so
-    that the env layer's conversion to ``Parameters`` only meets scalars."""
-    params = _read_json(path) or {}
+def _read_params(path: Path | None) -> dict | None:
+    """parameters.json's entries, None without the file."""
+    if path is None:
+        return None
+    return _check_flat(_read_json(path), path, "")
+
+
+def _check_flat(params: Any, path: Path, where: str) -> dict:
+    """A rules dict: grid2op writes flat scalars; anything else is refused here, so that the
+    env layer's conversion to ``Parameters`` only meets scalars."""
+    if not isinstance(params, dict):
+        raise FolderFormatError(
+            f"{path}: {where}expected a JSON object, got {type(params).__name__}"
+        )
     for key, value in params.items():
         if value is None or isinstance(value, (bool, int, float)):
             continue
         if not isinstance(value, str) or len(value) > _MAX_PARAM_CHARS:
             raise FolderFormatError(
-                f"{path}: key {short(key)}: expected a number, a boolean or a short string, "
-                f"got {short(value)}"
+                f"{path}: {where}key {short(key)}: expected a number, a boolean or a short "
+                f"string, got {short(value)}"
             )
     return params
+
+
+def _read_levels(path: Path | None) -> dict[str, dict] | None:
+    """difficulty_levels.json: level name -> flat rules dict, None without the file."""
+    levels = _read_json(path)
+    if levels is None:
+        return None
+    if not levels:
+        raise FolderFormatError(f"{path}: no difficulty level")
+    if len(levels) > _MAX_LEVELS:
+        raise FolderFormatError(f"{path}: {len(levels)} levels (at most {_MAX_LEVELS})")
+    return {
+        name: _check_flat(value, path, f"level {short(name)}: ") for name, value in levels.items()
+    }
+
+
+def rules_dict(folder: GridFolder, difficulty: str | None = None) -> tuple[dict, str]:
+    """The grid2op-named rules a folder gives, and where they come from (the file and level,
+    for messages).
+
+    grid2op's ``make`` rule: with ``difficulty_levels.json``, the level ``difficulty``, else
+    the level ``"competition"``, else the highest numbered level; otherwise
+    ``parameters.json``; otherwise no entry (every rule at its default). A folder with both
+    files takes its rules from ``difficulty_levels.json``.
+
+    Raises:
+        TypeError: ``difficulty`` is not a str.
+        ValueError: ``difficulty`` names no level, or is given to a folder without
+            ``difficulty_levels.json``.
+        FolderFormatError: ``difficulty_levels.json`` has neither ``"competition"`` nor a
+            numbered level to choose by default.
+    """
+    if difficulty is not None and not isinstance(difficulty, str):
+        raise TypeError(f"difficulty must be a str (a level name), got {difficulty!r}")
+    levels = folder.difficulty_levels
+    if levels is None:
+        if difficulty is not None:
+            raise ValueError(
+                f"difficulty={difficulty!r}: {folder.path} has no {DIFFICULTY_FILE} "
+                "(difficulty levels)"
+            )
+        if folder.parameters is not None:
+            return folder.parameters, str(folder.path / PARAMETERS_FILE)
+        return {}, f"{folder.path} (grid2op's default rules)"
+    where = folder.path / DIFFICULTY_FILE
+    if difficulty is None:
+        numbered = {int(k): k for k in levels if k.isascii() and k.isdigit() and len(k) < 10}
+        if COMPETITION_LEVEL in levels:
+            difficulty = COMPETITION_LEVEL
+        elif numbered:
+            difficulty = numbered[max(numbered)]
+        else:
+            raise FolderFormatError(
+                f"{where}: neither a {COMPETITION_LEVEL!r} level nor a numbered one to choose "
+                "by default; pass difficulty="
+            )
+    elif difficulty not in levels:
+        raise ValueError(
+            f"difficulty={difficulty!r} is not a level of {where}; its levels: "
+            + ", ".join(repr(k) for k in sorted(levels))
+        )
+    return levels[difficulty], f"{where}: level {short(difficulty)}"
 
 
 def _read_prods_charac(path: Path) -> dict[str, np.ndarray]:
@@ -210,7 +301,10 @@ def _read_prods_charac(path: Path) -> dict[str, np.ndarray]:
 
 
 def _gen_ramps(charac: dict[str, np.ndarray], path: Path) -> dict[str, float] | None:
-    """Generator name -> min(max_ramp_up, max_ramp_down), None without those columns."""
+    """Generator name -> min(max_ramp_up, max_ramp_down), None without those columns.
+
+    An empty ramp cell (grid2op's folders leave them empty for wind and solar) is a ramp of
+    0, as grid2op reads it."""
     needed = ("name", "max_ramp_up", "max_ramp_down")
     if any(c not in charac for c in needed):
         return None
@@ -221,16 +315,24 @@ def _gen_ramps(charac: dict[str, np.ndarray], path: Path) -> dict[str, float] | 
             raise FolderFormatError(
                 f"{path}: line {i + 2}, column 'name': {short(name)} is empty or repeated"
             )
+        values = []
         for column, value in (("max_ramp_up", up), ("max_ramp_down", down)):
             if isinstance(value, str):  # a column with a cell that is not a number
-                raise FolderFormatError(
-                    f"{path}: line {i + 2}, column {column!r}: {short(value)} is not a number"
-                )
+                if value == "":
+                    values.append(0.0)
+                    continue
+                try:
+                    value = float(value)
+                except ValueError:
+                    raise FolderFormatError(
+                        f"{path}: line {i + 2}, column {column!r}: {short(value)} is not a number"
+                    ) from None
             if check_number(value, path, f"line {i + 2}, column {column!r}") < 0:
                 raise FolderFormatError(
                     f"{path}: line {i + 2}, column {column!r}: a ramp must be >= 0, got {value}"
                 )
-        ramps[name] = min(float(up), float(down))
+            values.append(float(value))
+        ramps[name] = min(values)
     return ramps
 
 
@@ -238,13 +340,14 @@ class FolderSource:
     """Scenarios of a grid2op-format folder, read lazily window by window.
 
     Holds only paths, names and per-scenario metadata, so it pickles small; each ``read``
-    streams the CSV files up to the window's end. A negative ``load_p`` is an error unless
-    ``allow_negative_loads``: some L2RPN datasets (``l2rpn_wcci_2020``, ``l2rpn_icaps_2021``,
-    ``l2rpn_neurips_2020_track1``) model interconnections as loads that export power.
+    streams the CSV files up to the window's end. A negative ``load_p`` is accepted, as
+    grid2op accepts it (some L2RPN datasets, ``l2rpn_wcci_2020``, ``l2rpn_icaps_2021``,
+    ``l2rpn_neurips_2020_track1``, model interconnections as loads that export power);
+    ``allow_negative_loads=False`` makes it an error.
     """
 
     def __init__(
-        self, path: str | Path, model: GridModel, *, allow_negative_loads: bool = False
+        self, path: str | Path, model: GridModel, *, allow_negative_loads: bool = True
     ) -> None:
         if not isinstance(model, GridModel):
             raise TypeError(f"model must be a GridModel, got {type(model).__name__}")
@@ -303,6 +406,12 @@ class FolderSource:
                     files[name] = found
         for required in ("load_p", "load_q", "prod_p"):
             if required not in files:
+                if find_csv(folder, "_N_loads_p", self.path) is not None:
+                    raise FolderFormatError(
+                        f"{folder}: scenario files in pypownet's format (_N_loads_p.csv...; "
+                        "grid2op's ReadPypowNetData, which grid2op no longer has) are not "
+                        "supported; expected load_p.csv, load_q.csv, prod_p.csv"
+                    )
                 raise FolderFormatError(
                     f"{folder / required}.csv: missing file (also looked for .csv.bz2/.gz/.xz)"
                 )
@@ -437,8 +546,8 @@ class FolderSource:
                 r, c = negative[0]
                 raise FolderFormatError(
                     f"{path}: line {start + r + 2} (data row {start + r}), column {c + 1} "
-                    f"({header[c]!r}): negative load {values[r, c]} (allow_negative_loads=True "
-                    "accepts loads that export power)"
+                    f"({header[c]!r}): negative load {values[r, c]} (refused: "
+                    "allow_negative_loads=False)"
                 )
         if default is not None:
             out[:, ~listed] = default[~listed]

@@ -6,8 +6,10 @@ GridEnv it returns, and any env rebuilt from the compiled model, does not need p
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,8 @@ def make(
     *,
     backend: str = "lightsim2grid",
     scenario_seed: int | None = None,
-    allow_negative_loads: bool = False,
+    allow_negative_loads: bool | None = None,
+    difficulty: str | None = None,
     **kwargs: Any,
 ) -> GridEnv:
     """A GridEnv for ``"case14"``, ``"case118"`` (or their gymnasium ids) or a folder path.
@@ -37,11 +40,27 @@ def make(
     Keyword arguments are those of :class:`GridEnv` (``thermal_limits``, ``parameters``,
     ``reward``, ``other_rewards``, ``opponent``, ``max_iter``, ``action_type``,
     ``chunk_size``, ``gen_ramp``). ``scenario_seed`` seeds the embedded synthetic scenarios.
-    On a folder, its ``params.json`` gives the parameters unless ``parameters`` is passed,
-    its ``config.py`` thermal limits apply unless ``thermal_limits`` is passed, and the
-    ramps of ``prods_charac.csv`` bound the redispatch action unless ``gen_ramp`` is passed;
-    ``allow_negative_loads=True`` accepts folders whose loads export power (for example
-    ``l2rpn_wcci_2020``'s interconnections).
+
+    On a grid2op-format folder, what grid2op's ``make`` would take applies unless the
+    keyword is passed:
+
+    * ``parameters``: from ``difficulty_levels.json`` when the folder has one (the level
+      ``difficulty``; by default ``"competition"``, else the highest numbered level), else
+      from ``parameters.json``, else grid2op's defaults. ``params.json`` is not read (it holds
+      the settings the data were generated with). ``difficulty`` naming no level is a
+      ``ValueError``;
+    * ``thermal_limits``: ``config.py``'s;
+    * ``gen_ramp``: the ramps of ``prods_charac.csv`` bound the redispatch action (an empty
+      cell is a ramp of 0, as in grid2op);
+    * negative loads (interconnections that export power) are accepted, as grid2op accepts
+      them; ``allow_negative_loads=False`` refuses them;
+    * the transformers are converted as grid2op's ``LightSimBackend`` converts them
+      (pandapower 2's formulas, see :func:`grid_vec.grid.compile.compile_net`).
+
+    A multi-mix folder (grid2op's ``.multimix`` marker, one grid2op folder per mix) gives an
+    env over its first mix in name order, with a warning: one GridEnv holds one mix; pass a
+    mix's folder to play another. A folder whose grid has storage units is refused
+    (not yet supported).
 
     The env's ``spec`` names it (the registered gymnasium id of an embedded grid,
     ``grid_vec/<folder name>`` for a folder) and keeps the arguments, so that recordings can
@@ -52,6 +71,7 @@ def make(
         backend=backend,
         scenario_seed=scenario_seed,
         allow_negative_loads=allow_negative_loads,
+        difficulty=difficulty,
         **kwargs,
     )()
 
@@ -85,7 +105,8 @@ def env_factory(
     *,
     backend: str = "lightsim2grid",
     scenario_seed: int | None = None,
-    allow_negative_loads: bool = False,
+    allow_negative_loads: bool | None = None,
+    difficulty: str | None = None,
     **kwargs: Any,
 ) -> GridEnvFactory:
     """A picklable zero-argument factory of the GridEnv that :func:`make` would build.
@@ -94,17 +115,24 @@ def env_factory(
     the scenario source, so a worker process calling it never imports pandapower (with the
     lightsim2grid backend). Arguments are those of :func:`make`.
     """
-    if not isinstance(allow_negative_loads, bool):
+    if allow_negative_loads is not None and not isinstance(allow_negative_loads, bool):
         raise TypeError(
             f"allow_negative_loads must be a bool, got {type(allow_negative_loads).__name__}"
         )
+    if difficulty is not None and not isinstance(difficulty, str):
+        raise TypeError(f"difficulty must be a str (a level name), got {difficulty!r}")
     name = GYM_IDS.get(str(id_or_path), str(id_or_path))
     user_kwargs = dict(kwargs)
-    given = {"scenario_seed": scenario_seed, "allow_negative_loads": allow_negative_loads}
-    explicit = {k: v for k, v in given.items() if v not in (None, False)}
+    given = {
+        "scenario_seed": scenario_seed,
+        "allow_negative_loads": allow_negative_loads,
+        "difficulty": difficulty,
+    }
+    explicit = {k: v for k, v in given.items() if v is not None}
     if name in EMBEDDED:
-        if allow_negative_loads:
-            raise ValueError("allow_negative_loads only applies to grid2op-format folders")
+        for arg in ("allow_negative_loads", "difficulty"):
+            if given[arg] is not None:
+                raise ValueError(f"{arg} only applies to grid2op-format folders")
         from grid_vec.chronics.synthetic import SyntheticSource
 
         model = _cached_embedded_model(name)
@@ -120,8 +148,10 @@ def env_factory(
             )
         if scenario_seed is not None:
             raise ValueError("scenario_seed only applies to embedded (synthetic) environments")
-        model, source, folder_kwargs = _cached_folder(path, allow_negative_loads)
-        # what the caller passes wins over what the folder says (params.json, ramps)
+        model, source, folder_kwargs = _cached_folder(
+            _first_mix(path), allow_negative_loads is not False, difficulty
+        )
+        # what the caller passes wins over what the folder says (rules files, ramps)
         kwargs = {**kwargs, **{k: v for k, v in folder_kwargs.items() if kwargs.get(k) is None}}
         env_id = "grid_vec/" + re.sub(r"[^\w.-]", "_", path.resolve().name)
         target = str(id_or_path)
@@ -133,12 +163,43 @@ def env_factory(
     return GridEnvFactory(model, source, {"backend": backend, **kwargs}, spec)
 
 
+MULTIMIX_MARKER = ".multimix"  # grid2op's sign of a multi-mix folder
+_NOT_MIXES = ("__pycache__", "_grid2op_classes")
+
+
+def _first_mix(path: Path) -> Path:
+    """``path``, or for a multi-mix folder its first mix in name order (with a warning), as
+    grid2op's ``MultiMixEnvironment`` lists them."""
+    from grid_vec.chronics.untrusted import FolderFormatError, inside
+
+    root = path.resolve()
+    if not (root / MULTIMIX_MARKER).exists():
+        return path
+    mixes = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in _NOT_MIXES)
+    if not mixes:
+        raise FolderFormatError(f"{root}: a multi-mix folder ({MULTIMIX_MARKER}) with no mix")
+    first = inside(root, root / mixes[0])
+    warnings.warn(
+        f"{root.name} is a multi-mix folder (mixes {', '.join(mixes)}): this env plays its "
+        f"first mix {mixes[0]!r} only (grid_vec has no multi-mix env yet); make a mix's "
+        f"folder, e.g. {str(root / mixes[-1])!r}, to play another",
+        stacklevel=4,
+    )
+    return first
+
+
 # Compiling a grid costs about a second (pandapower builds the case, then a base-case power
 # flow): the compiled pieces are kept per process, read-only, and shared by the envs built
 # from them. A folder's entry is keyed by the files compiling reads, so editing them rebuilds;
 # its scenario source is built anew on each call (it reads the scenario folders as they are).
 _COMPILED: dict[tuple, Any] = {}
-_FOLDER_FILES = ("grid.json", "config.py", "params.json", "prods_charac.csv")
+_FOLDER_FILES = (
+    "grid.json",
+    "config.py",
+    "difficulty_levels.json",
+    "parameters.json",
+    "prods_charac.csv",
+)
 
 
 def _cached_embedded_model(name: str) -> GridModel:
@@ -149,7 +210,7 @@ def _cached_embedded_model(name: str) -> GridModel:
 
 
 def _cached_folder(
-    path: Path, allow_negative_loads: bool
+    path: Path, allow_negative_loads: bool, difficulty: str | None
 ) -> tuple[GridModel, ScenarioSource, dict[str, Any]]:
     from grid_vec.chronics.folder import FolderSource
 
@@ -163,9 +224,9 @@ def _cached_folder(
     key = ("folder", str(root), tuple(stamps))
     if key not in _COMPILED:
         _COMPILED.pop(next((k for k in _COMPILED if k[:2] == key[:2]), None), None)
-        model, folder_kwargs = _load_folder(path)
-        _COMPILED[key] = (_read_only(model), folder_kwargs)
-    model, folder_kwargs = _COMPILED[key]
+        _COMPILED[key] = _load_folder(path)
+    model, folder, ramps = _COMPILED[key]
+    folder_kwargs = {"parameters": _folder_parameters(folder, difficulty), "gen_ramp": ramps}
     source = FolderSource(root, model, allow_negative_loads=allow_negative_loads)
     return model, source, {k: _copy_if_array(v) for k, v in folder_kwargs.items()}
 
@@ -187,14 +248,13 @@ def clear_compiled_cache() -> None:
     _COMPILED.clear()
 
 
-def _load_folder(path: Path) -> tuple[GridModel, dict[str, Any]]:
-    """Compiled model and the GridEnv arguments a grid2op-format folder gives (``parameters``
-    from params.json, ``gen_ramp`` from prods_charac.csv).
+def _load_folder(path: Path) -> tuple[GridModel, Any, np.ndarray | None]:
+    """Compiled model, the checked folder (its rules files) and the ramps of
+    prods_charac.csv (``gen_ramp``) of a grid2op-format folder.
 
     Every fault of the folder is a ``FolderFormatError`` naming the file: the chronics layer
-    checks what it reads, and the two steps that only this layer can take (compiling the
-    grid, building ``Parameters``) have their errors named after ``grid.json`` and
-    ``params.json`` here.
+    checks what it reads, and compiling the grid, the one step that only this layer can
+    take, has its errors named after ``grid.json`` here.
     """
     from grid_vec.chronics.folder import load_folder
     from grid_vec.chronics.untrusted import FolderFormatError, short
@@ -202,16 +262,32 @@ def _load_folder(path: Path) -> tuple[GridModel, dict[str, Any]]:
 
     folder = load_folder(path)
     try:
-        model = compile_net(folder.net, name=folder.name, thermal_limits=folder.thermal_limits)
+        model = compile_net(
+            folder.net,
+            name=folder.name,
+            thermal_limits=folder.thermal_limits,
+            trafo_model="pandapower_v2",  # as grid2op's LightSimBackend builds it
+        )
     except Exception as e:  # pandapower's power flow on the folder's data fails in many ways
         raise FolderFormatError(
             f"{folder.path / 'grid.json'}: cannot be compiled ({type(e).__name__}: {short(str(e))})"
         ) from e
+    # the net is not needed any more: keep the rules files only
+    folder = dataclasses.replace(folder, net=None)
+    return _read_only(model), folder, _folder_ramps(folder.gen_ramps, model)
+
+
+def _folder_parameters(folder, difficulty: str | None) -> Parameters:
+    """``Parameters`` of the rules grid2op's make would pick (``rules_dict``); a value
+    ``Parameters`` refuses is a ``FolderFormatError`` naming the file (and level)."""
+    from grid_vec.chronics.folder import rules_dict
+    from grid_vec.chronics.untrusted import FolderFormatError
+
+    rules, where = rules_dict(folder, difficulty)
     try:
-        parameters = Parameters.from_grid2op_dict(folder.params)
+        return Parameters.from_grid2op_dict(rules)
     except (TypeError, ValueError) as e:  # the message names the key or the field
-        raise FolderFormatError(f"{folder.path / 'params.json'}: {e}") from e
-    return model, {"parameters": parameters, "gen_ramp": _folder_ramps(folder.gen_ramps, model)}
+        raise FolderFormatError(f"{where}: {e}") from e
 
 
 def _folder_ramps(ramps: dict[str, float] | None, model: GridModel) -> np.ndarray | None:

@@ -1,7 +1,8 @@
 """Game rules of a GridEnv, with grid2op's defaults (``grid2op.Parameters``).
 
-Field names are snake_case versions of grid2op's upper-case names, so that a grid2op
-``params.json`` maps one to one (:meth:`Parameters.from_grid2op_dict`).
+Field names are snake_case versions of grid2op's upper-case names, so that a grid2op rules
+dict (``parameters.json``, a level of ``difficulty_levels.json``) maps one to one
+(:meth:`Parameters.from_grid2op_dict`).
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ class Parameters:
 
     @classmethod
     def from_grid2op_dict(cls, params: dict[str, Any]) -> Parameters:
-        """Build from a grid2op ``params.json`` dict; keys this env does not model are ignored.
+        """Build from a grid2op rules dict; keys this env does not model are ignored.
 
         Values may be strings as grid2op writes them ("True", "2"), or native types.
         """
@@ -132,6 +133,4 @@ def _convert(key: str, value: Any, kind: type) -> Any:
             return int(as_float)
         return float(value)
     except (TypeError, ValueError):
-        raise ValueError(
-            f"params.json key {key!r}: cannot read {value!r} as {kind.__name__}"
-        ) from None
+        raise ValueError(f"key {key!r}: cannot read {value!r} as {kind.__name__}") from None

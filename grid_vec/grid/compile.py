@@ -29,11 +29,33 @@ def numba_available() -> bool:
     return importlib.util.find_spec("numba") is not None
 
 
-def compile_net(net, *, name: str, thermal_limits: np.ndarray | None = None) -> GridModel:
+# how lightsim2grid turns pandapower transformers into its model: with pandapower 2's
+# formulas (what grid2op's LightSimBackend does, and what grids written by pandapower 2, as
+# grid2op's datasets are, were made for) or with pandapower 3's (what pandapower 3 itself
+# solves, and what nets built by pandapower 3 expect)
+TRAFO_MODELS = ("pandapower_v2", "pandapower_v3")
+
+
+def compile_net(
+    net,
+    *,
+    name: str,
+    thermal_limits: np.ndarray | None = None,
+    trafo_model: str = "pandapower_v3",
+) -> GridModel:
     """Compile ``net`` (a ``pandapowerNet``) into a picklable :class:`GridModel`.
 
     ``thermal_limits`` (amperes, one per branch: lines then transformers) overrides the
-    limits derived from ``max_i_ka`` and the transformer ratings.
+    limits derived from ``max_i_ka`` and the transformer ratings. ``trafo_model`` (one of
+    :data:`TRAFO_MODELS`) is the transformer conversion of the lightsim2grid model:
+    ``"pandapower_v3"`` (the default) agrees with pandapower 3's own power flow, so with the
+    ``pandapower`` backend; ``"pandapower_v2"`` is what grid2op's ``LightSimBackend`` builds
+    (by default), for grids written by pandapower 2. The two differ on transformers with an
+    off-nominal ratio (the 118-bus grids); the ``pandapower`` backend always solves with
+    pandapower's own formulas.
+
+    The bus index must be 0..n_bus-1 in any order: bus ``i`` is substation ``i``, as grid2op
+    numbers them (its pandapower backend reads substation ids from the bus labels).
     """
     from grid_vec.grid._pandapower import import_pandapower
 
@@ -43,7 +65,16 @@ def compile_net(net, *, name: str, thermal_limits: np.ndarray | None = None) -> 
         raise TypeError(f"net must be a pandapower.pandapowerNet, got {type(net).__name__}")
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a non-empty str, got {name!r}")
+    if trafo_model not in TRAFO_MODELS:
+        raise ValueError(f"trafo_model must be one of {TRAFO_MODELS}, got {trafo_model!r}")
     _check_supported(net)
+    if not net.bus.index.is_monotonic_increasing:
+        # a permutation of 0..n-1 (checked above): rows in label order, so that row i is
+        # substation i; every other table refers to buses by label, so nothing else moves
+        net = copy.deepcopy(net)
+        net.bus = net.bus.sort_index()
+        if "res_bus" in net and len(net.res_bus):
+            net.res_bus = net.res_bus.sort_index()
     n_sub = len(net.bus)
     n_branch = len(net.line) + len(net.trafo)
     limits = (
@@ -116,7 +147,10 @@ def compile_net(net, *, name: str, thermal_limits: np.ndarray | None = None) -> 
         gen_pmin=_limit_column(net, "min_p_mw", -np.inf),
         gen_pmax=_limit_column(net, "max_p_mw", np.inf),
         solver_states={
-            "lightsim2grid": {"grid": _lightsim_state(work, n_sub), "v_init": _base_voltages(work)},
+            "lightsim2grid": {
+                "grid": _lightsim_state(work, n_sub, trafo_model),
+                "v_init": _base_voltages(work),
+            },
             "pandapower": pp.to_json(work),
         },
     )
@@ -124,9 +158,10 @@ def compile_net(net, *, name: str, thermal_limits: np.ndarray | None = None) -> 
 
 def _check_supported(net) -> None:
     """Reject the nets whose slack this layer cannot describe identically for both solvers."""
-    if not np.array_equal(net.bus.index.to_numpy(), np.arange(len(net.bus))):
+    if not np.array_equal(np.sort(net.bus.index.to_numpy()), np.arange(len(net.bus))):
         raise ValueError(
-            "net.bus index must be 0..n_bus-1 (see pandapower.toolbox.create_continuous_bus_index)"
+            "net.bus index must be 0..n_bus-1, in any order "
+            "(see pandapower.toolbox.create_continuous_bus_index)"
         )
     if not net.bus["in_service"].all():
         raise ValueError("net has out-of-service buses; drop them before compiling")
@@ -244,7 +279,7 @@ def _base_voltages(work) -> np.ndarray:
     return np.concatenate([v, v])
 
 
-def _lightsim_state(work, n_sub: int) -> tuple:
+def _lightsim_state(work, n_sub: int, trafo_model: str) -> tuple:
     """Build the lightsim2grid model of the modified net and return its ``__getstate__()``."""
     from grid_vec.grid._pandapower import import_pandapower
 
@@ -254,7 +289,7 @@ def _lightsim_state(work, n_sub: int) -> tuple:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = init_from_pandapower(
-            work, n_sub=n_sub, n_busbar_per_sub=N_BUSBAR, pp_orig_file="pandapower_v3"
+            work, n_sub=n_sub, n_busbar_per_sub=N_BUSBAR, pp_orig_file=trafo_model
         )
     # positions in lightsim2grid's topology vector, for the bulk update_topo setter:
     # loads, generators (gen then ext_grid), line origins, line extremities, trafo hv, trafo lv

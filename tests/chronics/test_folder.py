@@ -93,7 +93,8 @@ def expected(model, scenario_id: int) -> Injections:
 
 def test_folder_reads_back_what_was_written(folder14, case14_model):
     folder = load_folder(folder14)
-    assert folder.name == "env14" and folder.params == {} and folder.layout is None
+    assert folder.name == "env14" and folder.layout is None
+    assert folder.parameters is None and folder.difficulty_levels is None
     np.testing.assert_allclose(folder.thermal_limits, case14_model.thermal_limit_a)
     model = compile_net(folder.net, name=folder.name, thermal_limits=folder.thermal_limits)
     src = FolderSource(folder.path, model)
@@ -241,19 +242,21 @@ def test_malformed_files_are_reported_with_file_row_and_column(
         path.unlink()
     else:
         _edit(path, fn)
-    src = FolderSource(root, case14_model)
+    src = FolderSource(root, case14_model, allow_negative_loads=False)
     with pytest.raises(FolderFormatError, match=match):
         src.read(0, 0, N_ROWS)
     assert issubclass(FolderFormatError, ValueError)
 
 
-def test_negative_loads_are_accepted_on_request(tmp_path, case14_model, net14):
+def test_negative_loads_are_accepted_unless_refused(tmp_path, case14_model, net14):
+    """grid2op accepts loads that export power (interconnections): so does a folder source,
+    unless told not to."""
     root = write_folder(tmp_path / "env", case14_model, net14, n_scenarios=1)
     _edit(root / "chronics" / "0000" / "load_p.csv.bz2", _set_cell(8, 1, "-3.5"))
-    with pytest.raises(FolderFormatError, match="allow_negative_loads=True"):
-        FolderSource(root, case14_model).read(0, 0, N_ROWS)
-    inj = FolderSource(root, case14_model, allow_negative_loads=True).read(0, 0, N_ROWS)
+    inj = FolderSource(root, case14_model).read(0, 0, N_ROWS)
     assert inj.load_p[8, 1] == -3.5
+    with pytest.raises(FolderFormatError, match="allow_negative_loads=False"):
+        FolderSource(root, case14_model, allow_negative_loads=False).read(0, 0, N_ROWS)
 
 
 def test_duplicate_header_column_is_reported(tmp_path, case14_model, net14):
@@ -325,14 +328,15 @@ def test_metadata_files_and_limits_by_name(tmp_path, case14_model, net14):
     root = write_folder(tmp_path / "env", case14_model, net14, n_scenarios=1)
     limits = {str(n): 10.0 + i for i, n in enumerate(case14_model.branch_names)}
     (root / "config.py").write_text(f"config = {{'thermal_limits': {limits!r}}}\n")
-    (root / "params.json").write_text('{"NB_TIMESTEP_OVERFLOW_ALLOWED": 3}')
+    (root / "parameters.json").write_text('{"NB_TIMESTEP_OVERFLOW_ALLOWED": 3}')
+    (root / "params.json").write_text('{"dt": [5]}')  # data-generation settings: not read
     (root / "grid_layout.json").write_text('{"sub_0": [0.0, 1.0]}')
     (root / "prods_charac.csv").write_text(
         "Pmax,name,type\n140,gen_1_0,nuclear\n100,gen_2_1,solar\n"
     )
     folder = load_folder(root)
     np.testing.assert_array_equal(folder.thermal_limits, 10.0 + np.arange(case14_model.n_branch))
-    assert folder.params == {"NB_TIMESTEP_OVERFLOW_ALLOWED": 3}
+    assert folder.parameters == {"NB_TIMESTEP_OVERFLOW_ALLOWED": 3}
     assert folder.layout == {"sub_0": [0.0, 1.0]}
     np.testing.assert_array_equal(folder.prods_charac["Pmax"], [140.0, 100.0])
     assert folder.prods_charac["type"].tolist() == ["nuclear", "solar"]

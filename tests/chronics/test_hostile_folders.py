@@ -46,7 +46,10 @@ def pristine(tmp_path_factory, case14_model) -> Path:
     pp.to_json(load_network("case14"), str(root / "grid.json"))
     limits = ", ".join(str(float(v)) for v in case14_model.thermal_limit_a)
     (root / "config.py").write_text(f"config = {{'thermal_limits': [{limits}]}}\n")
-    (root / "params.json").write_text('{"NB_TIMESTEP_OVERFLOW_ALLOWED": 3}')
+    (root / "parameters.json").write_text('{"NB_TIMESTEP_OVERFLOW_ALLOWED": 3}')
+    (root / "difficulty_levels.json").write_text(
+        '{"0": {"NB_TIMESTEP_OVERFLOW_ALLOWED": 9}, "competition": {"MAX_SUB_CHANGED": 2}}'
+    )
     (root / "grid_layout.json").write_text('{"sub_0": [0.0, 1.0]}')
     (root / "prods_charac.csv").write_text(
         "name,max_ramp_up,max_ramp_down\ngen_1_0,5,5\ngen_2_1,10,10\n"
@@ -292,8 +295,9 @@ _DEEP = 100_000
         ("config.py", "config = {'thermal_limits': " + "-" * _DEEP + "1}\n"),
         ("config.py", "config = {'thermal_limits': 1" + "+1" * _DEEP + "}\n"),
         ("config.py", "config = {'thermal_limits': " + "[" * 150 + "]" * 150 + "}\n"),
-        ("params.json", "[" * _DEEP + "]" * _DEEP),
-        ("params.json", '{"a": ' * _DEEP + "1" + "}" * _DEEP),
+        ("parameters.json", "[" * _DEEP + "]" * _DEEP),
+        ("parameters.json", '{"a": ' * _DEEP + "1" + "}" * _DEEP),
+        ("difficulty_levels.json", '{"0": ' * _DEEP + "{}" + "}" * _DEEP),
         ("grid_layout.json", "[" * _DEEP + "]" * _DEEP),
         ("grid.json", '{"_object": ' * _DEEP + "{}" + "}" * _DEEP),
     ],
@@ -324,11 +328,17 @@ def test_deep_nesting_inside_a_grid_table_is_refused(folder):
         ("config.py", "config = {'thermal_limits': 'x' * 9}"),
         ("config.py", "config = {'names_chronics_to_grid': ['loads', 'prods']}"),
         ("config.py", "config = {'names_chronics_to_grid': {'loads': [1, 2]}}"),
-        ("params.json", '{"NB_TIMESTEP_OVERFLOW_ALLOWED": 1e400}'),
-        ("params.json", '{"NB_TIMESTEP_OVERFLOW_ALLOWED": ' + "9" * 5000 + "}"),
-        ("params.json", '{"NB_TIMESTEP_OVERFLOW_ALLOWED": Infinity}'),
-        ("params.json", '{"NB_TIMESTEP_OVERFLOW_ALLOWED": [' + "1," * 10_000 + "1]}"),
-        ("params.json", '{"NB_TIMESTEP_OVERFLOW_ALLOWED": "' + "x" * 10_000 + '"}'),
+        ("parameters.json", '{"NB_TIMESTEP_OVERFLOW_ALLOWED": 1e400}'),
+        ("parameters.json", '{"NB_TIMESTEP_OVERFLOW_ALLOWED": ' + "9" * 5000 + "}"),
+        ("parameters.json", '{"NB_TIMESTEP_OVERFLOW_ALLOWED": Infinity}'),
+        ("parameters.json", '{"NB_TIMESTEP_OVERFLOW_ALLOWED": [' + "1," * 10_000 + "1]}"),
+        ("parameters.json", '{"NB_TIMESTEP_OVERFLOW_ALLOWED": "' + "x" * 10_000 + '"}'),
+        ("parameters.json", "[1, 2]"),
+        ("difficulty_levels.json", '{"0": {"NB_TIMESTEP_OVERFLOW_ALLOWED": 1e400}}'),
+        ("difficulty_levels.json", '{"0": {"NB_TIMESTEP_OVERFLOW_ALLOWED": [1]}}'),
+        ("difficulty_levels.json", '{"0": 3}'),
+        ("difficulty_levels.json", "{}"),
+        ("difficulty_levels.json", "{" + ", ".join(f'"{i}": {{}}' for i in range(500)) + "}"),
         ("prods_charac.csv", "name,max_ramp_up,max_ramp_down\ngen_1_0,1e400,5\n"),
         ("prods_charac.csv", "name,max_ramp_up,max_ramp_down\ngen_1_0,-1,5\n"),
         ("prods_charac.csv", "name,max_ramp_up,max_ramp_down\ngen_1_0,fast,5\n"),
@@ -352,10 +362,14 @@ def test_bad_values_in_metadata_files_are_refused(folder, file, text):
         ({"NO_OVERFLOW_DISCONNECTION": "perhaps"}, "NO_OVERFLOW_DISCONNECTION"),
     ],
 )
-def test_params_json_values_rules_refuse_are_reported_naming_the_file(folder, params, key):
-    (folder / "params.json").write_text(json.dumps(params))
-    err = _fails_naming(lambda: grid_vec.make(folder), "params.json")
+def test_parameters_json_values_rules_refuse_are_reported_naming_the_file(folder, params, key):
+    (folder / "difficulty_levels.json").unlink()  # else the rules come from there
+    (folder / "parameters.json").write_text(json.dumps(params))
+    err = _fails_naming(lambda: grid_vec.make(folder), "parameters.json")
     assert key in str(err)
+    (folder / "difficulty_levels.json").write_text(json.dumps({"competition": params}))
+    err = _fails_naming(lambda: grid_vec.make(folder), "difficulty_levels.json")
+    assert key in str(err) and "level 'competition'" in str(err)
 
 
 @pytest.mark.parametrize(
@@ -420,7 +434,8 @@ def test_bad_grid_values_are_refused_naming_the_place(folder, case14_model, edit
 _TEXT_FILES = [
     "grid.json",
     "config.py",
-    "params.json",
+    "parameters.json",
+    "difficulty_levels.json",
     "grid_layout.json",
     "prods_charac.csv",
     "chronics/0000/load_p.csv",
@@ -463,7 +478,8 @@ def test_corrupt_compressed_files_are_refused(folder, case14_model, suffix):
     [
         "grid.json",
         "config.py",
-        "params.json",
+        "parameters.json",
+        "difficulty_levels.json",
         "prods_charac.csv",
         "chronics",
         "chronics/0000",

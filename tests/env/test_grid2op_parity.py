@@ -59,12 +59,12 @@ def test_same_trajectory_as_grid2op_with_a_soft_overflow(sandbox):
     assert t >= 3  # the trip (step 2) and illegal reconnections were compared
 
 
-def test_folder_params_json_and_ramps(sandbox, tmp_path):
+def test_folder_parameters_json_and_ramps(sandbox, tmp_path):
     import shutil
 
     folder = tmp_path / "sandbox"
     shutil.copytree(sandbox, folder)
-    (folder / "params.json").write_text(
+    (folder / "parameters.json").write_text(
         '{"NB_TIMESTEP_COOLDOWN_LINE": 3, "NB_TIMESTEP_OVERFLOW_ALLOWED": "1", "ENV_DC": false}'
     )
     env = grid_vec.make(folder, action_type="redispatch")
@@ -75,7 +75,7 @@ def test_folder_params_json_and_ramps(sandbox, tmp_path):
     assert env.action_space.high[names.index("gen_2_1")] == 10.0
     explicit = Parameters(max_sub_changed=2)
     assert grid_vec.make(folder, parameters=explicit).parameters == explicit
-    (folder / "params.json").write_text('{"NB_TIMESTEP_RECONNECTION": "soon"}')
+    (folder / "parameters.json").write_text('{"NB_TIMESTEP_RECONNECTION": "soon"}')
     with pytest.raises(ValueError, match="NB_TIMESTEP_RECONNECTION"):
         grid_vec.make(folder)
 

@@ -383,14 +383,15 @@ def test_folder_spec_and_negative_loads(tmp_path):
     header, first, *rest = bz2.decompress(load_p.read_bytes()).decode().splitlines()
     first = ";".join(["-3.5", *first.split(";")[1:]])  # the first load exports 3.5 MW
     load_p.write_bytes(bz2.compress("\n".join([header, first, *rest, ""]).encode()))
-    env = grid_vec.make(folder)
+    env = grid_vec.make(folder, allow_negative_loads=False)
     assert env.spec.id == "grid_vec/my_sandbox" and env.spec.kwargs["id_or_path"] == str(folder)
+    assert env.spec.kwargs["allow_negative_loads"] is False
     with pytest.raises(ValueError, match="allow_negative_loads"):
         env.reset(options={"scenario_id": 0})
-    env = grid_vec.make(folder, allow_negative_loads=True)
+    env = grid_vec.make(folder)  # grid2op's rule: loads may export power
     obs, _ = env.reset(options={"scenario_id": 0})
     assert env.view(obs).load_p[0] == pytest.approx(-3.5)
-    assert env.spec.kwargs["allow_negative_loads"] is True
+    assert "allow_negative_loads" not in env.spec.kwargs
 
 
 def test_infos_batch_in_gymnasium_vector_envs(case14):
