@@ -9,10 +9,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from gymnasium.envs.registration import EnvSpec
@@ -25,6 +24,9 @@ from grid_vec.env.parameters import Parameters
 from grid_vec.env.registration import GYM_IDS
 from grid_vec.grid.model import GridModel
 
+if TYPE_CHECKING:
+    from grid_vec.env.multimix import MultiMixEnv, MultiMixFactory
+
 
 def make(
     id_or_path: str | os.PathLike,
@@ -34,7 +36,7 @@ def make(
     allow_negative_loads: bool | None = None,
     difficulty: str | None = None,
     **kwargs: Any,
-) -> GridEnv:
+) -> GridEnv | MultiMixEnv:
     """A GridEnv for ``"case14"``, ``"case118"`` (or their gymnasium ids) or a folder path.
 
     Keyword arguments are those of :class:`GridEnv` (``thermal_limits``, ``parameters``,
@@ -57,10 +59,10 @@ def make(
     * the transformers are converted as grid2op's ``LightSimBackend`` converts them
       (pandapower 2's formulas, see :func:`grid_vec.grid.compile.compile_net`).
 
-    A multi-mix folder (grid2op's ``.multimix`` marker, one grid2op folder per mix) gives an
-    env over its first mix in name order, with a warning: one GridEnv holds one mix; pass a
-    mix's folder to play another. A folder whose grid has storage units is refused
-    (not yet supported).
+    A multi-mix folder (grid2op's ``.multimix`` marker, one grid2op folder per mix) gives a
+    :class:`~grid_vec.env.multimix.MultiMixEnv`: one GridEnv per mix (the keywords apply to
+    each), one mix per episode, chosen on reset as grid2op's ``MultiMixEnvironment`` chooses
+    it. A folder whose grid has storage units is refused (not yet supported).
 
     The env's ``spec`` names it (the registered gymnasium id of an embedded grid,
     ``grid_vec/<folder name>`` for a folder) and keeps the arguments, so that recordings can
@@ -108,7 +110,7 @@ def env_factory(
     allow_negative_loads: bool | None = None,
     difficulty: str | None = None,
     **kwargs: Any,
-) -> GridEnvFactory:
+) -> GridEnvFactory | MultiMixFactory:
     """A picklable zero-argument factory of the GridEnv that :func:`make` would build.
 
     The net is loaded and compiled here, once; the factory only holds the compiled model and
@@ -148,8 +150,11 @@ def env_factory(
             )
         if scenario_seed is not None:
             raise ValueError("scenario_seed only applies to embedded (synthetic) environments")
+        mixes = _mixes(path)
+        if mixes:
+            return _multimix_factory(path, mixes, backend, explicit, user_kwargs)
         model, source, folder_kwargs = _cached_folder(
-            _first_mix(path), allow_negative_loads is not False, difficulty
+            path, allow_negative_loads is not False, difficulty
         )
         # what the caller passes wins over what the folder says (rules files, ramps)
         kwargs = {**kwargs, **{k: v for k, v in folder_kwargs.items() if kwargs.get(k) is None}}
@@ -167,25 +172,33 @@ MULTIMIX_MARKER = ".multimix"  # grid2op's sign of a multi-mix folder
 _NOT_MIXES = ("__pycache__", "_grid2op_classes")
 
 
-def _first_mix(path: Path) -> Path:
-    """``path``, or for a multi-mix folder its first mix in name order (with a warning), as
-    grid2op's ``MultiMixEnvironment`` lists them."""
+def _mixes(path: Path) -> list[Path]:
+    """The mix folders of a multi-mix folder in name order (grid2op's order), else []."""
     from grid_vec.chronics.untrusted import FolderFormatError, inside
 
     root = path.resolve()
     if not (root / MULTIMIX_MARKER).exists():
-        return path
-    mixes = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in _NOT_MIXES)
-    if not mixes:
+        return []
+    names = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in _NOT_MIXES)
+    if not names:
         raise FolderFormatError(f"{root}: a multi-mix folder ({MULTIMIX_MARKER}) with no mix")
-    first = inside(root, root / mixes[0])
-    warnings.warn(
-        f"{root.name} is a multi-mix folder (mixes {', '.join(mixes)}): this env plays its "
-        f"first mix {mixes[0]!r} only (grid_vec has no multi-mix env yet); make a mix's "
-        f"folder, e.g. {str(root / mixes[-1])!r}, to play another",
-        stacklevel=4,
+    return [inside(root, root / name) for name in names]
+
+
+def _multimix_factory(
+    path: Path, mixes: list[Path], backend: str, explicit: dict, user_kwargs: dict
+) -> Any:
+    from grid_vec.env.multimix import MultiMixFactory
+
+    per_mix = tuple(
+        (mix.name, env_factory(mix, backend=backend, **explicit, **user_kwargs)) for mix in mixes
     )
-    return first
+    spec = EnvSpec(
+        id="grid_vec/" + re.sub(r"[^\w.-]", "_", path.resolve().name),
+        entry_point="grid_vec.env.make:make",
+        kwargs={"id_or_path": str(path), "backend": backend, **explicit, **user_kwargs},
+    )
+    return MultiMixFactory(per_mix, spec)
 
 
 # Compiling a grid costs about a second (pandapower builds the case, then a base-case power

@@ -61,6 +61,11 @@ def make_vec(
     if vectorization == "batched":
         if envs_per_worker is not None:
             raise ValueError("envs_per_worker applies to vectorization='multiprocess' only")
+        if not hasattr(factory, "sharing_one_batch"):
+            raise ValueError(
+                f"{id_or_path} is a multi-mix folder: its mixes are different grids, which one "
+                "batch cannot hold; use vectorization='multiprocess'"
+            )
         from grid_vec.vector.batched import BatchedGridVecEnv
 
         return BatchedGridVecEnv.from_factory(

@@ -112,13 +112,46 @@ def test_folder_plays_as_in_grid2op(data, name):
     assert worst <= RHO_TOL
 
 
-def test_multimix_folder_plays_its_first_mix(data):
-    """The top folder of a multi-mix env is its first mix in name order, with a warning."""
-    with pytest.warns(UserWarning, match=r"multi-mix folder \(mixes x1, x2\.5\).*'x1'"):
-        ours = grid_vec.make(data / MULTIMIX)
+def test_multimix_folder_plays_grid2ops_mix_on_each_reset(data):
+    """The top folder of a multi-mix env moves from mix to mix on reset as grid2op's
+    MultiMixEnvironment does (the first reset plays the second mix), each mix playing what
+    grid2op's plays."""
+    ours = grid_vec.make(data / MULTIMIX)
+    theirs = _grid2op(data / MULTIMIX)
+    assert ours.mix_names == tuple(theirs.all_names) == ("x1", "x2.5")
     assert ours.spec.kwargs["id_or_path"] == str(data / MULTIMIX)
-    end, g_end, worst = _side_by_side(ours, _grid2op(data / MULTIMIX / "x1"), n_steps=50)
-    assert end == g_end and worst <= RHO_TOL
+    for name, mix in zip(ours.mix_names, ours.mixes, strict=True):
+        theirs.mix_envs[name].set_thermal_limit(mix.thermal_limit)
+    for _ in range(3):
+        theirs.set_id(0)  # every mix (grid2op's set_id reaches them all, so does ours)
+        ours.set_scenario_id(0)
+        g_obs = theirs.reset()
+        obs, info = ours.reset()
+        assert info["mix"] == theirs.all_names[theirs.env_index]
+        assert info["scenario_name"] == theirs.chronics_handler.get_name()
+        worst = float(np.abs(ours.view(obs).rho - g_obs.rho).max())
+        for _ in range(20):
+            g_obs, _, g_done, _ = theirs.step(theirs.action_space())
+            obs, _, term, trunc, _ = ours.step(0)
+            assert not (g_done or term or trunc)
+            worst = max(worst, float(np.abs(ours.view(obs).rho - g_obs.rho).max()))
+        assert worst <= RHO_TOL
+    obs, info = ours.reset(options={"mix": "x1"})
+    assert info["mix"] == "x1" and ours.mix_name == "x1"
+    with pytest.raises(ValueError, match="unknown mix"):
+        ours.reset(options={"mix": "x3"})
+
+
+def test_multimix_folder_runs_in_a_multiprocess_vector_env_not_in_a_batch(data):
+    envs = grid_vec.make_vec(data / MULTIMIX, 2, envs_per_worker=1)
+    try:
+        _, infos = envs.reset(seed=0)
+        assert list(infos["mix"]) == ["x2.5", "x2.5"]
+        envs.step(np.zeros(2, dtype=np.int64))
+    finally:
+        envs.close()
+    with pytest.raises(ValueError, match="multi-mix folder"):
+        grid_vec.make_vec(data / MULTIMIX, 2, vectorization="batched")
 
 
 @pytest.mark.parametrize("name", STORAGE)
