@@ -126,3 +126,41 @@ def read_config_values(path: Path, keys: tuple[str, ...]) -> dict[str, Any]:
             ) from e
         values[key] = KEYS[key](path, value)
     return values
+
+
+def read_config_name(path: Path, key: str) -> str | None:
+    """The name ``config[key]`` gives, when it is a bare name or a dotted one
+    (``RedispReward``, ``grid2op.Reward.RedispReward``: ``"RedispReward"``); None when ``config``
+    has no such key or gives something else. Read as data: nothing is imported or run.
+
+    Raises:
+        FolderFormatError: ``path`` is not valid Python source, or has no ``config`` dict.
+    """
+    source = read_text(path, MAX_SMALL_FILE_BYTES)
+    try:
+        tree = ast.parse(source, filename=str(path))
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        raise FolderFormatError(
+            f"{path}: not valid Python source ({type(e).__name__}: {short(str(e))})"
+        ) from None
+    config = next(
+        (
+            node.value
+            for node in reversed(tree.body)  # the last assignment wins, as when run
+            if isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == "config"
+        ),
+        None,
+    )
+    if not isinstance(config, ast.Dict):
+        raise FolderFormatError(f"{path}: no module-level 'config = {{...}}' dict literal")
+    for key_node, value_node in zip(config.keys, config.values, strict=True):
+        if isinstance(key_node, ast.Constant) and key_node.value == key:
+            if isinstance(value_node, ast.Name):
+                return value_node.id
+            if isinstance(value_node, ast.Attribute):
+                return value_node.attr
+            return None
+    return None

@@ -32,7 +32,13 @@ from grid_vec.env.actions import KIND_LINE, KIND_SUB, ActionCatalog
 from grid_vec.env.observation import ObservationLayout, time_features
 from grid_vec.env.opponent import OpponentBatch, RandomLineOpponent
 from grid_vec.env.parameters import Parameters
-from grid_vec.env.rewards import RewardFn, RewardInputs, batch_rewards
+from grid_vec.env.rewards import (
+    RewardContext,
+    RewardFn,
+    RewardInputs,
+    batch_rewards,
+    initialize_rewards,
+)
 from grid_vec.env.state import (
     BatchState,
     OverflowLimits,
@@ -118,6 +124,10 @@ class GridBatch:
         self.thermal_limit = thermal_limit
         self.reward_fn = reward_fn
         self.other_rewards = other_rewards
+        self.reward_context = RewardContext(
+            model, thermal_limit, self.topology, self.catalog, sources[0]
+        )
+        initialize_rewards((reward_fn, *other_rewards.values()), self.reward_context)
         self.handlers = [
             ScenarioHandler(s, chunk_size=chunk_size, max_iter=max_iter) for s in sources
         ]
@@ -272,6 +282,7 @@ class GridBatch:
         handlers = self.handlers
         scheduled = None if redispatch is None else self._rows_now(rows)[2]
         illegal, ambiguous, reasons = self._legalise(state, rows, actions, redispatch, scheduled)
+        asked = actions, redispatch, illegal, ambiguous
         actions, redispatch = _neutralise(actions, redispatch, illegal | ambiguous)
         sel = selector(rows, self.n)
         for row in rows.tolist():
@@ -295,7 +306,9 @@ class GridBatch:
         terminated = outcome.ended[sel]
         truncated = ~terminated & (played >= self.max_steps[sel])
         self.done[sel] = terminated | truncated
-        result = self._result(state, rows, self.step_index[sel], played, outcome, terminated)
+        result = self._result(
+            state, rows, self.step_index[sel], played, outcome, terminated, (*asked, truncated)
+        )
         result.truncated = truncated
         result.is_illegal, result.is_ambiguous = illegal, ambiguous
         result.illegal_reason, result.ambiguous_reason = reasons
@@ -340,6 +353,7 @@ class GridBatch:
         forecast = self._rows_now(np.array([row]), forecast=True)
         scheduled = None if redispatch is None else self._rows_now(np.array([row]))[2]
         illegal, ambiguous, reasons = self._legalise(state, local, actions, redispatch, scheduled)
+        asked = actions, redispatch, illegal, ambiguous
         actions, redispatch = _neutralise(actions, redispatch, illegal | ambiguous)
         outcome = self._play(state, local, actions, redispatch, forecast)
         handler = self.handlers[row]
@@ -351,7 +365,9 @@ class GridBatch:
             np.array([handler.steps_played + 1]),
             outcome,
             terminated,
+            (*asked, _false(1)),
             time_rows=np.array([row]),
+            max_steps=self.max_steps[[row]],
         )
         result.is_illegal, result.is_ambiguous = illegal, ambiguous
         result.illegal_reason, result.ambiguous_reason = reasons
@@ -504,15 +520,22 @@ class GridBatch:
         played: np.ndarray,
         outcome: StepOutcome,
         terminated: np.ndarray,
+        asked: tuple,
         *,
         time_rows: np.ndarray | None = None,
+        max_steps: np.ndarray | None = None,
     ) -> StepBatch:
-        """Observations, rewards and physics flags of ``rows`` after a step."""
+        """Observations, rewards and physics flags of ``rows`` after a step; ``asked``: the
+        actions and redispatch asked for, their illegal and ambiguous flags, ``truncated``."""
         obs = self._observe(state, rows, steps, played, time_rows=time_rows)
         sel = selector(rows, state.n)
+        actions, redispatch, illegal, ambiguous, truncated = asked
         inputs = RewardInputs(
             self._rho, state.line_status[sel], state.load_p[sel], state.gen_p[sel],
-            state.actual_dispatch[sel],
+            state.actual_dispatch[sel], actions, redispatch, illegal, ambiguous, terminated,
+            terminated | truncated, played,
+            self.max_steps[sel] if max_steps is None else max_steps,
+            state.topo[sel], state.cooldown_line[sel], self.reward_context,
         )  # fmt: skip
         reward = batch_rewards(self.reward_fn, inputs, terminated)
         others = {

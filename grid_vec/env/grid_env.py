@@ -29,6 +29,7 @@ from gymnasium import spaces
 from grid_vec.chronics.scenario import ScenarioInfo, ScenarioSource
 from grid_vec.env.action_input import check_ramp_limits, redispatch_mw
 from grid_vec.env.batch import RESET_OPTIONS, GridBatch, env_info
+from grid_vec.env.grid2op_rewards import dataset_reward
 from grid_vec.env.observation import ObservationView
 from grid_vec.env.opponent import RandomLineOpponent
 from grid_vec.env.parameters import Parameters
@@ -45,6 +46,20 @@ class GridEnv(gym.Env):
     ``model`` is a compiled grid, ``source`` any scenario source (synthetic or folder).
     ``gen_ramp`` (MW per step, one per generator) bounds the redispatch action; by default
     5% of each generator's ``pmax``.
+
+    ``reward`` and the values of ``other_rewards`` (a list of names, or a dict name ->
+    reward; their values go to ``info["other_rewards"]``) are reward names (grid_vec's:
+    ``"flat"``, ``"line_margin"``, ``"redispatch_cost"``; grid2op's, with grid2op's formulas:
+    ``"L2RPNReward"``, ``"RedispReward"``, ... see :mod:`grid_vec.env.grid2op_rewards`),
+    reward objects (``RedispReward(alpha_redisp=3)``) or custom callables
+    ``fn(inputs, terminated) -> float``, called once per env and step with that env's
+    :class:`~grid_vec.env.rewards.RewardInputs`: the flows after the step, the action asked
+    for (``inputs.action``, ``inputs.redispatch``, ``inputs.acted_line``,
+    ``inputs.acted_sub``), whether it was refused (``inputs.is_illegal``,
+    ``inputs.is_ambiguous``), ``inputs.done``, ``inputs.step`` / ``inputs.max_steps``, the
+    timers and the topology. Without ``reward``, a dataset folder whose ``config.py`` names a
+    grid2op reward class grid_vec has (``"reward_class": RedispReward``) plays that reward,
+    as grid2op does; any other env plays ``"flat"``.
     """
 
     metadata: ClassVar[dict] = {"render_modes": []}
@@ -57,7 +72,7 @@ class GridEnv(gym.Env):
         backend: str = "lightsim2grid",
         parameters: Parameters | None = None,
         thermal_limits: Sequence[float] | np.ndarray | None = None,
-        reward: str | RewardFn = "flat",
+        reward: str | RewardFn | None = None,
         other_rewards: Sequence[str] | dict[str, str | RewardFn] = (),
         opponent: RandomLineOpponent | None = None,
         max_iter: int | None = None,
@@ -80,6 +95,8 @@ class GridEnv(gym.Env):
         ramp = _check_ramp(gen_ramp, model)
         redispatchable = np.flatnonzero(model.gen_kind == "gen")
         self._source = source
+        if reward is None:
+            reward = dataset_reward(source) or "flat"
         self._batch_kwargs = dict(
             backend=backend,
             parameters=parameters if parameters is not None else Parameters(),

@@ -89,7 +89,29 @@ SETTINGS = {
         "catalog",
     ),
     "cascades": ({"cascade": True, "max_iter": 25}, "catalog"),
+    # every grid2op reward (batched) and a custom one (called per env), under cascades
+    "grid2op rewards": ({"cascade": True, "max_iter": 25, "grid2op_rewards": True}, "catalog"),
 }
+
+
+def _refusals(inputs, terminated: bool) -> float:
+    """A custom reward (per env): what it reads of the action, flags and position."""
+    assert np.ndim(inputs.rho) == 1
+    refused = 1.0 * inputs.is_illegal + 2.0 * inputs.is_ambiguous
+    return refused - terminated + 0.01 * inputs.acted_line + 1e-4 * inputs.step
+
+
+def _grid2op_rewards(model) -> dict:
+    from grid_vec.env.grid2op_rewards import GRID2OP_REWARDS
+
+    # the embedded grid has no generator costs, and an unbounded slack
+    priced = {"gen_cost_per_MW": np.arange(1.0, model.n_gen + 1) * 10, "gen_pmax": [300.0] * 5}
+    rewards = {
+        name: cls(**priced) if name in ("RedispReward", "EconomicReward", "L2RPNSandBoxScore")
+        else name
+        for name, cls in GRID2OP_REWARDS.items()
+    }  # fmt: skip
+    return {"reward": "L2RPNReward", "other_rewards": {**rewards, "refusals": _refusals}}
 
 
 def _play(
@@ -104,6 +126,8 @@ def _play(
     kwargs = dict(kwargs)
     if kwargs.pop("cascade", False):
         kwargs["thermal_limits"] = _cascade_limits(case14)
+    if kwargs.pop("grid2op_rewards", False):
+        kwargs.update(_grid2op_rewards(case14))
     factory = _factory(case14, **kwargs)
     batched = _vector(kind, factory, n, mode)
     reference = SyncVectorEnv([factory] * n, autoreset_mode=mode)
@@ -145,11 +169,13 @@ def _play(
 @pytest.mark.parametrize("n", [1, 2, 7])
 def test_batch_matches_separate_envs(case14, n, setting):
     ends = _play(case14, n, setting)
-    if setting in ("random catalog actions", "cascades"):
+    if setting in ("random catalog actions", "cascades", "grid2op rewards"):
         assert ends > 0  # episodes did end (at different steps) within the run
 
 
-@pytest.mark.parametrize("setting", ["random catalog actions", "cascades", "opponent"])
+@pytest.mark.parametrize(
+    "setting", ["random catalog actions", "cascades", "opponent", "grid2op rewards"]
+)
 def test_batch_of_32_matches_separate_envs(case14, setting):
     assert _play(case14, 32, setting, steps=30) > 0
 
@@ -219,7 +245,7 @@ def test_batched_grid_commands_match_each_env(case14):
 @pytest.mark.parametrize("setting", list(SETTINGS))
 def test_workers_hosting_a_batch_match_separate_envs(case14, setting):
     ends = _play(case14, 7, setting, kind="workers")
-    if setting in ("random catalog actions", "cascades"):
+    if setting in ("random catalog actions", "cascades", "grid2op rewards"):
         assert ends > 0
 
 
