@@ -43,7 +43,6 @@ SAME_UNDER_REDISPATCH = [
 ]
 RADIAL = 18  # 6_7_18: the only branch of substation 7 (generator gen_7_4)
 COOLDOWN = 2  # steps before a branch / substation acted on may be acted on again
-WORST: dict[str, float] = {}  # largest relative difference seen, per reward
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +119,6 @@ def _compare(ours: dict, theirs: dict, names, where) -> None:
         a, b = ours[name], float(theirs[name])
         diff = abs(a - b)
         assert diff <= max(1e-5 * abs(b), 1e-6), f"{where}: {name} {a} != grid2op's {b}"
-        WORST[name] = max(WORST.get(name, 0.0), diff / abs(b) if b else diff)
 
 
 def test_every_reward_as_grid2op_through_topology_actions_and_a_game_over(sandbox):
@@ -216,12 +214,3 @@ def test_the_dataset_reward_is_the_default(sandbox):
         _, reward, *_ = ours.step(0)
         _, g_reward, *_ = theirs.step(theirs.action_space())
         assert reward == pytest.approx(g_reward, rel=1e-5), t
-
-
-def test_report_worst_differences():
-    """Prints the largest relative difference per reward (run with -s to see it)."""
-    if not WORST:
-        pytest.skip("no comparison ran before this test")
-    assert set(NAMES) <= set(WORST)  # every reward was compared
-    for name, diff in sorted(WORST.items()):
-        print(f"{name:24s} {diff:.2e}")
