@@ -139,14 +139,12 @@ def _line_names(config: OpponentConfig, value: Any, branch_names: np.ndarray) ->
 
 def _number(config: OpponentConfig, values: dict, key: str) -> float:
     v = values[key]
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
         raise FolderFormatError(f"{config.where(key)}: expected a number >= 0, got {short(v)}")
     return float(v)
 
 
-def _int(
-    config: OpponentConfig, values: dict, key: str, default: int = 0, parent: str = ""
-) -> int:
+def _int(config: OpponentConfig, values: dict, key: str, default: int = 0, parent: str = "") -> int:
     v = values.get(key, default)
     where = f"{config.where(parent)}[{key!r}]" if parent else config.where(key)
     if isinstance(v, float) and v.is_integer():
