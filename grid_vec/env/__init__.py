@@ -13,6 +13,7 @@ _EXPORTS = {
     "GridEnv": "grid_vec.env.grid_env",
     "Parameters": "grid_vec.env.parameters",
     "RandomLineOpponent": "grid_vec.env.opponent",
+    "WeightedRandomOpponent": "grid_vec.env.opponent",
     "ObservationView": "grid_vec.env.observation",
     "make": "grid_vec.env.make",
 }

@@ -7,8 +7,8 @@ the batch of one, and :class:`~grid_vec.vector.batched.BatchedGridVecEnv` the ba
 
 One step (grid2op's order), for the envs stepped together: check each action's legality with
 the current timers (an illegal action becomes do-nothing, flagged), move each scenario one
-step, let the opponent attack, apply the actions and the new injections, solve and cascade,
-move the timers, build the observations, rewards and infos.
+step, let the opponent choose its attack, apply the actions, the attacks and the new
+injections, solve and cascade, move the timers, build the observations, rewards and infos.
 
 Reset solves the first state as grid2op's reset does: a branch above the hard overflow
 threshold trips (soft overflows are not counted) and every timer starts at 0.
@@ -30,7 +30,7 @@ from grid_vec.chronics.handler import ScenarioHandler
 from grid_vec.chronics.scenario import ScenarioSource
 from grid_vec.env.actions import KIND_LINE, KIND_SUB, ActionCatalog
 from grid_vec.env.observation import ObservationLayout, time_features
-from grid_vec.env.opponent import OpponentBatch, RandomLineOpponent
+from grid_vec.env.opponent import Opponent, OpponentBatch
 from grid_vec.env.parameters import Parameters
 from grid_vec.env.rewards import (
     RewardContext,
@@ -107,7 +107,7 @@ class GridBatch:
         thermal_limit: np.ndarray,
         reward_fn: RewardFn,
         other_rewards: dict[str, RewardFn],
-        opponent: RandomLineOpponent | None,
+        opponent: Opponent | None,
         max_iter: int | None,
         action_type: str,
         chunk_size: int | None,
@@ -289,19 +289,19 @@ class GridBatch:
             handlers[row].advance()
         self.step_index[sel] += 1
         played = self.played[sel] = self.played[sel] + 1
-        attacks = _no_attack(len(rows))
-        if self.opponent is not None:
-            attacks = self.opponent.step(rows, state.line_status)
-            hit = attacks >= 0
+        attacks, attack = _no_attack(len(rows)), None
+        if self.opponent is not None:  # the attacked branch goes out after the action (_play)
+            attacks, under, remaining = self.opponent.step(
+                rows, state.line_status, state.a_or, self._inv_limit
+            )
+            hit = under >= 0
             if hit.any():
-                mask = np.zeros_like(state.line_status)
-                mask[rows[hit], attacks[hit]] = True
-                disconnect(state, self.topology, mask)
-                r, b = rows[hit], attacks[hit]
-                duration = self.opponent.config.attack_duration
-                state.cooldown_line[r, b] = np.maximum(state.cooldown_line[r, b], duration)
+                r, b = rows[hit], under[hit]
+                attack = np.zeros_like(state.line_status)
+                attack[r, b] = True
+                state.cooldown_line[r, b] = np.maximum(state.cooldown_line[r, b], remaining[hit])
         t1 = perf_counter()
-        outcome = self._play(state, rows, actions, redispatch, self._rows_now(rows))
+        outcome = self._play(state, rows, actions, redispatch, self._rows_now(rows), attack)
         t2 = perf_counter()
         terminated = outcome.ended[sel]
         truncated = ~terminated & (played >= self.max_steps[sel])
@@ -382,9 +382,13 @@ class GridBatch:
         actions: np.ndarray,
         redispatch: np.ndarray | None,
         injections: tuple[np.ndarray, ...],
+        attack: np.ndarray | None = None,
     ) -> StepOutcome:
-        """Apply legal actions and the step's injections, solve, cascade, move the timers."""
+        """Apply legal actions, then the opponent's ``attack`` ((N, n_branch) mask, or None),
+        and the step's injections, solve, cascade, move the timers."""
         acted_line, acted_sub = self._apply(state, rows, actions, redispatch)
+        if attack is not None:
+            disconnect(state, self.topology, attack)
         self._inject(state, rows, injections)
         outcome = solve(state, self.model, self.topology, self.parameters, self.limits, rows)
         ended = outcome.ended[selector(rows, state.n)]

@@ -3,10 +3,10 @@
 A GridEnv is the batch of one of :class:`~grid_vec.env.batch.GridBatch`, where the game is
 written (once, for any number of envs): one step checks the action's legality with the
 current timers (an illegal action becomes do-nothing, flagged in ``info``), moves the
-scenario one step, lets the opponent attack, applies the action and the new injections,
-solves and cascades (see :mod:`grid_vec.env.state`), moves the timers, and builds the
-observation, reward and info. This module holds what is per env: the gymnasium API, the
-validation of one action, the info dict and the look-ahead budget.
+scenario one step, lets the opponent choose its attack, applies the action, the attack and
+the new injections, solves and cascades (see :mod:`grid_vec.env.state`), moves the timers,
+and builds the observation, reward and info. This module holds what is per env: the
+gymnasium API, the validation of one action, the info dict and the look-ahead budget.
 
 Reset solves the first state as grid2op's reset does: a branch above the hard overflow
 threshold trips (soft overflows are not counted) and every timer starts at 0, so such a
@@ -31,7 +31,7 @@ from grid_vec.env.action_input import check_ramp_limits, redispatch_mw
 from grid_vec.env.batch import RESET_OPTIONS, GridBatch, env_info
 from grid_vec.env.grid2op_rewards import dataset_reward
 from grid_vec.env.observation import ObservationView
-from grid_vec.env.opponent import RandomLineOpponent
+from grid_vec.env.opponent import Opponent
 from grid_vec.env.parameters import Parameters
 from grid_vec.env.rewards import RewardFn, make_reward
 from grid_vec.grid.model import GridModel
@@ -74,7 +74,7 @@ class GridEnv(gym.Env):
         thermal_limits: Sequence[float] | np.ndarray | None = None,
         reward: str | RewardFn | None = None,
         other_rewards: Sequence[str] | dict[str, str | RewardFn] = (),
-        opponent: RandomLineOpponent | None = None,
+        opponent: Opponent | None = None,
         max_iter: int | None = None,
         action_type: str = "discrete",
         chunk_size: int | None = None,
@@ -86,9 +86,12 @@ class GridEnv(gym.Env):
             raise ValueError(f"action_type must be one of {ACTION_TYPES}, got {action_type!r}")
         if parameters is not None and not isinstance(parameters, Parameters):
             raise TypeError(f"parameters must be a Parameters, got {type(parameters).__name__}")
-        if opponent is not None and not isinstance(opponent, RandomLineOpponent):
+        if opponent is not None and (
+            not isinstance(opponent, Opponent) or type(opponent) is Opponent
+        ):
             raise TypeError(
-                f"opponent must be a RandomLineOpponent or None, got {type(opponent).__name__}"
+                "opponent must be a RandomLineOpponent, a WeightedRandomOpponent or None, "
+                f"got {type(opponent).__name__}"
             )
         if opponent is not None:
             opponent.bind(model.branch_names)

@@ -54,6 +54,10 @@ def make(
     * ``thermal_limits``: ``config.py``'s;
     * ``gen_ramp``: the ramps of ``prods_charac.csv`` bound the redispatch action (an empty
       cell is a ramp of 0, as in grid2op);
+    * ``opponent``: ``config.py``'s (``RandomLineOpponent`` and ``WeightedRandomOpponent``;
+      another class gives a warning and no opponent, see
+      :mod:`grid_vec.env.folder_opponent`). ``opponent=None`` switches it off, an
+      ``Opponent`` replaces it;
     * negative loads (interconnections that export power) are accepted, as grid2op accepts
       them; ``allow_negative_loads=False`` refuses them;
     * the transformers are converted as grid2op's ``LightSimBackend`` converts them
@@ -154,9 +158,10 @@ def env_factory(
         if mixes:
             return _multimix_factory(path, mixes, backend, explicit, user_kwargs)
         model, source, folder_kwargs = _cached_folder(
-            path, allow_negative_loads is not False, difficulty
+            path, allow_negative_loads is not False, difficulty, "opponent" in kwargs
         )
-        # what the caller passes wins over what the folder says (rules files, ramps)
+        # what the caller passes wins over what the folder says (rules files, ramps, the
+        # opponent: read only when the caller passes none, not even None)
         kwargs = {**kwargs, **{k: v for k, v in folder_kwargs.items() if kwargs.get(k) is None}}
         env_id = "grid_vec/" + re.sub(r"[^\w.-]", "_", path.resolve().name)
         target = str(id_or_path)
@@ -223,9 +228,10 @@ def _cached_embedded_model(name: str) -> GridModel:
 
 
 def _cached_folder(
-    path: Path, allow_negative_loads: bool, difficulty: str | None
+    path: Path, allow_negative_loads: bool, difficulty: str | None, opponent_given: bool
 ) -> tuple[GridModel, ScenarioSource, dict[str, Any]]:
     from grid_vec.chronics.folder import FolderSource
+    from grid_vec.env.folder_opponent import folder_opponent
 
     root = path.resolve()
     stamps = []
@@ -240,6 +246,8 @@ def _cached_folder(
         _COMPILED[key] = _load_folder(path)
     model, folder, ramps = _COMPILED[key]
     folder_kwargs = {"parameters": _folder_parameters(folder, difficulty), "gen_ramp": ramps}
+    if not opponent_given:  # config.py's opponent, read anew (it is small)
+        folder_kwargs["opponent"] = folder_opponent(root, model.branch_names)
     source = FolderSource(root, model, allow_negative_loads=allow_negative_loads)
     return model, source, {k: _copy_if_array(v) for k, v in folder_kwargs.items()}
 

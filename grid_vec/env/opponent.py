@@ -1,10 +1,39 @@
-"""A random branch attacker (grid2op's ``RandomLineOpponent`` with a budget, re-imagined).
+"""grid2op's line attackers, as configurations (:class:`Opponent`) and batched state
+(:class:`OpponentBatch`, one opponent per env of a batch).
 
-Each step the opponent earns ``budget_per_step``. When no attack is running, its cooldown
-has elapsed and its budget covers a whole attack (``attack_cost * attack_duration``), it
-disconnects one connected branch drawn uniformly from ``branches`` for ``attack_duration``
-steps, paying ``attack_cost`` per step of attack. The attacked branch cannot be reconnected
-while the attack lasts. After an attack it waits ``attack_cooldown`` steps.
+The rules are grid2op's (its ``OpponentSpace`` with ``BaseActionBudget``), for every env at
+once. An opponent has a budget, a maximum attack duration ``D``, a cooldown ``C`` and a cost
+per attacked step (``attack_cost``: 1 per line in grid2op). Each step, before the agent's
+action is applied:
+
+1. the budget grows by ``budget_per_step``; the attack's remaining steps and the cooldown
+   counter (``C`` at reset) each drop by one (not below 0);
+2. an attack still running (remaining steps > 0) goes on: its branch is disconnected again;
+3. otherwise, when the cooldown counter is at most ``C``, the opponent is asked for an
+   attack (its class decides, below). A proposed attack fails when it would last longer than
+   ``D`` or when the budget cannot pay its whole duration (``duration * attack_cost >
+   budget``); else it starts: remaining steps = its duration, cooldown counter += ``C``;
+4. every step attacked (the first one too) costs ``attack_cost``.
+
+The attacked branch is disconnected after the agent's action (the attack wins), and its
+status cannot be changed while the attack lasts: its cooldown is at least the attack's
+remaining steps (grid2op's ``time_before_cooldown_line``). So an attack of ``d`` steps started
+at step ``t`` keeps the branch out during steps ``t .. t+d-1``; the agent may reconnect it at
+step ``t+d``. Attacks are only drawn among the branches connected when the step starts.
+
+The classes (grid2op's names, same choice rules):
+
+* :class:`RandomLineOpponent`: a connected target, uniformly, whenever asked; duration ``D``.
+* :class:`WeightedRandomOpponent`: when first asked after an attack or a blocked step, it
+  waits a number of steps drawn uniformly in ``[0, attack_period)``, then attacks a
+  connected target drawn with probability proportional to ``rho / rho_normalization``;
+  duration ``D``.
+
+Each env draws from its own RNG, seeded from the env's RNG at reset, so an env's attacks
+depend only on its seed and actions, never on the batch. The draws are not grid2op's
+(another generator): attacks match grid2op's in distribution, not one by one. A draw that
+cannot lead to an attack (the budget cannot pay it) is skipped; it would not change the
+distribution of the attacks.
 """
 
 from __future__ import annotations
@@ -13,9 +42,30 @@ from collections.abc import Sequence
 
 import numpy as np
 
+_UNSET = np.iinfo(np.int64).min  # WeightedRandomOpponent: no waiting time drawn
 
-class RandomLineOpponent:
-    """The configuration of a random branch attacker (its state per env: OpponentBatch)."""
+
+def _count(name: str, value: object, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+    return int(value)
+
+
+class Opponent:
+    """The configuration shared by grid2op's line attackers (see the module docstring).
+
+    Args:
+        branches: the branches it may attack, names or indices (``lines_attacked``).
+        budget_per_step: budget earned each step (``opponent_budget_per_ts``).
+        attack_cost: budget paid per step of attack (grid2op: 1 per attacked line).
+        attack_duration: steps an attack lasts, ``D`` (``opponent_attack_duration``).
+        attack_cooldown: ``C`` (``opponent_attack_cooldown``): an attack adds ``C`` to the
+            cooldown counter, and the opponent only attacks while the counter is <= ``C``.
+        initial_budget: the budget at reset (``opponent_init_budget``).
+
+    Raises:
+        ValueError: a value out of its range.
+    """
 
     def __init__(
         self,
@@ -36,35 +86,30 @@ class RandomLineOpponent:
             ("attack_cost", attack_cost),
             ("initial_budget", initial_budget),
         ):
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+                raise ValueError(f"{name} must be a number, got {value!r}")
             if not np.isfinite(value) or value < 0:
                 raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
         if attack_cost == 0:
             raise ValueError("attack_cost must be > 0 (a free attack has no budget limit)")
-        for name, value in (
-            ("attack_duration", attack_duration),
-            ("attack_cooldown", attack_cooldown),
-        ):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-                raise ValueError(f"{name} must be an int >= 0, got {value!r}")
-        if attack_duration == 0:
-            raise ValueError("attack_duration must be >= 1")
         self.branches = list(branches)
         self.budget_per_step = float(budget_per_step)
         self.attack_cost = float(attack_cost)
-        self.attack_duration = int(attack_duration)
-        self.attack_cooldown = int(attack_cooldown)
+        self.attack_duration = _count("attack_duration", attack_duration, minimum=1)
+        self.attack_cooldown = _count("attack_cooldown", attack_cooldown, minimum=0)
         self.initial_budget = float(initial_budget)
         self.targets = np.zeros(0, dtype=np.int64)  # branch indices, set by bind()
 
     def bind(self, branch_names: np.ndarray) -> None:
-        """Resolve branch names/indices against the grid (ValueError naming a bad one)."""
-        names = list(map(str, branch_names))
+        """Resolve branch names/indices against the grid, in the order given (ValueError
+        naming a bad one)."""
+        names = {str(n): i for i, n in enumerate(branch_names)}
         targets = []
         for b in self.branches:
             if isinstance(b, str):
                 if b not in names:
                     raise ValueError(f"opponent: unknown branch {b!r}; known: {', '.join(names)}")
-                targets.append(names.index(b))
+                targets.append(names[b])
             elif (
                 isinstance(b, (int, np.integer)) and not isinstance(b, bool) and 0 <= b < len(names)
             ):
@@ -73,63 +118,201 @@ class RandomLineOpponent:
                 raise ValueError(
                     f"opponent: branch {b!r} is not a name nor an index in [0, {len(names) - 1}]"
                 )
-        self.targets = np.unique(np.asarray(targets, dtype=np.int64))
+        self.targets = np.asarray(targets, dtype=np.int64)
+
+    def choose(
+        self,
+        batch: OpponentBatch,
+        rows: np.ndarray,
+        budget: np.ndarray,
+        line_status: np.ndarray,
+        rho: RhoOf,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The attack each of ``rows`` (envs asked this step) proposes: (branch or -1,
+        duration). ``budget`` is theirs after this step's income."""
+        raise NotImplementedError
+
+    def told_attack_goes_on(self, batch: OpponentBatch, rows: np.ndarray) -> None:
+        """``rows`` were not asked this step (an attack runs, or the cooldown blocks)."""
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}({self.branches!r}, budget_per_step={self.budget_per_step}, "
+            f"attack_cost={self.attack_cost}, attack_duration={self.attack_duration}, "
+            f"attack_cooldown={self.attack_cooldown}, initial_budget={self.initial_budget})"
+        )
+
+    def _affordable(self, budget: np.ndarray) -> np.ndarray:
+        return self.attack_duration * self.attack_cost <= budget
+
+
+class RhoOf:
+    """``rho`` (``a_or`` / thermal limit) of given rows and branches, computed on demand."""
+
+    def __init__(self, a_or: np.ndarray, inv_limit: np.ndarray) -> None:
+        self.a_or = a_or
+        self.inv_limit = inv_limit
+
+    def __call__(self, row: int, branches: np.ndarray) -> np.ndarray:
+        return self.a_or[row, branches] * self.inv_limit[branches]
+
+
+class RandomLineOpponent(Opponent):
+    """grid2op's ``RandomLineOpponent``: whenever asked, a connected target drawn uniformly,
+    attacked for ``attack_duration`` steps (see the module docstring for the rules)."""
+
+    def choose(self, batch, rows, budget, line_status, rho):
+        branch = np.full(len(rows), -1, dtype=np.int64)
+        targets = self.targets
+        for j in np.flatnonzero(self._affordable(budget)).tolist():
+            row = int(rows[j])
+            candidates = targets[line_status[row, targets]]
+            if len(candidates):
+                branch[j] = candidates[batch.rngs[row].integers(len(candidates))]
+        return branch, np.full(len(rows), self.attack_duration, dtype=np.int64)
+
+
+class WeightedRandomOpponent(Opponent):
+    """grid2op's ``WeightedRandomOpponent``: when asked again after an attack (or a step the
+    cooldown blocked), it waits ``U[0, attack_period)`` steps, then attacks a connected target
+    with probability proportional to ``rho / rho_normalization``, for ``attack_duration``
+    steps.
+
+    Args:
+        branches, budget_per_step, attack_cost, attack_duration, attack_cooldown,
+            initial_budget: as :class:`Opponent`'s.
+        rho_normalization: one positive number per branch (empty: all 1).
+        attack_period: the waiting time's bound, >= 1 (grid2op's default: 12 * 24).
+    """
+
+    def __init__(
+        self,
+        branches: Sequence[int | str],
+        *,
+        rho_normalization: Sequence[float] = (),
+        attack_period: int = 12 * 24,
+        **kwargs,
+    ) -> None:
+        super().__init__(branches, **kwargs)
+        norm = np.asarray(rho_normalization if len(rho_normalization) else [1.0] * len(branches))
+        if norm.shape != (len(self.branches),) or norm.dtype.kind not in "iuf":
+            raise ValueError(
+                f"rho_normalization must hold one number per branch ({len(self.branches)}), "
+                f"got {list(rho_normalization)!r}"
+            )
+        if not (np.isfinite(norm).all() and (norm > 0).all()):
+            raise ValueError(f"rho_normalization must be finite and > 0, got {norm.tolist()!r}")
+        self.rho_normalization = norm.astype(np.float64)
+        self.attack_period = _count("attack_period", attack_period, minimum=1)
+
+    def choose(self, batch, rows, budget, line_status, rho):
+        wait = batch.next_time[rows]
+        for j in np.flatnonzero(wait == _UNSET).tolist():
+            wait[j] = 1 + batch.rngs[int(rows[j])].integers(self.attack_period)
+        wait -= 1
+        batch.next_time[rows] = wait
+        branch = np.full(len(rows), -1, dtype=np.int64)
+        targets = self.targets
+        for j in np.flatnonzero((wait <= 0) & self._affordable(budget)).tolist():
+            row = int(rows[j])
+            up = line_status[row, targets]
+            if not up.any():
+                continue
+            weights = rho(row, targets[up]) / self.rho_normalization[up]
+            total = weights.sum()
+            if not total > 0:
+                continue
+            branch[j] = targets[up][batch.rngs[row].choice(len(weights), p=weights / total)]
+        return branch, np.full(len(rows), self.attack_duration, dtype=np.int64)
+
+    def told_attack_goes_on(self, batch, rows):
+        batch.next_time[rows] = _UNSET
+
+    def __repr__(self) -> str:
+        return (
+            f"{super().__repr__()[:-1]}, rho_normalization={self.rho_normalization.tolist()}, "
+            f"attack_period={self.attack_period})"
+        )
 
 
 class OpponentBatch:
-    """The state of one opponent per env of a batch (the rule of the module docstring,
-    applied to every env at once); each env draws its targets from its own RNG."""
+    """The state of one opponent per env of a batch, stepped by the rules of the module
+    docstring for every env at once."""
 
-    def __init__(self, config: RandomLineOpponent, n_envs: int) -> None:
+    def __init__(self, config: Opponent, n_envs: int) -> None:
         self.config = config
         self.budget = np.full(n_envs, config.initial_budget)
         self.attacked = np.full(n_envs, -1, dtype=np.int64)  # branch under attack, -1 = none
         self.remaining = np.zeros(n_envs, dtype=np.int64)  # steps it stays down, this one too
-        self.cooldown = np.zeros(n_envs, dtype=np.int64)
+        self.cooldown = np.full(n_envs, config.attack_cooldown, dtype=np.int64)
+        self.previous_fails = np.zeros(n_envs, dtype=bool)  # the last proposal failed
+        self.next_time = np.full(n_envs, _UNSET, dtype=np.int64)  # a waiting opponent's
         self.rngs: list[np.random.Generator] = [np.random.default_rng(0)] * n_envs
 
     def reset(self, rows: np.ndarray, rngs: list[np.random.Generator]) -> None:
-        """Start the episodes of ``rows``: full initial budget, no attack, their RNGs."""
-        self.budget[rows] = self.config.initial_budget
+        """Start the episodes of ``rows``: initial budget, no attack, their RNGs."""
+        c = self.config
+        self.budget[rows] = c.initial_budget
         self.attacked[rows] = -1
         self.remaining[rows] = 0
-        self.cooldown[rows] = 0
+        self.cooldown[rows] = c.attack_cooldown
+        self.previous_fails[rows] = False
+        self.next_time[rows] = _UNSET
         for row, rng in zip(rows.tolist(), rngs, strict=True):
             self.rngs[row] = rng
 
-    def step(self, rows: np.ndarray, line_status: np.ndarray) -> np.ndarray:
-        """Advance ``rows`` one step; return, per row, the branch newly attacked or -1."""
+    def step(
+        self, rows: np.ndarray, line_status: np.ndarray, a_or: np.ndarray, inv_limit: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Advance ``rows`` one step, from the state the step starts from.
+
+        Returns:
+            Per row: the branch newly attacked (-1: none), the branch under attack this step
+            (new or going on; -1: none) and the attack's remaining steps, this one included
+            (0: none).
+        """
         c = self.config
-        self.budget[rows] += c.budget_per_step
-        attacking = self.attacked[rows] >= 0
-        remaining = self.remaining[rows] - attacking
+        budget = self.budget[rows] + c.budget_per_step
+        remaining = self.remaining[rows]
+        remaining = remaining - (remaining > 0)
+        cooldown = self.cooldown[rows]
+        cooldown = cooldown - (cooldown > 0)
+        going_on = remaining > 0
+        asked = ~going_on & (cooldown <= c.attack_cooldown)
+        new = np.full(len(rows), -1, dtype=np.int64)
+        if not asked.all():
+            quiet = rows[~asked]
+            self.previous_fails[quiet] = False
+            c.told_attack_goes_on(self, quiet)
+        if asked.any():
+            j = np.flatnonzero(asked)
+            branch, duration = c.choose(
+                self, rows[j], budget[j], line_status, RhoOf(a_or, inv_limit)
+            )
+            proposed = branch >= 0
+            fails = proposed & (
+                (duration > c.attack_duration) | (duration * c.attack_cost > budget[j])
+            )
+            self.previous_fails[rows[j]] = fails
+            ok = proposed & ~fails
+            started = j[ok]
+            new[started] = branch[ok]
+            remaining[started] = duration[ok]
+            cooldown[started] += c.attack_cooldown
+        attacked = np.where(going_on, self.attacked[rows], new)
+        budget -= c.attack_cost * (attacked >= 0)
+        self.budget[rows] = budget
         self.remaining[rows] = remaining
-        going_on = attacking & (remaining > 0)
-        self.budget[rows[going_on]] -= c.attack_cost
-        over = rows[attacking & ~going_on]
-        self.attacked[over] = -1
-        self.cooldown[over] = c.attack_cooldown
-        free = ~going_on
-        cooling = free & (self.cooldown[rows] > 0)
-        self.cooldown[rows[cooling]] -= 1
-        ready = free & ~cooling & (self.budget[rows] >= c.attack_cost * c.attack_duration)
-        attacks = np.full(len(rows), -1, dtype=np.int64)
-        targets = c.targets
-        for j in np.flatnonzero(ready).tolist():
-            row = int(rows[j])
-            candidates = targets[line_status[row, targets]]
-            if len(candidates) == 0:
-                continue
-            branch = int(candidates[self.rngs[row].integers(len(candidates))])
-            self.attacked[row] = attacks[j] = branch
-            self.remaining[row] = c.attack_duration
-            self.budget[row] -= c.attack_cost
-        return attacks
+        self.cooldown[rows] = cooldown
+        self.attacked[rows] = attacked
+        return new, attacked, np.where(attacked >= 0, remaining, 0)
 
     def info(self, row: int) -> dict:
-        """One env's opponent: budget, branch under attack (-1: none), steps it stays down."""
+        """One env's opponent: budget, branch under attack (-1: none), the attack's remaining
+        steps (the last one played included) and the cooldown counter."""
         return {
             "budget": float(self.budget[row]),
             "attacked_branch": int(self.attacked[row]),
             "remaining_steps": int(self.remaining[row]),
+            "cooldown": int(self.cooldown[row]),
         }

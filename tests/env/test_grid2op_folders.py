@@ -1,10 +1,12 @@
 """Every dataset folder bundled with grid2op loads with ``grid_vec.make(path)`` and plays,
 do-nothing, what grid2op with LightSimBackend plays on it.
 
-grid_vec models neither maintenance nor hazards nor grid2op's opponents, so grid2op is made
-without them: its scenarios are read by ``GridStateFromFileWithForecastsWithoutMaintenance``
-(the folder's files, maintenance and hazards left out) and its opponent is ``BaseOpponent``
-(never attacks) with no budget. Both sides use grid_vec's thermal limits (the folder's).
+grid_vec models neither maintenance nor hazards, so grid2op is made without them: its
+scenarios are read by ``GridStateFromFileWithForecastsWithoutMaintenance`` (the folder's
+files, maintenance and hazards left out). Attacks are random, so both sides play without the
+folder's opponent (grid2op's is ``BaseOpponent`` with no budget, grid_vec's
+``opponent=None``; ``test_grid2op_opponent.py`` compares the opponents). Both sides use
+grid_vec's thermal limits (the folder's).
 """
 
 from __future__ import annotations
@@ -104,7 +106,7 @@ def test_folder_plays_as_in_grid2op(data, name):
     """On rte_case118_example this also checks the transformers: converted with pandapower
     3's formulas, rho differed by ~0.017 from reset; they are converted as LightSimBackend
     converts them (pandapower 2's formulas)."""
-    ours = grid_vec.make(data / name)
+    ours = grid_vec.make(data / name, opponent=None)
     theirs = _grid2op(data / name)
     _assert_same_parameters(ours.parameters, theirs.parameters)
     end, g_end, worst = _side_by_side(ours, theirs)
@@ -116,7 +118,7 @@ def test_multimix_folder_plays_grid2ops_mix_on_each_reset(data):
     """The top folder of a multi-mix env moves from mix to mix on reset as grid2op's
     MultiMixEnvironment does (the first reset plays the second mix), each mix playing what
     grid2op's plays."""
-    ours = grid_vec.make(data / MULTIMIX)
+    ours = grid_vec.make(data / MULTIMIX, opponent=None)
     theirs = _grid2op(data / MULTIMIX)
     assert ours.mix_names == tuple(theirs.all_names) == ("x1", "x2.5")
     assert ours.spec.kwargs["id_or_path"] == str(data / MULTIMIX)
@@ -143,7 +145,7 @@ def test_multimix_folder_plays_grid2ops_mix_on_each_reset(data):
 
 
 def test_multimix_folder_runs_in_a_multiprocess_vector_env_not_in_a_batch(data):
-    envs = grid_vec.make_vec(data / MULTIMIX, 2, envs_per_worker=1)
+    envs = grid_vec.make_vec(data / MULTIMIX, 2, envs_per_worker=1, opponent=None)
     try:
         _, infos = envs.reset(seed=0)
         assert list(infos["mix"]) == ["x2.5", "x2.5"]

@@ -1,6 +1,6 @@
 """A batch of N envs plays exactly what N separate GridEnvs play with the same seeds and
 actions: observations, rewards, terminations, truncations, infos and tripped branches, for
-N = 1, 2, 7, 32, under do-nothing, random catalog actions, redispatch, the opponent and
+N = 1, 2, 7, 32, under do-nothing, random catalog actions, redispatch, the opponents and
 cascades, with episodes ending at different steps (the reference: gymnasium's
 SyncVectorEnv over GridEnvs). The same holds for GridVecEnv's workers hosting one batch for
 their slice of envs."""
@@ -17,7 +17,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from grid_vec.chronics.synthetic import SyntheticSource
 from grid_vec.env.embedded import embedded_model
 from grid_vec.env.make import GridEnvFactory
-from grid_vec.env.opponent import RandomLineOpponent
+from grid_vec.env.opponent import RandomLineOpponent, WeightedRandomOpponent
 from grid_vec.vector.batched import BatchedGridVecEnv
 from grid_vec.vector.vec_env import GridVecEnv
 
@@ -82,6 +82,19 @@ SETTINGS = {
                 list(range(8)),
                 budget_per_step=1.0,
                 attack_cost=1.0,
+                attack_duration=3,
+                attack_cooldown=2,
+            )
+        },
+        "catalog",
+    ),
+    "weighted opponent": (
+        {
+            "opponent": WeightedRandomOpponent(
+                list(range(10)),
+                rho_normalization=[0.5, 1, 2, 1, 0.5, 1, 2, 1, 0.5, 1],
+                attack_period=4,
+                budget_per_step=1.0,
                 attack_duration=3,
                 attack_cooldown=2,
             )
@@ -174,7 +187,8 @@ def test_batch_matches_separate_envs(case14, n, setting):
 
 
 @pytest.mark.parametrize(
-    "setting", ["random catalog actions", "cascades", "opponent", "grid2op rewards"]
+    "setting",
+    ["random catalog actions", "cascades", "opponent", "weighted opponent", "grid2op rewards"],
 )
 def test_batch_of_32_matches_separate_envs(case14, setting):
     assert _play(case14, 32, setting, steps=30) > 0
