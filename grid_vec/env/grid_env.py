@@ -44,7 +44,9 @@ class GridEnv(gym.Env):
 
     ``model`` is a compiled grid, ``source`` any scenario source (synthetic or folder).
     ``gen_ramp`` (MW per step, one per generator) bounds the redispatch action; by default
-    5% of each generator's ``pmax``.
+    5% of each generator's ``pmax``. ``maintenance=False`` leaves out the line outages the
+    scenarios plan (maintenance and hazards, see :mod:`grid_vec.env.maintenance`), as
+    grid2op's scenario classes without maintenance do.
     """
 
     metadata: ClassVar[dict] = {"render_modes": []}
@@ -64,6 +66,7 @@ class GridEnv(gym.Env):
         action_type: str = "discrete",
         chunk_size: int | None = None,
         gen_ramp: Sequence[float] | np.ndarray | None = None,
+        maintenance: bool = True,
     ) -> None:
         if not isinstance(model, GridModel):
             raise TypeError(f"model must be a GridModel, got {type(model).__name__}")
@@ -77,6 +80,8 @@ class GridEnv(gym.Env):
             )
         if opponent is not None:
             opponent.bind(model.branch_names)
+        if not isinstance(maintenance, bool):
+            raise TypeError(f"maintenance must be a bool, got {type(maintenance).__name__}")
         ramp = _check_ramp(gen_ramp, model)
         redispatchable = np.flatnonzero(model.gen_kind == "gen")
         self._source = source
@@ -91,6 +96,7 @@ class GridEnv(gym.Env):
             action_type=action_type,
             chunk_size=chunk_size,
             redispatchable=redispatchable,
+            maintenance=maintenance,
         )
         self._batch = batch = GridBatch(model, [source], **self._batch_kwargs)
         self.model = model
