@@ -146,7 +146,7 @@ def read_outage_file(
         r, c = bad[0]
         raise FolderFormatError(
             f"{path}: line {r + 2} (data row {r}), column {c + 1} ({short(header[c])}): "
-            f"{values[r, c]!r} is neither 0 nor 1"
+            f"{float(values[r, c])} is neither 0 nor 1"
         )
     flags = np.zeros((length, len(branch_names)), dtype=bool)
     flags[:, positions] = values != 0

@@ -1,9 +1,11 @@
 """Every dataset folder bundled with grid2op loads with ``grid_vec.make(path)`` and plays,
 do-nothing, what grid2op with LightSimBackend plays on it.
 
-grid_vec models neither maintenance nor hazards nor grid2op's opponents, so grid2op is made
-without them: its scenarios are read by ``GridStateFromFileWithForecastsWithoutMaintenance``
-(the folder's files, maintenance and hazards left out) and its opponent is ``BaseOpponent``
+Both sides play without maintenance and hazards (``tests/env/test_grid2op_maintenance.py``
+plays them): grid2op's scenarios are read by ``GridStateFromFileWithForecastsWithoutMaintenance``
+(the folder's files, maintenance and hazards left out), grid_vec's with ``maintenance=False``
+(which also leaves out the random maintenance of l2rpn_wcci_2020, whose draws differ from
+grid2op's). grid_vec does not model grid2op's opponents, so grid2op's is ``BaseOpponent``
 (never attacks) with no budget. Both sides use grid_vec's thermal limits (the folder's).
 """
 
@@ -104,7 +106,7 @@ def test_folder_plays_as_in_grid2op(data, name):
     """On rte_case118_example this also checks the transformers: converted with pandapower
     3's formulas, rho differed by ~0.017 from reset; they are converted as LightSimBackend
     converts them (pandapower 2's formulas)."""
-    ours = grid_vec.make(data / name)
+    ours = grid_vec.make(data / name, maintenance=False)
     theirs = _grid2op(data / name)
     _assert_same_parameters(ours.parameters, theirs.parameters)
     end, g_end, worst = _side_by_side(ours, theirs)
@@ -115,7 +117,7 @@ def test_folder_plays_as_in_grid2op(data, name):
 def test_multimix_folder_plays_its_first_mix(data):
     """The top folder of a multi-mix env is its first mix in name order, with a warning."""
     with pytest.warns(UserWarning, match=r"multi-mix folder \(mixes x1, x2\.5\).*'x1'"):
-        ours = grid_vec.make(data / MULTIMIX)
+        ours = grid_vec.make(data / MULTIMIX, maintenance=False)
     assert ours.spec.kwargs["id_or_path"] == str(data / MULTIMIX)
     end, g_end, worst = _side_by_side(ours, _grid2op(data / MULTIMIX / "x1"), n_steps=50)
     assert end == g_end and worst <= RHO_TOL
