@@ -7,8 +7,9 @@ the batch of one, and :class:`~grid_vec.vector.batched.BatchedGridVecEnv` the ba
 
 One step (grid2op's order), for the envs stepped together: check each action's legality with
 the current timers (an illegal action becomes do-nothing, flagged), move each scenario one
-step, let the opponent attack, apply the actions and the new injections, solve and cascade,
-move the timers, build the observations, rewards and infos.
+step, let the opponent attack, apply the actions, the scenario's maintenance and hazards
+(:mod:`grid_vec.env.maintenance`) and the new injections, solve and cascade, move the
+timers, build the observations, rewards and infos.
 
 Reset solves the first state as grid2op's reset does: a branch above the hard overflow
 threshold trips (soft overflows are not counted) and every timer starts at 0.
