@@ -9,6 +9,8 @@ Layout read::
     <path>/prods_charac.csv, grid_layout.json         optional
     <path>/chronics/<name>/{load_p,load_q,prod_p,prod_v}[_forecasted].csv[.bz2|.gz|.xz]
     <path>/chronics/<name>/start_datetime.info, time_interval.info      optional
+    <path>/chronics/<name>/{maintenance,hazards}.csv[...], maintenance_meta.json   optional
+                                      line outages (grid_vec.chronics.outages)
 
 Scenario ids are the indices of the sorted ``chronics`` subfolders; names are the subfolder
 names. CSV columns are mapped to the model's element order by name (after the renaming in
@@ -46,6 +48,14 @@ from grid_vec._untrusted import file_stamp
 from grid_vec.chronics.config_file import read_config_values
 from grid_vec.chronics.csv_table import count_rows, find_csv, read_table
 from grid_vec.chronics.grid_json import read_grid_json
+from grid_vec.chronics.outages import (
+    RANDOM_MAINTENANCE_CLASS,
+    MaintenancePlan,
+    find_plan,
+    grid_value_class,
+    outage_arrays,
+    outage_files,
+)
 from grid_vec.chronics.scenario import Injections, ScenarioInfo
 from grid_vec.chronics.scenario_cache import shared_cache
 from grid_vec.chronics.untrusted import (
@@ -373,7 +383,16 @@ class FolderSource:
                 )
                 or {}
             )
-        self._rename = {"load": rename.get("loads") or {}, "prod": rename.get("prods") or {}}
+        self._rename = {
+            "load": rename.get("loads") or {},
+            "prod": rename.get("prods") or {},
+            "line": rename.get("lines") or {},
+        }
+        # config.py names grid2op's class that draws maintenance from maintenance_meta.json
+        self.random_maintenance = (
+            config_path is not None and grid_value_class(config_path) == RANDOM_MAINTENANCE_CLASS
+        )
+        self._plans: dict[int, MaintenancePlan | None] = {}
         self._infos: dict[int, ScenarioInfo] = {}
         self._model_key: str | None = None  # digest of what parsing depends on in the model
         self._found: dict[int, dict[str, Path]] = {}  # scenario id -> its files, by stem
@@ -404,6 +423,7 @@ class FolderSource:
                 found = find_csv(folder, name, self.path)
                 if found is not None:
                     files[name] = found
+        files.update(outage_files(folder, self.path, random_maintenance=self.random_maintenance))
         for required in ("load_p", "load_q", "prod_p"):
             if required not in files:
                 if find_csv(folder, "_N_loads_p", self.path) is not None:
@@ -440,6 +460,18 @@ class FolderSource:
             )
         return self._infos[scenario_id]
 
+    def maintenance_plan(self, scenario_id: int) -> MaintenancePlan | None:
+        """What random maintenance of the scenario is drawn from (its
+        ``maintenance_meta.json``, else the dataset's), when ``config.py`` asks for grid2op's
+        ``GridStateFromFileWithForecastsWithMaintenance``; else None."""
+        scenario_id = self._check_id(scenario_id)
+        if not self.random_maintenance:
+            return None
+        if scenario_id not in self._plans:
+            folder = self.path / "chronics" / self._dirs[scenario_id]
+            self._plans[scenario_id] = find_plan(folder, self.path, self.model.branch_names)
+        return self._plans[scenario_id]
+
     def read(self, scenario_id: int, start: int, stop: int) -> Injections:
         info = self.info(scenario_id)
         if not 0 <= start < stop <= info.length:
@@ -449,7 +481,7 @@ class FolderSource:
             )
         m = self.model
         # both injections and their forecasts, float64
-        whole_bytes = info.length * 2 * (2 * m.n_load + 2 * m.n_gen) * 8
+        whole_bytes = info.length * (2 * (2 * m.n_load + 2 * m.n_gen) * 8 + 3 * 4 * m.n_branch)
         if whole_bytes > shared_cache.max_bytes:  # never kept: read just the window
             return self._parse(info, self._files(info.id), start, stop)
         # the files found by info() name the cache entry (resolving them again costs more
@@ -466,7 +498,7 @@ class FolderSource:
         if self._model_key is None:
             m = self.model
             digest = hashlib.sha256()
-            for part in (m.load_names, m.gen_names, m.gen_kind, m.gen_p0, m.gen_v0):
+            for part in (m.load_names, m.gen_names, m.gen_kind, m.gen_p0, m.gen_v0, m.branch_names):
                 digest.update(np.ascontiguousarray(part).tobytes())
             digest.update(repr(sorted(self._rename.items())).encode())
             self._model_key = digest.hexdigest()
@@ -494,7 +526,12 @@ class FolderSource:
                 forecast = np.concatenate([actual[1:], actual[-1:]])[: stop - start]
             arrays[stem] = actual[: stop - start]
             arrays[f"{stem}_forecast"] = forecast
+        outages = outage_arrays(
+            {k: v for k, v in files.items() if k in ("maintenance", "hazards")},
+            self.model.branch_names, self._rename["line"], info.length, start, stop,
+        )  # fmt: skip
         return Injections(
+            **outages,
             load_p=arrays["load_p"],
             load_q=arrays["load_q"],
             gen_p=arrays["prod_p"],

@@ -4,6 +4,12 @@ The handler owns the scenario order (shuffled by seed, optionally filtered by na
 pending ``set_id``, fast-forward and episode length limits, and reads the source
 ``chunk_size`` steps at a time (by default, the source's ``preferred_chunk`` if it has one)
 so that a long scenario never has to sit in memory, or be generated, whole.
+
+It also serves the line outages the scenario plans (maintenance, hazards: see
+:mod:`grid_vec.chronics.outages`), read with the injections, or, for a source whose
+``maintenance_plan`` gives one, drawn at each reset from ``(seed, scenario id)`` and laid out
+chunk by chunk. ``outages=False`` serves none (grid2op's scenario classes without
+maintenance).
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from grid_vec.chronics.outages import Events, outage_window
 from grid_vec.chronics.scenario import Injections, ScenarioInfo, ScenarioSource
 
 # load_p, load_q, gen_p, gen_v of one step (empty before the first read)
@@ -42,6 +49,7 @@ class ScenarioHandler:
         *,
         chunk_size: int | None = None,
         max_iter: int | None = None,
+        outages: bool = True,
     ) -> None:
         if not isinstance(source, ScenarioSource):
             raise TypeError(f"source must implement ScenarioSource, got {type(source).__name__}")
@@ -65,11 +73,16 @@ class ScenarioHandler:
         # the chunk's (load_p, load_q, gen_p, gen_v), now and forecast: indexed per step
         self._now: Rows = ()
         self._ahead: Rows = ()
+        self.outages = bool(outages)
+        self._drawn: Events | None = None  # this episode's random maintenance
+        # the chunk's (maintenance_time, maintenance_duration, hazard_duration); None: none
+        self._outages: tuple[np.ndarray | None, ...] | None = None
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_chunk"] = None  # re-read on demand: keeps the pickle small
         state["_now"] = state["_ahead"] = ()
+        state["_outages"] = None
         return state
 
     # --- scenario selection ---------------------------------------------------------
@@ -185,8 +198,19 @@ class ScenarioHandler:
         self._step = int(fast_forward)
         self._steps_played = 0
         self._max_steps = min(limits)
+        self._drawn = self._draw_maintenance(info)
         self._load_chunk(self._step)
         return info
+
+    def _draw_maintenance(self, info: ScenarioInfo) -> Events | None:
+        """Random maintenance of the episode, deterministic per (seed, scenario id)."""
+        plan_of = getattr(self.source, "maintenance_plan", None)
+        plan = plan_of(info.id) if self.outages and plan_of is not None else None
+        if plan is None:
+            return None
+        rng = np.random.default_rng([self._seed or 0, info.id])
+        n_lines = len(self.source.model.branch_names)
+        return plan.draw(rng, info.start, info.step_duration, info.length, n_lines)
 
     def _load_chunk(self, first: int) -> None:
         assert self._info is not None
@@ -199,6 +223,15 @@ class ScenarioHandler:
                 end = min(end, (first // unit + 1) * unit)
         chunk = self._chunk = self.source.read(self._info.id, first, end)
         self._chunk_start = first
+        self._outages = None
+        if self.outages:
+            time, duration = chunk.maintenance_time, chunk.maintenance_duration
+            if self._drawn is not None and len(self._drawn):
+                n_lines = len(self.source.model.branch_names)
+                time, duration, _ = outage_window(self._drawn, None, n_lines, first, end)
+            found = (time, duration, chunk.hazard_duration)
+            if any(a is not None for a in found):
+                self._outages = found
         self._now = (chunk.load_p, chunk.load_q, chunk.gen_p, chunk.gen_v)
         self._ahead = (
             chunk.load_p_forecast, chunk.load_q_forecast, chunk.gen_p_forecast,
@@ -224,6 +257,23 @@ class ScenarioHandler:
         t = self._step - self._chunk_start
         load_p, load_q, gen_p, gen_v = self._ahead if forecast else self._now
         return load_p[t], load_q[t], gen_p[t], gen_v[t]
+
+    @property
+    def has_outages(self) -> bool:
+        """Whether the current chunk plans a line outage (maintenance or hazard)."""
+        if self._chunk is None and self._info is not None:
+            self._load_chunk(self._step)
+        return self._outages is not None
+
+    def outage_rows(self) -> tuple[np.ndarray | None, ...] | None:
+        """``(maintenance_time, maintenance_duration, hazard_duration)`` of the current step
+        (1-D int32 views, None for a kind the scenario does not plan), or None without any."""
+        if self._chunk is None:
+            self.rows()
+        if self._outages is None:
+            return None
+        t = self._step - self._chunk_start
+        return tuple(None if a is None else a[t] for a in self._outages)
 
     def advance(self) -> bool:
         """Move one step; False (and no move) when the episode has no step left."""

@@ -34,6 +34,12 @@ class Injections:
     generator (slack included: its ``gen_p`` is a target the slack may deviate from).
     The ``*_forecast`` arrays hold, at row ``t``, the forecast made at step ``t`` of step
     ``t + 1``.
+
+    The line outages the scenario plans (:mod:`grid_vec.chronics.outages`), int32
+    ``(steps, n_branch)``, None when it plans none: ``maintenance_time`` (steps before the
+    next maintenance, 0 while it lasts, -1: none planned), ``maintenance_duration`` (steps
+    it lasts; while it lasts, the steps left) and ``hazard_duration`` (while a hazard lasts,
+    the steps left, else 0).
     """
 
     load_p: np.ndarray
@@ -44,16 +50,22 @@ class Injections:
     load_q_forecast: np.ndarray
     gen_p_forecast: np.ndarray
     gen_v_forecast: np.ndarray
+    maintenance_time: np.ndarray | None = None
+    maintenance_duration: np.ndarray | None = None
+    hazard_duration: np.ndarray | None = None
 
     def __len__(self) -> int:
         return self.load_p.shape[0]
 
     def window(self, start: int, stop: int) -> Injections:
         """Steps ``[start, stop)`` as views (no copy)."""
-        return Injections(*(a[start:stop] for a in self.arrays()))
+        return Injections(*(None if a is None else a[start:stop] for a in self._fields()))
 
     def arrays(self) -> list[np.ndarray]:
-        """Every array, in field order."""
+        """Every array, in field order (the outage fields only when present)."""
+        return [a for a in self._fields() if a is not None]
+
+    def _fields(self) -> list[np.ndarray | None]:
         return [getattr(self, f.name) for f in fields(self)]
 
     def read_only(self) -> Injections:
@@ -64,16 +76,12 @@ class Injections:
 
     def row(self, t: int) -> Injections:
         """Step ``t`` of the window as 1-D views (no copy)."""
-        return Injections(
-            self.load_p[t],
-            self.load_q[t],
-            self.gen_p[t],
-            self.gen_v[t],
-            self.load_p_forecast[t],
-            self.load_q_forecast[t],
-            self.gen_p_forecast[t],
-            self.gen_v_forecast[t],
-        )
+        return Injections(*(None if a is None else a[t] for a in self._fields()))
+
+
+# the float64 injection fields (always there), then the optional int32 outage fields
+OUTAGE_FIELDS = ("maintenance_time", "maintenance_duration", "hazard_duration")
+INJECTION_FIELDS = tuple(f.name for f in fields(Injections) if f.name not in OUTAGE_FIELDS)
 
 
 @runtime_checkable

@@ -37,15 +37,17 @@ from pathlib import Path
 
 import numpy as np
 
-from grid_vec.chronics.scenario import Injections
+from grid_vec.chronics.scenario import INJECTION_FIELDS, OUTAGE_FIELDS, Injections
 
 DEFAULT_MAX_BYTES = 256 * 2**20  # about 60 case14 scenarios of 4 weeks with their forecasts
 ENV_VAR = "GRID_VEC_SCENARIO_CACHE_MB"
 DIR_ENV_VAR = "GRID_VEC_SCENARIO_CACHE_DIR"
 # a disk entry's arrays are bounded by this (a 4-week case118 scenario with forecasts: ~70 MB)
 MAX_DISK_ENTRY_BYTES = 1 << 30
-_DISK_FORMAT = "grid_vec-scenario-1"  # changes when the layout of an entry changes
-_FIELDS = tuple(f.name for f in fields(Injections))
+_DISK_FORMAT = "grid_vec-scenario-2"  # changes when the layout of an entry changes
+_ALL_FIELDS = tuple(f.name for f in fields(Injections))
+_OUTAGE_FIELDS = OUTAGE_FIELDS
+_FIELDS = INJECTION_FIELDS
 
 
 def _limit_from_env() -> int:
@@ -173,11 +175,15 @@ class DiskTier:
         try:
             with np.load(path, allow_pickle=False) as npz:
                 names = set(npz.files)
-                if names != {*_FIELDS, "key"}:
-                    raise _BadEntry(f"arrays {sorted(names)}, expected {sorted(_FIELDS)} and key")
+                if not {*_FIELDS, "key"} <= names <= {*_ALL_FIELDS, "key"}:
+                    raise _BadEntry(
+                        f"arrays {sorted(names)}, expected {sorted(_FIELDS)}, key and optionally "
+                        f"{sorted(_OUTAGE_FIELDS)}"
+                    )
                 if str(npz["key"]) != self._stamp(key):
                     raise _BadEntry("written for another scenario")
                 arrays = [npz[name] for name in _FIELDS]
+                outages = {name: npz[name] for name in _OUTAGE_FIELDS if name in names}
         except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
             raise _BadEntry(f"unreadable: {e}") from None
         load_shape, gen_shape = arrays[0].shape, arrays[2].shape
@@ -189,7 +195,16 @@ class DiskTier:
                 raise _BadEntry(f"{name} holds non-finite values")
         if load_shape[0] != gen_shape[0]:
             raise _BadEntry("loads and generators have different numbers of steps")
-        return Injections(*arrays)
+        widths = set()
+        for name, array in outages.items():
+            if array.dtype != np.int32 or array.ndim != 2 or array.shape[0] != load_shape[0]:
+                raise _BadEntry(
+                    f"{name} is {array.dtype}{array.shape}, expected int32 of {load_shape[0]} rows"
+                )
+            widths.add(array.shape[1])
+        if len(widths) > 1:
+            raise _BadEntry("outage arrays of different widths")
+        return Injections(*arrays, **outages)
 
     def _write(self, path: Path, key: Hashable, injections: Injections) -> None:
         """Write atomically (a temporary file renamed): a reader sees a whole entry or none.
@@ -199,7 +214,11 @@ class DiskTier:
             fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
             try:
                 with os.fdopen(fd, "wb") as out:
-                    arrays = dict(zip(_FIELDS, injections.arrays(), strict=True))
+                    arrays = {
+                        name: getattr(injections, name)
+                        for name in _ALL_FIELDS
+                        if getattr(injections, name) is not None
+                    }
                     np.savez(out, key=np.array(self._stamp(key)), **arrays)
                 os.replace(tmp, path)
             except BaseException:

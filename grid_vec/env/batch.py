@@ -7,8 +7,9 @@ the batch of one, and :class:`~grid_vec.vector.batched.BatchedGridVecEnv` the ba
 
 One step (grid2op's order), for the envs stepped together: check each action's legality with
 the current timers (an illegal action becomes do-nothing, flagged), move each scenario one
-step, let the opponent choose its attack, apply the actions, the attacks and the new
-injections, solve and cascade, move the timers, build the observations, rewards and infos.
+step, let the opponent choose its attack, apply the actions, the scenario's maintenance and
+hazards (:mod:`grid_vec.env.maintenance`), the attacks and the new injections, solve and
+cascade, move the timers, build the observations, rewards and infos.
 
 Reset solves the first state as grid2op's reset does: a branch above the hard overflow
 threshold trips (soft overflows are not counted) and every timer starts at 0.
@@ -28,6 +29,7 @@ import numpy as np
 
 from grid_vec.chronics.handler import ScenarioHandler
 from grid_vec.chronics.scenario import ScenarioSource
+from grid_vec.env import maintenance as maintenance_
 from grid_vec.env.actions import KIND_LINE, KIND_SUB, ActionCatalog
 from grid_vec.env.observation import ObservationLayout, time_features
 from grid_vec.env.opponent import Opponent, OpponentBatch
@@ -112,6 +114,7 @@ class GridBatch:
         action_type: str,
         chunk_size: int | None,
         redispatchable: np.ndarray,
+        maintenance: bool = True,
     ) -> None:
         self.n = len(sources)
         self.model = model
@@ -129,8 +132,10 @@ class GridBatch:
         )
         initialize_rewards((reward_fn, *other_rewards.values()), self.reward_context)
         self.handlers = [
-            ScenarioHandler(s, chunk_size=chunk_size, max_iter=max_iter) for s in sources
+            ScenarioHandler(s, chunk_size=chunk_size, max_iter=max_iter, outages=maintenance)
+            for s in sources
         ]
+        self.outages = maintenance_.OutageBatch(self.handlers, model.n_branch, maintenance)
         self.set_parameters(parameters)
         self.opponent = None if opponent is None else OpponentBatch(opponent, self.n)
         self._sub_table = _SubstationTable.of(self.catalog, self.topology)
@@ -157,7 +162,7 @@ class GridBatch:
         self._n_obs_timers = 2 * n_b + model.n_sub
         sl = self.obs_layout.slices
         self._obs_state = slice(sl["rho"].start, sl["time_before_cooldown_sub"].stop)
-        self._obs_maintenance = sl["time_next_maintenance"]
+        self._obs_maintenance = (sl["time_next_maintenance"], sl["duration_next_maintenance"])
         self.timings = dict.fromkeys(("action", "powerflow", "observation", "total"), 0.0)
         self.counts = {
             name: np.zeros(self.n, dtype=np.int64) for name in ("steps", "resets", "simulates")
@@ -235,6 +240,11 @@ class GridBatch:
                 self._apply_init_state(state, row, init)
         if self.opponent is not None:
             self.opponent.reset(rows, [np.random.default_rng(r.integers(2**63)) for r in rngs])
+        # maintenance and hazards of the first step (timers start at 0 below, as grid2op's)
+        self.outages.reset(rows)
+        outages = self.outages.now(rows)
+        if outages is not None:
+            maintenance_.take_out(state, self.topology, rows, outages)
         self._inject(state, rows, self._rows_now(rows))
         # grid2op's reset plays one step in which only hard overflows trip, then zeroes every
         # counter and timer: a branch tripped there starts disconnected, reconnectable at once
@@ -255,7 +265,9 @@ class GridBatch:
         self.simulates_this_step[rows] = 0
         self.simulates_this_episode[rows] = 0
         k = len(rows)
-        obs = self._observe(state, rows, self.step_index[rows], np.zeros(k, dtype=np.int64))
+        obs = self._observe(
+            state, rows, self.step_index[rows], np.zeros(k, dtype=np.int64), outages=outages
+        )
         zeros = np.zeros(k, dtype=bool)
         return StepBatch(
             obs, np.zeros(k), zeros, zeros.copy(), zeros.copy(), zeros.copy(),
@@ -301,13 +313,23 @@ class GridBatch:
                 attack[r, b] = True
                 state.cooldown_line[r, b] = np.maximum(state.cooldown_line[r, b], remaining[hit])
         t1 = perf_counter()
-        outcome = self._play(state, rows, actions, redispatch, self._rows_now(rows), attack)
+        outages = self.outages.now(rows)  # maintenance and hazards of this step
+        outcome = self._play(
+            state, rows, actions, redispatch, self._rows_now(rows), outages, attack
+        )
         t2 = perf_counter()
         terminated = outcome.ended[sel]
         truncated = ~terminated & (played >= self.max_steps[sel])
         self.done[sel] = terminated | truncated
         result = self._result(
-            state, rows, self.step_index[sel], played, outcome, terminated, (*asked, truncated)
+            state,
+            rows,
+            self.step_index[sel],
+            played,
+            outcome,
+            terminated,
+            (*asked, truncated),
+            outages=outages,
         )
         result.truncated = truncated
         result.is_illegal, result.is_ambiguous = illegal, ambiguous
@@ -355,7 +377,9 @@ class GridBatch:
         illegal, ambiguous, reasons = self._legalise(state, local, actions, redispatch, scheduled)
         asked = actions, redispatch, illegal, ambiguous
         actions, redispatch = _neutralise(actions, redispatch, illegal | ambiguous)
-        outcome = self._play(state, local, actions, redispatch, forecast)
+        outages = self.outages.now(np.array([row]))
+        outages = None if outages is None else outages.next_step()
+        outcome = self._play(state, local, actions, redispatch, forecast, outages)
         handler = self.handlers[row]
         terminated = outcome.ended
         result = self._result(
@@ -368,6 +392,7 @@ class GridBatch:
             (*asked, _false(1)),
             time_rows=np.array([row]),
             max_steps=self.max_steps[[row]],
+            outages=outages,
         )
         result.is_illegal, result.is_ambiguous = illegal, ambiguous
         result.illegal_reason, result.ambiguous_reason = reasons
@@ -382,11 +407,15 @@ class GridBatch:
         actions: np.ndarray,
         redispatch: np.ndarray | None,
         injections: tuple[np.ndarray, ...],
+        outages: maintenance_.OutageRows | None = None,
         attack: np.ndarray | None = None,
     ) -> StepOutcome:
-        """Apply legal actions, then the opponent's ``attack`` ((N, n_branch) mask, or None),
-        and the step's injections, solve, cascade, move the timers."""
+        """Apply legal actions, then the step's outages (the environment's action, after the
+        agent's), then the opponent's ``attack`` ((N, n_branch) mask, or None), and the step's
+        injections; solve, cascade, move the timers (grid2op's order)."""
         acted_line, acted_sub = self._apply(state, rows, actions, redispatch)
+        if outages is not None:
+            maintenance_.take_out(state, self.topology, rows, outages)
         if attack is not None:
             disconnect(state, self.topology, attack)
         self._inject(state, rows, injections)
@@ -394,6 +423,8 @@ class GridBatch:
         ended = outcome.ended[selector(rows, state.n)]
         alive = rows[~ended] if ended.any() else rows
         update_timers(state, self.parameters, self.limits, outcome, alive, acted_line, acted_sub)
+        if outages is not None:
+            maintenance_.hold_cooldowns(state, rows, outages, ~ended)
         return outcome
 
     def _legalise(
@@ -528,10 +559,11 @@ class GridBatch:
         *,
         time_rows: np.ndarray | None = None,
         max_steps: np.ndarray | None = None,
+        outages: maintenance_.OutageRows | None = None,
     ) -> StepBatch:
         """Observations, rewards and physics flags of ``rows`` after a step; ``asked``: the
         actions and redispatch asked for, their illegal and ambiguous flags, ``truncated``."""
-        obs = self._observe(state, rows, steps, played, time_rows=time_rows)
+        obs = self._observe(state, rows, steps, played, time_rows=time_rows, outages=outages)
         sel = selector(rows, state.n)
         actions, redispatch, illegal, ambiguous, truncated = asked
         inputs = RewardInputs(
@@ -564,6 +596,7 @@ class GridBatch:
         played: np.ndarray,
         *,
         time_rows: np.ndarray | None = None,
+        outages: maintenance_.OutageRows | None = None,
     ) -> np.ndarray:
         """The (k, size) float32 observations of ``rows``: time features, then one
         ``concatenate`` from rho to the timers. Leaves rho in ``self._rho`` for the rewards."""
@@ -587,7 +620,7 @@ class GridBatch:
             out=obs[:, self._obs_state],
             casting="same_kind",
         )  # fmt: skip
-        obs[:, self._obs_maintenance] = -1.0  # no maintenance is modelled
+        maintenance_.observe(obs, *self._obs_maintenance, outages)
         return obs
 
     def _fill_times(self, row: int, first: int) -> None:

@@ -60,6 +60,10 @@ class GridEnv(gym.Env):
     timers and the topology. Without ``reward``, a dataset folder whose ``config.py`` names a
     grid2op reward class grid_vec has (``"reward_class": RedispReward``) plays that reward,
     as grid2op does; any other env plays ``"flat"``.
+
+    ``maintenance=False`` leaves out the line outages the scenarios plan (maintenance and
+    hazards, see :mod:`grid_vec.env.maintenance`), as grid2op's scenario classes without
+    maintenance do.
     """
 
     metadata: ClassVar[dict] = {"render_modes": []}
@@ -79,6 +83,7 @@ class GridEnv(gym.Env):
         action_type: str = "discrete",
         chunk_size: int | None = None,
         gen_ramp: Sequence[float] | np.ndarray | None = None,
+        maintenance: bool = True,
     ) -> None:
         if not isinstance(model, GridModel):
             raise TypeError(f"model must be a GridModel, got {type(model).__name__}")
@@ -95,6 +100,8 @@ class GridEnv(gym.Env):
             )
         if opponent is not None:
             opponent.bind(model.branch_names)
+        if not isinstance(maintenance, bool):
+            raise TypeError(f"maintenance must be a bool, got {type(maintenance).__name__}")
         ramp = _check_ramp(gen_ramp, model)
         redispatchable = np.flatnonzero(model.gen_kind == "gen")
         self._source = source
@@ -111,6 +118,7 @@ class GridEnv(gym.Env):
             action_type=action_type,
             chunk_size=chunk_size,
             redispatchable=redispatchable,
+            maintenance=maintenance,
         )
         self._batch = batch = GridBatch(model, [source], **self._batch_kwargs)
         self.model = model

@@ -41,7 +41,8 @@ def make(
 
     Keyword arguments are those of :class:`GridEnv` (``thermal_limits``, ``parameters``,
     ``reward``, ``other_rewards``, ``opponent``, ``max_iter``, ``action_type``,
-    ``chunk_size``, ``gen_ramp``). ``scenario_seed`` seeds the embedded synthetic scenarios.
+    ``chunk_size``, ``gen_ramp``, ``maintenance``). ``scenario_seed`` seeds the embedded
+    synthetic scenarios.
 
     On a grid2op-format folder, what grid2op's ``make`` would take applies unless the
     keyword is passed:
@@ -60,6 +61,10 @@ def make(
       ``Opponent`` replaces it;
     * negative loads (interconnections that export power) are accepted, as grid2op accepts
       them; ``allow_negative_loads=False`` refuses them;
+    * maintenance and hazards: read from the scenarios' ``maintenance.csv`` and
+      ``hazards.csv``, or drawn from ``maintenance_meta.json`` when ``config.py`` names
+      grid2op's ``GridStateFromFileWithForecastsWithMaintenance`` (grid_vec's own draws,
+      deterministic per seed and scenario); ``maintenance=False`` leaves them out;
     * the transformers are converted as grid2op's ``LightSimBackend`` converts them
       (pandapower 2's formulas, see :func:`grid_vec.grid.compile.compile_net`).
 

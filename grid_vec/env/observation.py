@@ -24,7 +24,9 @@ topo_vect                E      bus bar of every element end (1, 2, -1), see ``t
 timestep_overflow        B      consecutive steps above the thermal limit
 time_before_cooldown_line B     steps before the branch status can be changed
 time_before_cooldown_sub S      steps before the substation can be reconfigured
-time_next_maintenance    B      steps before the next planned outage (-1 = none)
+time_next_maintenance    B      steps before the next maintenance (0 while it lasts, -1 = none)
+duration_next_maintenance B     steps the next maintenance lasts (while it lasts: the steps
+                                left; 0 = none)
 ======================== ====== ==============================================================
 
 Branches are lines then transformers, as in the pandapower net.
@@ -59,6 +61,7 @@ _NONNEGATIVE = {
     "timestep_overflow",
     "time_before_cooldown_line",
     "time_before_cooldown_sub",
+    "duration_next_maintenance",
 }
 
 
@@ -102,6 +105,7 @@ class ObservationLayout:
         sizes += [("actual_dispatch", n_gen), ("topo_vect", n_topo)]
         sizes += [("timestep_overflow", b), ("time_before_cooldown_line", b)]
         sizes += [("time_before_cooldown_sub", model.n_sub), ("time_next_maintenance", b)]
+        sizes += [("duration_next_maintenance", b)]
         self.slices: dict[str, slice] = {}
         start = 0
         for name, size in sizes:

@@ -16,7 +16,7 @@ Example:
     >>> envs = grid_vec.make_vec("case14", 4, vectorization="batched")
     >>> obs, infos = envs.reset(seed=0)
     >>> obs.shape
-    (4, 390)
+    (4, 410)
     >>> obs, rewards, terminated, truncated, infos = envs.step(envs.action_space.sample())
     >>> envs.close()
 """

@@ -20,11 +20,12 @@ from grid_vec.chronics import (
     SyntheticSource,
     load_folder,
 )
+from grid_vec.chronics.scenario import INJECTION_FIELDS
 from grid_vec.grid.compile import compile_net
 from grid_vec.grid.networks import load_network
 
 N_ROWS = 30
-FIELDS = list(Injections.__dataclass_fields__)
+FIELDS = list(INJECTION_FIELDS)  # the outage fields are optional
 
 
 def write_csv(path: Path, names, rows: np.ndarray) -> None:

@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 
 from grid_vec.chronics import (
-    Injections,
     ScenarioHandler,
     ScenarioInfo,
     ScenarioSource,
     SyntheticSource,
 )
+from grid_vec.chronics.scenario import INJECTION_FIELDS
 from grid_vec.chronics.synthetic import BLOCK
 
-FIELDS = list(Injections.__dataclass_fields__)
+FIELDS = list(INJECTION_FIELDS)  # synthetic scenarios plan no outage
 
 
 def test_same_seed_and_id_give_identical_arrays(case14_model):

@@ -1,12 +1,13 @@
 """Every dataset folder bundled with grid2op loads with ``grid_vec.make(path)`` and plays,
 do-nothing, what grid2op with LightSimBackend plays on it.
 
-grid_vec models neither maintenance nor hazards, so grid2op is made without them: its
-scenarios are read by ``GridStateFromFileWithForecastsWithoutMaintenance`` (the folder's
-files, maintenance and hazards left out). Attacks are random, so both sides play without the
-folder's opponent (grid2op's is ``BaseOpponent`` with no budget, grid_vec's
-``opponent=None``; ``test_grid2op_opponent.py`` compares the opponents). Both sides use
-grid_vec's thermal limits (the folder's).
+Both sides play without maintenance and hazards (``tests/env/test_grid2op_maintenance.py``
+plays them): grid2op's scenarios are read by ``GridStateFromFileWithForecastsWithoutMaintenance``
+(the folder's files, maintenance and hazards left out), grid_vec's with ``maintenance=False``
+(which also leaves out the random maintenance of l2rpn_wcci_2020, whose draws differ from
+grid2op's). Attacks are random, so both sides play without the folder's opponent (grid2op's is
+``BaseOpponent`` with no budget, grid_vec's ``opponent=None``; ``test_grid2op_opponent.py``
+compares the opponents). Both sides use grid_vec's thermal limits (the folder's).
 """
 
 from __future__ import annotations
@@ -106,7 +107,7 @@ def test_folder_plays_as_in_grid2op(data, name):
     """On rte_case118_example this also checks the transformers: converted with pandapower
     3's formulas, rho differed by ~0.017 from reset; they are converted as LightSimBackend
     converts them (pandapower 2's formulas)."""
-    ours = grid_vec.make(data / name, opponent=None)
+    ours = grid_vec.make(data / name, opponent=None, maintenance=False)
     theirs = _grid2op(data / name)
     _assert_same_parameters(ours.parameters, theirs.parameters)
     end, g_end, worst = _side_by_side(ours, theirs)
@@ -118,7 +119,7 @@ def test_multimix_folder_plays_grid2ops_mix_on_each_reset(data):
     """The top folder of a multi-mix env moves from mix to mix on reset as grid2op's
     MultiMixEnvironment does (the first reset plays the second mix), each mix playing what
     grid2op's plays."""
-    ours = grid_vec.make(data / MULTIMIX, opponent=None)
+    ours = grid_vec.make(data / MULTIMIX, opponent=None, maintenance=False)
     theirs = _grid2op(data / MULTIMIX)
     assert ours.mix_names == tuple(theirs.all_names) == ("x1", "x2.5")
     assert ours.spec.kwargs["id_or_path"] == str(data / MULTIMIX)

@@ -7,6 +7,8 @@ their slice of envs."""
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import math
 
 import numpy as np
@@ -14,6 +16,7 @@ import pytest
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
+from grid_vec.chronics.outages import Events, MaintenancePlan, outage_window
 from grid_vec.chronics.synthetic import SyntheticSource
 from grid_vec.env.embedded import embedded_model
 from grid_vec.env.make import GridEnvFactory
@@ -50,9 +53,38 @@ def assert_same(a, b, where: str = "") -> None:
         assert np.array_equal(a, b), f"{where}: {a} != {b}"
 
 
-def _factory(case14, **kwargs) -> GridEnvFactory:
+class OutageSource(SyntheticSource):
+    """Synthetic scenarios with planned outages: odd scenarios a maintenance and a hazard
+    (as read from files), even ones random maintenance drawn per (seed, scenario)."""
+
+    def info(self, scenario_id):
+        # starts late in the evening: the random plan has a day (not the last) to draw on
+        return dataclasses.replace(super().info(scenario_id), start=dt.datetime(2019, 1, 7, 23))
+
+    def read(self, scenario_id, start, stop):
+        inj = super().read(scenario_id, start, stop)
+        if scenario_id % 2 == 0:
+            return inj
+        n = self.model.n_branch
+        one = np.ones(1, dtype=np.int64)
+        maintenance = Events((scenario_id % 8) * one, 3 * one, 9 * one)
+        hazard = Events(((scenario_id + 3) % 8) * one, 12 * one, 15 * one)
+        time, duration, haz = outage_window(maintenance, hazard, n, start, stop)
+        return dataclasses.replace(
+            inj, maintenance_time=time, maintenance_duration=duration, hazard_duration=haz
+        )
+
+    def maintenance_plan(self, scenario_id):
+        if scenario_id % 2:
+            return None
+        return MaintenancePlan(
+            np.arange(8), 0.25, 1.0, np.full(12, 0.5), np.full(12, 2), tuple(range(7))
+        )
+
+
+def _factory(case14, outages: bool = False, **kwargs) -> GridEnvFactory:
     """As ``make_vec`` builds them: one picklable factory, handed to every env."""
-    source = SyntheticSource(case14, seed=0, length=40)
+    source = (OutageSource if outages else SyntheticSource)(case14, seed=0, length=40)
     return GridEnvFactory(case14, source, kwargs, EnvSpec("grid_vec/test-case14"))
 
 
@@ -104,6 +136,7 @@ SETTINGS = {
     "cascades": ({"cascade": True, "max_iter": 25}, "catalog"),
     # every grid2op reward (batched) and a custom one (called per env), under cascades
     "grid2op rewards": ({"cascade": True, "max_iter": 25, "grid2op_rewards": True}, "catalog"),
+    "maintenance": ({"outages": True}, "catalog"),
 }
 
 
@@ -186,9 +219,31 @@ def test_batch_matches_separate_envs(case14, n, setting):
         assert ends > 0  # episodes did end (at different steps) within the run
 
 
+def test_outage_source_plays_outages(case14):
+    """The maintenance setting's envs do meet maintenance and hazards."""
+    env = _factory(case14, outages=True)()
+    seen = set()
+    for seed in range(4):
+        obs, _ = env.reset(seed=seed)
+        for _ in range(20):
+            view = env.view(obs)
+            seen.update(np.flatnonzero(view.time_next_maintenance == 0).tolist())
+            obs, _, terminated, truncated, _ = env.step(0)
+            if terminated or truncated:
+                break
+    assert seen
+
+
 @pytest.mark.parametrize(
     "setting",
-    ["random catalog actions", "cascades", "opponent", "weighted opponent", "grid2op rewards"],
+    [
+        "random catalog actions",
+        "cascades",
+        "opponent",
+        "weighted opponent",
+        "grid2op rewards",
+        "maintenance",
+    ],
 )
 def test_batch_of_32_matches_separate_envs(case14, setting):
     assert _play(case14, 32, setting, steps=30) > 0

@@ -1,0 +1,124 @@
+"""Line outages the scenarios plan (maintenance, hazards), played as grid2op plays them.
+
+Each step, after the agent's action and before the power flow (grid2op's order: the
+agent's action, then the environment's, then the opponent's attack, which grid_vec plays
+first on lines that were connected, so the order changes nothing), every line that a
+maintenance or a hazard takes out at this step is disconnected, whatever the agent asked
+for it. After the power flow and the timers of the step (:func:`~grid_vec.env.state.
+update_timers`), a line in maintenance gets ``time_before_cooldown_line`` of at least the
+steps its maintenance still lasts, and a line hit by a hazard at least the steps the hazard
+still lasts; so the agent cannot reconnect it (illegal) while the outage lasts, and once it
+is over the line stays disconnected until the agent reconnects it. On reset the outages of
+the first step are played too, then every timer starts at 0 (grid2op's reset step).
+
+The observation carries, per line, ``time_next_maintenance`` (steps before the next
+maintenance, 0 while it lasts, -1 when none is planned) and ``duration_next_maintenance``
+(its duration; while it lasts, the steps left; 0 when none is planned).
+
+A scenario source without outages (synthetic scenarios, folders without the files, or
+``maintenance=False``) costs one check per step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from grid_vec.chronics.handler import ScenarioHandler
+from grid_vec.env.state import BatchState, disconnect
+from grid_vec.env.topology import TopologyLayout
+
+
+@dataclass
+class OutageRows:
+    """The outages of one step of ``k`` envs, ``(k, n_branch)`` int arrays."""
+
+    time: np.ndarray  # steps before the next maintenance, 0 while it lasts, -1: none
+    duration: np.ndarray  # its duration (while it lasts: the steps left), 0: none
+    hazard: np.ndarray  # while a hazard lasts: the steps left, else 0
+
+    @property
+    def out(self) -> np.ndarray:
+        """Lines the environment disconnects at this step."""
+        return (self.time == 0) | (self.hazard > 0)
+
+    def next_step(self) -> OutageRows:
+        """What the next step will hold as far as this step tells (for ``simulate``): a
+        running outage goes on or ends, the next maintenance comes one step closer."""
+        time, duration = self.time, self.duration
+        ahead = time >= 1
+        going_on = (time == 0) & (duration >= 2)
+        return OutageRows(
+            np.where(ahead, time - 1, np.where(going_on, 0, -1)),
+            np.where(ahead, duration, np.where(going_on, duration - 1, 0)),
+            np.maximum(self.hazard - 1, 0),
+        )
+
+
+class OutageBatch:
+    """The outages of the N envs of a batch, read from their scenario handlers."""
+
+    def __init__(self, handlers: list[ScenarioHandler], n_branch: int, enabled: bool) -> None:
+        self.handlers = handlers
+        self.n_branch = n_branch
+        self.enabled = enabled
+        self._planned = np.zeros(len(handlers), dtype=bool)  # per env: its episode has some
+
+    def reset(self, rows: np.ndarray) -> None:
+        """Note which of ``rows`` (just reset) play outages this episode."""
+        for row in rows.tolist():
+            self._planned[row] = self.enabled and self.handlers[row].has_outages
+
+    def now(self, rows: np.ndarray) -> OutageRows | None:
+        """The outages of the current step of ``rows``, None when none of them has any."""
+        if not np.count_nonzero(self._planned) or not self._planned[rows].any():
+            return None
+        k, b = len(rows), self.n_branch
+        time = np.full((k, b), -1, dtype=np.int64)
+        duration = np.zeros((k, b), dtype=np.int64)
+        hazard = np.zeros((k, b), dtype=np.int64)
+        for j, row in enumerate(rows.tolist()):
+            found = self.handlers[row].outage_rows() if self._planned[row] else None
+            if found is None:
+                continue
+            t, d, h = found
+            if t is not None:
+                time[j], duration[j] = t, d
+            if h is not None:
+                hazard[j] = h
+        return OutageRows(time, duration, hazard)
+
+
+def take_out(
+    state: BatchState, layout: TopologyLayout, rows: np.ndarray, outages: OutageRows
+) -> None:
+    """Disconnect the lines the outages of this step take out (the environment's action)."""
+    out = outages.out
+    if not np.count_nonzero(out):
+        return
+    mask = np.zeros_like(state.line_status)
+    mask[rows] = out
+    disconnect(state, layout, mask)
+
+
+def hold_cooldowns(
+    state: BatchState, rows: np.ndarray, outages: OutageRows, alive: np.ndarray
+) -> None:
+    """After the step's timers: a line in maintenance or hit by a hazard cannot change
+    status while it lasts. ``alive``: (k,) the rows still playing (no game over)."""
+    held = np.maximum(np.where(outages.time == 0, outages.duration, 0), outages.hazard)
+    if not np.count_nonzero(held[alive]):
+        return
+    r = rows[alive]
+    state.cooldown_line[r] = np.maximum(state.cooldown_line[r], held[alive])
+
+
+def observe(obs: np.ndarray, time_slice: slice, duration_slice: slice, outages) -> None:
+    """Write the maintenance segments of ``obs`` (``outages``: OutageRows or None)."""
+    if outages is None:
+        obs[:, time_slice] = -1.0
+        obs[:, duration_slice] = 0.0
+    else:
+        obs[:, time_slice] = outages.time
+        obs[:, duration_slice] = outages.duration
