@@ -15,7 +15,12 @@ Subjects, each in microseconds per env-step (median of the repetitions, min..max
 * GridEnv: one ``grid_vec.make(grid)``.
 * batched x32 / x1: ``grid_vec.make_vec(grid, n, vectorization="batched")``; "not available"
   while ``make_vec`` refuses the keyword.
-* GridVecEnv 2x16: ``grid_vec.make_vec(grid, 32, envs_per_worker=16)``.
+* GridVecEnv 2x16: ``grid_vec.make_vec(grid, 32, envs_per_worker=16)`` (each worker hosts one
+  batch of 16).
+
+grid_vec's envs play the ``flat`` reward (``--reward``; LightEnv and ScenarioSweep compute
+none), without the folder's opponent (``l2rpn_case14_sandbox`` has none anyway).
+``--reward dataset`` times the folder's own (``RedispReward`` on the sandbox).
 
 Actions: do-nothing, or uniform over GridEnv's catalog (seeded tables, the same for every
 subject with the same number of envs); ScenarioSweep plays the injections only. Every episode
@@ -26,6 +31,7 @@ actions) for ``--seconds`` in turn, starting one further along the list at each 
 so machine noise hits all alike.
 
     python benchmarks/bench_batched.py [--reps 5] [--seconds 2] [--grids case14 ...] [--quick]
+        [--reward flat|dataset|<name>]
 
 JSON: benchmarks/results/bench_batched.json.
 """
@@ -274,17 +280,20 @@ def vector_cells(name: str, grid: str, target: str, n: int, closers: list, **kw:
 
 
 # -------------------------------------------------------------------------------- run
-def bench_grid(grid: str, target: str, reps: int, seconds: float, log: list[str]) -> list[Cell]:
+def bench_grid(
+    grid: str, target: str, reps: int, seconds: float, log: list[str], env_kw: dict[str, Any]
+) -> list[Cell]:
     closers: list[Callable[[], None]] = []
     try:
-        env = grid_vec.make(target)
+        env = grid_vec.make(target, **env_kw)
         cells = sweep_cells(env, grid, log)
         cells += light_cells(grid, target, closers)
         cells += env_cells(env, grid)
-        batched = {"vectorization": "batched"}
+        batched = {"vectorization": "batched", **env_kw}
         cells += vector_cells(BATCHED, grid, target, ROWS, closers, **batched)
         cells += vector_cells("batched x1", grid, target, 1, closers, **batched)
-        cells += vector_cells(GRIDVEC, grid, target, ROWS, closers, envs_per_worker=ROWS // 2)
+        workers = {"envs_per_worker": ROWS // 2, **env_kw}
+        cells += vector_cells(GRIDVEC, grid, target, ROWS, closers, **workers)
         for cell in cells:
             if cell.run is not None:
                 warm_up(cell)
@@ -371,6 +380,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--grids", nargs="+", choices=GRIDS, default=list(GRIDS))
     parser.add_argument("--quick", action="store_true", help="1 repetition of 0.25 s (a check)")
+    parser.add_argument(
+        "--reward", default="flat", help="grid_vec's reward (default flat; dataset: the folder's)"
+    )
     args = parser.parse_args(argv)
     reps = args.reps or (1 if args.quick else 5)
     seconds = args.seconds or (0.25 if args.quick else 2.0)
@@ -383,7 +395,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             log.append(f"{grid}: skipped ({exc})")
             continue
         print(f"{grid}: opening every subject", flush=True)
-        rows += [row(c) for c in bench_grid(grid, target, reps, seconds, log)]
+        env_kw: dict[str, Any] = {} if args.reward == "dataset" else {"reward": args.reward}
+        if grid == SANDBOX:
+            env_kw["opponent"] = None
+        rows += [row(c) for c in bench_grid(grid, target, reps, seconds, log, env_kw)]
     ratio_rows = ratios(rows)
     print()
     print(format_table(rows, ratio_rows))
@@ -391,7 +406,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(line)
     command = ["python", "benchmarks/bench_batched.py", *(sys.argv[1:] if argv is None else argv)]
     doc = {"command": " ".join(command), "machine": describe_machine().as_dict(), "reps": reps,
-           "seconds": seconds, "rows": rows, "ratios": ratio_rows, "checks": log}  # fmt: skip
+           "seconds": seconds, "reward": args.reward, "rows": rows, "ratios": ratio_rows,
+           "checks": log}  # fmt: skip
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"wrote {RESULTS}")
