@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import csv
 import io
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -497,4 +498,12 @@ def dataset_reward(source: Any) -> str | None:
         return None
     inside(root, path)
     name = read_config_name(path, "reward_class")
-    return name if name in GRID2OP_REWARDS else None
+    if name is not None and name not in GRID2OP_REWARDS:
+        warnings.warn(
+            f"{path}: reward_class {name} is not one of grid_vec's grid2op rewards "
+            f"({', '.join(sorted(GRID2OP_REWARDS))}): the env plays 'flat'; pass reward= to "
+            "choose another",
+            stacklevel=4,
+        )
+        return None
+    return name
