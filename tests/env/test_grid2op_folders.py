@@ -271,3 +271,9 @@ def test_unknown_difficulty_level_is_a_clear_error(data, tmp_path):
         grid_vec.make(folder, difficulty="0")
     with pytest.raises(ValueError, match="difficulty only applies to grid2op-format folders"):
         grid_vec.make("case14", difficulty="0")
+
+
+def test_a_reward_class_grid_vec_lacks_plays_flat_with_a_warning(data):
+    with pytest.warns(UserWarning, match="reward_class AlarmReward .* plays 'flat'"):
+        env = grid_vec.make(data / "l2rpn_icaps_2021", opponent=None)
+    assert env.reward_fn.__name__ == "flat_reward"
