@@ -234,7 +234,8 @@ class GridBatch:
             if init is not None:
                 self._apply_init_state(state, row, init)
         if self.opponent is not None:
-            self.opponent.reset(rows, [np.random.default_rng(r.integers(2**63)) for r in rngs])
+            seeded = [np.random.default_rng(r.integers(2**63)) for r in rngs]
+            self.opponent.reset(rows, seeded, self.max_steps[rows])
         self._inject(state, rows, self._rows_now(rows))
         # grid2op's reset plays one step in which only hard overflows trip, then zeroes every
         # counter and timer: a branch tripped there starts disconnected, reconnectable at once
