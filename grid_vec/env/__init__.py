@@ -12,6 +12,7 @@ from typing import Any
 _EXPORTS = {
     "GridEnv": "grid_vec.env.grid_env",
     "Parameters": "grid_vec.env.parameters",
+    "GeometricOpponent": "grid_vec.env.opponent",
     "RandomLineOpponent": "grid_vec.env.opponent",
     "WeightedRandomOpponent": "grid_vec.env.opponent",
     "ObservationView": "grid_vec.env.observation",

@@ -239,7 +239,8 @@ class GridBatch:
             if init is not None:
                 self._apply_init_state(state, row, init)
         if self.opponent is not None:
-            self.opponent.reset(rows, [np.random.default_rng(r.integers(2**63)) for r in rngs])
+            seeded = [np.random.default_rng(r.integers(2**63)) for r in rngs]
+            self.opponent.reset(rows, seeded, self.max_steps[rows])
         # maintenance and hazards of the first step (timers start at 0 below, as grid2op's)
         self.outages.reset(rows)
         outages = self.outages.now(rows)

@@ -6,12 +6,15 @@ grid2op's ``make`` would build it:
 
 * no ``opponent_class``, ``BaseOpponent``, a ``NeverAttackBudget`` (grid2op's default budget
   class) or a ``DontAct`` action class: no opponent (grid2op's never attacks);
-* ``RandomLineOpponent`` / ``WeightedRandomOpponent`` with ``BaseActionBudget`` (1 per
-  attacked line and step): grid_vec's class of that name, with the folder's cooldown,
-  duration, budgets and ``kwargs_opponent`` (``lines_attacked``; ``rho_normalization`` and
-  ``attack_period`` for the weighted one). Missing numbers take grid2op's defaults;
-* any other class (``GeometricOpponent``, ``GeometricOpponentMultiArea``,
-  ``FromEpisodeDataOpponent``, a class of the dataset's own, another budget class): a
+* ``RandomLineOpponent`` / ``WeightedRandomOpponent`` / ``GeometricOpponent`` with
+  ``BaseActionBudget`` (1 per attacked line and step): grid_vec's class of that name, with
+  the folder's cooldown, duration, budgets and ``kwargs_opponent`` (``lines_attacked``;
+  ``rho_normalization`` and ``attack_period`` for the weighted one;
+  ``attack_every_xxx_hour``, ``average_attack_duration_hour``,
+  ``minimum_attack_duration_hour`` and ``pmax_pmin_ratio`` for the geometric one, which
+  also takes the folder's step duration). Missing numbers take grid2op's defaults;
+* any other class (``GeometricOpponentMultiArea``, ``FromEpisodeDataOpponent``, a class of
+  the dataset's own, another budget class): a
   :class:`UnsupportedOpponentWarning` and no opponent. The grid still plays; the warning
   says that the game differs from grid2op's and how to choose (``opponent=None`` to silence
   it, ``opponent=<an Opponent>`` to play another).
@@ -30,11 +33,24 @@ import numpy as np
 
 from grid_vec.chronics.opponent_config import OpponentConfig, read_opponent_config
 from grid_vec.chronics.untrusted import FolderFormatError, inside, short
-from grid_vec.env.opponent import Opponent, RandomLineOpponent, WeightedRandomOpponent
+from grid_vec.env.opponent import (
+    GeometricOpponent,
+    Opponent,
+    RandomLineOpponent,
+    WeightedRandomOpponent,
+)
 
 CLASSES: dict[str, type[Opponent]] = {
     "RandomLineOpponent": RandomLineOpponent,
     "WeightedRandomOpponent": WeightedRandomOpponent,
+    "GeometricOpponent": GeometricOpponent,
+}
+# GeometricOpponent's kwargs_opponent numbers and grid2op's defaults
+GEOMETRIC = {
+    "attack_every_xxx_hour": 24,
+    "average_attack_duration_hour": 4,
+    "minimum_attack_duration_hour": 2,
+    "pmax_pmin_ratio": 4,
 }
 NO_ATTACK = {"opponent_class": "BaseOpponent", "opponent_budget_class": "NeverAttackBudget"}
 # grid2op's BaseEnv defaults for what a config leaves out
@@ -51,8 +67,11 @@ class UnsupportedOpponentWarning(UserWarning):
     """A folder configures an opponent grid_vec does not play: the env has none."""
 
 
-def folder_opponent(root: Path, branch_names: np.ndarray) -> Opponent | None:
-    """The opponent ``root/config.py`` configures (None: none, or none grid_vec plays).
+def folder_opponent(
+    root: Path, branch_names: np.ndarray, step_seconds: float = 300.0
+) -> Opponent | None:
+    """The opponent ``root/config.py`` configures (None: none, or none grid_vec plays);
+    ``step_seconds``: the folder's step duration (a GeometricOpponent's hours are steps).
 
     Raises:
         FolderFormatError: a malformed ``config.py`` or opponent entry (naming the key).
@@ -62,10 +81,12 @@ def folder_opponent(root: Path, branch_names: np.ndarray) -> Opponent | None:
     if not path.is_file() and not path.is_symlink():
         return None
     inside(root, path)
-    return opponent_of(read_opponent_config(path), branch_names)
+    return opponent_of(read_opponent_config(path), branch_names, step_seconds)
 
 
-def opponent_of(config: OpponentConfig, branch_names: np.ndarray) -> Opponent | None:
+def opponent_of(
+    config: OpponentConfig, branch_names: np.ndarray, step_seconds: float = 300.0
+) -> Opponent | None:
     """``config`` mapped by the rules of the module docstring."""
     values = {**DEFAULTS, **config.values}
     name = values.get("opponent_class")
@@ -118,6 +139,10 @@ def opponent_of(config: OpponentConfig, branch_names: np.ndarray) -> Opponent | 
             )
         args["rho_normalization"] = norm
         args["attack_period"] = _int(config, kwargs, "attack_period", 12 * 24, "kwargs_opponent")
+    if name == "GeometricOpponent":
+        for key, default in GEOMETRIC.items():
+            args[key] = _number(config, {key: kwargs.get(key, default)}, key, "kwargs_opponent")
+        args["step_seconds"] = step_seconds
     try:
         return CLASSES[name](lines, **args)
     except ValueError as e:
@@ -137,10 +162,11 @@ def _line_names(config: OpponentConfig, value: Any, branch_names: np.ndarray) ->
     return list(value)
 
 
-def _number(config: OpponentConfig, values: dict, key: str) -> float:
+def _number(config: OpponentConfig, values: dict, key: str, parent: str = "") -> float:
     v = values[key]
+    where = f"{config.where(parent)}[{key!r}]" if parent else config.where(key)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
-        raise FolderFormatError(f"{config.where(key)}: expected a number >= 0, got {short(v)}")
+        raise FolderFormatError(f"{where}: expected a number >= 0, got {short(v)}")
     return float(v)
 
 

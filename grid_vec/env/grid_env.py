@@ -95,7 +95,8 @@ class GridEnv(gym.Env):
             not isinstance(opponent, Opponent) or type(opponent) is Opponent
         ):
             raise TypeError(
-                "opponent must be a RandomLineOpponent, a WeightedRandomOpponent or None, "
+                "opponent must be a RandomLineOpponent, a WeightedRandomOpponent, a "
+                "GeometricOpponent or None, "
                 f"got {type(opponent).__name__}"
             )
         if opponent is not None:

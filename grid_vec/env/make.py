@@ -55,7 +55,8 @@ def make(
     * ``thermal_limits``: ``config.py``'s;
     * ``gen_ramp``: the ramps of ``prods_charac.csv`` bound the redispatch action (an empty
       cell is a ramp of 0, as in grid2op);
-    * ``opponent``: ``config.py``'s (``RandomLineOpponent`` and ``WeightedRandomOpponent``;
+    * ``opponent``: ``config.py``'s (``RandomLineOpponent``, ``WeightedRandomOpponent`` and
+      ``GeometricOpponent``;
       another class gives a warning and no opponent, see
       :mod:`grid_vec.env.folder_opponent`). ``opponent=None`` switches it off, an
       ``Opponent`` replaces it;
@@ -251,9 +252,10 @@ def _cached_folder(
         _COMPILED[key] = _load_folder(path)
     model, folder, ramps = _COMPILED[key]
     folder_kwargs = {"parameters": _folder_parameters(folder, difficulty), "gen_ramp": ramps}
-    if not opponent_given:  # config.py's opponent, read anew (it is small)
-        folder_kwargs["opponent"] = folder_opponent(root, model.branch_names)
     source = FolderSource(root, model, allow_negative_loads=allow_negative_loads)
+    if not opponent_given:  # config.py's opponent, read anew (it is small)
+        step = source.info(0).step_duration.total_seconds()  # grid2op's: the first scenario's
+        folder_kwargs["opponent"] = folder_opponent(root, model.branch_names, step)
     return model, source, {k: _copy_if_array(v) for k, v in folder_kwargs.items()}
 
 

@@ -28,12 +28,18 @@ The classes (grid2op's names, same choice rules):
   waits a number of steps drawn uniformly in ``[0, attack_period)``, then attacks a
   connected target drawn with probability proportional to ``rho / rho_normalization``;
   duration ``D``.
+* :class:`GeometricOpponent`: at reset it draws the episode's schedule: waiting times from a
+  geometric law (mean ``attack_every_xxx_hour - average_attack_duration_hour`` hours), each
+  followed by an attack duration (the minimum plus a geometric part); when the scheduled time
+  comes it attacks only if every target is connected, choosing by the rank of their ``rho``
+  (see the class).
 
 Each env draws from its own RNG, seeded from the env's RNG at reset, so an env's attacks
 depend only on its seed and actions, never on the batch. The draws are not grid2op's
-(another generator): attacks match grid2op's in distribution, not one by one. A draw that
-cannot lead to an attack (the budget cannot pay it) is skipped; it would not change the
-distribution of the attacks.
+(another generator): attacks match grid2op's in distribution, not one by one. A target
+draw that cannot lead to an attack (the budget cannot pay it) is skipped; it would not change
+the distribution of the attacks. A GeometricOpponent draws its schedule over the steps the
+episode may play (grid2op: over the scenario's length, fast-forwarded steps included).
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-_UNSET = np.iinfo(np.int64).min  # WeightedRandomOpponent: no waiting time drawn
+_UNSET = np.iinfo(np.int64).min  # Weighted/GeometricOpponent: no countdown running
 
 
 def _count(name: str, value: object, *, minimum: int) -> int:
@@ -134,6 +140,13 @@ class Opponent:
 
     def told_attack_goes_on(self, batch: OpponentBatch, rows: np.ndarray) -> None:
         """``rows`` were not asked this step (an attack runs, or the cooldown blocks)."""
+
+    def new_state(self, n_envs: int) -> object:
+        """State of its own for ``n_envs`` envs (``OpponentBatch.extra``), or None."""
+        return None
+
+    def reset_rows(self, batch: OpponentBatch, rows: np.ndarray, episode_steps: np.ndarray) -> None:
+        """``rows`` start an episode of at most ``episode_steps`` steps (their RNGs are set)."""
 
     def __repr__(self) -> str:
         return (
@@ -235,6 +248,188 @@ class WeightedRandomOpponent(Opponent):
         )
 
 
+def _positive(name: str, value: object, *, strict: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    if not np.isfinite(value) or value < 0 or (strict and value == 0):
+        raise ValueError(f"{name} must be finite and {'>' if strict else '>='} 0, got {value!r}")
+    return float(value)
+
+
+class _Plan:
+    """Each env's attack schedule: waiting times and durations (padded rows), how many
+    attacks it holds and how many were launched."""
+
+    def __init__(self, n_envs: int) -> None:
+        self.waits = np.zeros((n_envs, 4), dtype=np.int64)
+        self.durations = np.zeros((n_envs, 4), dtype=np.int64)
+        self.count = np.zeros(n_envs, dtype=np.int64)
+        self.counter = np.zeros(n_envs, dtype=np.int64)
+
+    def put(self, row: int, waits: list[int], durations: list[int]) -> None:
+        k = len(waits)
+        if k > self.waits.shape[1]:
+            grow = max(k, 2 * self.waits.shape[1]) - self.waits.shape[1]
+            self.waits = np.pad(self.waits, ((0, 0), (0, grow)))
+            self.durations = np.pad(self.durations, ((0, 0), (0, grow)))
+        self.waits[row, :k] = waits
+        self.durations[row, :k] = durations
+        self.count[row] = k
+        self.counter[row] = 0
+
+
+class GeometricOpponent(Opponent):
+    """grid2op's ``GeometricOpponent``: attacks at times drawn from a geometric law, for
+    durations drawn per attack, on a target chosen by the rank of its ``rho``.
+
+    With ``h`` steps per hour (``3600 / step_seconds``), at each reset the env draws its
+    episode's schedule, over the episode's ``T`` steps: from ``t = 0``, a waiting time ``w``
+    (geometric on 1, 2, ..., rate ``1 / (h * (attack_every_xxx_hour -
+    average_attack_duration_hour))``); if ``t + w < T`` an attack is scheduled, with the
+    duration ``int(h * minimum_attack_duration_hour)`` plus a geometric part (rate
+    ``1 / (h * (average_attack_duration_hour - minimum_attack_duration_hour))``), and ``t``
+    moves past it; until ``t >= T``.
+
+    Each time the opponent is asked (module docstring, rule 3) and attacks remain, a countdown
+    runs: set to ``1 + w`` of the next attack when it starts afresh (at reset, after an attack
+    or a step the cooldown blocked), or to ``w`` plus the duration of the previous attack
+    when that one failed (too long, or the budget short). It drops by one each time asked;
+    at 0 the scheduled attack is launched, which uses it up, with its drawn duration (longer
+    than ``attack_duration`` or more than the budget: it fails, as any attack). It only
+    attacks if **every** target is connected; otherwise the attack is lost and, the
+    countdown being spent, the next one is launched at the next step asked. The target: the
+    one with the ``k``-th smallest ``rho`` (``k = 0 .. n-1``) with probability proportional
+    to ``exp(k * log(pmax_pmin_ratio) / (n - 1))``, so the most loaded one is
+    ``pmax_pmin_ratio`` times as likely as the least.
+
+    Args:
+        branches, budget_per_step, attack_cost, attack_duration, attack_cooldown,
+            initial_budget: as :class:`Opponent`'s.
+        attack_every_xxx_hour: mean hours from an attack's start to the next one's, greater
+            than ``average_attack_duration_hour``.
+        average_attack_duration_hour: mean duration, greater than the minimum.
+        minimum_attack_duration_hour: the fixed part of every duration (>= 0).
+        pmax_pmin_ratio: the most loaded target's probability over the least's (> 0).
+        step_seconds: a step's duration (grid2op's ``delta_time_seconds``).
+
+    Raises:
+        ValueError: a value out of its range, or rates that are not at most one per step.
+    """
+
+    def __init__(
+        self,
+        branches: Sequence[int | str],
+        *,
+        attack_every_xxx_hour: float = 24,
+        average_attack_duration_hour: float = 4,
+        minimum_attack_duration_hour: float = 2,
+        pmax_pmin_ratio: float = 4,
+        step_seconds: float = 300.0,
+        **kwargs,
+    ) -> None:
+        super().__init__(branches, **kwargs)
+        every = _positive("attack_every_xxx_hour", attack_every_xxx_hour)
+        average = _positive("average_attack_duration_hour", average_attack_duration_hour)
+        minimum = _positive(
+            "minimum_attack_duration_hour", minimum_attack_duration_hour, strict=False
+        )
+        self.pmax_pmin_ratio = _positive("pmax_pmin_ratio", pmax_pmin_ratio)
+        self.step_seconds = _positive("step_seconds", step_seconds)
+        if not average > minimum:
+            raise ValueError(
+                f"average_attack_duration_hour ({average}) must be greater than "
+                f"minimum_attack_duration_hour ({minimum})"
+            )
+        if not every > average:
+            raise ValueError(
+                f"attack_every_xxx_hour ({every}) must be greater than "
+                f"average_attack_duration_hour ({average})"
+            )
+        per_hour = 3600.0 / self.step_seconds
+        for what, hours in (
+            ("attack_every_xxx_hour - average_attack_duration_hour", every - average),
+            ("average_attack_duration_hour - minimum_attack_duration_hour", average - minimum),
+        ):
+            if per_hour * hours < 1:
+                raise ValueError(f"{what} must be at least one step, got {hours} hours")
+        self.attack_every_xxx_hour = every
+        self.average_attack_duration_hour = average
+        self.minimum_attack_duration_hour = minimum
+        self.attack_rate = 1.0 / (per_hour * (every - average))
+        self.recovery_rate = 1.0 / (per_hour * (average - minimum))
+        self.minimum_steps = int(minimum * per_hour)
+
+    def new_state(self, n_envs: int) -> _Plan:
+        return _Plan(n_envs)
+
+    def reset_rows(self, batch, rows, episode_steps):
+        plan: _Plan = batch.extra
+        for row, horizon in zip(rows.tolist(), episode_steps.tolist(), strict=True):
+            plan.put(row, *self.schedule(batch.rngs[row], horizon))
+
+    def schedule(self, rng: np.random.Generator, horizon: int) -> tuple[list[int], list[int]]:
+        """One episode's waiting times and durations, drawn from ``rng`` (class docstring)."""
+        waits: list[int] = []
+        durations: list[int] = []
+        t = 0
+        while t < horizon:
+            wait = int(rng.geometric(self.attack_rate))
+            t += wait
+            if t < horizon:
+                duration = self.minimum_steps + int(rng.geometric(self.recovery_rate))
+                waits.append(wait)
+                durations.append(duration)
+                t += duration
+        return waits, durations
+
+    def choose(self, batch, rows, budget, line_status, rho):
+        plan: _Plan = batch.extra
+        branch = np.full(len(rows), -1, dtype=np.int64)
+        duration = np.full(len(rows), self.attack_duration, dtype=np.int64)
+        counter = plan.counter[rows]
+        j = np.flatnonzero(counter < plan.count[rows])
+        if not len(j):
+            return branch, duration
+        r, c = rows[j], counter[j]
+        countdown = batch.next_time[r]
+        after_fail = batch.previous_fails[r] & (c > 0)
+        countdown[after_fail] = (
+            plan.waits[r, c][after_fail] + plan.durations[r, np.maximum(c - 1, 0)][after_fail]
+        )
+        fresh = countdown == _UNSET
+        countdown[fresh] = 1 + plan.waits[r, c][fresh]
+        countdown -= 1
+        batch.next_time[r] = countdown
+        duration[j] = plan.durations[r, c]
+        launched = countdown <= 0
+        plan.counter[r[launched]] += 1
+        targets = self.targets
+        n = len(targets)
+        for k in np.flatnonzero(launched).tolist():
+            row = int(r[k])
+            if not line_status[row, targets].all():
+                continue  # grid2op's rule: every target connected, or no attack
+            if n == 1:
+                branch[j[k]] = targets[0]
+                continue
+            ranks = np.empty(n, dtype=np.int64)
+            ranks[np.argsort(rho(row, targets), kind="stable")] = np.arange(n)
+            weights = np.exp(np.log(self.pmax_pmin_ratio) / (n - 1) * ranks)
+            branch[j[k]] = targets[batch.rngs[row].choice(n, p=weights / weights.sum())]
+        return branch, duration
+
+    def told_attack_goes_on(self, batch, rows):
+        batch.next_time[rows] = _UNSET
+
+    def __repr__(self) -> str:
+        return (
+            f"{super().__repr__()[:-1]}, attack_every_xxx_hour={self.attack_every_xxx_hour}, "
+            f"average_attack_duration_hour={self.average_attack_duration_hour}, "
+            f"minimum_attack_duration_hour={self.minimum_attack_duration_hour}, "
+            f"pmax_pmin_ratio={self.pmax_pmin_ratio}, step_seconds={self.step_seconds})"
+        )
+
+
 class OpponentBatch:
     """The state of one opponent per env of a batch, stepped by the rules of the module
     docstring for every env at once."""
@@ -248,9 +443,16 @@ class OpponentBatch:
         self.previous_fails = np.zeros(n_envs, dtype=bool)  # the last proposal failed
         self.next_time = np.full(n_envs, _UNSET, dtype=np.int64)  # a waiting opponent's
         self.rngs: list[np.random.Generator] = [np.random.default_rng(0)] * n_envs
+        self.extra = config.new_state(n_envs)  # a class's own state (GeometricOpponent's plan)
 
-    def reset(self, rows: np.ndarray, rngs: list[np.random.Generator]) -> None:
-        """Start the episodes of ``rows``: initial budget, no attack, their RNGs."""
+    def reset(
+        self,
+        rows: np.ndarray,
+        rngs: list[np.random.Generator],
+        episode_steps: np.ndarray | None = None,
+    ) -> None:
+        """Start the episodes of ``rows``: initial budget, no attack, their RNGs.
+        ``episode_steps``: the most steps each episode may play (GeometricOpponent needs it)."""
         c = self.config
         self.budget[rows] = c.initial_budget
         self.attacked[rows] = -1
@@ -260,6 +462,10 @@ class OpponentBatch:
         self.next_time[rows] = _UNSET
         for row, rng in zip(rows.tolist(), rngs, strict=True):
             self.rngs[row] = rng
+        if self.extra is not None:
+            if episode_steps is None:
+                raise ValueError(f"{type(c).__name__} needs each episode's length at reset")
+            c.reset_rows(self, rows, np.asarray(episode_steps, dtype=np.int64))
 
     def step(
         self, rows: np.ndarray, line_status: np.ndarray, a_or: np.ndarray, inv_limit: np.ndarray

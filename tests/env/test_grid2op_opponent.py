@@ -16,8 +16,11 @@ draws differ (another generator), so the attacks are compared as statistics:
   ``Z`` times the root sum of squares. Each side also spends exactly one unit per attacked
   step (``BaseActionBudget``);
 * which lines are attacked (the rho-weighted choice of ``WeightedRandomOpponent``, the
-  uniform one of ``RandomLineOpponent``): for each target line, its share of the attacks
-  on both sides, binomial proportions compared as the rates are.
+  uniform one of ``RandomLineOpponent``, the rho-rank one of ``GeometricOpponent``): for
+  each target line, its share of the attacks on both sides, binomial proportions compared
+  as the rates are;
+* for ``GeometricOpponent`` (its schedule is drawn per episode), also when the attacks start:
+  the mean step of the episode at which they start, a difference of means as above.
 
 ``Z = 4`` (a false alarm about once in 16,000 comparisons for normal errors). Seeds are fixed,
 so the test is deterministic; grid_vec replays a seed exactly and another seed plays other
@@ -57,18 +60,27 @@ class Attacks:
     starts: list[tuple[int, str]] = field(default_factory=list)  # (step, line name)
     durations: list[int] = field(default_factory=list)  # steps each attack kept its line out
     spent: float = 0.0  # budget spent
+    episodes: int = 1  # episodes begun
+    in_episode: list[int] = field(default_factory=list)  # step of its episode each one starts
+    _played: int = 0  # steps played in the episode
 
     def attacked(self, step: int, line: str | None, new: bool, spent: float) -> None:
         """Record a step: the line under attack (None: none), a new attack or not."""
         self.steps += 1
+        self._played += 1
         self.spent += spent
         if line is None:
             return
         if new:
             self.starts.append((step, line))
+            self.in_episode.append(self._played)
             self.durations.append(0)
         if self.durations:
             self.durations[-1] += 1
+
+    def new_episode(self) -> None:
+        self.episodes += 1
+        self._played = 0
 
 
 def _grid2op_attacks(path: Path, n_steps: int, seed: int) -> Attacks:
@@ -88,10 +100,10 @@ def _grid2op_attacks(path: Path, n_steps: int, seed: int) -> Attacks:
     env.seed(seed)
     env.reset()
     space = env._oppSpace
-    full = int(env._opponent_attack_duration)
     income = float(env._opponent_budget_per_ts)
     out = Attacks()
     do_nothing = env.action_space()
+    last = 0  # the remaining steps of the attack of the step before (0: none)
     for step in range(n_steps):
         before = float(space.budget)
         _, _, done, info = env.step(do_nothing)
@@ -101,9 +113,13 @@ def _grid2op_attacks(path: Path, n_steps: int, seed: int) -> Attacks:
         if lines is not None and duration > 0:
             line = str(env.name_line[np.flatnonzero(lines)[0]])
         spent = round(before + income - float(space.budget), 3) if line is not None else 0.0
-        out.attacked(step, line, line is not None and duration == full, spent)
+        # an attack going on has one step less left than the step before; a new one does not
+        out.attacked(step, line, line is not None and duration != last - 1, spent)
+        last = duration if line is not None else 0
         if done:
             env.reset()
+            out.new_episode()
+            last = 0
     env.close()
     return out
 
@@ -123,6 +139,7 @@ def _grid_vec_attacks(env, n_steps: int, seed: int) -> Attacks:
         out.attacked(step, line, info["attacked_branch"] >= 0, spent)
         if term or trunc:
             env.reset()
+            out.new_episode()
     return out
 
 
@@ -187,7 +204,25 @@ def test_neurips_track1_weighted_opponent_attacks_as_grid2op(data):
     _compare(ours, theirs, env.opponent.branches)
 
 
-@pytest.mark.parametrize("name", ["rte_case14_opponent", "l2rpn_neurips_2020_track1"])
+def test_icaps_2021_geometric_opponent_attacks_as_grid2op(data):
+    """grid2op's GeometricOpponent on l2rpn_icaps_2021 (one-day scenarios of 287 steps): about
+    0.75 attacks a day, each drawn to start after a geometric wait (mean 20 h) and to last
+    1 h plus a geometric part (mean 3 h; one in ten is longer than the 8 h allowed and fails),
+    only when all ten target lines are connected, on a target chosen by its rho rank."""
+    path = data / "l2rpn_icaps_2021"
+    env = _make(path)
+    assert type(env.opponent).__name__ == "GeometricOpponent"
+    n = 16000
+    ours = _grid_vec_attacks(env, n, seed=2)
+    theirs = _grid2op_attacks(path, n, seed=2)
+    _compare(ours, theirs, env.opponent.branches)
+    _assert_means_close(ours.in_episode, theirs.in_episode, "mean step of an attack's start")
+    assert max(ours.durations) <= 96 and min(ours.durations) >= 1
+
+
+@pytest.mark.parametrize(
+    "name", ["rte_case14_opponent", "l2rpn_neurips_2020_track1", "l2rpn_icaps_2021"]
+)
 def test_a_seed_replays_its_attacks(data, name):
     env = _make(data / name)
     first = _grid_vec_attacks(env, 1500, seed=3)
@@ -258,3 +293,134 @@ def test_budget_and_cooldown_rules_are_grid2op_opponent_spaces(data, income, dur
         assert our_remaining[0] == remaining
         assert ours.budget[0] == pytest.approx(float(space.budget), abs=1e-6)
         assert ours.cooldown[0] == space.current_attack_cooldown
+
+
+class _ScriptedDraws:
+    """A generator whose geometric draws are given (and whose ``p`` are recorded)."""
+
+    def __init__(self, values):
+        self.values = list(values)
+        self.rates = []
+
+    def geometric(self, p):
+        self.rates.append(p)
+        return self.values.pop(0)
+
+
+def _grid2op_geometric(names, targets, horizon, prng, **kwargs):
+    """grid2op's GeometricOpponent initialised without an environment (fakes of what it
+    reads: the line names, a step duration and the episode's length)."""
+    from grid2op.Opponent import GeometricOpponent
+
+    class Attack:
+        def __init__(self, line):
+            self.line = line
+
+        def get_topological_impact(self, *args, **kwargs):
+            return None
+
+    class ActionSpace:
+        name_line = np.asarray(names)
+
+        def __call__(self, what=None):
+            lines = (what or {}).get("set_line_status", [])
+            return Attack(int(lines[0][0]) if lines else None)
+
+    env = SimpleNamespace(delta_time_seconds=300.0, max_episode_duration=lambda: np.int32(horizon))
+    opponent = GeometricOpponent(ActionSpace())
+    opponent.space_prng = prng
+    opponent.init(env, lines_attacked=[names[t] for t in targets], **kwargs)
+    return opponent
+
+
+GEOMETRIC_KWARGS = {
+    "attack_every_xxx_hour": 3.0,
+    "average_attack_duration_hour": 1.5,
+    "minimum_attack_duration_hour": 1.0,
+}
+
+
+def test_geometric_schedule_is_grid2op_given_the_same_draws(data):
+    """grid2op's GeometricOpponent and grid_vec's draw the same schedule (waits, durations,
+    which attacks fit in the episode) from the same geometric draws, with the same rates."""
+    from grid_vec.env.opponent import GeometricOpponent
+
+    names = [f"l{i}" for i in range(4)]
+    draws = np.random.default_rng(0).integers(1, 40, 4000).tolist()
+    for horizon in (1, 20, 287, 2000):
+        theirs = _ScriptedDraws(draws)
+        opponent = _grid2op_geometric(names, [1, 2], horizon, theirs, **GEOMETRIC_KWARGS)
+        ours = _ScriptedDraws(draws)
+        config = GeometricOpponent([1, 2], **GEOMETRIC_KWARGS)
+        waits, durations = config.schedule(ours, horizon)
+        assert waits == opponent._attack_waiting_times.tolist()
+        assert durations == opponent._attack_durations.tolist()
+        assert ours.rates == pytest.approx(theirs.rates, rel=1e-12)
+        assert len(ours.values) == len(theirs.values)  # as many draws
+
+
+@pytest.mark.parametrize(
+    ("targets", "income", "duration", "cooldown", "seed"),
+    [
+        ([1], 1.0, 10**6, 0, 0),
+        ([0, 1, 2], 1.0, 10**6, 0, 1),
+        ([0, 1, 2], 1.0, 20, 0, 2),  # drawn durations over 20 fail
+        ([0, 2], 1.0, 30, 100, 3),  # the cooldown counter blocks
+        ([1, 3], 0.05, 40, 5, 4),  # the budget runs short
+    ],
+)
+def test_geometric_rules_are_grid2op_step_by_step(data, targets, income, duration, cooldown, seed):
+    """grid2op's GeometricOpponent inside its OpponentSpace against OpponentBatch, with the
+    schedule grid2op drew copied into grid_vec's and targets going down and up at random:
+    the same steps attacked (the same line when there is one target), remaining steps,
+    budgets, cooldown counters and attacks used up, step by step."""
+    from grid2op.Opponent.opponentSpace import OpponentSpace
+
+    from grid_vec.env.opponent import _UNSET, GeometricOpponent, OpponentBatch
+
+    class OnePerAttack:  # BaseActionBudget's cost of a one-line attack
+        action_space = type("ActionSpace", (), {})
+
+        def __call__(self, attack):
+            return 0 if attack is None else 1
+
+    names = [f"l{i}" for i in range(4)]
+    horizon = 3000
+    opponent = _grid2op_geometric(
+        names, targets, horizon, np.random.RandomState(seed), **GEOMETRIC_KWARGS
+    )
+    space = OpponentSpace(OnePerAttack(), 10.0, opponent, duration, cooldown, income)
+    space.reset()  # grid2op draws the episode's schedule
+    waits, durations = opponent._attack_waiting_times, opponent._attack_durations
+    assert len(waits) > 20
+    config = GeometricOpponent(
+        targets, budget_per_step=income, attack_duration=duration, attack_cooldown=cooldown,
+        initial_budget=10.0, **GEOMETRIC_KWARGS,
+    )  # fmt: skip
+    config.bind(np.array(names))
+    ours = OpponentBatch(config, 1)
+    ours.reset(np.array([0]), [np.random.default_rng(seed)], np.array([horizon]))
+    ours.extra.put(0, waits.tolist(), durations.tolist())
+    rng = np.random.default_rng(100 + seed)
+    status = np.ones(4, dtype=bool)
+    row, inv = np.array([0]), np.ones(4)
+    attacked = lost = 0
+    for _ in range(horizon):
+        flip = rng.random(4) < 0.002  # a target goes down now and then, or comes back
+        status = np.where(flip, ~status, status) | (rng.random(4) < 0.05)
+        rho = rng.random(4)
+        observation = SimpleNamespace(line_status=status.copy(), rho=rho)
+        attack, remaining = space.attack(observation, None, None)
+        _, under, our_remaining = ours.step(row, status[None], rho[None], inv)
+        assert (under[0] >= 0) == (attack is not None)
+        if attack is not None and len(targets) == 1:
+            assert under[0] == attack.line
+        assert our_remaining[0] == remaining
+        assert ours.budget[0] == pytest.approx(float(space.budget), abs=1e-6)
+        assert ours.cooldown[0] == space.current_attack_cooldown
+        assert ours.extra.counter[0] == opponent._attack_counter
+        countdown = opponent._next_attack_time
+        assert ours.next_time[0] == (_UNSET if countdown is None else countdown)
+        attacked += attack is not None
+        lost += not status[targets].all()
+    assert attacked > 0 and lost > 0

@@ -1,5 +1,7 @@
-"""The opponents without grid2op: their rules step by step, the rho-weighted choice, config.py
-read as data (what is read, what is refused), a folder's opponent switched off or replaced."""
+"""The opponents without grid2op: their rules step by step, the rho-weighted choice, the
+geometric schedule (seeds, parameters, the all-targets-connected rule, the rho-rank choice),
+config.py read as data (what is read, what is refused), a folder's opponent switched off or
+replaced."""
 
 from __future__ import annotations
 
@@ -13,16 +15,21 @@ import pytest
 from grid_vec.chronics.opponent_config import read_opponent_config
 from grid_vec.chronics.untrusted import FolderFormatError
 from grid_vec.env.folder_opponent import UnsupportedOpponentWarning, opponent_of
-from grid_vec.env.opponent import OpponentBatch, RandomLineOpponent, WeightedRandomOpponent
+from grid_vec.env.opponent import (
+    GeometricOpponent,
+    OpponentBatch,
+    RandomLineOpponent,
+    WeightedRandomOpponent,
+)
 
 BRANCHES = np.array([f"line_{i}" for i in range(6)])
 
 
-def _run(config, steps, status=None, rho=None):
+def _run(config, steps, status=None, rho=None, seed=0, horizon=None):
     """Step one opponent ``steps`` times; per step (new attack, under attack, remaining,
     budget after)."""
     batch = OpponentBatch(config, 1)
-    batch.reset(np.array([0]), [np.random.default_rng(0)])
+    batch.reset(np.array([0]), [np.random.default_rng(seed)], np.array([horizon or steps]))
     status = np.ones((1, len(BRANCHES)), dtype=bool) if status is None else status
     a_or = np.ones((1, len(BRANCHES))) if rho is None else rho[None]
     out = []
@@ -113,6 +120,159 @@ def test_opponent_arguments_are_checked():
         WeightedRandomOpponent([0, 1], rho_normalization=[1.0])
     with pytest.raises(ValueError, match="attack_period"):
         WeightedRandomOpponent([0], attack_period=0)
+
+
+# --- GeometricOpponent ----------------------------------------------------------------------
+
+
+def _geometric(targets=(0, 1, 2), **kwargs):
+    args = {
+        "attack_every_xxx_hour": 3.0, "average_attack_duration_hour": 1.0,
+        "minimum_attack_duration_hour": 0.5, "budget_per_step": 100.0,
+        "attack_duration": 10**6, "attack_cooldown": 0, **kwargs,
+    }  # fmt: skip
+    config = GeometricOpponent(list(targets), **args)
+    config.bind(BRANCHES)
+    return config
+
+
+def _planned(config, waits, durations, steps, status=None):
+    """Step one opponent whose schedule is ``waits`` / ``durations`` (``status``: the branches'
+    status, one row per step or one for all): per step (new attack, under attack, remaining,
+    budget after)."""
+    batch = OpponentBatch(config, 1)
+    batch.reset(np.array([0]), [np.random.default_rng(0)], np.array([steps]))
+    batch.extra.put(0, waits, durations)
+    status = np.ones((1, len(BRANCHES)), dtype=bool) if status is None else status
+    out = []
+    for t in range(steps):
+        up = status[t : t + 1] if len(status) > 1 else status  # per step, or constant
+        new, under, remaining = batch.step(np.array([0]), up, np.ones((1, 6)), np.ones(6))
+        out.append((int(new[0]), int(under[0]), int(remaining[0]), float(batch.budget[0])))
+    return out
+
+
+def _starts(steps):
+    return [(t, r) for t, (new, _, r, _) in enumerate(steps, 1) if new >= 0]
+
+
+def test_geometric_opponent_plays_its_schedule():
+    """Waits 3, 2, 4 and durations 5, 6, 2: the first attack starts at step 1 + 3 and lasts 5
+    steps (4 .. 8); the countdown starts again after it: 1 + 2 steps later (11), then 1 + 4
+    steps after that one ends (21). No attack is left after the third."""
+    steps = _planned(_geometric(), [3, 2, 4], [5, 6, 2], 40)
+    assert _starts(steps) == [(4, 5), (11, 6), (21, 2)]
+    assert sum(under >= 0 for _, under, _, _ in steps) == 5 + 6 + 2
+
+
+def test_geometric_opponent_rules_of_failures_cooldown_and_budget():
+    """A drawn duration longer than ``attack_duration`` fails: the next attack waits its own
+    time plus the failed one's duration. The cooldown counter restarts the countdown; a
+    budget short of a whole attack fails it as any attack."""
+    config = _geometric(attack_duration=5)
+    steps = _planned(config, [2, 3, 1], [9, 2, 2], 30)  # 9 > 5: the first one fails at step 3
+    assert _starts(steps) == [(3 + 3 + 9, 2), (15 + 2 + 1, 2)]
+    config = _geometric(attack_cooldown=6)  # counter 6 at reset, C added per attack
+    steps = _planned(config, [1, 1], [2, 2], 30)
+    # step 2: counter 4 -> 10; it drops back to 6 at step 6, then 1 + 1 steps of countdown
+    assert _starts(steps) == [(2, 2), (7, 2)]
+    config = _geometric(budget_per_step=1.0)  # 3 of budget at step 3: an attack of 4 fails
+    steps = _planned(config, [2, 1], [4, 3], 20)
+    assert _starts(steps) == [(3 + 1 + 4, 3)]  # then its own wait plus the failed duration
+
+
+def test_geometric_opponent_attacks_only_when_every_target_is_connected():
+    """grid2op's rule: one target down at the scheduled time and the attack is lost; with the
+    countdown spent, the next one is launched at the next step asked (if all are up)."""
+    status = np.ones((30, len(BRANCHES)), dtype=bool)
+    status[3:5, 2] = False  # target 2 down at steps 4 and 5
+    steps = _planned(_geometric(), [3, 7, 2], [3, 2, 2], 30, status)
+    assert _starts(steps) == [(6, 2)]  # 4 and 5 lost (the first two), the third at once
+    status[:, 5] = False  # a branch that is not a target does not matter
+    status[3:5, 2] = True
+    assert _starts(_planned(_geometric(), [3, 7, 2], [3, 2, 2], 30, status))[0] == (4, 3)
+    down = np.ones((1, len(BRANCHES)), dtype=bool)
+    down[0, 0] = False
+    assert _starts(_run(_geometric(), 3000, down)) == []  # never, whatever the draws
+
+
+def test_geometric_schedule_follows_its_laws_and_a_seed_replays_it():
+    """5-minute steps: waits geometric with mean 12 * (3 - 1) = 24, durations 6 plus a
+    geometric part of mean 12 * 0.5 = 6; nothing scheduled past the episode's end."""
+    config = _geometric()
+    assert config.attack_rate == pytest.approx(1 / 24) and config.minimum_steps == 6
+    waits, durations = [], []
+    for seed in range(300):
+        w, d = config.schedule(np.random.default_rng(seed), 500)
+        assert len(w) == len(d) and sum(w) + sum(d[:-1]) < 500
+        waits += w
+        durations += d
+    waits, durations = np.array(waits), np.array(durations)
+    assert abs(waits.mean() - 24) <= 4 * np.sqrt(24 * 23 / len(waits))  # var of Geom(p)
+    assert abs(durations.mean() - 12) <= 4 * np.sqrt(6 * 5 / len(durations))
+    assert durations.min() >= 7 and waits.min() >= 1
+    runs = [_run(config, 1000, seed=s) for s in (7, 7, 8)]
+    assert _starts(runs[0]) and runs[0] == runs[1] and runs[0] != runs[2]
+
+
+def test_geometric_choice_follows_rho_ranks():
+    """Three targets with pmax_pmin_ratio 4: the ranks 0, 1, 2 of rho weigh 1, 2, 4."""
+    config = _geometric(
+        (0, 1, 2), attack_every_xxx_hour=1.0 / 6, average_attack_duration_hour=1.0 / 12,
+        minimum_attack_duration_hour=0.0, attack_cooldown=0,
+    )  # fmt: skip
+    assert config.attack_rate == 1.0 and config.recovery_rate == 1.0  # one step each
+    rho = np.array([0.9, 0.1, 0.5, 0.0, 0.0, 0.0])  # ranks 2, 0, 1
+    new = np.array([n for n, *_ in _run(config, 6000, rho=rho) if n >= 0])
+    assert len(new) > 2000
+    share = np.bincount(new, minlength=3)[:3] / len(new)
+    p = np.array([4, 1, 2]) / 7
+    assert np.all(np.abs(share - p) <= 4 * np.sqrt(p * (1 - p) / len(new)))
+    one = _geometric((4,), attack_every_xxx_hour=1.0 / 6, average_attack_duration_hour=1 / 12,
+                     minimum_attack_duration_hour=0.0)  # fmt: skip
+    assert {n for n, *_ in _run(one, 200) if n >= 0} == {4}
+
+
+def test_geometric_opponent_arguments_are_checked():
+    with pytest.raises(ValueError, match="greater than minimum_attack_duration_hour"):
+        GeometricOpponent([0], average_attack_duration_hour=2, minimum_attack_duration_hour=2)
+    with pytest.raises(ValueError, match="greater than average_attack_duration_hour"):
+        GeometricOpponent([0], attack_every_xxx_hour=4, average_attack_duration_hour=4)
+    with pytest.raises(ValueError, match="at least one step"):
+        GeometricOpponent([0], attack_every_xxx_hour=4.05, average_attack_duration_hour=4)
+    with pytest.raises(ValueError, match="at least one step"):
+        GeometricOpponent([0], step_seconds=3600 * 5)  # 2 hours of minimum, 4 of average
+    for name, bad in (
+        ("pmax_pmin_ratio", 0), ("pmax_pmin_ratio", float("nan")), ("step_seconds", -1),
+        ("minimum_attack_duration_hour", -1), ("attack_every_xxx_hour", "24"),
+        ("average_attack_duration_hour", True),
+    ):  # fmt: skip
+        with pytest.raises(ValueError, match=name):
+            GeometricOpponent([0], **{name: bad})
+    config = GeometricOpponent([0])
+    config.bind(BRANCHES)
+    with pytest.raises(ValueError, match="episode's length"):
+        OpponentBatch(config, 1).reset(np.array([0]), [np.random.default_rng(0)])
+
+
+def test_geometric_opponent_from_config(tmp_path):
+    text = GOOD.replace('class": RandomLineOpponent', 'class": GeometricOpponent').replace(
+        '"kwargs_opponent": {"lines_attacked": lines}',
+        '"kwargs_opponent": {"lines_attacked": lines, "attack_every_xxx_hour": 12, '
+        '"minimum_attack_duration_hour": 1}',
+    )
+    path = _config(tmp_path, text)
+    opponent = opponent_of(read_opponent_config(path), BRANCHES, step_seconds=600.0)
+    assert isinstance(opponent, GeometricOpponent)
+    assert opponent.attack_every_xxx_hour == 12 and opponent.minimum_attack_duration_hour == 1
+    assert opponent.average_attack_duration_hour == 4 and opponent.pmax_pmin_ratio == 4
+    assert opponent.minimum_steps == 6 and opponent.attack_cooldown == 288  # 6 steps an hour
+    bad = text.replace('"attack_every_xxx_hour": 12', '"attack_every_xxx_hour": "x"')
+    with pytest.raises(FolderFormatError, match=r"kwargs_opponent'\]\['attack_every_xxx_hour"):
+        opponent_of(read_opponent_config(_config(tmp_path, bad)), BRANCHES)
+    bad = text.replace('"attack_every_xxx_hour": 12', '"attack_every_xxx_hour": 2')
+    with pytest.raises(FolderFormatError, match="greater than average_attack_duration_hour"):
+        opponent_of(read_opponent_config(_config(tmp_path, bad)), BRANCHES)
 
 
 # --- config.py, read as data ----------------------------------------------------------------
@@ -213,9 +373,9 @@ def test_bad_line_name_names_the_file_and_the_line(tmp_path):
 
 def test_unknown_opponent_class_warns_and_gives_none(tmp_path):
     text = GOOD.replace(
-        '"opponent_class": RandomLineOpponent', '"opponent_class": GeometricOpponent'
+        '"opponent_class": RandomLineOpponent', '"opponent_class": GeometricOpponentMultiArea'
     )
-    with pytest.warns(UnsupportedOpponentWarning, match="GeometricOpponent.*opponent=None"):
+    with pytest.warns(UnsupportedOpponentWarning, match="MultiArea.*opponent=None"):
         assert opponent_of(read_opponent_config(_config(tmp_path, text)), BRANCHES) is None
     text = GOOD.replace('class": RandomLineOpponent', 'class": BaseOpponent')
     with warnings.catch_warnings():

@@ -20,7 +20,7 @@ from grid_vec.chronics.outages import Events, MaintenancePlan, outage_window
 from grid_vec.chronics.synthetic import SyntheticSource
 from grid_vec.env.embedded import embedded_model
 from grid_vec.env.make import GridEnvFactory
-from grid_vec.env.opponent import RandomLineOpponent, WeightedRandomOpponent
+from grid_vec.env.opponent import GeometricOpponent, RandomLineOpponent, WeightedRandomOpponent
 from grid_vec.vector.batched import BatchedGridVecEnv
 from grid_vec.vector.vec_env import GridVecEnv
 
@@ -133,6 +133,22 @@ SETTINGS = {
         },
         "catalog",
     ),
+    # a schedule drawn per episode (waits of 3 steps on average, durations of 1 + 2; those
+    # over 3 fail), attacks only while all 8 targets are up (random actions cut some)
+    "geometric opponent": (
+        {
+            "opponent": GeometricOpponent(
+                list(range(8)),
+                attack_every_xxx_hour=0.5,
+                average_attack_duration_hour=0.25,
+                minimum_attack_duration_hour=1 / 12,
+                budget_per_step=1.0,
+                attack_duration=3,
+                attack_cooldown=1,
+            )
+        },
+        "catalog",
+    ),
     "cascades": ({"cascade": True, "max_iter": 25}, "catalog"),
     # every grid2op reward (batched) and a custom one (called per env), under cascades
     "grid2op rewards": ({"cascade": True, "max_iter": 25, "grid2op_rewards": True}, "catalog"),
@@ -234,17 +250,13 @@ def test_outage_source_plays_outages(case14):
     assert seen
 
 
-@pytest.mark.parametrize(
-    "setting",
-    [
-        "random catalog actions",
-        "cascades",
-        "opponent",
-        "weighted opponent",
-        "grid2op rewards",
-        "maintenance",
-    ],
-)
+BATCH_OF_32 = (
+    "random catalog actions", "cascades", "opponent", "weighted opponent",
+    "geometric opponent", "grid2op rewards", "maintenance",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("setting", BATCH_OF_32)
 def test_batch_of_32_matches_separate_envs(case14, setting):
     assert _play(case14, 32, setting, steps=30) > 0
 
