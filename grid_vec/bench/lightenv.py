@@ -19,9 +19,9 @@ Where LightEnv's rules differ from GridEnv's (the work is comparable, not identi
 * a branch toggle is registered as ``set_line_status(branch, -1)`` (LightEnv has no
   ``change_line_status``): toggling a disconnected branch leaves it disconnected, where
   GridEnv reconnects it;
-* a substation configuration is grid2op's ``set_bus`` on every element of the substation, so
-  it also reconnects a disconnected branch end (GridEnv leaves it disconnected, to come back
-  on the configured bus bar when the branch is reconnected);
+* a substation configuration is grid2op's ``set_bus`` on every element of the substation
+  (GridEnv plays it alike, reconnecting a disconnected branch end, but also checks the
+  branch's cooldown and ``max_line_status_changed``, as grid2op does);
 * game over is a diverged power flow only (GridEnv also ends an episode on an isolated load
   or generator, or a disconnected slack);
 * a reset replays the same time series from its first row (GridEnv moves on to the next

@@ -16,8 +16,11 @@ Encoding (``ActionCatalog.counts`` gives the counts; embedded grids: case14 has 
   branch end. For each substation that has at least one split configuration, the
   "all on bus bar 1" configuration is included too (to undo a split).
 
-Applying a configuration sets the bus bar of every connected element of the substation; a
-disconnected branch end keeps ``-1`` and will come back on the configured bus bar.
+Applying a configuration sets the bus bar of every element of the substation; a
+disconnected branch with an end there is reconnected, as grid2op's ``set_bus`` on a
+disconnected end reconnects it: that end on the configured bus bar, the other on its last one.
+It counts as a change of that branch's status (its cooldown must be over, at most
+``max_line_status_changed`` branches, and its cooldown starts).
 """
 
 from __future__ import annotations

@@ -139,6 +139,10 @@ class GridBatch:
         self.set_parameters(parameters)
         self.opponent = None if opponent is None else OpponentBatch(opponent, self.n)
         self._sub_table = _SubstationTable.of(self.catalog, self.topology)
+        # (n_sub, n_branch): the branches with an end at each substation
+        self._sub_branches = np.zeros((model.n_sub, model.n_branch), dtype=bool)
+        self._sub_branches[model.branch_or_sub, np.arange(model.n_branch)] = True
+        self._sub_branches[model.branch_ex_sub, np.arange(model.n_branch)] = True
 
         # Each episode starts from a copy of this state: its backend has never solved, so the
         # solver's warm start (hence every float of a trajectory) depends only on the seed and
@@ -414,7 +418,7 @@ class GridBatch:
         """Apply legal actions, then the step's outages (the environment's action, after the
         agent's), then the opponent's ``attack`` ((N, n_branch) mask, or None), and the step's
         injections; solve, cascade, move the timers (grid2op's order)."""
-        acted_line, acted_sub = self._apply(state, rows, actions, redispatch)
+        acted_line, acted_sub, reconnected = self._apply(state, rows, actions, redispatch)
         if outages is not None:
             maintenance_.take_out(state, self.topology, rows, outages)
         if attack is not None:
@@ -423,7 +427,9 @@ class GridBatch:
         outcome = solve(state, self.model, self.topology, self.parameters, self.limits, rows)
         ended = outcome.ended[selector(rows, state.n)]
         alive = rows[~ended] if ended.any() else rows
-        update_timers(state, self.parameters, self.limits, outcome, alive, acted_line, acted_sub)
+        update_timers(
+            state, self.parameters, self.limits, outcome, alive, acted_line, acted_sub, reconnected
+        )
         if outages is not None:
             maintenance_.hold_cooldowns(state, rows, outages, ~ended)
         return outcome
@@ -455,6 +461,13 @@ class GridBatch:
             if sub.any():
                 cooldown_s = state.cooldown_sub[rows, np.where(sub, target, 0)]
                 illegal |= sub & ((p.max_sub_changed < 1) | (cooldown_s > 0))
+                # a configuration reconnects the substation's disconnected branches (grid2op's
+                # set_bus on a disconnected end): status changes, under the line rules too
+                back = self._reconnected_by(state, rows, np.where(sub, target, -1))
+                waiting = back & (state.cooldown_line[rows] > 0)
+                too_many = back.sum(axis=1) > p.max_line_status_changed
+                line_rule = sub & ~illegal & (waiting.any(axis=1) | too_many)
+                illegal |= line_rule
             for j in np.flatnonzero(illegal).tolist():
                 t = int(target[j])
                 if line[j]:
@@ -463,6 +476,16 @@ class GridBatch:
                         if p.max_line_status_changed < 1
                         else f"branch {m.branch_names[t]} cannot change status for "
                         f"{cooldown[j]} more step(s)"
+                    )
+                elif line_rule[j]:
+                    names = ", ".join(m.branch_names[np.flatnonzero(back[j])])
+                    why_illegal[j] = (
+                        f"substation {m.sub_names[t]}'s configuration would reconnect {names}: "
+                        + (
+                            f"more than max_line_status_changed={p.max_line_status_changed}"
+                            if too_many[j]
+                            else "a branch that cannot change status yet"
+                        )
                     )
                 else:
                     why_illegal[j] = (
@@ -492,12 +515,13 @@ class GridBatch:
         rows: np.ndarray,
         actions: np.ndarray,
         redispatch: np.ndarray | None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Apply legal actions; return (N,) acted branch and acted substation (-1: none)."""
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Apply legal actions; return (N,) acted branch and acted substation (-1: none), and
+        the (N, n_branch) branches a substation configuration reconnected (or None)."""
         if redispatch is not None and np.count_nonzero(redispatch):
             state.target_dispatch[rows] += redispatch
         if not np.count_nonzero(actions):
-            return _no_attack(state.n), _no_attack(state.n)
+            return _no_attack(state.n), _no_attack(state.n), None
         acted_line = np.full(state.n, -1, dtype=np.int64)
         acted_sub = np.full(state.n, -1, dtype=np.int64)
         kind, target = self.catalog.kind[actions], self.catalog.target[actions]
@@ -513,11 +537,24 @@ class GridBatch:
             if not on.all():
                 reconnect(state, self.topology, r[~on], b[~on])
         sub = kind == KIND_SUB
+        reconnected = None
         if sub.any():
             r = rows[sub]
             acted_sub[r] = target[sub]
+            back = self._reconnected_by(state, r, target[sub])
             self._sub_table.apply(state, self.topology, r, actions[sub])
-        return acted_line, acted_sub
+            if back.any():  # on the configured bus bar here, the last one at the other end
+                at, branch = np.nonzero(back)
+                reconnect(state, self.topology, r[at], branch)
+                reconnected = np.zeros_like(state.line_status)
+                reconnected[r[at], branch] = True
+        return acted_line, acted_sub, reconnected
+
+    def _reconnected_by(self, state: BatchState, rows: np.ndarray, subs: np.ndarray) -> np.ndarray:
+        """(k, n_branch): the disconnected branches a configuration of ``subs`` (-1: none)
+        reconnects in each of ``rows``."""
+        touching = self._sub_branches[np.maximum(subs, 0)] & (subs >= 0)[:, None]
+        return touching & ~state.line_status[rows]
 
     def _inject(
         self, state: BatchState, rows: np.ndarray, injections: tuple[np.ndarray, ...]
@@ -754,7 +791,8 @@ class _SubstationTable:
         self, state: BatchState, layout: TopologyLayout, rows: np.ndarray, actions: np.ndarray
     ) -> None:
         """Set the bus bar of every connected element of each action's substation; the
-        disconnected branch ends there will come back on the configured bus bar."""
+        disconnected branch ends there get it as their last bus bar (``_apply`` reconnects
+        their branches)."""
         width = self.buses.shape[1]
         k = len(rows)
         positions = self.start[actions][:, None] + np.arange(width)

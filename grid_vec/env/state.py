@@ -314,10 +314,12 @@ def update_timers(
     rows: np.ndarray,
     acted_line: np.ndarray,
     acted_sub: np.ndarray,
+    reconnected: np.ndarray | None = None,
 ) -> None:
     """Move the overflow counters and the reconnection / cooldown timers of ``rows`` after a
     solve. ``acted_line`` / ``acted_sub`` (N,) hold the branch / substation each env acted on
-    this step (-1: none)."""
+    this step (-1: none); ``reconnected`` (N, n_branch) the branches a substation
+    configuration reconnected (their status changed too), or None."""
     if not len(rows):
         return
     sel = selector(rows, state.n)
@@ -359,6 +361,10 @@ def update_timers(
             state.cooldown_line[r, b] = np.maximum(
                 state.cooldown_line[r, b], params.nb_timestep_cooldown_line
             )
+    if reconnected is not None and params.nb_timestep_cooldown_line > 0:
+        done = reconnected & np.isin(np.arange(state.n), rows)[:, None]
+        cd = state.cooldown_line
+        cd[done] = np.maximum(cd[done], params.nb_timestep_cooldown_line)
     if params.nb_timestep_cooldown_sub > 0:
         r = rows[acted_sub[rows] >= 0]
         if len(r):

@@ -148,3 +148,70 @@ def test_topo_vect_layout_and_substation_actions_as_grid2op(sandbox):
         np.testing.assert_allclose(view.rho, g_obs.rho, rtol=1e-5, atol=1e-6)
         compared += 1
     assert compared >= 20 and ended >= 1
+
+
+def _grid2op_catalog_action(theirs, catalog, action: int):
+    """grid2op's action for a catalog action: a branch toggle is ``change_line_status``, a
+    substation configuration ``set_bus`` on every element of the substation."""
+    from grid_vec.env.actions import KIND_LINE, KIND_SUB
+
+    kind, target = int(catalog.kind[action]), int(catalog.target[action])
+    if kind == KIND_LINE:
+        return theirs.action_space({"change_line_status": [target]})
+    if kind == KIND_SUB:
+        buses = [int(b) for b in catalog.sub_buses[action]]
+        return theirs.action_space({"set_bus": {"substations_id": [(target, buses)]}})
+    return theirs.action_space()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_line_and_substation_actions_with_cooldowns_as_grid2op(sandbox, seed):
+    """Random branch toggles and substation configurations, with cooldowns of 2 steps and
+    one change per step: same legality, line status, topo_vect, cooldowns and flows at every
+    step. This covers a configuration given to a substation where a branch end is
+    disconnected: grid2op reconnects the branch (that end on the configured bus bar, the
+    other on its last one), counts it as a status change (its cooldown must be over, at most
+    ``max_line_status_changed`` of them) and starts its cooldown; seeds 0, 1 and 4 meet such a
+    reconnection (seed 1 also one refused for the branch's cooldown), and failed before
+    grid_vec followed that rule."""
+    import grid2op
+    from lightsim2grid import LightSimBackend
+
+    params = Parameters(nb_timestep_cooldown_line=2, nb_timestep_cooldown_sub=2)
+    ours = grid_vec.make(sandbox, parameters=params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = grid2op.make(str(sandbox), backend=LightSimBackend())
+    p = theirs.parameters
+    p.NB_TIMESTEP_COOLDOWN_LINE = p.NB_TIMESTEP_COOLDOWN_SUB = 2
+    theirs.change_parameters(p)
+    theirs.set_thermal_limit(ours.thermal_limit)
+    theirs.set_id(0)
+    theirs.reset()
+    obs, _ = ours.reset(options={"scenario_id": 0})
+    catalog, rng = ours.catalog, np.random.default_rng(seed)
+    compared = 0
+    for t in range(80):
+        action = int(rng.integers(len(catalog))) if rng.random() < 0.6 else 0
+        g_obs, _, g_done, g_info = theirs.step(_grid2op_catalog_action(theirs, catalog, action))
+        obs, _, term, _, info = ours.step(action)
+        assert term == g_done, f"step {t}: action {ours.describe_action(action)}"
+        if term:
+            theirs.set_id(0)
+            theirs.reset()
+            obs, _ = ours.reset(options={"scenario_id": 0})
+            continue
+        view = ours.view(obs)
+        where = f"step {t}: action {ours.describe_action(action)}"
+        assert info["is_illegal"] == g_info["is_illegal"], where
+        np.testing.assert_array_equal(view.line_status.astype(bool), g_obs.line_status, where)
+        np.testing.assert_array_equal(view.topo_vect, g_obs.topo_vect, where)
+        np.testing.assert_array_equal(
+            view.time_before_cooldown_line, g_obs.time_before_cooldown_line, where
+        )
+        np.testing.assert_array_equal(
+            view.time_before_cooldown_sub, g_obs.time_before_cooldown_sub, where
+        )
+        np.testing.assert_allclose(view.rho, g_obs.rho, rtol=1e-5, atol=1e-6, err_msg=where)
+        compared += 1
+    assert compared >= 40
