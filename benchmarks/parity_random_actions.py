@@ -1,0 +1,135 @@
+"""grid_vec beside grid2op + LightSimBackend under seeded random topology actions: how often
+do both end an episode at the same step?
+
+On ``l2rpn_case14_sandbox``, 200 runs: 100 with grid2op's sandbox rules (no cooldown) and 100
+with cooldowns of 3 steps on lines and substations. A run plays one scenario (run % 3) from
+its start; at each step, with probability ``--act`` (0.3; 0.05 gives longer episodes), a
+catalog action drawn uniformly (branch
+toggles — on disconnected branches too — and substation configurations; the illegal ones
+are refused alike on both sides), else do-nothing; the same action on both sides (a toggle is
+``change_line_status``, a configuration ``set_bus`` on the whole substation). A run stops when
+either side ends it, or after ``--steps`` steps. Reported: runs whose end step (or survival)
+agrees, and for the others the first step where legality, line status or rho (1e-3) differ.
+
+    python benchmarks/parity_random_actions.py [--runs 100] [--steps 576] [--act 0.3]
+
+Needs the ``grid2op`` extra. JSON: benchmarks/results/parity_random_actions_act<p>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+import grid_vec
+from grid_vec._argtypes import positive_int
+from grid_vec.env.actions import KIND_LINE, KIND_SUB
+from grid_vec.env.parameters import Parameters
+
+RESULTS = Path(__file__).parent / "results" / "parity_random_actions.json"  # + _act<p>
+
+
+def grid2op_action(theirs, catalog, action: int):
+    kind, target = int(catalog.kind[action]), int(catalog.target[action])
+    if kind == KIND_LINE:
+        return theirs.action_space({"change_line_status": [target]})
+    if kind == KIND_SUB:
+        buses = [int(b) for b in catalog.sub_buses[action]]
+        return theirs.action_space({"set_bus": {"substations_id": [(target, buses)]}})
+    return theirs.action_space()
+
+
+def pair(sandbox: Path, cooldown: int):
+    import grid2op
+    from lightsim2grid import LightSimBackend
+
+    params = Parameters(nb_timestep_cooldown_line=cooldown, nb_timestep_cooldown_sub=cooldown)
+    ours = grid_vec.make(sandbox, parameters=params, reward="flat")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = grid2op.make(str(sandbox), backend=LightSimBackend())
+    p = theirs.parameters
+    p.NB_TIMESTEP_COOLDOWN_LINE = p.NB_TIMESTEP_COOLDOWN_SUB = cooldown
+    theirs.change_parameters(p)
+    theirs.set_thermal_limit(ours.thermal_limit)
+    return ours, theirs
+
+
+def run_once(ours, theirs, seed: int, steps: int, act: float) -> dict:
+    scenario = seed % 3
+    theirs.set_id(scenario)
+    theirs.reset()
+    obs, _ = ours.reset(options={"scenario_id": scenario})
+    catalog, rng = ours.catalog, np.random.default_rng(seed)
+    first_diff = None
+    for t in range(1, steps + 1):
+        action = int(rng.integers(len(catalog))) if rng.random() < act else 0
+        g_obs, _, g_done, g_info = theirs.step(grid2op_action(theirs, catalog, action))
+        obs, _, term, trunc, info = ours.step(action)
+        if term or trunc or g_done:
+            end = t if (term or trunc) else None
+            g_end = t if g_done else None
+            return {"seed": seed, "end": end, "grid2op_end": g_end, "first_difference": first_diff}
+        view = ours.view(obs)
+        if first_diff is None and (
+            info["is_illegal"] != g_info["is_illegal"]
+            or not np.array_equal(view.line_status.astype(bool), g_obs.line_status)
+            or float(np.abs(view.rho - g_obs.rho).max()) > 1e-3
+        ):
+            first_diff = {"step": t, "action": ours.describe_action(action)}
+    return {"seed": seed, "end": None, "grid2op_end": None, "first_difference": first_diff}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=positive_int, default=100, help="runs per rule set")
+    parser.add_argument("--steps", type=positive_int, default=576, help="most steps per run")
+    parser.add_argument("--act", type=float, default=0.3, help="probability of acting per step")
+    args = parser.parse_args(argv)
+    try:
+        import grid2op
+    except ImportError:
+        sys.exit("needs the grid2op extra: pip install -e '.[grid2op]'")
+    sandbox = Path(grid2op.__file__).parent / "data" / "l2rpn_case14_sandbox"
+    start = time.perf_counter()
+    groups = {}
+    for cooldown in (0, 3):
+        ours, theirs = pair(sandbox, cooldown)
+        runs = [run_once(ours, theirs, seed, args.steps, args.act) for seed in range(args.runs)]
+        same = [r for r in runs if r["end"] == r["grid2op_end"]]
+        groups[f"cooldown {cooldown}"] = {
+            "runs": len(runs),
+            "same_end": len(same),
+            "differing_values": sum(r["first_difference"] is not None for r in runs),
+            "mean_end": float(np.mean([r["end"] or args.steps for r in runs])),
+            "divergent": [r for r in runs if r["end"] != r["grid2op_end"]],
+        }
+        g = groups[f"cooldown {cooldown}"]
+        print(
+            f"cooldown {cooldown}: same end step in {g['same_end']}/{g['runs']} runs "
+            f"(mean end step {g['mean_end']:.1f}); runs with any differing value: "
+            f"{g['differing_values']}"
+        )
+        for r in g["divergent"]:
+            print(f"  seed {r['seed']}: ours {r['end']}, grid2op {r['grid2op_end']}, first "
+                  f"difference {r['first_difference']}")  # fmt: skip
+    total = sum(g["same_end"] for g in groups.values())
+    count = sum(g["runs"] for g in groups.values())
+    print(f"same end step in {total}/{count} runs ({100 * total / count:.1f}%), "
+          f"{time.perf_counter() - start:.0f} s")  # fmt: skip
+    command = ["python", "benchmarks/parity_random_actions.py", *(argv or sys.argv[1:])]
+    doc = {"command": " ".join(command), "groups": groups, "same_end": total, "runs": count}
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    results = RESULTS.with_name(f"{RESULTS.stem}_act{args.act}.json")
+    results.write_text(json.dumps(doc, indent=1) + "\n")
+    return doc
+
+
+if __name__ == "__main__":
+    main()
