@@ -1,24 +1,28 @@
 """grid_vec beside grid2op + LightSimBackend under seeded random topology actions: how often
 do both end an episode at the same step?
 
-On ``l2rpn_case14_sandbox``, 200 runs: 100 with grid2op's sandbox rules (no cooldown) and 100
-with cooldowns of 3 steps on lines and substations. A run plays one scenario (run % 3) from
-its start; at each step, with probability ``--act`` (0.3; 0.05 gives longer episodes), a
-catalog action drawn uniformly (branch
-toggles — on disconnected branches too — and substation configurations; the illegal ones
+On ``l2rpn_case14_sandbox`` (``--folder``: another bundled folder, its maintenance files on
+both sides, its opponent off on both since attacks are random), 200 runs: 100 with the
+folder's rules as grid2op's ``make`` reads them (the sandbox: no cooldown) and 100 with
+cooldowns of 3 steps on lines and substations. A run plays one scenario (run % the number of
+scenarios) from its start; at each step, with probability ``--act`` (0.3; 0.05 gives longer
+episodes), a catalog action drawn uniformly (branch toggles — on disconnected branches too —
+and substation configurations; the illegal ones
 are refused alike on both sides), else do-nothing; the same action on both sides (a toggle is
 ``change_line_status``, a configuration ``set_bus`` on the whole substation). A run stops when
 either side ends it, or after ``--steps`` steps. Reported: runs whose end step (or survival)
 agrees, and for the others the first step where legality, line status or rho (1e-3) differ.
 
     python benchmarks/parity_random_actions.py [--runs 100] [--steps 576] [--act 0.3]
+        [--folder l2rpn_case14_sandbox]
 
-Needs the ``grid2op`` extra. JSON: benchmarks/results/parity_random_actions_act<p>.json.
+Needs the ``grid2op`` extra. JSON: benchmarks/results/parity_random_actions_<folder>_act<p>.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -30,9 +34,8 @@ import numpy as np
 import grid_vec
 from grid_vec._argtypes import positive_int
 from grid_vec.env.actions import KIND_LINE, KIND_SUB
-from grid_vec.env.parameters import Parameters
 
-RESULTS = Path(__file__).parent / "results" / "parity_random_actions.json"  # + _act<p>
+RESULTS = Path(__file__).parent / "results" / "parity_random_actions.json"  # + _<folder>_act<p>
 
 
 def grid2op_action(theirs, catalog, action: int):
@@ -45,24 +48,39 @@ def grid2op_action(theirs, catalog, action: int):
     return theirs.action_space()
 
 
-def pair(sandbox: Path, cooldown: int):
+def pair(folder: Path, cooldown: int | None):
     import grid2op
+    from grid2op.Opponent import BaseOpponent
     from lightsim2grid import LightSimBackend
 
-    params = Parameters(nb_timestep_cooldown_line=cooldown, nb_timestep_cooldown_sub=cooldown)
-    ours = grid_vec.make(sandbox, parameters=params, reward="flat")
+    ours = grid_vec.make(folder, reward="flat", opponent=None)
+    if cooldown is not None:
+        ours.set_parameters(
+            dataclasses.replace(
+                ours.parameters,
+                nb_timestep_cooldown_line=cooldown,
+                nb_timestep_cooldown_sub=cooldown,
+            )
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        theirs = grid2op.make(str(sandbox), backend=LightSimBackend())
-    p = theirs.parameters
-    p.NB_TIMESTEP_COOLDOWN_LINE = p.NB_TIMESTEP_COOLDOWN_SUB = cooldown
-    theirs.change_parameters(p)
+        theirs = grid2op.make(
+            str(folder),
+            backend=LightSimBackend(),
+            opponent_class=BaseOpponent,
+            opponent_init_budget=0.0,
+            opponent_budget_per_ts=0.0,
+        )
+    if cooldown is not None:
+        p = theirs.parameters
+        p.NB_TIMESTEP_COOLDOWN_LINE = p.NB_TIMESTEP_COOLDOWN_SUB = cooldown
+        theirs.change_parameters(p)
     theirs.set_thermal_limit(ours.thermal_limit)
     return ours, theirs
 
 
 def run_once(ours, theirs, seed: int, steps: int, act: float) -> dict:
-    scenario = seed % 3
+    scenario = seed % len(ours.scenario_order)
     theirs.set_id(scenario)
     theirs.reset()
     obs, _ = ours.reset(options={"scenario_id": scenario})
@@ -91,28 +109,30 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--runs", type=positive_int, default=100, help="runs per rule set")
     parser.add_argument("--steps", type=positive_int, default=576, help="most steps per run")
     parser.add_argument("--act", type=float, default=0.3, help="probability of acting per step")
+    parser.add_argument("--folder", default="l2rpn_case14_sandbox", help="a bundled folder")
     args = parser.parse_args(argv)
     try:
         import grid2op
     except ImportError:
         sys.exit("needs the grid2op extra: pip install -e '.[grid2op]'")
-    sandbox = Path(grid2op.__file__).parent / "data" / "l2rpn_case14_sandbox"
+    folder = Path(grid2op.__file__).parent / "data" / args.folder
     start = time.perf_counter()
     groups = {}
-    for cooldown in (0, 3):
-        ours, theirs = pair(sandbox, cooldown)
+    for cooldown in (None, 3):
+        ours, theirs = pair(folder, cooldown)
         runs = [run_once(ours, theirs, seed, args.steps, args.act) for seed in range(args.runs)]
         same = [r for r in runs if r["end"] == r["grid2op_end"]]
-        groups[f"cooldown {cooldown}"] = {
+        name = "folder's rules" if cooldown is None else f"cooldowns {cooldown}"
+        groups[name] = {
             "runs": len(runs),
             "same_end": len(same),
             "differing_values": sum(r["first_difference"] is not None for r in runs),
             "mean_end": float(np.mean([r["end"] or args.steps for r in runs])),
             "divergent": [r for r in runs if r["end"] != r["grid2op_end"]],
         }
-        g = groups[f"cooldown {cooldown}"]
+        g = groups[name]
         print(
-            f"cooldown {cooldown}: same end step in {g['same_end']}/{g['runs']} runs "
+            f"{name}: same end step in {g['same_end']}/{g['runs']} runs "
             f"(mean end step {g['mean_end']:.1f}); runs with any differing value: "
             f"{g['differing_values']}"
         )
@@ -124,9 +144,10 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"same end step in {total}/{count} runs ({100 * total / count:.1f}%), "
           f"{time.perf_counter() - start:.0f} s")  # fmt: skip
     command = ["python", "benchmarks/parity_random_actions.py", *(argv or sys.argv[1:])]
-    doc = {"command": " ".join(command), "groups": groups, "same_end": total, "runs": count}
+    doc = {"command": " ".join(command), "folder": args.folder, "groups": groups,
+           "same_end": total, "runs": count}  # fmt: skip
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    results = RESULTS.with_name(f"{RESULTS.stem}_act{args.act}.json")
+    results = RESULTS.with_name(f"{RESULTS.stem}_{args.folder}_act{args.act}.json")
     results.write_text(json.dumps(doc, indent=1) + "\n")
     return doc
 
