@@ -56,21 +56,23 @@ def data():
     return Path(grid2op.__file__).parent / "data"
 
 
-def _grid2op(path: Path, **kwargs):
-    """grid2op + LightSimBackend on ``path``, without maintenance, hazards nor opponent."""
+def _grid2op(path: Path, *, maintenance: bool = False, **kwargs):
+    """grid2op + LightSimBackend on ``path``, without opponent, and without maintenance and
+    hazards unless ``maintenance`` (then the folder's own scenario class reads them)."""
     import grid2op
     from grid2op.Chronics import GridStateFromFileWithForecastsWithoutMaintenance
     from grid2op.Opponent import BaseOpponent
     from lightsim2grid import LightSimBackend
 
+    if not maintenance:
+        kwargs["data_feeding_kwargs"] = {
+            "gridvalueClass": GridStateFromFileWithForecastsWithoutMaintenance
+        }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return grid2op.make(
             str(path),
             backend=LightSimBackend(),
-            data_feeding_kwargs={
-                "gridvalueClass": GridStateFromFileWithForecastsWithoutMaintenance
-            },
             opponent_class=BaseOpponent,
             opponent_init_budget=0.0,
             opponent_budget_per_ts=0.0,
@@ -84,13 +86,16 @@ def _assert_same_parameters(ours, theirs) -> None:
         assert getattr(ours, field) == getattr(theirs, key), key
 
 
-def _side_by_side(ours, theirs, n_steps: int = N_STEPS) -> tuple[int | None, int | None, float]:
-    """Play do-nothing on the first scenario of both; (end step ours, end step grid2op,
-    max |rho difference| over the steps both played)."""
-    theirs.set_thermal_limit(ours.thermal_limit)
-    theirs.set_id(0)
+def _side_by_side(
+    ours, theirs, n_steps: int = N_STEPS, scenario: int = 0
+) -> tuple[int | None, int | None, float]:
+    """Play do-nothing on a scenario (the first by default) of both; (end step ours, end
+    step grid2op, max |rho difference| over the steps both played)."""
+    if scenario == 0:  # once (grid2op refuses new limits after a game over, before a reset)
+        theirs.set_thermal_limit(ours.thermal_limit)
+    theirs.set_id(scenario)
     g_obs = theirs.reset()
-    obs, info = ours.reset(options={"scenario_id": 0})
+    obs, info = ours.reset(options={"scenario_id": scenario})
     assert info["scenario_name"] == theirs.chronics_handler.get_name()
     worst = float(np.abs(ours.view(obs).rho - g_obs.rho).max())
     for t in range(1, n_steps + 1):
@@ -113,6 +118,24 @@ def test_folder_plays_as_in_grid2op(data, name):
     end, g_end, worst = _side_by_side(ours, theirs)
     assert end == g_end
     assert worst <= RHO_TOL
+
+
+# random maintenance: grid_vec draws its own (same law, other draws), so both play without
+RANDOM_MAINTENANCE = {"l2rpn_wcci_2020"}
+
+
+@pytest.mark.parametrize("name", FOLDERS)
+def test_whole_episodes_with_maintenance_play_as_in_grid2op(data, name):
+    """Do-nothing over the first three scenarios of the folder (all when it ships fewer),
+    each to its end or 2,000 steps, maintenance and hazards on (except where they are
+    random), no opponent: same end step, rho within 1e-3."""
+    maintenance = name not in RANDOM_MAINTENANCE
+    ours = grid_vec.make(data / name, opponent=None, maintenance=maintenance)
+    theirs = _grid2op(data / name, maintenance=maintenance)
+    for scenario in range(min(3, len(ours.scenario_order))):
+        end, g_end, worst = _side_by_side(ours, theirs, n_steps=2000, scenario=scenario)
+        assert end == g_end, scenario
+        assert worst <= RHO_TOL, scenario
 
 
 def test_multimix_folder_plays_grid2ops_mix_on_each_reset(data):
