@@ -32,6 +32,7 @@ from grid_vec.chronics.scenario import ScenarioSource
 from grid_vec.env import maintenance as maintenance_
 from grid_vec.env.actions import KIND_LINE, KIND_SUB, ActionCatalog
 from grid_vec.env.observation import ObservationLayout, time_features
+from grid_vec.env.observation_select import ObservationSelection, extra_values
 from grid_vec.env.opponent import Opponent, OpponentBatch
 from grid_vec.env.parameters import Parameters
 from grid_vec.env.rewards import (
@@ -115,13 +116,23 @@ class GridBatch:
         chunk_size: int | None,
         redispatchable: np.ndarray,
         maintenance: bool = True,
+        observation_attributes: Sequence[str] | None = None,
     ) -> None:
         self.n = len(sources)
         self.model = model
         self.backend_name = backend
         self.topology: TopologyLayout = layout_of(model)
         self.catalog = ActionCatalog.from_model(model, self.topology)
-        self.obs_layout = ObservationLayout(model, self.topology.n_elem)
+        # the default observation is always built; a chosen set of attributes is taken from it
+        self._default_layout = ObservationLayout(model, self.topology.n_elem)
+        self._selection = (
+            None
+            if observation_attributes is None
+            else ObservationSelection(self._default_layout, model, observation_attributes)
+        )
+        self.obs_layout = (
+            self._default_layout if self._selection is None else self._selection.layout
+        )
         self.action_type = action_type
         self.redispatchable = redispatchable
         self.thermal_limit = thermal_limit
@@ -164,7 +175,7 @@ class GridBatch:
         self._inv_limit = 1.0 / thermal_limit
         n_b = model.n_branch
         self._n_obs_timers = 2 * n_b + model.n_sub
-        sl = self.obs_layout.slices
+        sl = self._default_layout.slices
         self._obs_state = slice(sl["rho"].start, sl["time_before_cooldown_sub"].stop)
         self._obs_maintenance = (sl["time_next_maintenance"], sl["duration_next_maintenance"])
         self.timings = dict.fromkeys(("action", "powerflow", "observation", "total"), 0.0)
@@ -646,7 +657,7 @@ class GridBatch:
             offset = steps - self._times_first[t_rows]
         sel = selector(rows, state.n)
         self._rho = rho = state.a_or[sel] * self._inv_limit
-        obs = np.empty((len(rows), self.obs_layout.size), dtype=np.float32)
+        obs = np.empty((len(rows), self._default_layout.size), dtype=np.float32)
         obs[:, :6] = self._times[t_rows, offset]
         obs[:, 6] = played
         np.concatenate(
@@ -659,6 +670,9 @@ class GridBatch:
             casting="same_kind",
         )  # fmt: skip
         maintenance_.observe(obs, *self._obs_maintenance, outages)
+        if self._selection is not None:
+            extras = extra_values(self._selection, self, state, rows, steps, played, t_rows)
+            obs = self._selection.select(obs, extras)
         return obs
 
     def _fill_times(self, row: int, first: int) -> None:

@@ -64,6 +64,13 @@ class GridEnv(gym.Env):
     ``maintenance=False`` leaves out the line outages the scenarios plan (maintenance and
     hazards, see :mod:`grid_vec.env.maintenance`), as grid2op's scenario classes without
     maintenance do.
+
+    ``observation_attributes`` (a list of names) makes the flat observation of these
+    attributes only, in this order, as grid2op's ``gym_compat`` lets users choose: the
+    default ones (see :mod:`grid_vec.env.observation`) and grid2op's ``target_dispatch``,
+    ``current_step``, ``max_step``, ``delta_time``, ``timestep_protection_engaged``,
+    ``theta_or``, ``theta_ex``, ``load_theta``, ``gen_theta`` (see
+    :mod:`grid_vec.env.observation_select`). ``env.view(obs)`` names them.
     """
 
     metadata: ClassVar[dict] = {"render_modes": []}
@@ -84,6 +91,7 @@ class GridEnv(gym.Env):
         chunk_size: int | None = None,
         gen_ramp: Sequence[float] | np.ndarray | None = None,
         maintenance: bool = True,
+        observation_attributes: Sequence[str] | None = None,
     ) -> None:
         if not isinstance(model, GridModel):
             raise TypeError(f"model must be a GridModel, got {type(model).__name__}")
@@ -120,6 +128,9 @@ class GridEnv(gym.Env):
             chunk_size=chunk_size,
             redispatchable=redispatchable,
             maintenance=maintenance,
+            observation_attributes=(
+                None if observation_attributes is None else tuple(observation_attributes)
+            ),
         )
         self._batch = batch = GridBatch(model, [source], **self._batch_kwargs)
         self.model = model

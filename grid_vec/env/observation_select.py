@@ -1,0 +1,189 @@
+"""Choosing which attributes make the flat observation, as grid2op's ``gym_compat`` lets users
+choose theirs (``BoxGymObsSpace(attr_to_keep=...)``).
+
+The default observation (:class:`~grid_vec.env.observation.ObservationLayout`) is grid_vec's
+fixed set. ``GridEnv(observation_attributes=[...])`` names the attributes to keep, in the
+order wanted, among the default ones and these further grid2op attributes:
+
+======================== ====== ==============================================================
+attribute                size   meaning (grid2op's)
+======================== ====== ==============================================================
+target_dispatch          G      MW of redispatch asked for so far, per generator
+current_step             1      steps since the scenario's start (fast-forwarded ones too)
+max_step                 1      the step the episode cannot go beyond
+delta_time               1      minutes per step
+timestep_protection_engaged B   consecutive steps a branch has been above its soft limit
+theta_or, theta_ex       B each voltage angle at each branch end, degrees (0 when disconnected)
+load_theta               L      voltage angle at each load, degrees
+gen_theta                G      voltage angle at each generator, degrees
+======================== ====== ==============================================================
+
+The batched core builds the default observation, then :class:`ObservationSelection` takes
+the chosen columns and computes the further attributes (the angles read from the power flow
+only when asked for).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from grid_vec.env.observation import ObservationLayout
+
+# the further attributes: size from the model
+EXTRA_SIZES: dict[str, Callable[[Any], int]] = {
+    "target_dispatch": lambda m: m.n_gen,
+    "current_step": lambda m: 1,
+    "max_step": lambda m: 1,
+    "delta_time": lambda m: 1,
+    "timestep_protection_engaged": lambda m: m.n_branch,
+    "theta_or": lambda m: m.n_branch,
+    "theta_ex": lambda m: m.n_branch,
+    "load_theta": lambda m: m.n_load,
+    "gen_theta": lambda m: m.n_gen,
+}
+THETAS = ("theta_or", "theta_ex", "load_theta", "gen_theta")
+
+
+class SelectedLayout(ObservationLayout):
+    """The layout of a chosen list of attributes (same interface as the default layout:
+    ``slices``, ``size``, ``names``, ``space()``)."""
+
+    def __init__(self, default: ObservationLayout, model: Any, attributes: Sequence[str]) -> None:
+        self.slices = {}
+        start = 0
+        for name in attributes:
+            if name in default.slices:
+                size = default.slices[name].stop - default.slices[name].start
+            else:
+                size = EXTRA_SIZES[name](model)
+            self.slices[name] = slice(start, start + size)
+            start += size
+        self.size = start
+        self._default = default
+
+    def space(self) -> Any:
+        from gymnasium import spaces
+
+        full = self._default.space()
+        low = np.full(self.size, -np.inf, dtype=np.float32)
+        high = np.full(self.size, np.inf, dtype=np.float32)
+        for name, where in self.slices.items():
+            if name in self._default.slices:
+                low[where] = full.low[self._default.slices[name]]
+                high[where] = full.high[self._default.slices[name]]
+            elif name in ("current_step", "max_step", "delta_time", "timestep_protection_engaged"):
+                low[where] = 0.0
+        return spaces.Box(low=low, high=high, dtype=np.float32)
+
+
+class ObservationSelection:
+    """Turns default observations into the chosen attributes' (see the module docstring).
+
+    Args:
+        default: the default layout the batched core fills.
+        model: the compiled grid.
+        attributes: the attributes to keep, in order.
+
+    Raises:
+        ValueError: an unknown or repeated attribute, or none.
+    """
+
+    def __init__(self, default: ObservationLayout, model: Any, attributes: Sequence[str]) -> None:
+        if isinstance(attributes, str) or not len(attributes):
+            raise ValueError(
+                f"observation_attributes must be a non-empty list of names, got {attributes!r}"
+            )
+        known = [*default.names, *EXTRA_SIZES]
+        for name in attributes:
+            if name not in known:
+                raise ValueError(
+                    f"observation_attributes: unknown attribute {name!r}; known: "
+                    + ", ".join(known)
+                )
+        if len(set(attributes)) != len(attributes):
+            raise ValueError(f"observation_attributes: an attribute is repeated in {attributes}")
+        self.attributes = tuple(attributes)
+        self.layout = SelectedLayout(default, model, self.attributes)
+        # default columns: one take from the default observation into their places
+        src, dst = [], []
+        for name in self.attributes:
+            if name in default.slices:
+                src.append(np.arange(default.slices[name].start, default.slices[name].stop))
+                dst.append(np.arange(self.layout.slices[name].start, self.layout.slices[name].stop))
+        self._src = np.concatenate(src) if src else np.zeros(0, dtype=np.intp)
+        self._dst = np.concatenate(dst) if dst else np.zeros(0, dtype=np.intp)
+        self.extras = [name for name in self.attributes if name not in default.slices]
+        self.needs_thetas = any(name in THETAS for name in self.extras)
+
+    def select(self, full: np.ndarray, extras: dict[str, np.ndarray]) -> np.ndarray:
+        """``(k, size)`` observations of the chosen attributes from ``(k, default size)``
+        default observations and the further attributes' ``(k, n)`` values."""
+        out = np.empty((len(full), self.layout.size), dtype=np.float32)
+        out[:, self._dst] = full[:, self._src]
+        for name in self.extras:
+            out[:, self.layout.slices[name]] = extras[name].reshape(len(full), -1)
+        return out
+
+
+def extra_values(
+    selection: ObservationSelection,
+    batch: Any,
+    state: Any,
+    rows: np.ndarray,
+    steps: np.ndarray,
+    played: np.ndarray,
+    time_rows: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """The further attributes ``selection`` asks for, ``(k, n)`` per name, for ``rows`` of
+    ``state`` (a ``BatchState`` of ``batch``, a ``GridBatch``) after a step. ``steps`` and
+    ``played``: each row's step in its scenario and steps played; ``time_rows``: the batch's
+    rows the clocks are read from (a look-ahead's state has rows of its own)."""
+    out: dict[str, np.ndarray] = {}
+    names = selection.extras
+    if "target_dispatch" in names:
+        out["target_dispatch"] = state.target_dispatch[rows]
+    if "timestep_protection_engaged" in names:
+        out["timestep_protection_engaged"] = state.protection_counter[rows]
+    if "current_step" in names:
+        out["current_step"] = np.asarray(steps)
+    if "max_step" in names:
+        # the episode's last step, counted from the scenario's start as current_step is
+        out["max_step"] = np.asarray(steps) - np.asarray(played) + batch.max_steps[time_rows]
+    if "delta_time" in names:
+        minutes = [batch.handlers[r].info.step_duration.total_seconds() / 60 for r in time_rows]
+        out["delta_time"] = np.asarray(minutes)
+    if selection.needs_thetas:
+        out.update(_thetas(batch, state, rows))
+    return out
+
+
+def _thetas(batch: Any, state: Any, rows: np.ndarray) -> dict[str, np.ndarray]:
+    """Voltage angles in degrees at every element of ``rows`` (0 where disconnected, and
+    everywhere in a row whose last power flow did not converge)."""
+    from grid_vec.grid.backend import PowerFlowDivergedError
+
+    model, layout = batch.model, batch.topology
+    k = len(rows)
+    angles = np.zeros((k, 2 * model.n_sub))
+    for j, row in enumerate(np.asarray(rows).tolist()):
+        with contextlib.suppress(PowerFlowDivergedError):  # a game over: zeros
+            angles[j] = np.degrees(state.backends[row].results().bus_va_rad)
+    topo = state.topo[rows]
+
+    def at(positions: np.ndarray, subs: np.ndarray) -> np.ndarray:
+        bars = topo[:, positions]
+        bus = subs + (np.maximum(bars, 1) - 1) * model.n_sub
+        return np.where(
+            bars > 0, np.take_along_axis(angles, np.broadcast_to(bus, bars.shape), 1), 0.0
+        )
+
+    return {
+        "theta_or": at(layout.pos_or, model.branch_or_sub),
+        "theta_ex": at(layout.pos_ex, model.branch_ex_sub),
+        "load_theta": at(layout.pos_load, model.load_sub),
+        "gen_theta": at(layout.pos_gen, model.gen_sub),
+    }
