@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from grid_vec.chronics.handler import ScenarioHandler
+from grid_vec.chronics.handler import Rows, ScenarioHandler
 from grid_vec.chronics.scenario import ScenarioSource
 from grid_vec.env.actions import KIND_LINE, KIND_SUB, ActionCatalog
 from grid_vec.env.observation import ObservationLayout, time_features
@@ -37,6 +37,7 @@ from grid_vec.env.state import (
     BatchState,
     OverflowLimits,
     StepOutcome,
+    _any,
     disconnect,
     initial_state,
     push_topology,
@@ -135,24 +136,30 @@ class GridBatch:
         self.state: BatchState = self._initial.take(np.zeros(self.n, dtype=np.intp))
         self.started = np.zeros(self.n, dtype=bool)  # reset at least once
         self.done = np.ones(self.n, dtype=bool)  # episode over (or never started)
-        # each env's time features of _TIME_BLOCK steps of its scenario from _times_first on
-        self._times = np.zeros((self.n, _TIME_BLOCK, 6), dtype=np.float32)
-        self._times_first = np.zeros(self.n, dtype=np.int64)
-        # each env's position: step in its scenario, steps played, steps it may play
-        self.step_index = np.zeros(self.n, dtype=np.int64)
-        self.played = np.zeros(self.n, dtype=np.int64)
-        self.max_steps = np.zeros(self.n, dtype=np.int64)
+        # each env's step in its scenario, steps played this episode, steps ever played and
+        # the row of its current step's time features in _times (see _time_features), as
+        # columns of one array: a step moves them all with one addition
+        self._clock = np.zeros((self.n, 4), dtype=np.int64)
+        self.step_index, self.played, steps, self._time_pos = self._clock.T
+        # env i's time features of _TIME_BLOCK steps of its scenario, rows i * _TIME_BLOCK on
+        self._times = np.zeros((self.n * _TIME_BLOCK, 6), dtype=np.float32)
+        self._time_end = (np.arange(self.n) + 1) * _TIME_BLOCK  # past each env's block
+        self.max_steps = np.zeros(self.n, dtype=np.int64)  # steps each env may play
         self._inv_limit = 1.0 / thermal_limit
         n_b = model.n_branch
         self._n_obs_timers = 2 * n_b + model.n_sub
-        sl = self.obs_layout.slices
-        self._obs_state = slice(sl["rho"].start, sl["time_before_cooldown_sub"].stop)
-        self._obs_maintenance = sl["time_next_maintenance"]
+        # no maintenance is modelled: the last segment of every observation reads -1
+        self._no_maintenance = np.full((self.n, n_b), -1.0, dtype=np.float32)
+        self._no_maintenance.flags.writeable = False
         self.timings = dict.fromkeys(("action", "powerflow", "observation", "total"), 0.0)
         self.counts = {
-            name: np.zeros(self.n, dtype=np.int64) for name in ("steps", "resets", "simulates")
+            "steps": steps,
+            **{name: np.zeros(self.n, dtype=np.int64) for name in ("resets", "simulates")},
         }
+        # simulates since the step counted in _simulated_at (a step does not zero the count:
+        # simulate does, when the env has stepped since)
         self.simulates_this_step = np.zeros(self.n, dtype=np.int64)
+        self._simulated_at = np.zeros(self.n, dtype=np.int64)
         self.simulates_this_episode = np.zeros(self.n, dtype=np.int64)
         self.simulate_seconds = np.zeros(self.n)
 
@@ -214,8 +221,8 @@ class GridBatch:
                 max_steps=opts.get("max_steps"),
                 rng=rng,
             )
-            self._fill_times(row, handler.step)
             self.step_index[row] = handler.step
+            self._fill_times(row)
             self.played[row] = 0
             self.max_steps[row] = handler.max_steps
         state = self.state
@@ -245,7 +252,7 @@ class GridBatch:
         self.simulates_this_step[rows] = 0
         self.simulates_this_episode[rows] = 0
         k = len(rows)
-        obs = self._observe(state, rows, self.step_index[rows], np.zeros(k, dtype=np.int64))
+        obs = self._observe(state, rows, self._time_features(rows), np.zeros(k, dtype=np.int64))
         zeros = np.zeros(k, dtype=bool)
         return StepBatch(
             obs, np.zeros(k), zeros, zeros.copy(), zeros.copy(), zeros.copy(),
@@ -270,14 +277,13 @@ class GridBatch:
         t0 = perf_counter()
         state = self.state
         handlers = self.handlers
-        scheduled = None if redispatch is None else self._rows_now(rows)[2]
-        illegal, ambiguous, reasons = self._legalise(state, rows, actions, redispatch, scheduled)
-        actions, redispatch = _neutralise(actions, redispatch, illegal | ambiguous)
+        scheduled = None if redispatch is None else self._scheduled_gen_p(rows)
+        legal = self._legalise(state, rows, actions, redispatch, scheduled)
+        actions, redispatch = _neutralise(actions, redispatch, legal)
         sel = selector(rows, self.n)
         for row in rows.tolist():
             handlers[row].advance()
-        self.step_index[sel] += 1
-        played = self.played[sel] = self.played[sel] + 1
+        self._clock[sel] += 1  # step in the scenario, steps played, steps counted
         attacks = _no_attack(len(rows))
         if self.opponent is not None:
             attacks = self.opponent.step(rows, state.line_status)
@@ -293,21 +299,23 @@ class GridBatch:
         outcome = self._play(state, rows, actions, redispatch, self._rows_now(rows))
         t2 = perf_counter()
         terminated = outcome.ended[sel]
-        truncated = ~terminated & (played >= self.max_steps[sel])
-        self.done[sel] = terminated | truncated
-        result = self._result(state, rows, self.step_index[sel], played, outcome, terminated)
-        result.truncated = truncated
-        result.is_illegal, result.is_ambiguous = illegal, ambiguous
-        result.illegal_reason, result.ambiguous_reason = reasons
-        result.attacked = attacks
+        played = self.played[sel]
+        truncated = played >= self.max_steps[sel]
+        if _any(terminated):
+            truncated &= ~terminated
+            self.done[sel] = terminated | truncated
+        else:
+            self.done[sel] = truncated
+        result = self._result(
+            state, rows, self._time_features(rows), played, outcome, terminated, truncated, legal,
+            attacks,
+        )  # fmt: skip
         t3 = perf_counter()
         timings = self.timings
         timings["action"] += t1 - t0
         timings["powerflow"] += t2 - t1
         timings["observation"] += t3 - t2
         timings["total"] += t3 - t0
-        self.counts["steps"][sel] += 1
-        self.simulates_this_step[sel] = 0
         return result
 
     def simulate(self, row: int, action: int, redispatch: np.ndarray | None = None) -> StepBatch:
@@ -321,6 +329,10 @@ class GridBatch:
         if self.done[row]:
             raise RuntimeError("the episode is over (or never started): call reset() first")
         p = self.parameters
+        steps = self.counts["steps"][row]
+        if self._simulated_at[row] != steps:  # the first simulate since the env stepped
+            self._simulated_at[row] = steps
+            self.simulates_this_step[row] = 0
         if 0 <= p.max_simulate_per_step <= self.simulates_this_step[row]:
             raise RuntimeError(f"max_simulate_per_step={p.max_simulate_per_step} reached")
         if 0 <= p.max_simulate_per_episode <= self.simulates_this_episode[row]:
@@ -338,24 +350,22 @@ class GridBatch:
         local = np.zeros(1, dtype=np.intp)
         actions = np.array([action], dtype=np.int64)
         forecast = self._rows_now(np.array([row]), forecast=True)
-        scheduled = None if redispatch is None else self._rows_now(np.array([row]))[2]
-        illegal, ambiguous, reasons = self._legalise(state, local, actions, redispatch, scheduled)
-        actions, redispatch = _neutralise(actions, redispatch, illegal | ambiguous)
+        scheduled = None if redispatch is None else self._scheduled_gen_p(np.array([row]))
+        legal = self._legalise(state, local, actions, redispatch, scheduled)
+        actions, redispatch = _neutralise(actions, redispatch, legal)
         outcome = self._play(state, local, actions, redispatch, forecast)
         handler = self.handlers[row]
-        terminated = outcome.ended
-        result = self._result(
+        return self._result(
             state,
             local,
-            np.array([handler.step + 1]),
+            self._time_features(np.array([row]), ahead=1),
             np.array([handler.steps_played + 1]),
             outcome,
-            terminated,
-            time_rows=np.array([row]),
+            outcome.ended,
+            _false(1),
+            legal,
+            _no_attack(1),
         )
-        result.is_illegal, result.is_ambiguous = illegal, ambiguous
-        result.illegal_reason, result.ambiguous_reason = reasons
-        return result
 
     # --- the pieces of a step -----------------------------------------------------------
 
@@ -365,14 +375,14 @@ class GridBatch:
         rows: np.ndarray,
         actions: np.ndarray,
         redispatch: np.ndarray | None,
-        injections: tuple[np.ndarray, ...],
+        injections: list[Rows],
     ) -> StepOutcome:
         """Apply legal actions and the step's injections, solve, cascade, move the timers."""
         acted_line, acted_sub = self._apply(state, rows, actions, redispatch)
         self._inject(state, rows, injections)
         outcome = solve(state, self.model, self.topology, self.parameters, self.limits, rows)
         ended = outcome.ended[selector(rows, state.n)]
-        alive = rows[~ended] if ended.any() else rows
+        alive = rows[~ended] if _any(ended) else rows
         update_timers(state, self.parameters, self.limits, outcome, alive, acted_line, acted_sub)
         return outcome
 
@@ -387,14 +397,14 @@ class GridBatch:
         """Which actions are illegal (cooldowns, limits) or ambiguous (a redispatch beyond a
         generator's limits), with the reasons of the flagged rows (by position in ``rows``)."""
         k = len(rows)
-        if redispatch is None and not np.count_nonzero(actions):  # do-nothing everywhere
+        if redispatch is None and not _any(actions):  # do-nothing everywhere
             return _false(k), _false(k), ({}, {})
         illegal = np.zeros(k, dtype=bool)
         ambiguous = np.zeros(k, dtype=bool)
         why_illegal: dict[int, str] = {}
         why_ambiguous: dict[int, str] = {}
         p, m, cat = self.parameters, self.model, self.catalog
-        if np.count_nonzero(actions):
+        if _any(actions):
             kind, target = cat.kind[actions], cat.target[actions]
             line, sub = kind == KIND_LINE, kind == KIND_SUB
             if line.any():
@@ -419,7 +429,7 @@ class GridBatch:
                         else f"substation {m.sub_names[t]} is in cooldown for "
                         f"{cooldown_s[j]} more step(s)"
                     )
-        if redispatch is not None and np.count_nonzero(redispatch):
+        if redispatch is not None and _any(redispatch):
             # gen_p not yet advanced: the target is checked against this step's schedule
             target_mw = scheduled_gen_p + state.target_dispatch[rows] + redispatch
             bad = (
@@ -441,11 +451,12 @@ class GridBatch:
         actions: np.ndarray,
         redispatch: np.ndarray | None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Apply legal actions; return (N,) acted branch and acted substation (-1: none)."""
-        if redispatch is not None and np.count_nonzero(redispatch):
+        """Apply legal actions; return (N,) acted branch and acted substation (-1: none),
+        or (None, None) when no env acted on the topology."""
+        if redispatch is not None and _any(redispatch):
             state.target_dispatch[rows] += redispatch
-        if not np.count_nonzero(actions):
-            return _no_attack(state.n), _no_attack(state.n)
+        if not _any(actions):
+            return None, None
         acted_line = np.full(state.n, -1, dtype=np.int64)
         acted_sub = np.full(state.n, -1, dtype=np.int64)
         kind, target = self.catalog.kind[actions], self.catalog.target[actions]
@@ -467,107 +478,123 @@ class GridBatch:
             self._sub_table.apply(state, self.topology, r, actions[sub])
         return acted_line, acted_sub
 
-    def _inject(
-        self, state: BatchState, rows: np.ndarray, injections: tuple[np.ndarray, ...]
-    ) -> None:
+    def _inject(self, state: BatchState, rows: np.ndarray, injections: list[Rows]) -> None:
         """Give each env's backend its step's (load_p, load_q, gen_p, gen_v), with the
         redispatch: generators move toward their target within pmin / pmax."""
-        load_p, load_q, gen_p, gen_v = injections
         sel = selector(rows, state.n)
         target = state.target_dispatch[sel]
-        if np.count_nonzero(target):
+        dispatched = None
+        if _any(target):
             m = self.model
+            gen_p = np.array([injection[2] for injection in injections])
             wanted = np.clip(gen_p + target, m.gen_pmin, m.gen_pmax)
             actual = np.where(target != 0, wanted - gen_p, 0.0)
             state.actual_dispatch[sel] = actual
-            gen_p = gen_p + actual
-        elif np.count_nonzero(state.actual_dispatch[sel]):
+            dispatched = gen_p + actual
+        elif _any(state.actual_dispatch[sel]):
             state.actual_dispatch[sel] = 0.0
         # the scenario sources hand out finite float64 rows of the model's sizes (the folder
         # source checks its files as it reads them): no re-validation on the hot path
         backends = state.backends
-        for j, row in enumerate(rows.tolist()):
-            backends[row].set_injections_trusted(load_p[j], load_q[j], gen_p[j], gen_v[j])
+        for j, (row, (load_p, load_q, gen_p, gen_v)) in enumerate(
+            zip(rows.tolist(), injections, strict=True)
+        ):
+            if dispatched is not None:
+                gen_p = dispatched[j]
+            backends[row].set_injections_trusted(load_p, load_q, gen_p, gen_v)
 
-    def _rows_now(self, rows: np.ndarray, *, forecast: bool = False) -> tuple[np.ndarray, ...]:
-        """(k, ·) load_p, load_q, gen_p, gen_v of the current step of each row's scenario."""
-        if len(rows) == 1:  # views, no copy
-            return tuple(a[None] for a in self.handlers[int(rows[0])].rows(forecast=forecast))
-        per_env = [self.handlers[r].rows(forecast=forecast) for r in rows.tolist()]
-        return tuple(np.array(column) for column in zip(*per_env, strict=True))
+    def _rows_now(self, rows: np.ndarray, *, forecast: bool = False) -> list[Rows]:
+        """Each row's (load_p, load_q, gen_p, gen_v) of the current step of its scenario
+        (views of the scenario's arrays)."""
+        handlers = self.handlers
+        return [handlers[r].rows(forecast=forecast) for r in rows.tolist()]
+
+    def _scheduled_gen_p(self, rows: np.ndarray) -> np.ndarray:
+        """(k, n_gen) generation of the current step of each row's scenario."""
+        return np.array([injection[2] for injection in self._rows_now(rows)])
 
     def _result(
         self,
         state: BatchState,
         rows: np.ndarray,
-        steps: np.ndarray,
+        times: np.ndarray,
         played: np.ndarray,
         outcome: StepOutcome,
         terminated: np.ndarray,
-        *,
-        time_rows: np.ndarray | None = None,
+        truncated: np.ndarray,
+        legal: tuple[np.ndarray, np.ndarray, tuple[dict[int, str], dict[int, str]]],
+        attacked: np.ndarray,
     ) -> StepBatch:
-        """Observations, rewards and physics flags of ``rows`` after a step."""
-        obs = self._observe(state, rows, steps, played, time_rows=time_rows)
+        """The step of ``rows``: observations, rewards and physics flags, with the given
+        ends, legality (``_legalise``'s) and attacks."""
+        obs = self._observe(state, rows, times, played)
         sel = selector(rows, state.n)
         inputs = RewardInputs(
             self._rho, state.line_status[sel], state.load_p[sel], state.gen_p[sel],
             state.actual_dispatch[sel],
         )  # fmt: skip
         reward = batch_rewards(self.reward_fn, inputs, terminated)
-        others = {
-            name: batch_rewards(fn, inputs, terminated) for name, fn in self.other_rewards.items()
-        }
+        others = {}
+        if self.other_rewards:
+            others = {
+                name: batch_rewards(fn, inputs, terminated)
+                for name, fn in self.other_rewards.items()
+            }
         reasons = {}
-        if np.count_nonzero(terminated):
+        if _any(terminated):
             reasons = {j: outcome.game_over[rows[j]] for j in np.flatnonzero(terminated).tolist()}
-        k = len(rows)
-        zeros = _false(k)
+        illegal, ambiguous, (why_illegal, why_ambiguous) = legal
         return StepBatch(
-            obs, reward, terminated, zeros, zeros, zeros, outcome.tripped[sel],
-            _no_attack(k),
-            others, {}, {}, reasons,
+            obs, reward, terminated, truncated, illegal, ambiguous, outcome.tripped[sel],
+            attacked, others, why_illegal, why_ambiguous, reasons,
         )  # fmt: skip
 
     def _observe(
         self,
         state: BatchState,
         rows: np.ndarray,
-        steps: np.ndarray,
+        times: np.ndarray,
         played: np.ndarray,
-        *,
-        time_rows: np.ndarray | None = None,
     ) -> np.ndarray:
-        """The (k, size) float32 observations of ``rows``: time features, then one
-        ``concatenate`` from rho to the timers. Leaves rho in ``self._rho`` for the rewards."""
-        t_rows = rows if time_rows is None else time_rows
-        offset = steps - self._times_first[t_rows]
-        if (offset >= _TIME_BLOCK).any():
-            for j in np.flatnonzero(offset >= _TIME_BLOCK).tolist():
-                self._fill_times(int(t_rows[j]), int(steps[j]))
-            offset = steps - self._times_first[t_rows]
+        """The (k, size) float32 observations of ``rows``, in one ``concatenate`` of every
+        segment (a fresh array: the caller keeps it). Leaves rho in ``self._rho`` for the
+        rewards."""
         sel = selector(rows, state.n)
         self._rho = rho = state.a_or[sel] * self._inv_limit
-        obs = np.empty((len(rows), self.obs_layout.size), dtype=np.float32)
-        obs[:, :6] = self._times[t_rows, offset]
-        obs[:, 6] = played
+        k = len(rows)
+        obs = np.empty((k, self.obs_layout.size), dtype=np.float32)
         np.concatenate(
             (
-                rho, state.line_status[sel], state.flows[sel], state.actual_dispatch[sel],
-                state.topo[sel], state.timers[sel, : self._n_obs_timers],
+                times, played[:, None], rho, state.line_status[sel],
+                state.flows[sel], state.actual_dispatch[sel], state.topo[sel],
+                state.timers[sel, : self._n_obs_timers], self._no_maintenance[:k],
             ),
             axis=1,
-            out=obs[:, self._obs_state],
+            out=obs,
             casting="same_kind",
         )  # fmt: skip
-        obs[:, self._obs_maintenance] = -1.0  # no maintenance is modelled
         return obs
 
-    def _fill_times(self, row: int, first: int) -> None:
-        """Time features of ``_TIME_BLOCK`` steps of ``row``'s scenario from step ``first``."""
+    def _time_features(self, rows: np.ndarray, ahead: int = 0) -> np.ndarray:
+        """(k, 6) time features of each row's current step (``ahead``: of the next one)."""
+        sel = selector(rows, self.n)
+        pos = self._time_pos[sel] + ahead if ahead else self._time_pos[sel]
+        late = np.greater_equal(pos, self._time_end[sel])
+        if _any(late):  # a block is used up: the next starts at the env's current step
+            for row in rows[late].tolist():
+                self._fill_times(row)
+            pos = self._time_pos[sel] + ahead
+        return self._times.take(pos, axis=0)  # take: cheaper than fancy indexing
+
+    def _fill_times(self, row: int) -> None:
+        """Time features of ``_TIME_BLOCK`` steps of ``row``'s scenario from its current step."""
         info = self.handlers[row].info
-        self._times[row] = time_features(info.start, info.step_duration, first, _TIME_BLOCK)
-        self._times_first[row] = first
+        first = int(self.step_index[row])
+        start = row * _TIME_BLOCK
+        self._times[start : start + _TIME_BLOCK] = time_features(
+            info.start, info.step_duration, first, _TIME_BLOCK
+        )
+        self._time_pos[row] = start
 
     # --- initial state ------------------------------------------------------------------
 
@@ -624,13 +651,13 @@ def env_info(result: StepBatch, j: int) -> dict[str, Any]:
     }
     if result.other_rewards:
         info["other_rewards"] = {k: float(v[j]) for k, v in result.other_rewards.items()}
-    for key, reasons in (
-        ("illegal_reason", result.illegal_reason),
-        ("ambiguous_reason", result.ambiguous_reason),
-        ("game_over_reason", result.game_over_reason),
-    ):
-        if j in reasons:
-            info[key] = reasons[j]
+    # the reasons are usually all empty: test that first
+    if result.illegal_reason and j in result.illegal_reason:
+        info["illegal_reason"] = result.illegal_reason[j]
+    if result.ambiguous_reason and j in result.ambiguous_reason:
+        info["ambiguous_reason"] = result.ambiguous_reason[j]
+    if result.game_over_reason and j in result.game_over_reason:
+        info["game_over_reason"] = result.game_over_reason[j]
     info["attacked_branch"] = int(result.attacked[j])
     return info
 
@@ -677,11 +704,15 @@ def _check_options(options: Any) -> dict[str, Any]:
 
 
 def _neutralise(
-    actions: np.ndarray, redispatch: np.ndarray | None, refused: np.ndarray
+    actions: np.ndarray,
+    redispatch: np.ndarray | None,
+    legal: tuple[np.ndarray, np.ndarray, tuple[dict[int, str], dict[int, str]]],
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Illegal or ambiguous actions are played as do-nothing."""
-    if not np.count_nonzero(refused):
+    """Illegal or ambiguous actions (``_legalise``'s verdict) are played as do-nothing."""
+    illegal, ambiguous, (why_illegal, why_ambiguous) = legal
+    if not why_illegal and not why_ambiguous:  # every refused action has its reason
         return actions, redispatch
+    refused = illegal | ambiguous
     actions = np.where(refused, 0, actions)
     if redispatch is not None:
         redispatch = np.where(refused[:, None], 0.0, redispatch)

@@ -33,9 +33,13 @@ from grid_vec.env.topology import TopologyLayout, isolated_elements
 from grid_vec.grid.backend import Backend, flow_slices
 from grid_vec.grid.model import GridModel
 
-# np.count_nonzero is a direct C call: several times cheaper than ndarray.any() on the small
-# arrays of the step hot path.
-_any = np.count_nonzero
+# count_nonzero is several times cheaper than ndarray.any() on the small arrays of the step
+# hot path, and np.count_nonzero is a Python wrapper (array-function dispatch) costing three
+# times its C function: call the C function where numpy exposes it.
+try:
+    from numpy._core.multiarray import count_nonzero as _any  # numpy >= 2
+except ImportError:  # pragma: no cover - numpy 1.x
+    _any = getattr(np.core.multiarray, "count_nonzero", np.count_nonzero)
 
 
 @dataclass
@@ -312,23 +316,22 @@ def update_timers(
     limits: OverflowLimits,
     outcome: StepOutcome,
     rows: np.ndarray,
-    acted_line: np.ndarray,
-    acted_sub: np.ndarray,
+    acted_line: np.ndarray | None,
+    acted_sub: np.ndarray | None,
 ) -> None:
     """Move the overflow counters and the reconnection / cooldown timers of ``rows`` after a
     solve. ``acted_line`` / ``acted_sub`` (N,) hold the branch / substation each env acted on
-    this step (-1: none)."""
+    this step (-1: none), or are None when no env acted."""
     if not len(rows):
         return
     sel = selector(rows, state.n)
     soft_is_thermal = params.soft_overflow_threshold == 1.0
     if (
         soft_is_thermal
+        and acted_line is None
         and not _any(state.timers[sel])
         and not _any(outcome.overflow)
         and not _any(outcome.tripped)
-        and not _any(acted_line >= 0)
-        and not _any(acted_sub >= 0)
     ):
         return  # nothing runs, nothing starts: the usual step
     moving = rows
@@ -352,6 +355,8 @@ def update_timers(
         cd = state.cooldown_line[sel]
         cd[tripped] = params.nb_timestep_reconnection
         state.cooldown_line[sel] = cd
+    if acted_line is None:
+        return
     if params.nb_timestep_cooldown_line > 0:
         r = rows[acted_line[rows] >= 0]
         if len(r):
