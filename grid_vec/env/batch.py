@@ -28,7 +28,7 @@ import numpy as np
 
 from grid_vec.chronics.handler import Rows, ScenarioHandler
 from grid_vec.chronics.scenario import ScenarioSource
-from grid_vec.env.actions import KIND_LINE, KIND_SUB, ActionCatalog
+from grid_vec.env.actions import KIND_LINE, KIND_SUB, ActionCatalog, SubstationTable
 from grid_vec.env.observation import ObservationLayout, time_features
 from grid_vec.env.opponent import OpponentBatch, RandomLineOpponent
 from grid_vec.env.parameters import Parameters
@@ -124,7 +124,7 @@ class GridBatch:
         ]
         self.set_parameters(parameters)
         self.opponent = None if opponent is None else OpponentBatch(opponent, self.n)
-        self._sub_table = _SubstationTable.of(self.catalog, self.topology)
+        self._sub_table = SubstationTable.of(self.catalog, self.topology)
 
         # Each episode starts from a copy of this state: its backend has never solved, so the
         # solver's warm start (hence every float of a trajectory) depends only on the seed and
@@ -717,45 +717,3 @@ def _neutralise(
     if redispatch is not None:
         redispatch = np.where(refused[:, None], 0.0, redispatch)
     return actions, redispatch
-
-
-@dataclass(frozen=True)
-class _SubstationTable:
-    """Each catalog action's substation configuration as fixed-width rows, so that the
-    configurations of many envs are applied with a few array operations."""
-
-    start: np.ndarray  # (n_actions,) first topology position of the action's substation
-    buses: np.ndarray  # (n_actions, width) int8 bus bars, 0 past the substation's elements
-
-    @classmethod
-    def of(cls, catalog: ActionCatalog, layout: TopologyLayout) -> _SubstationTable:
-        n = len(catalog)
-        sizes = np.diff(layout.sub_start)
-        width = int(sizes.max()) if len(sizes) else 1
-        start = np.zeros(n, dtype=np.int64)
-        buses = np.zeros((n, width), dtype=np.int8)
-        for i in np.flatnonzero(catalog.kind == KIND_SUB).tolist():
-            sub = int(catalog.target[i])
-            start[i] = layout.sub_start[sub]
-            config = catalog.sub_buses[i]
-            buses[i, : len(config)] = config
-        return cls(start, buses)
-
-    def apply(
-        self, state: BatchState, layout: TopologyLayout, rows: np.ndarray, actions: np.ndarray
-    ) -> None:
-        """Set the bus bar of every connected element of each action's substation; the
-        disconnected branch ends there will come back on the configured bus bar."""
-        width = self.buses.shape[1]
-        k = len(rows)
-        positions = self.start[actions][:, None] + np.arange(width)
-        buses = self.buses[actions]
-        placed = np.zeros((k, layout.n_elem + width), dtype=np.int8)  # padded: no overflow
-        np.put_along_axis(placed, positions, buses, axis=1)
-        placed = placed[:, : layout.n_elem]
-        topo = state.topo[rows]
-        state.topo[rows] = np.where((placed > 0) & (topo > 0), placed, topo)
-        new_or, new_ex = placed[:, layout.pos_or], placed[:, layout.pos_ex]
-        state.last_or[rows] = np.where(new_or > 0, new_or, state.last_or[rows])
-        state.last_ex[rows] = np.where(new_ex > 0, new_ex, state.last_ex[rows])
-        state.topo_dirty[rows] = True
