@@ -57,6 +57,7 @@ _NO_ATTACK.flags.writeable = False
 _FALSE = np.zeros(256, dtype=bool)
 _FALSE.flags.writeable = False
 _TIME_BLOCK = 288  # steps of time features computed at once (a day of 5-minute steps)
+_CALM_NONE = 2**62  # no env running: no step is due for a check
 
 
 @dataclass
@@ -144,6 +145,9 @@ class GridBatch:
         # env i's time features of _TIME_BLOCK steps of its scenario, rows i * _TIME_BLOCK on
         self._times = np.zeros((self.n * _TIME_BLOCK, 6), dtype=np.float32)
         self._time_end = (np.arange(self.n) + 1) * _TIME_BLOCK  # past each env's block
+        # steps every running env surely plays before one reaches its max_steps or the end of
+        # its time block: until then a step checks neither (see _calm_steps)
+        self._calm = _CALM_NONE
         self.max_steps = np.zeros(self.n, dtype=np.int64)  # steps each env may play
         self._inv_limit = 1.0 / thermal_limit
         n_b = model.n_branch
@@ -248,6 +252,7 @@ class GridBatch:
         state.timers[rows] = 0
         self.started[rows] = True
         self.done[rows] = False
+        self._calm = min(self._calm, self._calm_steps(rows))
         self.counts["resets"][rows] += 1
         self.simulates_this_step[rows] = 0
         self.simulates_this_episode[rows] = 0
@@ -283,7 +288,11 @@ class GridBatch:
         sel = selector(rows, self.n)
         for row in rows.tolist():
             handlers[row].advance()
-        self._clock[sel] += 1  # step in the scenario, steps played, steps counted
+        # step in the scenario, steps played, steps counted, time-feature row: one more
+        if type(sel) is slice:  # every row: in place, no copy back
+            np.add(self._clock, 1, out=self._clock)
+        else:
+            self._clock[sel] += 1
         attacks = _no_attack(len(rows))
         if self.opponent is not None:
             attacks = self.opponent.step(rows, state.line_status)
@@ -300,16 +309,24 @@ class GridBatch:
         t2 = perf_counter()
         terminated = outcome.ended[sel]
         played = self.played[sel]
-        truncated = played >= self.max_steps[sel]
-        if _any(terminated):
-            truncated &= ~terminated
-            self.done[sel] = terminated | truncated
+        calm = self._calm > 0
+        if calm:  # no row reaches its max_steps or the end of its time block
+            self._calm -= 1
+            truncated = _false(len(rows))
+            times = self._times.take(self._time_pos[sel], axis=0)
         else:
-            self.done[sel] = truncated
+            truncated = played >= self.max_steps[sel]
+            times = self._time_features(rows)
+        if _any(terminated):
+            truncated = truncated & ~terminated
+            self.done[sel] = terminated | truncated
+        elif _any(truncated):
+            self.done[sel] = truncated  # the rows stepped were running
+        if not calm:
+            self._calm = self._calm_steps(np.flatnonzero(~self.done))
         result = self._result(
-            state, rows, self._time_features(rows), played, outcome, terminated, truncated, legal,
-            attacks,
-        )  # fmt: skip
+            state, rows, times, played, outcome, terminated, truncated, legal, attacks
+        )
         t3 = perf_counter()
         timings = self.timings
         timings["action"] += t1 - t0
@@ -398,7 +415,8 @@ class GridBatch:
         generator's limits), with the reasons of the flagged rows (by position in ``rows``)."""
         k = len(rows)
         if redispatch is None and not _any(actions):  # do-nothing everywhere
-            return _false(k), _false(k), ({}, {})
+            none = _false(k)
+            return none, none, ({}, {})
         illegal = np.zeros(k, dtype=bool)
         ambiguous = np.zeros(k, dtype=bool)
         why_illegal: dict[int, str] = {}
@@ -496,12 +514,12 @@ class GridBatch:
         # the scenario sources hand out finite float64 rows of the model's sizes (the folder
         # source checks its files as it reads them): no re-validation on the hot path
         backends = state.backends
-        for j, (row, (load_p, load_q, gen_p, gen_v)) in enumerate(
-            zip(rows.tolist(), injections, strict=True)
-        ):
-            if dispatched is not None:
-                gen_p = dispatched[j]
-            backends[row].set_injections_trusted(load_p, load_q, gen_p, gen_v)
+        if dispatched is not None:
+            injections = [
+                (p, q, gen_p, v) for (p, q, _, v), gen_p in zip(injections, dispatched, strict=True)
+            ]
+        for row, injection in zip(rows.tolist(), injections, strict=True):
+            backends[row].set_injections_trusted(*injection)
 
     def _rows_now(self, rows: np.ndarray, *, forecast: bool = False) -> list[Rows]:
         """Each row's (load_p, load_q, gen_p, gen_v) of the current step of its scenario
@@ -574,6 +592,15 @@ class GridBatch:
             casting="same_kind",
         )  # fmt: skip
         return obs
+
+    def _calm_steps(self, rows: np.ndarray) -> int:
+        """How many steps the given (running) rows surely play before one reaches its
+        max_steps or the end of its time block, so that a step needs no check."""
+        if not len(rows):
+            return _CALM_NONE
+        left_played = self.max_steps[rows] - self.played[rows]
+        left_times = self._time_end[rows] - self._time_pos[rows]
+        return int(min(left_played.min(), left_times.min())) - 1
 
     def _time_features(self, rows: np.ndarray, ahead: int = 0) -> np.ndarray:
         """(k, 6) time features of each row's current step (``ahead``: of the next one)."""

@@ -222,9 +222,9 @@ def solve(
     """
     n = state.n
     game_over: list[str | None] = [None] * n
-    ended = np.zeros(n, dtype=bool)
-    tripped = np.zeros((n, model.n_branch), dtype=bool)
-    overflow = np.zeros(n, dtype=bool)
+    # the outcome's flags, columns of one array (one allocation per step)
+    flags = np.zeros((n, 2 + model.n_branch), dtype=bool)
+    ended, overflow, tripped = flags[:, 0], flags[:, 1], flags[:, 2:]
     counter = increased = None
     a_or, status = state.a_or, state.line_status
     todo = np.asarray(rows, dtype=np.intp)
