@@ -32,6 +32,7 @@ from grid_vec.env.actions import KIND_LINE, KIND_SUB, ActionCatalog, SubstationT
 from grid_vec.env.observation import ObservationLayout, time_features
 from grid_vec.env.opponent import OpponentBatch, RandomLineOpponent
 from grid_vec.env.parameters import Parameters
+from grid_vec.env.reset_options import apply_init_state, check_init_state, check_options
 from grid_vec.env.rewards import RewardFn, RewardInputs, batch_rewards
 from grid_vec.env.state import (
     BatchState,
@@ -50,7 +51,6 @@ from grid_vec.env.topology import TopologyLayout, layout_of
 from grid_vec.grid import make_backend
 from grid_vec.grid.model import GridModel
 
-RESET_OPTIONS = ("scenario_id", "fast_forward", "max_steps", "init_state")
 _DISPATCH_TOL = 1e-6  # MW: a redispatch target this far beyond pmin / pmax is ambiguous
 _NO_ATTACK = np.full(256, -1, dtype=np.int64)
 _NO_ATTACK.flags.writeable = False
@@ -211,9 +211,12 @@ class GridBatch:
             RuntimeError: a scenario whose first state is already a game over.
         """
         rows = np.asarray(rows, dtype=np.intp)
-        options = [_check_options(o) for o in options]
+        options = [check_options(o) for o in options]
         inits = [
-            self._check_init_state(o["init_state"]) if "init_state" in o else None for o in options
+            check_init_state(o["init_state"], self.model, self.topology)
+            if "init_state" in o
+            else None
+            for o in options
         ]
         for row, rng, seed, opts in zip(rows.tolist(), rngs, seeds, options, strict=True):
             handler = self.handlers[row]
@@ -233,7 +236,7 @@ class GridBatch:
         state.put(rows, self._initial.take(np.zeros(len(rows), dtype=np.intp)))
         for row, init in zip(rows.tolist(), inits, strict=True):
             if init is not None:
-                self._apply_init_state(state, row, init)
+                apply_init_state(state, self.topology, row, init)
         if self.opponent is not None:
             self.opponent.reset(rows, [np.random.default_rng(r.integers(2**63)) for r in rngs])
         self._inject(state, rows, self._rows_now(rows))
@@ -623,47 +626,6 @@ class GridBatch:
         )
         self._time_pos[row] = start
 
-    # --- initial state ------------------------------------------------------------------
-
-    def _check_init_state(self, init: Any) -> dict[str, np.ndarray]:
-        """``{"line_status": (n_branch,) bool, "bus": (n_elem,) topo vector of 1/2}``."""
-        if not isinstance(init, dict):
-            raise TypeError(f"init_state must be a dict, got {type(init).__name__}")
-        unknown = sorted(set(init) - {"line_status", "bus"})
-        if unknown:
-            raise ValueError(f"unknown init_state keys {unknown}; allowed: ['line_status', 'bus']")
-        checked = {}
-        if "bus" in init:
-            bus = np.asarray(init["bus"])
-            if bus.shape != (self.topology.n_elem,) or not np.isin(bus, (1, 2)).all():
-                raise ValueError(
-                    f"init_state['bus'] must be {self.topology.n_elem} values in {{1, 2}} "
-                    f"(topology-vector order), got shape {bus.shape}"
-                )
-            checked["bus"] = bus.astype(np.int8)
-        if "line_status" in init:
-            status = np.asarray(init["line_status"])
-            if status.shape != (self.model.n_branch,) or status.dtype != bool:
-                raise ValueError(
-                    f"init_state['line_status'] must be {self.model.n_branch} bools, got "
-                    f"{status.dtype} of shape {status.shape}"
-                )
-            checked["line_status"] = status
-        return checked
-
-    def _apply_init_state(self, state: BatchState, row: int, init: dict[str, np.ndarray]) -> None:
-        layout = self.topology
-        if "bus" in init:
-            bus = init["bus"]
-            state.topo[row] = bus
-            state.last_or[row] = bus[layout.pos_or]
-            state.last_ex[row] = bus[layout.pos_ex]
-        if "line_status" in init:
-            mask = np.zeros_like(state.line_status)
-            mask[row] = ~init["line_status"]
-            disconnect(state, layout, mask)
-        state.topo_dirty[row] = True
-
 
 def env_info(result: StepBatch, j: int) -> dict[str, Any]:
     """The info dict of row ``j`` of a step, as a single env gives it: fixed-shape entries
@@ -718,16 +680,6 @@ def _false(k: int) -> np.ndarray:
 def _no_attack(k: int) -> np.ndarray:
     """(k,) -1: no branch attacked (read-only)."""
     return _NO_ATTACK[:k] if k <= len(_NO_ATTACK) else np.full(k, -1, dtype=np.int64)
-
-
-def _check_options(options: Any) -> dict[str, Any]:
-    options = {} if options is None else options
-    if not isinstance(options, dict):
-        raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
-    unknown = sorted(set(options) - set(RESET_OPTIONS))
-    if unknown:
-        raise ValueError(f"unknown reset options {unknown}; allowed: {list(RESET_OPTIONS)}")
-    return options
 
 
 def _neutralise(

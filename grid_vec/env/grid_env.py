@@ -26,16 +26,11 @@ import numpy as np
 from gymnasium import spaces
 
 from grid_vec.chronics.scenario import ScenarioInfo, ScenarioSource
-from grid_vec.env.batch import (
-    RESET_OPTIONS,
-    GridBatch,
-    check_ramp_limits,
-    env_info,
-    redispatch_mw,
-)
+from grid_vec.env.batch import GridBatch, check_ramp_limits, env_info, redispatch_mw
 from grid_vec.env.observation import ObservationView
 from grid_vec.env.opponent import RandomLineOpponent
 from grid_vec.env.parameters import Parameters
+from grid_vec.env.reset_options import RESET_OPTIONS
 from grid_vec.env.rewards import RewardFn, make_reward
 from grid_vec.grid.model import GridModel
 
