@@ -149,7 +149,7 @@ class GridBatch:
         # its time block: until then a step checks neither (see _calm_steps)
         self._calm = _CALM_NONE
         self.max_steps = np.zeros(self.n, dtype=np.int64)  # steps each env may play
-        self._inv_limit = 1.0 / thermal_limit
+        self._inv_limit = 1.0 / thermal_limit[None]  # a row: see OverflowLimits
         n_b = model.n_branch
         self._n_obs_timers = 2 * n_b + model.n_sub
         # no maintenance is modelled: the last segment of every observation reads -1

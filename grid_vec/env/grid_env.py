@@ -108,6 +108,8 @@ class GridEnv(gym.Env):
             r = ramp[redispatchable].astype(np.float32)
             self.action_space = spaces.Box(low=-r, high=r, dtype=np.float32)
         self._handler = batch.handlers[0]
+        # a discrete action is an int below this (0 in redispatch mode: no int is one)
+        self._n_discrete = len(self.catalog) if action_type == "discrete" else 0
 
     def make_batch(self, n: int) -> GridBatch:
         """A batched core of ``n`` fresh envs configured as this one (model, scenario source,
@@ -276,9 +278,7 @@ class GridEnv(gym.Env):
     def _parse(self, action: Any) -> tuple[np.ndarray, np.ndarray | None]:
         """Validate an action; return the batch's (catalog indices, redispatch MW)."""
         # the common cases, fast: a Python int, or the int64 a vector env reads from its batch
-        if (type(action) is int or type(action) is np.int64) and (
-            self.action_type == "discrete" and 0 <= action < self.action_space.n
-        ):
+        if (type(action) is int or type(action) is np.int64) and 0 <= action < self._n_discrete:
             return np.array([action], dtype=np.int64), None
         if self.action_type == "discrete":
             if isinstance(action, np.ndarray) and action.shape == () and action.dtype.kind in "iu":
