@@ -401,8 +401,8 @@ class GridBatch:
         acted_line, acted_sub = self._apply(state, rows, actions, redispatch)
         self._inject(state, rows, injections)
         outcome = solve(state, self.model, self.topology, self.parameters, self.limits, rows)
-        ended = outcome.ended[selector(rows, state.n)]
-        alive = rows[~ended] if _any(ended) else rows
+        ended = outcome.ended  # False outside rows
+        alive = rows[~ended[rows]] if _any(ended) else rows
         update_timers(state, self.parameters, self.limits, outcome, alive, acted_line, acted_sub)
         return outcome
 
