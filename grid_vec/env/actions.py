@@ -17,7 +17,8 @@ Encoding (``ActionCatalog.counts`` gives the counts; embedded grids: case14 has 
   "all on bus bar 1" configuration is included too (to undo a split).
 
 Applying a configuration sets the bus bar of every connected element of the substation; a
-disconnected branch end keeps ``-1`` and will come back on the configured bus bar.
+disconnected branch end keeps ``-1`` and will come back on the configured bus bar
+(:class:`SubstationTable` applies them for many envs at once).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grid_vec.env.state import BatchState
 from grid_vec.env.topology import TopologyLayout
 from grid_vec.grid.model import GridModel
 
@@ -119,3 +121,45 @@ def substation_configurations(is_branch: np.ndarray) -> list[np.ndarray]:
     if configs:
         configs.insert(0, np.ones(n, dtype=np.int8))
     return configs
+
+
+@dataclass(frozen=True)
+class SubstationTable:
+    """Each catalog action's substation configuration as fixed-width rows, so that the
+    configurations of many envs are applied with a few array operations."""
+
+    start: np.ndarray  # (n_actions,) first topology position of the action's substation
+    buses: np.ndarray  # (n_actions, width) int8 bus bars, 0 past the substation's elements
+
+    @classmethod
+    def of(cls, catalog: ActionCatalog, layout: TopologyLayout) -> SubstationTable:
+        n = len(catalog)
+        sizes = np.diff(layout.sub_start)
+        width = int(sizes.max()) if len(sizes) else 1
+        start = np.zeros(n, dtype=np.int64)
+        buses = np.zeros((n, width), dtype=np.int8)
+        for i in np.flatnonzero(catalog.kind == KIND_SUB).tolist():
+            sub = int(catalog.target[i])
+            start[i] = layout.sub_start[sub]
+            config = catalog.sub_buses[i]
+            buses[i, : len(config)] = config
+        return cls(start, buses)
+
+    def apply(
+        self, state: BatchState, layout: TopologyLayout, rows: np.ndarray, actions: np.ndarray
+    ) -> None:
+        """Set the bus bar of every connected element of each action's substation; the
+        disconnected branch ends there will come back on the configured bus bar."""
+        width = self.buses.shape[1]
+        k = len(rows)
+        positions = self.start[actions][:, None] + np.arange(width)
+        buses = self.buses[actions]
+        placed = np.zeros((k, layout.n_elem + width), dtype=np.int8)  # padded: no overflow
+        np.put_along_axis(placed, positions, buses, axis=1)
+        placed = placed[:, : layout.n_elem]
+        topo = state.topo[rows]
+        state.topo[rows] = np.where((placed > 0) & (topo > 0), placed, topo)
+        new_or, new_ex = placed[:, layout.pos_or], placed[:, layout.pos_ex]
+        state.last_or[rows] = np.where(new_or > 0, new_or, state.last_or[rows])
+        state.last_ex[rows] = np.where(new_ex > 0, new_ex, state.last_ex[rows])
+        state.topo_dirty[rows] = True

@@ -112,13 +112,3 @@ def hold_cooldowns(
         return
     r = rows[alive]
     state.cooldown_line[r] = np.maximum(state.cooldown_line[r], held[alive])
-
-
-def observe(obs: np.ndarray, time_slice: slice, duration_slice: slice, outages) -> None:
-    """Write the maintenance segments of ``obs`` (``outages``: OutageRows or None)."""
-    if outages is None:
-        obs[:, time_slice] = -1.0
-        obs[:, duration_slice] = 0.0
-    else:
-        obs[:, time_slice] = outages.time
-        obs[:, duration_slice] = outages.duration
