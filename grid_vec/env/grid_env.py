@@ -3,10 +3,11 @@
 A GridEnv is the batch of one of :class:`~grid_vec.env.batch.GridBatch`, where the game is
 written (once, for any number of envs): one step checks the action's legality with the
 current timers (an illegal action becomes do-nothing, flagged in ``info``), moves the
-scenario one step, lets the opponent choose its attack, applies the action, the attack and
-the new injections, solves and cascades (see :mod:`grid_vec.env.state`), moves the timers,
-and builds the observation, reward and info. This module holds what is per env: the
-gymnasium API, the validation of one action, the info dict and the look-ahead budget.
+scenario one step, lets the opponent choose its attack, applies the action, the scenario's
+maintenance and hazards, the attack and the new injections, solves and cascades (see
+:mod:`grid_vec.env.state`), moves the timers, and builds the observation, reward and info.
+This module holds what is per env: the gymnasium API, the validation of one action, the
+info dict and the look-ahead budget.
 
 Reset solves the first state as grid2op's reset does: a branch above the hard overflow
 threshold trips (soft overflows are not counted) and every timer starts at 0, so such a
