@@ -20,7 +20,8 @@ Applying a configuration sets the bus bar of every element of the substation; a
 disconnected branch with an end there is reconnected, as grid2op's ``set_bus`` on a
 disconnected end reconnects it: that end on the configured bus bar, the other on its last one.
 It counts as a change of that branch's status (its cooldown must be over, at most
-``max_line_status_changed`` branches, and its cooldown starts).
+``max_line_status_changed`` branches, and its cooldown starts). :class:`SubstationTable`
+applies configurations for many envs at once.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grid_vec.env.state import BatchState
 from grid_vec.env.topology import TopologyLayout
 from grid_vec.grid.model import GridModel
 
@@ -122,3 +124,46 @@ def substation_configurations(is_branch: np.ndarray) -> list[np.ndarray]:
     if configs:
         configs.insert(0, np.ones(n, dtype=np.int8))
     return configs
+
+
+@dataclass(frozen=True)
+class SubstationTable:
+    """Each catalog action's substation configuration as fixed-width rows, so that the
+    configurations of many envs are applied with a few array operations."""
+
+    start: np.ndarray  # (n_actions,) first topology position of the action's substation
+    buses: np.ndarray  # (n_actions, width) int8 bus bars, 0 past the substation's elements
+
+    @classmethod
+    def of(cls, catalog: ActionCatalog, layout: TopologyLayout) -> SubstationTable:
+        n = len(catalog)
+        sizes = np.diff(layout.sub_start)
+        width = int(sizes.max()) if len(sizes) else 1
+        start = np.zeros(n, dtype=np.int64)
+        buses = np.zeros((n, width), dtype=np.int8)
+        for i in np.flatnonzero(catalog.kind == KIND_SUB).tolist():
+            sub = int(catalog.target[i])
+            start[i] = layout.sub_start[sub]
+            config = catalog.sub_buses[i]
+            buses[i, : len(config)] = config
+        return cls(start, buses)
+
+    def apply(
+        self, state: BatchState, layout: TopologyLayout, rows: np.ndarray, actions: np.ndarray
+    ) -> None:
+        """Set the bus bar of every connected element of each action's substation; the
+        disconnected branch ends there get it as their last bus bar (``GridBatch._apply``
+        reconnects their branches)."""
+        width = self.buses.shape[1]
+        k = len(rows)
+        positions = self.start[actions][:, None] + np.arange(width)
+        buses = self.buses[actions]
+        placed = np.zeros((k, layout.n_elem + width), dtype=np.int8)  # padded: no overflow
+        np.put_along_axis(placed, positions, buses, axis=1)
+        placed = placed[:, : layout.n_elem]
+        topo = state.topo[rows]
+        state.topo[rows] = np.where((placed > 0) & (topo > 0), placed, topo)
+        new_or, new_ex = placed[:, layout.pos_or], placed[:, layout.pos_ex]
+        state.last_or[rows] = np.where(new_or > 0, new_or, state.last_or[rows])
+        state.last_ex[rows] = np.where(new_ex > 0, new_ex, state.last_ex[rows])
+        state.topo_dirty[rows] = True

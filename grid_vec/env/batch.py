@@ -27,14 +27,15 @@ from typing import Any
 
 import numpy as np
 
-from grid_vec.chronics.handler import ScenarioHandler
+from grid_vec.chronics.handler import Rows, ScenarioHandler
 from grid_vec.chronics.scenario import ScenarioSource
 from grid_vec.env import maintenance as maintenance_
-from grid_vec.env.actions import KIND_LINE, KIND_SUB, ActionCatalog
+from grid_vec.env.actions import KIND_LINE, KIND_SUB, ActionCatalog, SubstationTable
 from grid_vec.env.observation import ObservationLayout, time_features
 from grid_vec.env.observation_select import ObservationSelection, extra_values
 from grid_vec.env.opponent import Opponent, OpponentBatch
 from grid_vec.env.parameters import Parameters
+from grid_vec.env.reset_options import apply_init_state, check_init_state, check_options
 from grid_vec.env.rewards import (
     RewardContext,
     RewardFn,
@@ -46,6 +47,7 @@ from grid_vec.env.state import (
     BatchState,
     OverflowLimits,
     StepOutcome,
+    _any,
     disconnect,
     initial_state,
     push_topology,
@@ -58,13 +60,13 @@ from grid_vec.env.topology import TopologyLayout, layout_of
 from grid_vec.grid import make_backend
 from grid_vec.grid.model import GridModel
 
-RESET_OPTIONS = ("scenario_id", "fast_forward", "max_steps", "init_state")
 _DISPATCH_TOL = 1e-6  # MW: a redispatch target this far beyond pmin / pmax is ambiguous
 _NO_ATTACK = np.full(256, -1, dtype=np.int64)
 _NO_ATTACK.flags.writeable = False
 _FALSE = np.zeros(256, dtype=bool)
 _FALSE.flags.writeable = False
 _TIME_BLOCK = 288  # steps of time features computed at once (a day of 5-minute steps)
+_CALM_NONE = 2**62  # no env running: no step is due for a check
 
 
 @dataclass
@@ -149,7 +151,7 @@ class GridBatch:
         self.outages = maintenance_.OutageBatch(self.handlers, model.n_branch, maintenance)
         self.set_parameters(parameters)
         self.opponent = None if opponent is None else OpponentBatch(opponent, self.n)
-        self._sub_table = _SubstationTable.of(self.catalog, self.topology)
+        self._sub_table = SubstationTable.of(self.catalog, self.topology)
         # (n_sub, n_branch): the branches with an end at each substation
         self._sub_branches = np.zeros((model.n_sub, model.n_branch), dtype=bool)
         self._sub_branches[model.branch_or_sub, np.arange(model.n_branch)] = True
@@ -165,24 +167,36 @@ class GridBatch:
         self.state: BatchState = self._initial.take(np.zeros(self.n, dtype=np.intp))
         self.started = np.zeros(self.n, dtype=bool)  # reset at least once
         self.done = np.ones(self.n, dtype=bool)  # episode over (or never started)
-        # each env's time features of _TIME_BLOCK steps of its scenario from _times_first on
-        self._times = np.zeros((self.n, _TIME_BLOCK, 6), dtype=np.float32)
-        self._times_first = np.zeros(self.n, dtype=np.int64)
-        # each env's position: step in its scenario, steps played, steps it may play
-        self.step_index = np.zeros(self.n, dtype=np.int64)
-        self.played = np.zeros(self.n, dtype=np.int64)
-        self.max_steps = np.zeros(self.n, dtype=np.int64)
-        self._inv_limit = 1.0 / thermal_limit
+        # each env's step in its scenario, steps played this episode, steps ever played and
+        # the row of its current step's time features in _times (see _time_features), as
+        # columns of one array: a step moves them all with one addition
+        self._clock = np.zeros((self.n, 4), dtype=np.int64)
+        self.step_index, self.played, steps, self._time_pos = self._clock.T
+        # env i's time features of _TIME_BLOCK steps of its scenario, rows i * _TIME_BLOCK on
+        self._times = np.zeros((self.n * _TIME_BLOCK, 6), dtype=np.float32)
+        self._time_end = (np.arange(self.n) + 1) * _TIME_BLOCK  # past each env's block
+        # steps every running env surely plays before one reaches its max_steps or the end of
+        # its time block: until then a step checks neither (see _calm_steps)
+        self._calm = _CALM_NONE
+        self.max_steps = np.zeros(self.n, dtype=np.int64)  # steps each env may play
+        self._inv_limit = 1.0 / thermal_limit[None]  # a row: see OverflowLimits
+        self._inv_limit_branch = self._inv_limit[0]  # the same, per branch (the opponent's)
         n_b = model.n_branch
         self._n_obs_timers = 2 * n_b + model.n_sub
-        sl = self._default_layout.slices
-        self._obs_state = slice(sl["rho"].start, sl["time_before_cooldown_sub"].stop)
-        self._obs_maintenance = (sl["time_next_maintenance"], sl["duration_next_maintenance"])
+        # the last two segments of an observation when no outage is planned for its env:
+        # time_next_maintenance -1, duration_next_maintenance 0
+        self._no_maintenance = np.zeros((self.n, 2 * n_b), dtype=np.float32)
+        self._no_maintenance[:, :n_b] = -1.0
+        self._no_maintenance.flags.writeable = False
         self.timings = dict.fromkeys(("action", "powerflow", "observation", "total"), 0.0)
         self.counts = {
-            name: np.zeros(self.n, dtype=np.int64) for name in ("steps", "resets", "simulates")
+            "steps": steps,
+            **{name: np.zeros(self.n, dtype=np.int64) for name in ("resets", "simulates")},
         }
+        # simulates since the step counted in _simulated_at (a step does not zero the count:
+        # simulate does, when the env has stepped since)
         self.simulates_this_step = np.zeros(self.n, dtype=np.int64)
+        self._simulated_at = np.zeros(self.n, dtype=np.int64)
         self.simulates_this_episode = np.zeros(self.n, dtype=np.int64)
         self.simulate_seconds = np.zeros(self.n)
 
@@ -230,9 +244,12 @@ class GridBatch:
             RuntimeError: a scenario whose first state is already a game over.
         """
         rows = np.asarray(rows, dtype=np.intp)
-        options = [_check_options(o) for o in options]
+        options = [check_options(o) for o in options]
         inits = [
-            self._check_init_state(o["init_state"]) if "init_state" in o else None for o in options
+            check_init_state(o["init_state"], self.model, self.topology)
+            if "init_state" in o
+            else None
+            for o in options
         ]
         for row, rng, seed, opts in zip(rows.tolist(), rngs, seeds, options, strict=True):
             handler = self.handlers[row]
@@ -244,15 +261,15 @@ class GridBatch:
                 max_steps=opts.get("max_steps"),
                 rng=rng,
             )
-            self._fill_times(row, handler.step)
             self.step_index[row] = handler.step
+            self._fill_times(row)
             self.played[row] = 0
             self.max_steps[row] = handler.max_steps
         state = self.state
         state.put(rows, self._initial.take(np.zeros(len(rows), dtype=np.intp)))
         for row, init in zip(rows.tolist(), inits, strict=True):
             if init is not None:
-                self._apply_init_state(state, row, init)
+                apply_init_state(state, self.topology, row, init)
         if self.opponent is not None:
             seeded = [np.random.default_rng(r.integers(2**63)) for r in rngs]
             self.opponent.reset(rows, seeded, self.max_steps[rows])
@@ -277,12 +294,13 @@ class GridBatch:
         state.timers[rows] = 0
         self.started[rows] = True
         self.done[rows] = False
+        self._calm = min(self._calm, self._calm_steps(rows))
         self.counts["resets"][rows] += 1
         self.simulates_this_step[rows] = 0
         self.simulates_this_episode[rows] = 0
         k = len(rows)
         obs = self._observe(
-            state, rows, self.step_index[rows], np.zeros(k, dtype=np.int64), outages=outages
+            state, rows, self._time_features(rows), np.zeros(k, dtype=np.int64), outages
         )
         zeros = np.zeros(k, dtype=bool)
         return StepBatch(
@@ -308,19 +326,22 @@ class GridBatch:
         t0 = perf_counter()
         state = self.state
         handlers = self.handlers
-        scheduled = None if redispatch is None else self._rows_now(rows)[2]
-        illegal, ambiguous, reasons = self._legalise(state, rows, actions, redispatch, scheduled)
-        asked = actions, redispatch, illegal, ambiguous
-        actions, redispatch = _neutralise(actions, redispatch, illegal | ambiguous)
+        scheduled = None if redispatch is None else self._scheduled_gen_p(rows)
+        legal = self._legalise(state, rows, actions, redispatch, scheduled)
+        asked = actions, redispatch
+        actions, redispatch = _neutralise(actions, redispatch, legal)
         sel = selector(rows, self.n)
         for row in rows.tolist():
             handlers[row].advance()
-        self.step_index[sel] += 1
-        played = self.played[sel] = self.played[sel] + 1
+        # step in the scenario, steps played, steps counted, time-feature row: one more
+        if type(sel) is slice:  # every row: in place, no copy back
+            np.add(self._clock, 1, out=self._clock)
+        else:
+            self._clock[sel] += 1
         attacks, attack = _no_attack(len(rows)), None
         if self.opponent is not None:  # the attacked branch goes out after the action (_play)
             attacks, under, remaining = self.opponent.step(
-                rows, state.line_status, state.a_or, self._inv_limit
+                rows, state.line_status, state.a_or, self._inv_limit_branch
             )
             hit = under >= 0
             if hit.any():
@@ -335,30 +356,32 @@ class GridBatch:
         )
         t2 = perf_counter()
         terminated = outcome.ended[sel]
-        truncated = ~terminated & (played >= self.max_steps[sel])
-        self.done[sel] = terminated | truncated
+        played = self.played[sel]
+        calm = self._calm > 0
+        if calm:  # no row reaches its max_steps or the end of its time block
+            self._calm -= 1
+            truncated = _false(len(rows))
+            times = self._times.take(self._time_pos[sel], axis=0)
+        else:
+            truncated = played >= self.max_steps[sel]
+            times = self._time_features(rows)
+        if _any(terminated):
+            truncated = truncated & ~terminated
+            self.done[sel] = terminated | truncated
+        elif _any(truncated):
+            self.done[sel] = truncated  # the rows stepped were running
+        if not calm:
+            self._calm = self._calm_steps(np.flatnonzero(~self.done))
         result = self._result(
-            state,
-            rows,
-            self.step_index[sel],
-            played,
-            outcome,
-            terminated,
-            (*asked, truncated),
+            state, rows, times, played, outcome, terminated, truncated, asked, legal, attacks,
             outages=outages,
-        )
-        result.truncated = truncated
-        result.is_illegal, result.is_ambiguous = illegal, ambiguous
-        result.illegal_reason, result.ambiguous_reason = reasons
-        result.attacked = attacks
+        )  # fmt: skip
         t3 = perf_counter()
         timings = self.timings
         timings["action"] += t1 - t0
         timings["powerflow"] += t2 - t1
         timings["observation"] += t3 - t2
         timings["total"] += t3 - t0
-        self.counts["steps"][sel] += 1
-        self.simulates_this_step[sel] = 0
         return result
 
     def simulate(self, row: int, action: int, redispatch: np.ndarray | None = None) -> StepBatch:
@@ -372,6 +395,10 @@ class GridBatch:
         if self.done[row]:
             raise RuntimeError("the episode is over (or never started): call reset() first")
         p = self.parameters
+        steps = self.counts["steps"][row]
+        if self._simulated_at[row] != steps:  # the first simulate since the env stepped
+            self._simulated_at[row] = steps
+            self.simulates_this_step[row] = 0
         if 0 <= p.max_simulate_per_step <= self.simulates_this_step[row]:
             raise RuntimeError(f"max_simulate_per_step={p.max_simulate_per_step} reached")
         if 0 <= p.max_simulate_per_episode <= self.simulates_this_episode[row]:
@@ -389,30 +416,30 @@ class GridBatch:
         local = np.zeros(1, dtype=np.intp)
         actions = np.array([action], dtype=np.int64)
         forecast = self._rows_now(np.array([row]), forecast=True)
-        scheduled = None if redispatch is None else self._rows_now(np.array([row]))[2]
-        illegal, ambiguous, reasons = self._legalise(state, local, actions, redispatch, scheduled)
-        asked = actions, redispatch, illegal, ambiguous
-        actions, redispatch = _neutralise(actions, redispatch, illegal | ambiguous)
+        scheduled = None if redispatch is None else self._scheduled_gen_p(np.array([row]))
+        legal = self._legalise(state, local, actions, redispatch, scheduled)
+        asked = actions, redispatch
+        actions, redispatch = _neutralise(actions, redispatch, legal)
         outages = self.outages.now(np.array([row]))
         outages = None if outages is None else outages.next_step()
         outcome = self._play(state, local, actions, redispatch, forecast, outages)
         handler = self.handlers[row]
-        terminated = outcome.ended
-        result = self._result(
+        return self._result(
             state,
             local,
-            np.array([handler.step + 1]),
+            self._time_features(np.array([row]), ahead=1),
             np.array([handler.steps_played + 1]),
             outcome,
-            terminated,
-            (*asked, _false(1)),
-            time_rows=np.array([row]),
+            outcome.ended,
+            _false(1),
+            asked,
+            legal,
+            _no_attack(1),
             max_steps=self.max_steps[[row]],
             outages=outages,
+            clock_rows=np.array([row]),
+            ahead=1,
         )
-        result.is_illegal, result.is_ambiguous = illegal, ambiguous
-        result.illegal_reason, result.ambiguous_reason = reasons
-        return result
 
     # --- the pieces of a step -----------------------------------------------------------
 
@@ -422,7 +449,7 @@ class GridBatch:
         rows: np.ndarray,
         actions: np.ndarray,
         redispatch: np.ndarray | None,
-        injections: tuple[np.ndarray, ...],
+        injections: list[Rows],
         outages: maintenance_.OutageRows | None = None,
         attack: np.ndarray | None = None,
     ) -> StepOutcome:
@@ -436,13 +463,13 @@ class GridBatch:
             disconnect(state, self.topology, attack)
         self._inject(state, rows, injections)
         outcome = solve(state, self.model, self.topology, self.parameters, self.limits, rows)
-        ended = outcome.ended[selector(rows, state.n)]
-        alive = rows[~ended] if ended.any() else rows
+        ended = outcome.ended  # False outside rows
+        alive = rows[~ended[rows]] if _any(ended) else rows
         update_timers(
             state, self.parameters, self.limits, outcome, alive, acted_line, acted_sub, reconnected
         )
         if outages is not None:
-            maintenance_.hold_cooldowns(state, rows, outages, ~ended)
+            maintenance_.hold_cooldowns(state, rows, outages, ~ended[rows])
         return outcome
 
     def _legalise(
@@ -456,14 +483,15 @@ class GridBatch:
         """Which actions are illegal (cooldowns, limits) or ambiguous (a redispatch beyond a
         generator's limits), with the reasons of the flagged rows (by position in ``rows``)."""
         k = len(rows)
-        if redispatch is None and not np.count_nonzero(actions):  # do-nothing everywhere
-            return _false(k), _false(k), ({}, {})
+        if redispatch is None and not _any(actions):  # do-nothing everywhere
+            none = _false(k)
+            return none, none, ({}, {})
         illegal = np.zeros(k, dtype=bool)
         ambiguous = np.zeros(k, dtype=bool)
         why_illegal: dict[int, str] = {}
         why_ambiguous: dict[int, str] = {}
         p, m, cat = self.parameters, self.model, self.catalog
-        if np.count_nonzero(actions):
+        if _any(actions):
             kind, target = cat.kind[actions], cat.target[actions]
             line, sub = kind == KIND_LINE, kind == KIND_SUB
             if line.any():
@@ -505,7 +533,7 @@ class GridBatch:
                         else f"substation {m.sub_names[t]} is in cooldown for "
                         f"{cooldown_s[j]} more step(s)"
                     )
-        if redispatch is not None and np.count_nonzero(redispatch):
+        if redispatch is not None and _any(redispatch):
             # gen_p not yet advanced: the target is checked against this step's schedule
             target_mw = scheduled_gen_p + state.target_dispatch[rows] + redispatch
             bad = (
@@ -526,13 +554,14 @@ class GridBatch:
         rows: np.ndarray,
         actions: np.ndarray,
         redispatch: np.ndarray | None,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """Apply legal actions; return (N,) acted branch and acted substation (-1: none), and
-        the (N, n_branch) branches a substation configuration reconnected (or None)."""
-        if redispatch is not None and np.count_nonzero(redispatch):
+    ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+        """Apply legal actions; return (N,) acted branch and acted substation (-1: none), or
+        None when no env acted on the topology, and the (N, n_branch) branches a substation
+        configuration reconnected (or None)."""
+        if redispatch is not None and _any(redispatch):
             state.target_dispatch[rows] += redispatch
-        if not np.count_nonzero(actions):
-            return _no_attack(state.n), _no_attack(state.n), None
+        if not _any(actions):
+            return None, None, None
         acted_line = np.full(state.n, -1, dtype=np.int64)
         acted_sub = np.full(state.n, -1, dtype=np.int64)
         kind, target = self.catalog.kind[actions], self.catalog.target[actions]
@@ -567,160 +596,154 @@ class GridBatch:
         touching = self._sub_branches[np.maximum(subs, 0)] & (subs >= 0)[:, None]
         return touching & ~state.line_status[rows]
 
-    def _inject(
-        self, state: BatchState, rows: np.ndarray, injections: tuple[np.ndarray, ...]
-    ) -> None:
+    def _inject(self, state: BatchState, rows: np.ndarray, injections: list[Rows]) -> None:
         """Give each env's backend its step's (load_p, load_q, gen_p, gen_v), with the
         redispatch: generators move toward their target within pmin / pmax."""
-        load_p, load_q, gen_p, gen_v = injections
         sel = selector(rows, state.n)
         target = state.target_dispatch[sel]
-        if np.count_nonzero(target):
+        dispatched = None
+        if _any(target):
             m = self.model
+            gen_p = np.array([injection[2] for injection in injections])
             wanted = np.clip(gen_p + target, m.gen_pmin, m.gen_pmax)
             actual = np.where(target != 0, wanted - gen_p, 0.0)
             state.actual_dispatch[sel] = actual
-            gen_p = gen_p + actual
-        elif np.count_nonzero(state.actual_dispatch[sel]):
+            dispatched = gen_p + actual
+        elif _any(state.actual_dispatch[sel]):
             state.actual_dispatch[sel] = 0.0
         # the scenario sources hand out finite float64 rows of the model's sizes (the folder
         # source checks its files as it reads them): no re-validation on the hot path
         backends = state.backends
-        for j, row in enumerate(rows.tolist()):
-            backends[row].set_injections_trusted(load_p[j], load_q[j], gen_p[j], gen_v[j])
+        if dispatched is not None:
+            injections = [
+                (p, q, gen_p, v) for (p, q, _, v), gen_p in zip(injections, dispatched, strict=True)
+            ]
+        for row, injection in zip(rows.tolist(), injections, strict=True):
+            backends[row].set_injections_trusted(*injection)
 
-    def _rows_now(self, rows: np.ndarray, *, forecast: bool = False) -> tuple[np.ndarray, ...]:
-        """(k, ·) load_p, load_q, gen_p, gen_v of the current step of each row's scenario."""
-        if len(rows) == 1:  # views, no copy
-            return tuple(a[None] for a in self.handlers[int(rows[0])].rows(forecast=forecast))
-        per_env = [self.handlers[r].rows(forecast=forecast) for r in rows.tolist()]
-        return tuple(np.array(column) for column in zip(*per_env, strict=True))
+    def _rows_now(self, rows: np.ndarray, *, forecast: bool = False) -> list[Rows]:
+        """Each row's (load_p, load_q, gen_p, gen_v) of the current step of its scenario
+        (views of the scenario's arrays)."""
+        handlers = self.handlers
+        return [handlers[r].rows(forecast=forecast) for r in rows.tolist()]
+
+    def _scheduled_gen_p(self, rows: np.ndarray) -> np.ndarray:
+        """(k, n_gen) generation of the current step of each row's scenario."""
+        return np.array([injection[2] for injection in self._rows_now(rows)])
 
     def _result(
         self,
         state: BatchState,
         rows: np.ndarray,
-        steps: np.ndarray,
+        times: np.ndarray,
         played: np.ndarray,
         outcome: StepOutcome,
         terminated: np.ndarray,
-        asked: tuple,
+        truncated: np.ndarray,
+        asked: tuple[np.ndarray, np.ndarray | None],
+        legal: tuple[np.ndarray, np.ndarray, tuple[dict[int, str], dict[int, str]]],
+        attacked: np.ndarray,
         *,
-        time_rows: np.ndarray | None = None,
         max_steps: np.ndarray | None = None,
         outages: maintenance_.OutageRows | None = None,
+        clock_rows: np.ndarray | None = None,
+        ahead: int = 0,
     ) -> StepBatch:
-        """Observations, rewards and physics flags of ``rows`` after a step; ``asked``: the
-        actions and redispatch asked for, their illegal and ambiguous flags, ``truncated``."""
-        obs = self._observe(state, rows, steps, played, time_rows=time_rows, outages=outages)
+        """The step of ``rows``: observations, rewards and physics flags, with the given
+        ends, the actions and redispatch asked for (``asked``, before any refusal), their
+        legality (``_legalise``'s), the attacks and the step's outages (None: none)."""
+        obs = self._observe(state, rows, times, played, outages, clock_rows, ahead)
         sel = selector(rows, state.n)
-        actions, redispatch, illegal, ambiguous, truncated = asked
+        actions, redispatch = asked
+        illegal, ambiguous, (why_illegal, why_ambiguous) = legal
+        done = terminated | truncated if _any(truncated) else terminated
         inputs = RewardInputs(
             self._rho, state.line_status[sel], state.load_p[sel], state.gen_p[sel],
             state.actual_dispatch[sel], actions, redispatch, illegal, ambiguous, terminated,
-            terminated | truncated, played,
+            done, played,
             self.max_steps[sel] if max_steps is None else max_steps,
             state.topo[sel], state.cooldown_line[sel], self.reward_context,
         )  # fmt: skip
         reward = batch_rewards(self.reward_fn, inputs, terminated)
-        others = {
-            name: batch_rewards(fn, inputs, terminated) for name, fn in self.other_rewards.items()
-        }
+        others = {}
+        if self.other_rewards:
+            others = {
+                name: batch_rewards(fn, inputs, terminated)
+                for name, fn in self.other_rewards.items()
+            }
         reasons = {}
-        if np.count_nonzero(terminated):
+        if _any(terminated):
             reasons = {j: outcome.game_over[rows[j]] for j in np.flatnonzero(terminated).tolist()}
-        k = len(rows)
-        zeros = _false(k)
         return StepBatch(
-            obs, reward, terminated, zeros, zeros, zeros, outcome.tripped[sel],
-            _no_attack(k),
-            others, {}, {}, reasons,
+            obs, reward, terminated, truncated, illegal, ambiguous, outcome.tripped[sel],
+            attacked, others, why_illegal, why_ambiguous, reasons,
         )  # fmt: skip
 
     def _observe(
         self,
         state: BatchState,
         rows: np.ndarray,
-        steps: np.ndarray,
+        times: np.ndarray,
         played: np.ndarray,
-        *,
-        time_rows: np.ndarray | None = None,
         outages: maintenance_.OutageRows | None = None,
+        clock_rows: np.ndarray | None = None,
+        ahead: int = 0,
     ) -> np.ndarray:
-        """The (k, size) float32 observations of ``rows``: time features, then one
-        ``concatenate`` from rho to the timers. Leaves rho in ``self._rho`` for the rewards."""
-        t_rows = rows if time_rows is None else time_rows
-        offset = steps - self._times_first[t_rows]
-        if (offset >= _TIME_BLOCK).any():
-            for j in np.flatnonzero(offset >= _TIME_BLOCK).tolist():
-                self._fill_times(int(t_rows[j]), int(steps[j]))
-            offset = steps - self._times_first[t_rows]
+        """The (k, size) float32 observations of ``rows``, in one ``concatenate`` of every
+        segment (a fresh array: the caller keeps it), the maintenance segments from
+        ``outages`` (None: no outage planned), then the chosen attributes when the env chose
+        them (``clock_rows``: the batch's rows whose clocks, ``ahead`` steps on, the
+        observations are of; default ``rows``). Leaves rho in ``self._rho`` for the
+        rewards."""
         sel = selector(rows, state.n)
         self._rho = rho = state.a_or[sel] * self._inv_limit
-        obs = np.empty((len(rows), self._default_layout.size), dtype=np.float32)
-        obs[:, :6] = self._times[t_rows, offset]
-        obs[:, 6] = played
-        np.concatenate(
-            (
-                rho, state.line_status[sel], state.flows[sel], state.actual_dispatch[sel],
-                state.topo[sel], state.timers[sel, : self._n_obs_timers],
-            ),
-            axis=1,
-            out=obs[:, self._obs_state],
-            casting="same_kind",
-        )  # fmt: skip
-        maintenance_.observe(obs, *self._obs_maintenance, outages)
+        k = len(rows)
+        obs = np.empty((k, self._default_layout.size), dtype=np.float32)
+        segments = [
+            times, played[:, None], rho, state.line_status[sel], state.flows[sel],
+            state.actual_dispatch[sel], state.topo[sel], state.timers[sel, : self._n_obs_timers],
+        ]  # fmt: skip
+        if outages is None:
+            segments.append(self._no_maintenance[:k])
+        else:
+            segments += (outages.time, outages.duration)
+        np.concatenate(segments, axis=1, out=obs, casting="same_kind")
         if self._selection is not None:
-            extras = extra_values(self._selection, self, state, rows, steps, played, t_rows)
+            clock_rows = rows if clock_rows is None else clock_rows
+            steps = self.step_index[clock_rows] + ahead
+            extras = extra_values(self._selection, self, state, rows, steps, played, clock_rows)
             obs = self._selection.select(obs, extras)
         return obs
 
-    def _fill_times(self, row: int, first: int) -> None:
-        """Time features of ``_TIME_BLOCK`` steps of ``row``'s scenario from step ``first``."""
+    def _calm_steps(self, rows: np.ndarray) -> int:
+        """How many steps the given (running) rows surely play before one reaches its
+        max_steps or the end of its time block, so that a step needs no check."""
+        if not len(rows):
+            return _CALM_NONE
+        left_played = self.max_steps[rows] - self.played[rows]
+        left_times = self._time_end[rows] - self._time_pos[rows]
+        return int(min(left_played.min(), left_times.min())) - 1
+
+    def _time_features(self, rows: np.ndarray, ahead: int = 0) -> np.ndarray:
+        """(k, 6) time features of each row's current step (``ahead``: of the next one)."""
+        sel = selector(rows, self.n)
+        pos = self._time_pos[sel] + ahead if ahead else self._time_pos[sel]
+        late = np.greater_equal(pos, self._time_end[sel])
+        if _any(late):  # a block is used up: the next starts at the env's current step
+            for row in rows[late].tolist():
+                self._fill_times(row)
+            pos = self._time_pos[sel] + ahead
+        return self._times.take(pos, axis=0)  # take: cheaper than fancy indexing
+
+    def _fill_times(self, row: int) -> None:
+        """Time features of ``_TIME_BLOCK`` steps of ``row``'s scenario from its current step."""
         info = self.handlers[row].info
-        self._times[row] = time_features(info.start, info.step_duration, first, _TIME_BLOCK)
-        self._times_first[row] = first
-
-    # --- initial state ------------------------------------------------------------------
-
-    def _check_init_state(self, init: Any) -> dict[str, np.ndarray]:
-        """``{"line_status": (n_branch,) bool, "bus": (n_elem,) topo vector of 1/2}``."""
-        if not isinstance(init, dict):
-            raise TypeError(f"init_state must be a dict, got {type(init).__name__}")
-        unknown = sorted(set(init) - {"line_status", "bus"})
-        if unknown:
-            raise ValueError(f"unknown init_state keys {unknown}; allowed: ['line_status', 'bus']")
-        checked = {}
-        if "bus" in init:
-            bus = np.asarray(init["bus"])
-            if bus.shape != (self.topology.n_elem,) or not np.isin(bus, (1, 2)).all():
-                raise ValueError(
-                    f"init_state['bus'] must be {self.topology.n_elem} values in {{1, 2}} "
-                    f"(topology-vector order), got shape {bus.shape}"
-                )
-            checked["bus"] = bus.astype(np.int8)
-        if "line_status" in init:
-            status = np.asarray(init["line_status"])
-            if status.shape != (self.model.n_branch,) or status.dtype != bool:
-                raise ValueError(
-                    f"init_state['line_status'] must be {self.model.n_branch} bools, got "
-                    f"{status.dtype} of shape {status.shape}"
-                )
-            checked["line_status"] = status
-        return checked
-
-    def _apply_init_state(self, state: BatchState, row: int, init: dict[str, np.ndarray]) -> None:
-        layout = self.topology
-        if "bus" in init:
-            bus = init["bus"]
-            state.topo[row] = bus
-            state.last_or[row] = bus[layout.pos_or]
-            state.last_ex[row] = bus[layout.pos_ex]
-        if "line_status" in init:
-            mask = np.zeros_like(state.line_status)
-            mask[row] = ~init["line_status"]
-            disconnect(state, layout, mask)
-        state.topo_dirty[row] = True
+        first = int(self.step_index[row])
+        start = row * _TIME_BLOCK
+        self._times[start : start + _TIME_BLOCK] = time_features(
+            info.start, info.step_duration, first, _TIME_BLOCK
+        )
+        self._time_pos[row] = start
 
 
 def env_info(result: StepBatch, j: int) -> dict[str, Any]:
@@ -736,13 +759,13 @@ def env_info(result: StepBatch, j: int) -> dict[str, Any]:
     }
     if result.other_rewards:
         info["other_rewards"] = {k: float(v[j]) for k, v in result.other_rewards.items()}
-    for key, reasons in (
-        ("illegal_reason", result.illegal_reason),
-        ("ambiguous_reason", result.ambiguous_reason),
-        ("game_over_reason", result.game_over_reason),
-    ):
-        if j in reasons:
-            info[key] = reasons[j]
+    # the reasons are usually all empty: test that first
+    if result.illegal_reason and j in result.illegal_reason:
+        info["illegal_reason"] = result.illegal_reason[j]
+    if result.ambiguous_reason and j in result.ambiguous_reason:
+        info["ambiguous_reason"] = result.ambiguous_reason[j]
+    if result.game_over_reason and j in result.game_over_reason:
+        info["game_over_reason"] = result.game_over_reason[j]
     info["attacked_branch"] = int(result.attacked[j])
     return info
 
@@ -757,66 +780,17 @@ def _no_attack(k: int) -> np.ndarray:
     return _NO_ATTACK[:k] if k <= len(_NO_ATTACK) else np.full(k, -1, dtype=np.int64)
 
 
-def _check_options(options: Any) -> dict[str, Any]:
-    options = {} if options is None else options
-    if not isinstance(options, dict):
-        raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
-    unknown = sorted(set(options) - set(RESET_OPTIONS))
-    if unknown:
-        raise ValueError(f"unknown reset options {unknown}; allowed: {list(RESET_OPTIONS)}")
-    return options
-
-
 def _neutralise(
-    actions: np.ndarray, redispatch: np.ndarray | None, refused: np.ndarray
+    actions: np.ndarray,
+    redispatch: np.ndarray | None,
+    legal: tuple[np.ndarray, np.ndarray, tuple[dict[int, str], dict[int, str]]],
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Illegal or ambiguous actions are played as do-nothing."""
-    if not np.count_nonzero(refused):
+    """Illegal or ambiguous actions (``_legalise``'s verdict) are played as do-nothing."""
+    illegal, ambiguous, (why_illegal, why_ambiguous) = legal
+    if not why_illegal and not why_ambiguous:  # every refused action has its reason
         return actions, redispatch
+    refused = illegal | ambiguous
     actions = np.where(refused, 0, actions)
     if redispatch is not None:
         redispatch = np.where(refused[:, None], 0.0, redispatch)
     return actions, redispatch
-
-
-@dataclass(frozen=True)
-class _SubstationTable:
-    """Each catalog action's substation configuration as fixed-width rows, so that the
-    configurations of many envs are applied with a few array operations."""
-
-    start: np.ndarray  # (n_actions,) first topology position of the action's substation
-    buses: np.ndarray  # (n_actions, width) int8 bus bars, 0 past the substation's elements
-
-    @classmethod
-    def of(cls, catalog: ActionCatalog, layout: TopologyLayout) -> _SubstationTable:
-        n = len(catalog)
-        sizes = np.diff(layout.sub_start)
-        width = int(sizes.max()) if len(sizes) else 1
-        start = np.zeros(n, dtype=np.int64)
-        buses = np.zeros((n, width), dtype=np.int8)
-        for i in np.flatnonzero(catalog.kind == KIND_SUB).tolist():
-            sub = int(catalog.target[i])
-            start[i] = layout.sub_start[sub]
-            config = catalog.sub_buses[i]
-            buses[i, : len(config)] = config
-        return cls(start, buses)
-
-    def apply(
-        self, state: BatchState, layout: TopologyLayout, rows: np.ndarray, actions: np.ndarray
-    ) -> None:
-        """Set the bus bar of every connected element of each action's substation; the
-        disconnected branch ends there get it as their last bus bar (``_apply`` reconnects
-        their branches)."""
-        width = self.buses.shape[1]
-        k = len(rows)
-        positions = self.start[actions][:, None] + np.arange(width)
-        buses = self.buses[actions]
-        placed = np.zeros((k, layout.n_elem + width), dtype=np.int8)  # padded: no overflow
-        np.put_along_axis(placed, positions, buses, axis=1)
-        placed = placed[:, : layout.n_elem]
-        topo = state.topo[rows]
-        state.topo[rows] = np.where((placed > 0) & (topo > 0), placed, topo)
-        new_or, new_ex = placed[:, layout.pos_or], placed[:, layout.pos_ex]
-        state.last_or[rows] = np.where(new_or > 0, new_or, state.last_or[rows])
-        state.last_ex[rows] = np.where(new_ex > 0, new_ex, state.last_ex[rows])
-        state.topo_dirty[rows] = True

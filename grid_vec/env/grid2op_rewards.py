@@ -31,6 +31,12 @@ from typing import Any
 import numpy as np
 
 from grid_vec.env.rewards import RewardContext, RewardInputs
+from grid_vec.env.state import _any
+
+# the ufuncs' reductions, called directly: what ndarray.sum / np.max call (the same floats),
+# without their Python wrappers (a batch of one pays mostly for those)
+_sum = np.add.reduce
+_max = np.maximum.reduce
 
 
 def _refused(inputs: RewardInputs) -> np.ndarray:
@@ -192,15 +198,15 @@ class _Priced(Grid2opReward):
 
     def _marginal_cost(self, gen_p: np.ndarray) -> np.ndarray:
         """The highest cost among the generators producing (> 0 MW)."""
-        return np.max(np.where(gen_p > 0.0, self._costs, -np.inf), axis=-1)
+        return _max(np.where(gen_p > 0.0, self._costs, -np.inf), axis=-1)
 
     def _losses_mwh(self, inputs: RewardInputs) -> np.ndarray:
         """Production minus consumption, MWh, summed in float32 as grid2op does: the losses
         are a small difference of large sums, whose float32 rounding would otherwise show
         (about 1e-5 relative) in ``L2RPNSandBoxScore``."""
         f32 = np.float32
-        gen = inputs.gen_p.astype(f32).sum(axis=-1, dtype=f32)
-        load = inputs.load_p.astype(f32).sum(axis=-1, dtype=f32)
+        gen = _sum(inputs.gen_p.astype(f32), axis=-1, dtype=f32)
+        load = _sum(inputs.load_p.astype(f32), axis=-1, dtype=f32)
         return (gen - load).astype(np.float64) * self._hours
 
 
@@ -243,10 +249,12 @@ class RedispReward(_Priced):
         positive = costs[costs > 0.0]
         min_regret = least_losses * (float(positive.min()) if len(positive) else 0.0)
         self.reward_max = (self.max_regret - min_regret) / least_loads
+        # the redispatch term of a step without redispatch (a signed zero, as computed)
+        self._no_redispatch = self.alpha_redisp * (0.0 * hours)
 
     def __call__(self, inputs: RewardInputs, terminated: Any) -> Any:
-        refused = _refused(inputs)
-        if np.count_nonzero(terminated) or np.count_nonzero(refused):
+        if _any(terminated) or _any(inputs.is_illegal) or _any(inputs.is_ambiguous):
+            refused = _refused(inputs)
             with np.errstate(divide="ignore", invalid="ignore"):  # game-over rows: zero flows
                 value = self._value(inputs)
             value = np.where(refused, self.reward_illegal_ambiguous, value)
@@ -254,11 +262,13 @@ class RedispReward(_Priced):
         return self._value(inputs)[()]
 
     def _value(self, inputs: RewardInputs) -> np.ndarray:
-        redispatched = np.abs(inputs.actual_dispatch).sum(axis=-1) * self._hours
-        regret = (self._losses_mwh(inputs) + self.alpha_redisp * redispatched) * (
-            self._marginal_cost(inputs.gen_p)
-        )
-        return (self.max_regret - regret) / inputs.load_p.sum(axis=-1)
+        if _any(inputs.actual_dispatch):
+            redispatched = _sum(np.abs(inputs.actual_dispatch), axis=-1) * self._hours
+            redispatch_term = self.alpha_redisp * redispatched
+        else:  # the usual step: the same zero, without computing it
+            redispatch_term = self._no_redispatch
+        regret = (self._losses_mwh(inputs) + redispatch_term) * self._marginal_cost(inputs.gen_p)
+        return (self.max_regret - regret) / _sum(inputs.load_p, axis=-1)
 
 
 class EconomicReward(_Priced):

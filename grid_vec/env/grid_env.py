@@ -3,10 +3,11 @@
 A GridEnv is the batch of one of :class:`~grid_vec.env.batch.GridBatch`, where the game is
 written (once, for any number of envs): one step checks the action's legality with the
 current timers (an illegal action becomes do-nothing, flagged in ``info``), moves the
-scenario one step, lets the opponent choose its attack, applies the action, the attack and
-the new injections, solves and cascades (see :mod:`grid_vec.env.state`), moves the timers,
-and builds the observation, reward and info. This module holds what is per env: the
-gymnasium API, the validation of one action, the info dict and the look-ahead budget.
+scenario one step, lets the opponent choose its attack, applies the action, the scenario's
+maintenance and hazards, the attack and the new injections, solves and cascades (see
+:mod:`grid_vec.env.state`), moves the timers, and builds the observation, reward and info.
+This module holds what is per env: the gymnasium API, the validation of one action, the
+info dict and the look-ahead budget.
 
 Reset solves the first state as grid2op's reset does: a branch above the hard overflow
 threshold trips (soft overflows are not counted) and every timer starts at 0, so such a
@@ -28,11 +29,12 @@ from gymnasium import spaces
 
 from grid_vec.chronics.scenario import ScenarioInfo, ScenarioSource
 from grid_vec.env.action_input import check_ramp_limits, redispatch_mw
-from grid_vec.env.batch import RESET_OPTIONS, GridBatch, env_info
+from grid_vec.env.batch import GridBatch, env_info
 from grid_vec.env.grid2op_rewards import dataset_reward
 from grid_vec.env.observation import ObservationView
 from grid_vec.env.opponent import Opponent
 from grid_vec.env.parameters import Parameters
+from grid_vec.env.reset_options import RESET_OPTIONS
 from grid_vec.env.rewards import RewardFn, make_reward
 from grid_vec.grid.model import GridModel
 
@@ -147,6 +149,8 @@ class GridEnv(gym.Env):
         else:
             r = ramp[redispatchable].astype(np.float32)
             self.action_space = spaces.Box(low=-r, high=r, dtype=np.float32)
+        # a discrete action is an int below this (0 in redispatch mode: no int is one)
+        self._n_discrete = len(self.catalog) if action_type == "discrete" else 0
         self._bind(batch, 0)
 
     def _bind(self, batch: GridBatch, row: int) -> None:
@@ -369,9 +373,7 @@ class GridEnv(gym.Env):
     def _parse(self, action: Any) -> tuple[np.ndarray, np.ndarray | None]:
         """Validate an action; return the batch's (catalog indices, redispatch MW)."""
         # the common cases, fast: a Python int, or the int64 a vector env reads from its batch
-        if (type(action) is int or type(action) is np.int64) and (
-            self.action_type == "discrete" and 0 <= action < self.action_space.n
-        ):
+        if (type(action) is int or type(action) is np.int64) and 0 <= action < self._n_discrete:
             return np.array([action], dtype=np.int64), None
         if self.action_type == "discrete":
             if isinstance(action, np.ndarray) and action.shape == () and action.dtype.kind in "iu":

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grid_vec.chronics.handler import ScenarioHandler
-from grid_vec.env.state import BatchState, disconnect
+from grid_vec.env.state import BatchState, _any, disconnect
 from grid_vec.env.topology import TopologyLayout
 
 
@@ -72,7 +72,7 @@ class OutageBatch:
 
     def now(self, rows: np.ndarray) -> OutageRows | None:
         """The outages of the current step of ``rows``, None when none of them has any."""
-        if not np.count_nonzero(self._planned) or not self._planned[rows].any():
+        if not _any(self._planned) or not self._planned[rows].any():
             return None
         k, b = len(rows), self.n_branch
         time = np.full((k, b), -1, dtype=np.int64)
@@ -95,7 +95,7 @@ def take_out(
 ) -> None:
     """Disconnect the lines the outages of this step take out (the environment's action)."""
     out = outages.out
-    if not np.count_nonzero(out):
+    if not _any(out):
         return
     mask = np.zeros_like(state.line_status)
     mask[rows] = out
@@ -108,17 +108,7 @@ def hold_cooldowns(
     """After the step's timers: a line in maintenance or hit by a hazard cannot change
     status while it lasts. ``alive``: (k,) the rows still playing (no game over)."""
     held = np.maximum(np.where(outages.time == 0, outages.duration, 0), outages.hazard)
-    if not np.count_nonzero(held[alive]):
+    if not _any(held[alive]):
         return
     r = rows[alive]
     state.cooldown_line[r] = np.maximum(state.cooldown_line[r], held[alive])
-
-
-def observe(obs: np.ndarray, time_slice: slice, duration_slice: slice, outages) -> None:
-    """Write the maintenance segments of ``obs`` (``outages``: OutageRows or None)."""
-    if outages is None:
-        obs[:, time_slice] = -1.0
-        obs[:, duration_slice] = 0.0
-    else:
-        obs[:, time_slice] = outages.time
-        obs[:, duration_slice] = outages.duration

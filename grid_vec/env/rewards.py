@@ -153,11 +153,9 @@ RewardFn = Callable[[RewardInputs, bool], float]
 
 def flat_reward(state: RewardInputs, terminated: bool | np.ndarray) -> float | np.ndarray:
     """1 per step survived."""
-    return (
-        np.where(terminated, 0.0, 1.0)
-        if isinstance(terminated, np.ndarray)
-        else (0.0 if terminated else 1.0)
-    )
+    if isinstance(terminated, np.ndarray):
+        return 1.0 - terminated  # float64: 1 - True is 0
+    return 0.0 if terminated else 1.0
 
 
 def line_margin_reward(state: RewardInputs, terminated: bool | np.ndarray) -> float | np.ndarray:

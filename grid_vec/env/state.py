@@ -33,9 +33,13 @@ from grid_vec.env.topology import TopologyLayout, isolated_elements
 from grid_vec.grid.backend import Backend, flow_slices
 from grid_vec.grid.model import GridModel
 
-# np.count_nonzero is a direct C call: several times cheaper than ndarray.any() on the small
-# arrays of the step hot path.
-_any = np.count_nonzero
+# count_nonzero is several times cheaper than ndarray.any() on the small arrays of the step
+# hot path, and np.count_nonzero is a Python wrapper (array-function dispatch) costing three
+# times its C function: call the C function where numpy exposes it.
+try:
+    from numpy._core.multiarray import count_nonzero as _any  # numpy >= 2
+except ImportError:  # pragma: no cover - numpy 1.x
+    _any = getattr(np.core.multiarray, "count_nonzero", np.count_nonzero)
 
 
 @dataclass
@@ -169,7 +173,9 @@ def reconnect(
 
 @dataclass(frozen=True)
 class OverflowLimits:
-    """Current limits in amperes per branch, computed once per (parameters, thermal limits)."""
+    """Current limits in amperes per branch, computed once per (parameters, thermal limits),
+    as (1, n_branch) rows: numpy compares an (N, n_branch) array with a row of the same number
+    of dimensions several times faster than with a 1-D array, when N is 1."""
 
     thermal: np.ndarray  # the branch's thermal limit
     soft: np.ndarray  # above it, the branch counts an overflowed step
@@ -177,11 +183,8 @@ class OverflowLimits:
 
     @classmethod
     def of(cls, params: Parameters, thermal_limit: np.ndarray) -> OverflowLimits:
-        return cls(
-            thermal_limit,
-            params.soft_overflow_threshold * thermal_limit,
-            params.hard_overflow_threshold * thermal_limit,
-        )
+        row = thermal_limit[None]
+        return cls(row, params.soft_overflow_threshold * row, params.hard_overflow_threshold * row)
 
 
 @dataclass
@@ -218,9 +221,9 @@ def solve(
     """
     n = state.n
     game_over: list[str | None] = [None] * n
-    ended = np.zeros(n, dtype=bool)
-    tripped = np.zeros((n, model.n_branch), dtype=bool)
-    overflow = np.zeros(n, dtype=bool)
+    # the outcome's flags, columns of one array (one allocation per step)
+    flags = np.zeros((n, 2 + model.n_branch), dtype=bool)
+    ended, overflow, tripped = flags[:, 0], flags[:, 1], flags[:, 2:]
     counter = increased = None
     a_or, status = state.a_or, state.line_status
     todo = np.asarray(rows, dtype=np.intp)
@@ -312,25 +315,24 @@ def update_timers(
     limits: OverflowLimits,
     outcome: StepOutcome,
     rows: np.ndarray,
-    acted_line: np.ndarray,
-    acted_sub: np.ndarray,
+    acted_line: np.ndarray | None,
+    acted_sub: np.ndarray | None,
     reconnected: np.ndarray | None = None,
 ) -> None:
     """Move the overflow counters and the reconnection / cooldown timers of ``rows`` after a
     solve. ``acted_line`` / ``acted_sub`` (N,) hold the branch / substation each env acted on
-    this step (-1: none); ``reconnected`` (N, n_branch) the branches a substation
-    configuration reconnected (their status changed too), or None."""
+    this step (-1: none), or are None when no env acted; ``reconnected`` (N, n_branch) the
+    branches a substation configuration reconnected (their status changed too), or None."""
     if not len(rows):
         return
     sel = selector(rows, state.n)
     soft_is_thermal = params.soft_overflow_threshold == 1.0
     if (
         soft_is_thermal
+        and acted_line is None
         and not _any(state.timers[sel])
         and not _any(outcome.overflow)
         and not _any(outcome.tripped)
-        and not _any(acted_line >= 0)
-        and not _any(acted_sub >= 0)
     ):
         return  # nothing runs, nothing starts: the usual step
     moving = rows
@@ -354,6 +356,8 @@ def update_timers(
         cd = state.cooldown_line[sel]
         cd[tripped] = params.nb_timestep_reconnection
         state.cooldown_line[sel] = cd
+    if acted_line is None:
+        return
     if params.nb_timestep_cooldown_line > 0:
         r = rows[acted_line[rows] >= 0]
         if len(r):

@@ -1,0 +1,76 @@
+"""The options of a reset (``RESET_OPTIONS``): their checks, and the initial state that
+``init_state`` sets (``line_status`` and ``bus`` of the first state of an episode)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from grid_vec.env.state import BatchState, disconnect
+from grid_vec.env.topology import TopologyLayout
+from grid_vec.grid.model import GridModel
+
+RESET_OPTIONS = ("scenario_id", "fast_forward", "max_steps", "init_state")
+
+
+def check_options(options: Any) -> dict[str, Any]:
+    """The reset options as a dict (None: none).
+
+    Raises:
+        TypeError, ValueError: not a dict, or an unknown option.
+    """
+    options = {} if options is None else options
+    if not isinstance(options, dict):
+        raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
+    unknown = sorted(set(options) - set(RESET_OPTIONS))
+    if unknown:
+        raise ValueError(f"unknown reset options {unknown}; allowed: {list(RESET_OPTIONS)}")
+    return options
+
+
+def check_init_state(init: Any, model: GridModel, layout: TopologyLayout) -> dict[str, np.ndarray]:
+    """``{"line_status": (n_branch,) bool, "bus": (n_elem,) topo vector of 1/2}``.
+
+    Raises:
+        TypeError, ValueError: not a dict, an unknown key, or a value of the wrong shape.
+    """
+    if not isinstance(init, dict):
+        raise TypeError(f"init_state must be a dict, got {type(init).__name__}")
+    unknown = sorted(set(init) - {"line_status", "bus"})
+    if unknown:
+        raise ValueError(f"unknown init_state keys {unknown}; allowed: ['line_status', 'bus']")
+    checked = {}
+    if "bus" in init:
+        bus = np.asarray(init["bus"])
+        if bus.shape != (layout.n_elem,) or not np.isin(bus, (1, 2)).all():
+            raise ValueError(
+                f"init_state['bus'] must be {layout.n_elem} values in {{1, 2}} "
+                f"(topology-vector order), got shape {bus.shape}"
+            )
+        checked["bus"] = bus.astype(np.int8)
+    if "line_status" in init:
+        status = np.asarray(init["line_status"])
+        if status.shape != (model.n_branch,) or status.dtype != bool:
+            raise ValueError(
+                f"init_state['line_status'] must be {model.n_branch} bools, got "
+                f"{status.dtype} of shape {status.shape}"
+            )
+        checked["line_status"] = status
+    return checked
+
+
+def apply_init_state(
+    state: BatchState, layout: TopologyLayout, row: int, init: dict[str, np.ndarray]
+) -> None:
+    """Set env ``row``'s bus bars and branch statuses to a checked ``init_state``."""
+    if "bus" in init:
+        bus = init["bus"]
+        state.topo[row] = bus
+        state.last_or[row] = bus[layout.pos_or]
+        state.last_ex[row] = bus[layout.pos_ex]
+    if "line_status" in init:
+        mask = np.zeros_like(state.line_status)
+        mask[row] = ~init["line_status"]
+        disconnect(state, layout, mask)
+    state.topo_dirty[row] = True
