@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from grid_vec.chronics.outages import Events, outage_window
+from grid_vec.chronics.outages import Events, events_of, outage_window
 from grid_vec.chronics.scenario import Injections, ScenarioInfo, ScenarioSource
 
 # load_p, load_q, gen_p, gen_v of one step (empty before the first read)
@@ -74,7 +74,8 @@ class ScenarioHandler:
         self._now: Rows = ()
         self._ahead: Rows = ()
         self.outages = bool(outages)
-        self._drawn: Events | None = None  # this episode's random maintenance
+        self._drawn: Events | None = None  # this episode's random (or explicit) maintenance
+        self._explicit = False  # the episode's maintenance was given to reset
         # the chunk's (maintenance_time, maintenance_duration, hazard_duration); None: none
         self._outages: tuple[np.ndarray | None, ...] | None = None
 
@@ -161,11 +162,15 @@ class ScenarioHandler:
         fast_forward: int | None = None,
         max_steps: int | None = None,
         rng: np.random.Generator | None = None,
+        maintenance: np.ndarray | None = None,
     ) -> ScenarioInfo:
         """Start an episode at step ``fast_forward`` of the chosen scenario.
 
         ``fast_forward=None``: step 0, or with :meth:`set_max_fast_forward` a step drawn from
         ``rng`` in ``[0, max_fast_forward)`` (bounded by the scenario's length).
+        ``maintenance``: an explicit ``(steps, n_lines)`` bool schedule (row ``t``: the lines
+        in maintenance at step ``t`` of the scenario; steps past its end: none) replacing the
+        scenario's own maintenance for this episode.
         """
         if scenario_id is not None:
             sid = self._resolve(scenario_id)
@@ -198,7 +203,11 @@ class ScenarioHandler:
         self._step = int(fast_forward)
         self._steps_played = 0
         self._max_steps = min(limits)
-        self._drawn = self._draw_maintenance(info)
+        self._explicit = maintenance is not None and self.outages
+        if self._explicit:
+            self._drawn = events_of(np.asarray(maintenance, dtype=bool)[: info.length])
+        else:
+            self._drawn = self._draw_maintenance(info)
         self._load_chunk(self._step)
         return info
 
@@ -226,7 +235,7 @@ class ScenarioHandler:
         self._outages = None
         if self.outages:
             time, duration = chunk.maintenance_time, chunk.maintenance_duration
-            if self._drawn is not None and len(self._drawn):
+            if self._drawn is not None and (len(self._drawn) or self._explicit):
                 n_lines = len(self.source.model.branch_names)
                 time, duration, _ = outage_window(self._drawn, None, n_lines, first, end)
             found = (time, duration, chunk.hazard_duration)

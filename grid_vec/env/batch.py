@@ -35,7 +35,12 @@ from grid_vec.env.observation import ObservationLayout, time_features
 from grid_vec.env.observation_select import ObservationSelection, extra_values
 from grid_vec.env.opponent import Opponent, OpponentBatch
 from grid_vec.env.parameters import Parameters
-from grid_vec.env.reset_options import apply_init_state, check_init_state, check_options
+from grid_vec.env.reset_options import (
+    apply_init_state,
+    check_init_state,
+    check_maintenance,
+    check_options,
+)
 from grid_vec.env.rewards import (
     RewardContext,
     RewardFn,
@@ -251,7 +256,13 @@ class GridBatch:
             else None
             for o in options
         ]
-        for row, rng, seed, opts in zip(rows.tolist(), rngs, seeds, options, strict=True):
+        schedules = [
+            check_maintenance(o["maintenance"], self.model) if "maintenance" in o else None
+            for o in options
+        ]
+        for row, rng, seed, opts, schedule in zip(
+            rows.tolist(), rngs, seeds, options, schedules, strict=True
+        ):
             handler = self.handlers[row]
             if seed is not None:
                 handler.seed(seed)
@@ -260,6 +271,7 @@ class GridBatch:
                 fast_forward=opts.get("fast_forward"),
                 max_steps=opts.get("max_steps"),
                 rng=rng,
+                maintenance=schedule,
             )
             self.step_index[row] = handler.step
             self._fill_times(row)

@@ -234,7 +234,10 @@ class GridEnv(gym.Env):
             seed: seeds the env's RNG and shuffles its scenario order (None: keep both).
             options: ``scenario_id`` (id or name), ``fast_forward`` (steps to skip),
                 ``max_steps`` (cap of this episode), ``init_state`` (``line_status`` and
-                ``bus`` of the first state).
+                ``bus`` of the first state), ``maintenance`` (an explicit schedule: a
+                ``(steps, n_branch)`` 0/1 array, row ``t`` the branches in maintenance at
+                the scenario's step ``t``, replacing the scenario's own, e.g. to replay the
+                maintenance grid2op drew).
 
         Returns:
             The first observation and ``{"scenario_id", "scenario_name"}``.

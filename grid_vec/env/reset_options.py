@@ -11,7 +11,9 @@ from grid_vec.env.state import BatchState, disconnect
 from grid_vec.env.topology import TopologyLayout
 from grid_vec.grid.model import GridModel
 
-RESET_OPTIONS = ("scenario_id", "fast_forward", "max_steps", "init_state")
+RESET_OPTIONS = ("scenario_id", "fast_forward", "max_steps", "init_state", "maintenance")
+# an explicit maintenance schedule: at most this many steps (four weeks at 5 minutes: 8,064)
+MAX_SCHEDULE_STEPS = 1_000_000
 
 
 def check_options(options: Any) -> dict[str, Any]:
@@ -74,3 +76,27 @@ def apply_init_state(
         mask[row] = ~init["line_status"]
         disconnect(state, layout, mask)
     state.topo_dirty[row] = True
+
+
+def check_maintenance(schedule: Any, model: GridModel) -> np.ndarray:
+    """An explicit maintenance schedule: a ``(steps, n_branch)`` array of 0/1 (or bools), row
+    ``t`` saying which lines are in maintenance at step ``t`` of the scenario (grid2op's
+    ``maintenance.csv`` layout). It replaces the scenario's own maintenance (from its files,
+    or drawn at random) for the episode: a schedule grid2op drew can be replayed this way.
+
+    Raises:
+        TypeError, ValueError: not an array of that shape, values other than 0/1, too long.
+    """
+    flags = np.asarray(schedule)
+    if flags.ndim != 2 or flags.shape[1] != model.n_branch:
+        raise ValueError(
+            f"options['maintenance'] must be a (steps, {model.n_branch}) array (a column per "
+            f"branch), got shape {flags.shape}"
+        )
+    if not 1 <= flags.shape[0] <= MAX_SCHEDULE_STEPS:
+        raise ValueError(
+            f"options['maintenance'] must have 1 to {MAX_SCHEDULE_STEPS} rows, got {flags.shape[0]}"
+        )
+    if flags.dtype != bool and (flags.dtype.kind not in "iuf" or not np.isin(flags, (0, 1)).all()):
+        raise ValueError("options['maintenance'] must hold only 0 and 1 (or bools)")
+    return flags.astype(bool)

@@ -151,3 +151,54 @@ def test_maintenance_off_matches_grid2op_without_maintenance(data):
     theirs.set_thermal_limit(ours.thermal_limit)
     result = _play(ours, theirs, reconnect=True)
     assert result["events"] == 0 and result["worst"] <= RHO_TOL
+
+
+def test_an_explicit_schedule_replays_the_maintenance_grid2op_drew(data):
+    """l2rpn_wcci_2020 draws its maintenance at random (grid_vec's draws are not grid2op's):
+    handing grid2op's drawn schedule to reset plays grid2op's episode."""
+    import grid2op
+    from grid2op.Opponent import BaseOpponent
+    from lightsim2grid import LightSimBackend
+
+    path = data / "l2rpn_wcci_2020"
+    ours = grid_vec.make(path, opponent=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = grid2op.make(
+            str(path),
+            backend=LightSimBackend(),
+            opponent_class=BaseOpponent,
+            opponent_init_budget=0.0,
+            opponent_budget_per_ts=0.0,
+        )
+    theirs.set_thermal_limit(ours.thermal_limit)
+    theirs.seed(3)
+    theirs.set_id(0)
+    g_obs = theirs.reset()
+    schedule = np.asarray(theirs.chronics_handler.real_data.data.maintenance, dtype=bool)
+    assert schedule.any()  # grid2op drew some maintenance
+    obs, _ = ours.reset(options={"scenario_id": 0, "maintenance": schedule})
+    seen = 0
+    for t in range(MAX_STEPS):
+        o = ours.view(obs)
+        np.testing.assert_array_equal(o.time_next_maintenance, g_obs.time_next_maintenance)
+        np.testing.assert_array_equal(o.duration_next_maintenance, g_obs.duration_next_maintenance)
+        np.testing.assert_array_equal(o.line_status.astype(bool), g_obs.line_status, f"{t}")
+        assert float(np.abs(o.rho - g_obs.rho).max()) <= RHO_TOL, t
+        seen += int(np.count_nonzero(g_obs.time_next_maintenance == 0))
+        g_obs, _, g_done, _ = theirs.step(theirs.action_space())
+        obs, _, term, trunc, _ = ours.step(0)
+        assert (term or trunc) == g_done, t
+        if g_done:
+            break
+    assert seen > 0  # lines were in maintenance during the compared steps
+
+
+def test_a_bad_schedule_is_refused(data):
+    env = grid_vec.make(data / "l2rpn_case14_sandbox")
+    for bad, match in (
+        (np.zeros((5, 3)), "array"),
+        (np.full((5, env.model.n_branch), 2), "only 0 and 1"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            env.reset(options={"maintenance": bad})
