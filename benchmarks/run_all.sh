@@ -17,4 +17,5 @@ $py benchmarks/bench_resets.py
 $py benchmarks/bench_eval_grid2op.py
 $py benchmarks/bench_batched.py
 $py benchmarks/bench_batch_memory.py
+$py benchmarks/parity_random_actions.py --act 0.05
 grid-vec bench --markdown
