@@ -74,6 +74,57 @@ KEYS: dict[str, Callable[[Path, Any], Any]] = {
 }
 
 
+def parse_config(path: Path) -> ast.Module:
+    """``config.py`` parsed (bounded read; never run).
+
+    Raises:
+        FolderFormatError: naming ``path``: too large, unreadable, or not valid Python source.
+    """
+    source = read_text(path, MAX_SMALL_FILE_BYTES)
+    try:
+        return ast.parse(source, filename=str(path))
+    except SyntaxError as e:
+        raise FolderFormatError(
+            f"{path}: not valid Python source (line {e.lineno}: {short(e.msg)})"
+        ) from None
+    except (ValueError, RecursionError, MemoryError) as e:  # null bytes, deep nesting
+        raise FolderFormatError(
+            f"{path}: not valid Python source ({type(e).__name__}: {short(str(e))})"
+        ) from None
+
+
+def config_dict(tree: ast.Module, path: Path) -> ast.Dict:
+    """The module-level ``config = {...}`` dict literal (the last one, as when run).
+
+    Raises:
+        FolderFormatError: naming ``path``: there is none.
+    """
+    config = next(
+        (
+            node.value
+            for node in reversed(tree.body)
+            if isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == "config"
+        ),
+        None,
+    )
+    if not isinstance(config, ast.Dict):
+        raise FolderFormatError(f"{path}: no module-level 'config = {{...}}' dict literal")
+    return config
+
+
+def class_name(node: ast.expr | None) -> str | None:
+    """The name an entry gives a class, bare or dotted (``RedispReward``,
+    ``grid2op.Reward.RedispReward``: ``"RedispReward"``); None for anything else."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
 def read_config_values(path: Path, keys: tuple[str, ...]) -> dict[str, Any]:
     """The checked literal values of ``keys`` in ``config``; keys absent from it are omitted.
 
@@ -90,26 +141,14 @@ def read_config_values(path: Path, keys: tuple[str, ...]) -> dict[str, Any]:
     unknown = [k for k in keys if k not in KEYS]
     if unknown:
         raise ValueError(f"keys must be among {sorted(KEYS)}, got {unknown[0]!r}")
-    source = read_text(path, MAX_SMALL_FILE_BYTES)
-    try:
-        tree = ast.parse(source, filename=str(path))
-    except SyntaxError as e:
-        raise FolderFormatError(
-            f"{path}: not valid Python source (line {e.lineno}: {short(e.msg)})"
-        ) from None
-    except (ValueError, RecursionError, MemoryError) as e:  # null bytes, deep nesting
-        raise FolderFormatError(
-            f"{path}: not valid Python source ({type(e).__name__}: {short(str(e))})"
-        ) from None
+    tree = parse_config(path)
     variables: dict[str, ast.expr] = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             if isinstance(target, ast.Name):
                 variables[target.id] = node.value
-    config = variables.get("config")
-    if not isinstance(config, ast.Dict):
-        raise FolderFormatError(f"{path}: no module-level 'config = {{...}}' dict literal")
+    config = config_dict(tree, path)
     values: dict[str, Any] = {}
     for key_node, value_node in zip(config.keys, config.values, strict=True):
         if not isinstance(key_node, ast.Constant) or key_node.value not in keys:
@@ -136,31 +175,8 @@ def read_config_name(path: Path, key: str) -> str | None:
     Raises:
         FolderFormatError: ``path`` is not valid Python source, or has no ``config`` dict.
     """
-    source = read_text(path, MAX_SMALL_FILE_BYTES)
-    try:
-        tree = ast.parse(source, filename=str(path))
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
-        raise FolderFormatError(
-            f"{path}: not valid Python source ({type(e).__name__}: {short(str(e))})"
-        ) from None
-    config = next(
-        (
-            node.value
-            for node in reversed(tree.body)  # the last assignment wins, as when run
-            if isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and node.targets[0].id == "config"
-        ),
-        None,
-    )
-    if not isinstance(config, ast.Dict):
-        raise FolderFormatError(f"{path}: no module-level 'config = {{...}}' dict literal")
+    config = config_dict(parse_config(path), path)
     for key_node, value_node in zip(config.keys, config.values, strict=True):
         if isinstance(key_node, ast.Constant) and key_node.value == key:
-            if isinstance(value_node, ast.Name):
-                return value_node.id
-            if isinstance(value_node, ast.Attribute):
-                return value_node.attr
-            return None
+            return class_name(value_node)
     return None

@@ -30,11 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grid_vec.chronics.config_file import parse_config
 from grid_vec.chronics.untrusted import (
     MAX_ABS_NUMBER,
-    MAX_SMALL_FILE_BYTES,
     FolderFormatError,
-    read_text,
     short,
 )
 
@@ -89,17 +88,7 @@ def read_opponent_config(path: Path) -> OpponentConfig:
         FolderFormatError: the file is not Python, has no module-level ``config = {...}``
             dict, or an entry uses something this reader refuses.
     """
-    source = read_text(path, MAX_SMALL_FILE_BYTES)
-    try:
-        tree = ast.parse(source, filename=str(path))
-    except SyntaxError as e:
-        raise FolderFormatError(
-            f"{path}: not valid Python source (line {e.lineno}: {short(e.msg)})"
-        ) from None
-    except (ValueError, RecursionError, MemoryError) as e:  # null bytes, deep nesting
-        raise FolderFormatError(
-            f"{path}: not valid Python source ({type(e).__name__}: {short(str(e))})"
-        ) from None
+    tree = parse_config(path)
     assignments: dict[str, list[ast.Assign]] = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:

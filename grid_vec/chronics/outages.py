@@ -35,13 +35,12 @@ from pathlib import Path
 
 import numpy as np
 
+from grid_vec.chronics.config_file import class_name, config_dict, parse_config
 from grid_vec.chronics.csv_table import read_table
 from grid_vec.chronics.untrusted import (
-    MAX_SMALL_FILE_BYTES,
     FolderFormatError,
     check_number,
     load_json,
-    read_text,
     short,
 )
 
@@ -276,29 +275,15 @@ def grid_value_class(config_path: Path) -> str | None:
     or ``config["data_feeding_kwargs"]["gridvalueClass"]``), read with :mod:`ast` (never
     run); None when it names none."""
     try:
-        tree = ast.parse(read_text(config_path, MAX_SMALL_FILE_BYTES))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        config = config_dict(parse_config(config_path), config_path)
+    except FolderFormatError:
         return None  # config_file reports a broken config.py where it reads it
-    for node in tree.body:
-        if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and node.targets[0].id == "config"
-            and isinstance(node.value, ast.Dict)
-        ):
-            entries = dict(zip(_keys(node.value), node.value.values, strict=True))
-            value = entries.get("grid_value_class")
-            kwargs = entries.get("data_feeding_kwargs")
-            if isinstance(kwargs, ast.Dict):
-                value = dict(zip(_keys(kwargs), kwargs.values, strict=True)).get(
-                    "gridvalueClass", value
-                )
-            if isinstance(value, ast.Name):
-                return value.id
-            if isinstance(value, ast.Attribute):
-                return value.attr
-    return None
+    entries = dict(zip(_keys(config), config.values, strict=True))
+    value = entries.get("grid_value_class")
+    kwargs = entries.get("data_feeding_kwargs")
+    if isinstance(kwargs, ast.Dict):
+        value = dict(zip(_keys(kwargs), kwargs.values, strict=True)).get("gridvalueClass", value)
+    return class_name(value)
 
 
 def _keys(node: ast.Dict) -> list:
