@@ -1,6 +1,7 @@
 """GridBatch: the game of N envs of one compiled grid, played together (the batched core).
 
-Every rule is written once here and in :mod:`grid_vec.env.state`, as numpy operations over
+Every rule is written once here, in :mod:`grid_vec.env.state` (solve, cascades, timers) and
+:mod:`grid_vec.env.action_rules` (legality and effect of actions), as numpy operations over
 a leading env axis; only what is per env by nature runs once per env (its scenario handler's
 step, its power flow, the draws of its opponent). :class:`~grid_vec.env.grid_env.GridEnv` is
 the batch of one, and :class:`~grid_vec.vector.batched.BatchedGridVecEnv` the batch of N.
@@ -30,7 +31,8 @@ import numpy as np
 from grid_vec.chronics.handler import Rows, ScenarioHandler
 from grid_vec.chronics.scenario import ScenarioSource
 from grid_vec.env import maintenance as maintenance_
-from grid_vec.env.actions import KIND_LINE, KIND_SUB, ActionCatalog, SubstationTable
+from grid_vec.env.action_rules import ActionRules, Legality, false_flags, neutralise
+from grid_vec.env.actions import ActionCatalog
 from grid_vec.env.observation import ObservationLayout, time_features
 from grid_vec.env.observation_select import ObservationSelection, extra_values
 from grid_vec.env.opponent import Opponent, OpponentBatch
@@ -56,7 +58,6 @@ from grid_vec.env.state import (
     disconnect,
     initial_state,
     push_topology,
-    reconnect,
     selector,
     solve,
     update_timers,
@@ -65,11 +66,8 @@ from grid_vec.env.topology import TopologyLayout, layout_of
 from grid_vec.grid import make_backend
 from grid_vec.grid.model import GridModel
 
-_DISPATCH_TOL = 1e-6  # MW: a redispatch target this far beyond pmin / pmax is ambiguous
 _NO_ATTACK = np.full(256, -1, dtype=np.int64)
 _NO_ATTACK.flags.writeable = False
-_FALSE = np.zeros(256, dtype=bool)
-_FALSE.flags.writeable = False
 _TIME_BLOCK = 288  # steps of time features computed at once (a day of 5-minute steps)
 _CALM_NONE = 2**62  # no env running: no step is due for a check
 
@@ -156,11 +154,7 @@ class GridBatch:
         self.outages = maintenance_.OutageBatch(self.handlers, model.n_branch, maintenance)
         self.set_parameters(parameters)
         self.opponent = None if opponent is None else OpponentBatch(opponent, self.n)
-        self._sub_table = SubstationTable.of(self.catalog, self.topology)
-        # (n_sub, n_branch): the branches with an end at each substation
-        self._sub_branches = np.zeros((model.n_sub, model.n_branch), dtype=bool)
-        self._sub_branches[model.branch_or_sub, np.arange(model.n_branch)] = True
-        self._sub_branches[model.branch_ex_sub, np.arange(model.n_branch)] = True
+        self._rules = ActionRules.of(model, self.catalog, self.topology)
 
         # Each episode starts from a copy of this state: its backend has never solved, so the
         # solver's warm start (hence every float of a trajectory) depends only on the seed and
@@ -339,9 +333,9 @@ class GridBatch:
         state = self.state
         handlers = self.handlers
         scheduled = None if redispatch is None else self._scheduled_gen_p(rows)
-        legal = self._legalise(state, rows, actions, redispatch, scheduled)
+        legal = self._rules.legalise(state, rows, actions, redispatch, scheduled, self.parameters)
         asked = actions, redispatch
-        actions, redispatch = _neutralise(actions, redispatch, legal)
+        actions, redispatch = neutralise(actions, redispatch, legal)
         sel = selector(rows, self.n)
         for row in rows.tolist():
             handlers[row].advance()
@@ -372,7 +366,7 @@ class GridBatch:
         calm = self._calm > 0
         if calm:  # no row reaches its max_steps or the end of its time block
             self._calm -= 1
-            truncated = _false(len(rows))
+            truncated = false_flags(len(rows))
             times = self._times.take(self._time_pos[sel], axis=0)
         else:
             truncated = played >= self.max_steps[sel]
@@ -429,9 +423,9 @@ class GridBatch:
         actions = np.array([action], dtype=np.int64)
         forecast = self._rows_now(np.array([row]), forecast=True)
         scheduled = None if redispatch is None else self._scheduled_gen_p(np.array([row]))
-        legal = self._legalise(state, local, actions, redispatch, scheduled)
+        legal = self._rules.legalise(state, local, actions, redispatch, scheduled, self.parameters)
         asked = actions, redispatch
-        actions, redispatch = _neutralise(actions, redispatch, legal)
+        actions, redispatch = neutralise(actions, redispatch, legal)
         outages = self.outages.now(np.array([row]))
         outages = None if outages is None else outages.next_step()
         outcome = self._play(state, local, actions, redispatch, forecast, outages)
@@ -443,7 +437,7 @@ class GridBatch:
             np.array([handler.steps_played + 1]),
             outcome,
             outcome.ended,
-            _false(1),
+            false_flags(1),
             asked,
             legal,
             _no_attack(1),
@@ -468,7 +462,7 @@ class GridBatch:
         """Apply legal actions, then the step's outages (the environment's action, after the
         agent's), then the opponent's ``attack`` ((N, n_branch) mask, or None), and the step's
         injections; solve, cascade, move the timers (grid2op's order)."""
-        acted_line, acted_sub, reconnected = self._apply(state, rows, actions, redispatch)
+        acted_line, acted_sub, reconnected = self._rules.apply(state, rows, actions, redispatch)
         if outages is not None:
             maintenance_.take_out(state, self.topology, rows, outages)
         if attack is not None:
@@ -483,130 +477,6 @@ class GridBatch:
         if outages is not None:
             maintenance_.hold_cooldowns(state, rows, outages, ~ended[rows])
         return outcome
-
-    def _legalise(
-        self,
-        state: BatchState,
-        rows: np.ndarray,
-        actions: np.ndarray,
-        redispatch: np.ndarray | None,
-        scheduled_gen_p: np.ndarray | None,
-    ) -> tuple[np.ndarray, np.ndarray, tuple[dict[int, str], dict[int, str]]]:
-        """Which actions are illegal (cooldowns, limits) or ambiguous (a redispatch beyond a
-        generator's limits), with the reasons of the flagged rows (by position in ``rows``)."""
-        k = len(rows)
-        if redispatch is None and not _any(actions):  # do-nothing everywhere
-            none = _false(k)
-            return none, none, ({}, {})
-        illegal = np.zeros(k, dtype=bool)
-        ambiguous = np.zeros(k, dtype=bool)
-        why_illegal: dict[int, str] = {}
-        why_ambiguous: dict[int, str] = {}
-        p, m, cat = self.parameters, self.model, self.catalog
-        if _any(actions):
-            kind, target = cat.kind[actions], cat.target[actions]
-            line, sub = kind == KIND_LINE, kind == KIND_SUB
-            if line.any():
-                cooldown = state.cooldown_line[rows, np.where(line, target, 0)]
-                illegal |= line & ((p.max_line_status_changed < 1) | (cooldown > 0))
-            if sub.any():
-                cooldown_s = state.cooldown_sub[rows, np.where(sub, target, 0)]
-                illegal |= sub & ((p.max_sub_changed < 1) | (cooldown_s > 0))
-                # a configuration reconnects the substation's disconnected branches (grid2op's
-                # set_bus on a disconnected end): status changes, under the line rules too
-                back = self._reconnected_by(state, rows, np.where(sub, target, -1))
-                waiting = back & (state.cooldown_line[rows] > 0)
-                too_many = back.sum(axis=1) > p.max_line_status_changed
-                line_rule = sub & ~illegal & (waiting.any(axis=1) | too_many)
-                illegal |= line_rule
-            for j in np.flatnonzero(illegal).tolist():
-                t = int(target[j])
-                if line[j]:
-                    why_illegal[j] = (
-                        "max_line_status_changed is 0"
-                        if p.max_line_status_changed < 1
-                        else f"branch {m.branch_names[t]} cannot change status for "
-                        f"{cooldown[j]} more step(s)"
-                    )
-                elif line_rule[j]:
-                    names = ", ".join(m.branch_names[np.flatnonzero(back[j])])
-                    why_illegal[j] = (
-                        f"substation {m.sub_names[t]}'s configuration would reconnect {names}: "
-                        + (
-                            f"more than max_line_status_changed={p.max_line_status_changed}"
-                            if too_many[j]
-                            else "a branch that cannot change status yet"
-                        )
-                    )
-                else:
-                    why_illegal[j] = (
-                        "max_sub_changed is 0"
-                        if p.max_sub_changed < 1
-                        else f"substation {m.sub_names[t]} is in cooldown for "
-                        f"{cooldown_s[j]} more step(s)"
-                    )
-        if redispatch is not None and _any(redispatch):
-            # gen_p not yet advanced: the target is checked against this step's schedule
-            target_mw = scheduled_gen_p + state.target_dispatch[rows] + redispatch
-            bad = (
-                (target_mw < m.gen_pmin - _DISPATCH_TOL) | (target_mw > m.gen_pmax + _DISPATCH_TOL)
-            ) & (redispatch != 0)
-            ambiguous = bad.any(axis=1)
-            for j in np.flatnonzero(ambiguous).tolist():
-                g = int(np.argmax(bad[j]))
-                why_ambiguous[j] = (
-                    f"redispatch would take generator {m.gen_names[g]} to "
-                    f"{target_mw[j, g]:.2f} MW, outside [{m.gen_pmin[g]}, {m.gen_pmax[g]}]"
-                )
-        return illegal, ambiguous, (why_illegal, why_ambiguous)
-
-    def _apply(
-        self,
-        state: BatchState,
-        rows: np.ndarray,
-        actions: np.ndarray,
-        redispatch: np.ndarray | None,
-    ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
-        """Apply legal actions; return (N,) acted branch and acted substation (-1: none), or
-        None when no env acted on the topology, and the (N, n_branch) branches a substation
-        configuration reconnected (or None)."""
-        if redispatch is not None and _any(redispatch):
-            state.target_dispatch[rows] += redispatch
-        if not _any(actions):
-            return None, None, None
-        acted_line = np.full(state.n, -1, dtype=np.int64)
-        acted_sub = np.full(state.n, -1, dtype=np.int64)
-        kind, target = self.catalog.kind[actions], self.catalog.target[actions]
-        line = kind == KIND_LINE
-        if line.any():
-            r, b = rows[line], target[line]
-            acted_line[r] = b
-            on = state.line_status[r, b]
-            if on.any():
-                mask = np.zeros_like(state.line_status)
-                mask[r[on], b[on]] = True
-                disconnect(state, self.topology, mask)
-            if not on.all():
-                reconnect(state, self.topology, r[~on], b[~on])
-        sub = kind == KIND_SUB
-        reconnected = None
-        if sub.any():
-            r = rows[sub]
-            acted_sub[r] = target[sub]
-            back = self._reconnected_by(state, r, target[sub])
-            self._sub_table.apply(state, self.topology, r, actions[sub])
-            if back.any():  # on the configured bus bar here, the last one at the other end
-                at, branch = np.nonzero(back)
-                reconnect(state, self.topology, r[at], branch)
-                reconnected = np.zeros_like(state.line_status)
-                reconnected[r[at], branch] = True
-        return acted_line, acted_sub, reconnected
-
-    def _reconnected_by(self, state: BatchState, rows: np.ndarray, subs: np.ndarray) -> np.ndarray:
-        """(k, n_branch): the disconnected branches a configuration of ``subs`` (-1: none)
-        reconnects in each of ``rows``."""
-        touching = self._sub_branches[np.maximum(subs, 0)] & (subs >= 0)[:, None]
-        return touching & ~state.line_status[rows]
 
     def _inject(self, state: BatchState, rows: np.ndarray, injections: list[Rows]) -> None:
         """Give each env's backend its step's (load_p, load_q, gen_p, gen_v), with the
@@ -653,7 +523,7 @@ class GridBatch:
         terminated: np.ndarray,
         truncated: np.ndarray,
         asked: tuple[np.ndarray, np.ndarray | None],
-        legal: tuple[np.ndarray, np.ndarray, tuple[dict[int, str], dict[int, str]]],
+        legal: Legality,
         attacked: np.ndarray,
         *,
         max_steps: np.ndarray | None = None,
@@ -663,7 +533,7 @@ class GridBatch:
     ) -> StepBatch:
         """The step of ``rows``: observations, rewards and physics flags, with the given
         ends, the actions and redispatch asked for (``asked``, before any refusal), their
-        legality (``_legalise``'s), the attacks and the step's outages (None: none)."""
+        legality (``ActionRules.legalise``'s), the attacks and the step's outages (None: none)."""
         obs = self._observe(state, rows, times, played, outages, clock_rows, ahead)
         sel = selector(rows, state.n)
         actions, redispatch = asked
@@ -782,27 +652,6 @@ def env_info(result: StepBatch, j: int) -> dict[str, Any]:
     return info
 
 
-def _false(k: int) -> np.ndarray:
-    """(k,) False (read-only)."""
-    return _FALSE[:k] if k <= len(_FALSE) else np.zeros(k, dtype=bool)
-
-
 def _no_attack(k: int) -> np.ndarray:
     """(k,) -1: no branch attacked (read-only)."""
     return _NO_ATTACK[:k] if k <= len(_NO_ATTACK) else np.full(k, -1, dtype=np.int64)
-
-
-def _neutralise(
-    actions: np.ndarray,
-    redispatch: np.ndarray | None,
-    legal: tuple[np.ndarray, np.ndarray, tuple[dict[int, str], dict[int, str]]],
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """Illegal or ambiguous actions (``_legalise``'s verdict) are played as do-nothing."""
-    illegal, ambiguous, (why_illegal, why_ambiguous) = legal
-    if not why_illegal and not why_ambiguous:  # every refused action has its reason
-        return actions, redispatch
-    refused = illegal | ambiguous
-    actions = np.where(refused, 0, actions)
-    if redispatch is not None:
-        redispatch = np.where(refused[:, None], 0.0, redispatch)
-    return actions, redispatch

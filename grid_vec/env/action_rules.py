@@ -1,0 +1,195 @@
+"""The rules of the agent's actions in the batched core: which are legal (cooldowns, the
+limits of changes per step, a redispatch within the generators' limits), and how a legal
+one changes the state of its env (branch toggles, substation configurations, redispatch
+targets), for many envs at once. :class:`~grid_vec.env.batch.GridBatch` calls them each step
+and in ``simulate``.
+
+A substation configuration reconnects the disconnected branches with an end at its
+substation, as grid2op's ``set_bus`` on a disconnected end does: that end on the configured
+bus bar, the other on its last one; it is a change of those branches' status, under the
+line rules (their cooldown must be over, at most ``max_line_status_changed`` of them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from grid_vec.env.actions import KIND_LINE, KIND_SUB, ActionCatalog, SubstationTable
+from grid_vec.env.parameters import Parameters
+from grid_vec.env.state import BatchState, _any, disconnect, reconnect
+from grid_vec.env.topology import TopologyLayout
+from grid_vec.grid.model import GridModel
+
+DISPATCH_TOL = 1e-6  # MW: a redispatch target this far beyond pmin / pmax is ambiguous
+_FALSE = np.zeros(256, dtype=bool)
+_FALSE.flags.writeable = False
+
+# (illegal, ambiguous, (reasons of the illegal rows, of the ambiguous rows) by position)
+Legality = tuple[np.ndarray, np.ndarray, tuple[dict[int, str], dict[int, str]]]
+
+
+def false_flags(k: int) -> np.ndarray:
+    """(k,) False (read-only)."""
+    return _FALSE[:k] if k <= len(_FALSE) else np.zeros(k, dtype=bool)
+
+
+@dataclass(frozen=True, eq=False)
+class ActionRules:
+    """The legality and the effect of catalog actions and redispatch on a batch's state."""
+
+    model: GridModel
+    catalog: ActionCatalog
+    topology: TopologyLayout
+    sub_table: SubstationTable  # the catalog's configurations as fixed-width rows
+    sub_branches: np.ndarray  # (n_sub, n_branch): the branches with an end at each substation
+
+    @classmethod
+    def of(cls, model: GridModel, catalog: ActionCatalog, topology: TopologyLayout) -> ActionRules:
+        sub_branches = np.zeros((model.n_sub, model.n_branch), dtype=bool)
+        sub_branches[model.branch_or_sub, np.arange(model.n_branch)] = True
+        sub_branches[model.branch_ex_sub, np.arange(model.n_branch)] = True
+        return cls(model, catalog, topology, SubstationTable.of(catalog, topology), sub_branches)
+
+    def legalise(
+        self,
+        state: BatchState,
+        rows: np.ndarray,
+        actions: np.ndarray,
+        redispatch: np.ndarray | None,
+        scheduled_gen_p: np.ndarray | None,
+        p: Parameters,
+    ) -> Legality:
+        """Which actions are illegal (cooldowns, limits) or ambiguous (a redispatch beyond a
+        generator's limits), with the reasons of the flagged rows (by position in ``rows``)."""
+        k = len(rows)
+        if redispatch is None and not _any(actions):  # do-nothing everywhere
+            none = false_flags(k)
+            return none, none, ({}, {})
+        illegal = np.zeros(k, dtype=bool)
+        ambiguous = np.zeros(k, dtype=bool)
+        why_illegal: dict[int, str] = {}
+        why_ambiguous: dict[int, str] = {}
+        m, cat = self.model, self.catalog
+        if _any(actions):
+            kind, target = cat.kind[actions], cat.target[actions]
+            line, sub = kind == KIND_LINE, kind == KIND_SUB
+            if line.any():
+                cooldown = state.cooldown_line[rows, np.where(line, target, 0)]
+                illegal |= line & ((p.max_line_status_changed < 1) | (cooldown > 0))
+            if sub.any():
+                cooldown_s = state.cooldown_sub[rows, np.where(sub, target, 0)]
+                illegal |= sub & ((p.max_sub_changed < 1) | (cooldown_s > 0))
+                # a configuration reconnects the substation's disconnected branches (grid2op's
+                # set_bus on a disconnected end): status changes, under the line rules too
+                back = self.reconnected_by(state, rows, np.where(sub, target, -1))
+                waiting = back & (state.cooldown_line[rows] > 0)
+                too_many = back.sum(axis=1) > p.max_line_status_changed
+                line_rule = sub & ~illegal & (waiting.any(axis=1) | too_many)
+                illegal |= line_rule
+            for j in np.flatnonzero(illegal).tolist():
+                t = int(target[j])
+                if line[j]:
+                    why_illegal[j] = (
+                        "max_line_status_changed is 0"
+                        if p.max_line_status_changed < 1
+                        else f"branch {m.branch_names[t]} cannot change status for "
+                        f"{cooldown[j]} more step(s)"
+                    )
+                elif line_rule[j]:
+                    names = ", ".join(m.branch_names[np.flatnonzero(back[j])])
+                    why_illegal[j] = (
+                        f"substation {m.sub_names[t]}'s configuration would reconnect {names}: "
+                        + (
+                            f"more than max_line_status_changed={p.max_line_status_changed}"
+                            if too_many[j]
+                            else "a branch that cannot change status yet"
+                        )
+                    )
+                else:
+                    why_illegal[j] = (
+                        "max_sub_changed is 0"
+                        if p.max_sub_changed < 1
+                        else f"substation {m.sub_names[t]} is in cooldown for "
+                        f"{cooldown_s[j]} more step(s)"
+                    )
+        if redispatch is not None and _any(redispatch):
+            # gen_p not yet advanced: the target is checked against this step's schedule
+            target_mw = scheduled_gen_p + state.target_dispatch[rows] + redispatch
+            bad = (
+                (target_mw < m.gen_pmin - DISPATCH_TOL) | (target_mw > m.gen_pmax + DISPATCH_TOL)
+            ) & (redispatch != 0)
+            ambiguous = bad.any(axis=1)
+            for j in np.flatnonzero(ambiguous).tolist():
+                g = int(np.argmax(bad[j]))
+                why_ambiguous[j] = (
+                    f"redispatch would take generator {m.gen_names[g]} to "
+                    f"{target_mw[j, g]:.2f} MW, outside [{m.gen_pmin[g]}, {m.gen_pmax[g]}]"
+                )
+        return illegal, ambiguous, (why_illegal, why_ambiguous)
+
+    def apply(
+        self,
+        state: BatchState,
+        rows: np.ndarray,
+        actions: np.ndarray,
+        redispatch: np.ndarray | None,
+    ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+        """Apply legal actions; return (N,) acted branch and acted substation (-1: none), or
+        None when no env acted on the topology, and the (N, n_branch) branches a substation
+        configuration reconnected (or None)."""
+        if redispatch is not None and _any(redispatch):
+            state.target_dispatch[rows] += redispatch
+        if not _any(actions):
+            return None, None, None
+        acted_line = np.full(state.n, -1, dtype=np.int64)
+        acted_sub = np.full(state.n, -1, dtype=np.int64)
+        kind, target = self.catalog.kind[actions], self.catalog.target[actions]
+        line = kind == KIND_LINE
+        if line.any():
+            r, b = rows[line], target[line]
+            acted_line[r] = b
+            on = state.line_status[r, b]
+            if on.any():
+                mask = np.zeros_like(state.line_status)
+                mask[r[on], b[on]] = True
+                disconnect(state, self.topology, mask)
+            if not on.all():
+                reconnect(state, self.topology, r[~on], b[~on])
+        sub = kind == KIND_SUB
+        reconnected = None
+        if sub.any():
+            r = rows[sub]
+            acted_sub[r] = target[sub]
+            back = self.reconnected_by(state, r, target[sub])
+            self.sub_table.apply(state, self.topology, r, actions[sub])
+            if back.any():  # on the configured bus bar here, the last one at the other end
+                at, branch = np.nonzero(back)
+                reconnect(state, self.topology, r[at], branch)
+                reconnected = np.zeros_like(state.line_status)
+                reconnected[r[at], branch] = True
+        return acted_line, acted_sub, reconnected
+
+    def reconnected_by(self, state: BatchState, rows: np.ndarray, subs: np.ndarray) -> np.ndarray:
+        """(k, n_branch): the disconnected branches a configuration of ``subs`` (-1: none)
+        reconnects in each of ``rows``."""
+        touching = self.sub_branches[np.maximum(subs, 0)] & (subs >= 0)[:, None]
+        return touching & ~state.line_status[rows]
+
+
+def neutralise(
+    actions: np.ndarray,
+    redispatch: np.ndarray | None,
+    legal: Legality,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Illegal or ambiguous actions (:meth:`ActionRules.legalise`'s verdict) are played as
+    do-nothing."""
+    illegal, ambiguous, (why_illegal, why_ambiguous) = legal
+    if not why_illegal and not why_ambiguous:  # every refused action has its reason
+        return actions, redispatch
+    refused = illegal | ambiguous
+    actions = np.where(refused, 0, actions)
+    if redispatch is not None:
+        redispatch = np.where(refused[:, None], 0.0, redispatch)
+    return actions, redispatch
