@@ -27,6 +27,11 @@ from grid_vec.grid.model import GridModel
 MAX_ITER = 10
 TOLERANCE = 1e-8
 
+# np.concatenate without its __array_function__ dispatch (a Python call that copies the tuple
+# of inputs into a list): the backend only ever passes plain ndarrays. Same C function, same
+# result; falls back to the public name where numpy has no ``_implementation``.
+_concatenate = getattr(np.concatenate, "_implementation", np.concatenate)
+
 
 class LightSimBackend(Backend):
     """AC power flow with lightsim2grid on the state compiled in ``model``."""
@@ -52,6 +57,11 @@ class LightSimBackend(Backend):
         self._mask_load = np.ones(model.n_load, dtype=bool)
         self._mask_gen = np.ones(self._ls_gen.size, dtype=bool)
         self._mask_sgen = np.ones(self._sgen.size, dtype=bool)
+        self._has_sgen = bool(self._sgen.size)
+        # lightsim2grid stores injections as float32: loads p, loads q and generators p are
+        # cast together into this buffer (numpy's float64 -> float32 cast, the one its bindings
+        # would do), then handed over as float32 views, which its bindings take without a copy
+        self._new_inj32()
         n_topo = model.n_load + self._ls_gen.size + 2 * model.n_branch
         self._sgen_bus = np.ones(self._sgen.size, dtype=np.int32)
         self._n_sub = model.n_sub
@@ -87,22 +97,33 @@ class LightSimBackend(Backend):
         self, load_p: np.ndarray, load_q: np.ndarray, gen_p: np.ndarray, gen_v: np.ndarray
     ) -> None:
         grid = self._grid
-        # lightsim2grid stores injections as float32 (converted by its bindings)
-        grid.update_loads_p(self._mask_load, load_p)
-        grid.update_loads_q(self._mask_load, load_q)
-        if self._sgen.size:
+        if self._has_sgen:
+            grid.update_loads_p(self._mask_load, load_p)
+            grid.update_loads_q(self._mask_load, load_q)
             grid.update_sgens_p(self._mask_sgen, gen_p[self._sgen])
-            gen_p = gen_p[self._ls_gen]
-        grid.update_gens_p(self._mask_gen, gen_p)
+            grid.update_gens_p(self._mask_gen, gen_p[self._ls_gen])
+        else:
+            _concatenate((load_p, load_q, gen_p), 0, self._inj32, casting="same_kind")
+            grid.update_loads_p(self._mask_load, self._load_p32)
+            grid.update_loads_q(self._mask_load, self._load_q32)
+            grid.update_gens_p(self._mask_gen, self._gen_p32)
         # voltage setpoints rarely change from one step to the next (grid2op datasets often
         # keep them constant): comparing the bytes is cheaper than sending them again
         gen_v_bytes = gen_v.tobytes()
         if gen_v_bytes != self._gen_v_sent:
             gen_v_pu = gen_v * self._inv_sub_kv
             grid.update_gens_v(
-                self._mask_gen, gen_v_pu[self._ls_gen] if self._sgen.size else gen_v_pu
+                self._mask_gen, gen_v_pu[self._ls_gen] if self._has_sgen else gen_v_pu
             )
             self._gen_v_sent = gen_v_bytes
+
+    def _new_inj32(self) -> None:
+        """A float32 buffer of its own for the injections, and its three views."""
+        n_load = self.model.n_load
+        self._inj32 = np.empty(2 * n_load + self.model.n_gen, dtype=np.float32)
+        self._load_p32 = self._inj32[:n_load]
+        self._load_q32 = self._inj32[n_load : 2 * n_load]
+        self._gen_p32 = self._inj32[2 * n_load :]
 
     def _apply_topology(self, buses: np.ndarray) -> None:
         # a branch is in service only when both of its ends are on a bus bar
@@ -139,17 +160,20 @@ class LightSimBackend(Backend):
 
     def run_ac(self) -> bool:
         start = perf_counter()
-        V = self._grid.ac_pf(self._V.copy(), MAX_ITER, TOLERANCE)
-        self._converged = V.size > 0
-        if self._converged:
+        # ac_pf reads its first guess into a vector of its own and returns a new array (checked
+        # for converged and diverged solves): self._V needs no copy
+        V = self._grid.ac_pf(self._V, MAX_ITER, TOLERANCE)
+        converged = self._converged = V.size > 0
+        if converged:
             self._V = V
         else:
             self._V = self._v_init.copy()
             self._views = None  # a failed solve reallocates lightsim2grid's result vectors
         self._results = None
-        self.timings["powerflow"] += perf_counter() - start
-        self.timings["n_powerflow"] += 1
-        return self._converged
+        timings = self.timings
+        timings["powerflow"] += perf_counter() - start
+        timings["n_powerflow"] += 1
+        return converged
 
     def _set_bus_active(self) -> None:
         """Which bus bars are in the power flow (the others report zero voltage)."""
@@ -189,25 +213,34 @@ class LightSimBackend(Backend):
         views = self._views
         if views is None:
             views = self._views = _ResultViews.of(self._grid)
-        if self._sgen.size:
-            np.concatenate(views.branches_loads, out=out[: self._gen_start])
+        if self._has_sgen:
+            _concatenate(views.branches_loads, 0, out[: self._gen_start])
             gens = out[self._gen_start :].reshape(3, -1)
             gens[:, self._ls_gen] = views.gens
             gens[:, self._sgen] = views.sgens
         else:
-            np.concatenate(views.branches_loads + views.gens, out=out)
-        out *= self._units  # kA -> A
+            _concatenate(views.all, 0, out)
+        # kA -> A: one multiply of the whole row is cheaper than slicing out the currents
+        # (x * 1.0 == x bitwise for every float)
+        out *= self._units
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_views"] = None  # views into this process' LSGrid: never carried over
+        for name in ("_inj32", "_load_p32", "_load_q32", "_gen_p32"):
+            del state[name]  # views of a buffer: pickled apart they would no longer share it
         return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._new_inj32()
 
     def copy(self) -> LightSimBackend:
         """An independent backend: the ``LSGrid`` is deep-copied in C++, arrays are copied."""
         new = _copy.copy(self)
         new._grid = self._grid.copy()
         new._views = None
+        new._new_inj32()
         new._V = self._V.copy()
         new._sgen_bus = self._sgen_bus.copy()
         new.timings = dict(self.timings)
@@ -220,12 +253,13 @@ class _ResultViews:
     call per step. A failed solve reallocates those vectors (and a topology change may), so
     the backend drops its views then, as well as on copy and pickling."""
 
-    __slots__ = ("branches_loads", "gens", "sgens")
+    __slots__ = ("all", "branches_loads", "gens", "sgens")
 
     def __init__(self, branches_loads: tuple, gens: tuple, sgens: tuple) -> None:
         self.branches_loads = branches_loads  # FLOW_FIELDS order up to load_v
         self.gens = gens  # gen_p, gen_q, gen_v of lightsim2grid's generators
         self.sgens = sgens  # the same for static generators
+        self.all = branches_loads + gens  # read_flows' order when there is no sgen
 
     @classmethod
     def of(cls, grid) -> _ResultViews:
