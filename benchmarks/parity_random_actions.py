@@ -33,19 +33,8 @@ import numpy as np
 
 import grid_vec
 from grid_vec._argtypes import positive_int
-from grid_vec.env.actions import KIND_LINE, KIND_SUB
 
 RESULTS = Path(__file__).parent / "results" / "parity_random_actions.json"  # + _<folder>_act<p>
-
-
-def grid2op_action(theirs, catalog, action: int):
-    kind, target = int(catalog.kind[action]), int(catalog.target[action])
-    if kind == KIND_LINE:
-        return theirs.action_space({"change_line_status": [target]})
-    if kind == KIND_SUB:
-        buses = [int(b) for b in catalog.sub_buses[action]]
-        return theirs.action_space({"set_bus": {"substations_id": [(target, buses)]}})
-    return theirs.action_space()
 
 
 def pair(folder: Path, cooldown: int | None):
@@ -88,7 +77,7 @@ def run_once(ours, theirs, seed: int, steps: int, act: float) -> dict:
     first_diff = None
     for t in range(1, steps + 1):
         action = int(rng.integers(len(catalog))) if rng.random() < act else 0
-        g_obs, _, g_done, g_info = theirs.step(grid2op_action(theirs, catalog, action))
+        g_obs, _, g_done, g_info = theirs.step(theirs.action_space(catalog.grid2op_action(action)))
         obs, _, term, trunc, info = ours.step(action)
         if term or trunc or g_done:
             end = t if (term or trunc) else None

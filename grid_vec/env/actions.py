@@ -106,6 +106,19 @@ class ActionCatalog:
         where = ", ".join(on_two) if on_two else "nothing (all on bus bar 1)"
         return f"substation {model.sub_names[sub]}: bus bar 2 <- {where}"
 
+    def grid2op_action(self, index: int) -> dict:
+        """The action in grid2op's vocabulary, the dict grid2op's ``action_space(...)`` takes:
+        ``{}`` (do nothing), ``{"change_line_status": [branch]}`` (a toggle: reconnected on
+        its last bus bars, as grid2op does) or ``{"set_bus": {"substations_id": [(sub,
+        buses)]}}`` (bus bars in the substation's ``topo_vect`` order, grid2op's)."""
+        kind, target = int(self.kind[index]), int(self.target[index])
+        if kind == KIND_LINE:
+            return {"change_line_status": [target]}
+        if kind == KIND_SUB:
+            buses = [int(b) for b in self.sub_buses[index]]
+            return {"set_bus": {"substations_id": [(target, buses)]}}
+        return {}
+
 
 def substation_configurations(is_branch: np.ndarray) -> list[np.ndarray]:
     """Pruned bus-bar assignments of one substation's elements (see module docstring)."""

@@ -128,12 +128,7 @@ def test_topo_vect_layout_and_substation_actions_as_grid2op(sandbox):
     compared = ended = 0
     for t in range(60):
         action = int(rng.choice(sub_actions)) if t % 2 == 0 else 0
-        g_act = theirs.action_space()
-        if action:
-            sub = int(catalog.target[action])
-            buses = [int(b) for b in catalog.sub_buses[action]]
-            g_act = theirs.action_space({"set_bus": {"substations_id": [(sub, buses)]}})
-        g_obs, _, g_done, g_info = theirs.step(g_act)
+        g_obs, _, g_done, g_info = theirs.step(theirs.action_space(catalog.grid2op_action(action)))
         obs, _, term, _, info = ours.step(action)
         assert term == g_done, t
         if term:  # both: start the scenario again
@@ -148,20 +143,6 @@ def test_topo_vect_layout_and_substation_actions_as_grid2op(sandbox):
         np.testing.assert_allclose(view.rho, g_obs.rho, rtol=1e-5, atol=1e-6)
         compared += 1
     assert compared >= 20 and ended >= 1
-
-
-def _grid2op_catalog_action(theirs, catalog, action: int):
-    """grid2op's action for a catalog action: a branch toggle is ``change_line_status``, a
-    substation configuration ``set_bus`` on every element of the substation."""
-    from grid_vec.env.actions import KIND_LINE, KIND_SUB
-
-    kind, target = int(catalog.kind[action]), int(catalog.target[action])
-    if kind == KIND_LINE:
-        return theirs.action_space({"change_line_status": [target]})
-    if kind == KIND_SUB:
-        buses = [int(b) for b in catalog.sub_buses[action]]
-        return theirs.action_space({"set_bus": {"substations_id": [(target, buses)]}})
-    return theirs.action_space()
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -193,7 +174,7 @@ def test_line_and_substation_actions_with_cooldowns_as_grid2op(sandbox, seed):
     compared = 0
     for t in range(80):
         action = int(rng.integers(len(catalog))) if rng.random() < 0.6 else 0
-        g_obs, _, g_done, g_info = theirs.step(_grid2op_catalog_action(theirs, catalog, action))
+        g_obs, _, g_done, g_info = theirs.step(theirs.action_space(catalog.grid2op_action(action)))
         obs, _, term, _, info = ours.step(action)
         assert term == g_done, f"step {t}: action {ours.describe_action(action)}"
         if term:

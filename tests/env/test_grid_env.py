@@ -475,3 +475,21 @@ def test_make_again_reads_scenario_files_edited_since_the_last_make(tmp_path):
     again.reset(seed=0, options={"scenario_id": 0})
     assert before > 100 and again.scenario_info.length == 100
     assert again.unwrapped.model is env.unwrapped.model  # the grid was not compiled again
+
+
+def test_catalog_actions_in_grid2ops_vocabulary(case14):
+    """do-nothing is {}, a toggle change_line_status, a configuration set_bus on the whole
+    substation in topo_vect order."""
+    from grid_vec.env.actions import KIND_LINE, KIND_SUB, ActionCatalog
+    from grid_vec.env.topology import layout_of
+
+    layout = layout_of(case14)
+    catalog = ActionCatalog.from_model(case14, layout)
+    assert catalog.grid2op_action(0) == {}
+    line = int(np.flatnonzero(catalog.kind == KIND_LINE)[3])
+    assert catalog.grid2op_action(line) == {"change_line_status": [int(catalog.target[line])]}
+    sub = int(np.flatnonzero(catalog.kind == KIND_SUB)[5])
+    ((target, buses),) = catalog.grid2op_action(sub)["set_bus"]["substations_id"]
+    assert target == catalog.target[sub]
+    assert buses == list(catalog.sub_buses[sub])
+    assert len(buses) == layout.sub_start[target + 1] - layout.sub_start[target]

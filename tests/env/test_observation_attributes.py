@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import grid_vec
-from grid_vec.env.actions import KIND_LINE, KIND_SUB
 
 EXTRAS = [
     "target_dispatch",
@@ -110,15 +109,7 @@ def test_further_attributes_equal_grid2ops_observation():
                 assert float(getattr(view, name)[0]) == float(getattr(g_obs, name)), (where, name)
             compared += 1
             action = int(rng.integers(len(catalog))) if rng.random() < 0.1 else 0
-            kind, target = int(catalog.kind[action]), int(catalog.target[action])
-            if kind == KIND_LINE:
-                g_act = theirs.action_space({"change_line_status": [target]})
-            elif kind == KIND_SUB:
-                buses = [int(b) for b in catalog.sub_buses[action]]
-                g_act = theirs.action_space({"set_bus": {"substations_id": [(target, buses)]}})
-            else:
-                g_act = theirs.action_space()
-            g_obs, _, g_done, _ = theirs.step(g_act)
+            g_obs, _, g_done, _ = theirs.step(theirs.action_space(catalog.grid2op_action(action)))
             obs, _, term, trunc, _ = ours.step(action)
             assert (term or trunc) == g_done, where
             if g_done:
