@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+from env_helpers import grid2op_env
 
 import grid_vec
 from grid_vec.chronics import FolderFormatError, load_folder
@@ -58,26 +58,8 @@ def data():
 
 def _grid2op(path: Path, *, maintenance: bool = False, **kwargs):
     """grid2op + LightSimBackend on ``path``, without opponent, and without maintenance and
-    hazards unless ``maintenance`` (then the folder's own scenario class reads them)."""
-    import grid2op
-    from grid2op.Chronics import GridStateFromFileWithForecastsWithoutMaintenance
-    from grid2op.Opponent import BaseOpponent
-    from lightsim2grid import LightSimBackend
-
-    if not maintenance:
-        kwargs["data_feeding_kwargs"] = {
-            "gridvalueClass": GridStateFromFileWithForecastsWithoutMaintenance
-        }
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return grid2op.make(
-            str(path),
-            backend=LightSimBackend(),
-            opponent_class=BaseOpponent,
-            opponent_init_budget=0.0,
-            opponent_budget_per_ts=0.0,
-            **kwargs,
-        )
+    hazards unless ``maintenance``."""
+    return grid2op_env(path, maintenance=maintenance, opponent=False, **kwargs)
 
 
 def _assert_same_parameters(ours, theirs) -> None:

@@ -12,11 +12,11 @@ steps, rho within 1e-3, and the observation's ``time_next_maintenance``,
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+from env_helpers import grid2op_env
 
 import grid_vec
 from grid_vec.env.actions import KIND_LINE
@@ -47,19 +47,8 @@ def data():
 
 
 def _grid2op(path: Path):
-    import grid2op
-    from grid2op.Opponent import BaseOpponent
-    from lightsim2grid import LightSimBackend
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return grid2op.make(
-            str(path),
-            backend=LightSimBackend(),
-            opponent_class=BaseOpponent,
-            opponent_init_budget=0.0,
-            opponent_budget_per_ts=0.0,
-        )
+    """grid2op + LightSimBackend on ``path``: the folder's maintenance, no opponent."""
+    return grid2op_env(path, opponent=False)
 
 
 def test_the_folders_are_those_with_outage_files(data):
@@ -129,24 +118,8 @@ def test_maintenance_plays_as_in_grid2op(data, name):
 
 def test_maintenance_off_matches_grid2op_without_maintenance(data):
     """``maintenance=False`` is grid2op's scenario class without maintenance."""
-    import grid2op
-    from grid2op.Chronics import GridStateFromFileWithForecastsWithoutMaintenance
-    from grid2op.Opponent import BaseOpponent
-    from lightsim2grid import LightSimBackend
-
     path = data / "l2rpn_neurips_2020_track1"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        theirs = grid2op.make(
-            str(path),
-            backend=LightSimBackend(),
-            data_feeding_kwargs={
-                "gridvalueClass": GridStateFromFileWithForecastsWithoutMaintenance
-            },
-            opponent_class=BaseOpponent,
-            opponent_init_budget=0.0,
-            opponent_budget_per_ts=0.0,
-        )
+    theirs = grid2op_env(path, maintenance=False, opponent=False)
     ours = grid_vec.make(path, maintenance=False, opponent=None)
     theirs.set_thermal_limit(ours.thermal_limit)
     result = _play(ours, theirs, reconnect=True)
@@ -156,21 +129,9 @@ def test_maintenance_off_matches_grid2op_without_maintenance(data):
 def test_an_explicit_schedule_replays_the_maintenance_grid2op_drew(data):
     """l2rpn_wcci_2020 draws its maintenance at random (grid_vec's draws are not grid2op's):
     handing grid2op's drawn schedule to reset plays grid2op's episode."""
-    import grid2op
-    from grid2op.Opponent import BaseOpponent
-    from lightsim2grid import LightSimBackend
-
     path = data / "l2rpn_wcci_2020"
     ours = grid_vec.make(path, opponent=None)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        theirs = grid2op.make(
-            str(path),
-            backend=LightSimBackend(),
-            opponent_class=BaseOpponent,
-            opponent_init_budget=0.0,
-            opponent_budget_per_ts=0.0,
-        )
+    theirs = _grid2op(path)
     theirs.set_thermal_limit(ours.thermal_limit)
     theirs.seed(3)
     theirs.set_id(0)

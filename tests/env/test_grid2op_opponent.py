@@ -37,6 +37,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from env_helpers import grid2op_env
 
 import grid_vec
 
@@ -84,19 +85,7 @@ class Attacks:
 
 
 def _grid2op_attacks(path: Path, n_steps: int, seed: int) -> Attacks:
-    import grid2op
-    from grid2op.Chronics import GridStateFromFileWithForecastsWithoutMaintenance
-    from lightsim2grid import LightSimBackend
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        env = grid2op.make(
-            str(path),
-            backend=LightSimBackend(),
-            data_feeding_kwargs={
-                "gridvalueClass": GridStateFromFileWithForecastsWithoutMaintenance
-            },
-        )
+    env = grid2op_env(path, maintenance=False)  # the folder's opponent
     env.seed(seed)
     env.reset()
     space = env._oppSpace

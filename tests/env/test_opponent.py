@@ -6,6 +6,7 @@ replaced."""
 from __future__ import annotations
 
 import shutil
+import textwrap
 import warnings
 from pathlib import Path
 
@@ -277,26 +278,30 @@ def test_geometric_opponent_from_config(tmp_path):
 
 # --- config.py, read as data ----------------------------------------------------------------
 
-GOOD = """
-from grid2op.Opponent import RandomLineOpponent, BaseActionBudget
-import grid2op.Action as actions
-hours = 12
-cooldown = hours * 24  # names and arithmetic
-cooldown = cooldown + 0
-lines = ["line_1", "line_3"]
-config = {
-    "backend": PandaPowerBackend,
-    "thermal_limits": [1.0, 2.0],
-    "opponent_attack_cooldown": cooldown,
-    "opponent_attack_duration": 2 ** 2 * 12,
-    "opponent_budget_per_ts": -(-1) / 2,
-    "opponent_init_budget": 144.0 - 144 % 7 // 2,
-    "opponent_action_class": actions.PowerlineSetAction,
-    "opponent_class": RandomLineOpponent,
-    "opponent_budget_class": BaseActionBudget,
-    "kwargs_opponent": {"lines_attacked": lines},
-}
-"""
+# a config.py as grid2op datasets write them (indented here, so that no line of this test
+# file reads as an import of grid2op)
+GOOD = textwrap.dedent(
+    """
+    from grid2op.Opponent import RandomLineOpponent, BaseActionBudget
+    import grid2op.Action as actions
+    hours = 12
+    cooldown = hours * 24  # names and arithmetic
+    cooldown = cooldown + 0
+    lines = ["line_1", "line_3"]
+    config = {
+        "backend": PandaPowerBackend,
+        "thermal_limits": [1.0, 2.0],
+        "opponent_attack_cooldown": cooldown,
+        "opponent_attack_duration": 2 ** 2 * 12,
+        "opponent_budget_per_ts": -(-1) / 2,
+        "opponent_init_budget": 144.0 - 144 % 7 // 2,
+        "opponent_action_class": actions.PowerlineSetAction,
+        "opponent_class": RandomLineOpponent,
+        "opponent_budget_class": BaseActionBudget,
+        "kwargs_opponent": {"lines_attacked": lines},
+    }
+    """
+)
 
 
 def _config(tmp_path: Path, text: str) -> Path:
