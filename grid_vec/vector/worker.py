@@ -165,13 +165,16 @@ class _Server:
         return obs, reward, terminated, truncated, info
 
     def _step_same_step(self, k: int, action: Any) -> tuple[Any, Any, Any, Any, dict]:
-        env = self.envs[k]
-        obs, reward, terminated, truncated, info = env.step(action)
+        obs, reward, terminated, truncated, info = self.envs[k].step(action)
         if terminated or truncated:
-            reset_obs, reset_info = env.reset()
-            info = {"final_info": info, "final_obs": obs, **reset_info}
-            obs = reset_obs
+            obs, info = self._reset_now(k, obs, info)
         return obs, reward, terminated, truncated, info
+
+    def _reset_now(self, k: int, final_obs: Any, final_info: dict) -> tuple[Any, dict]:
+        """SAME_STEP's autoreset of env ``k`` whose episode just ended: the first observation
+        of the next, and the info with the last step's under ``final_*``."""
+        obs, reset_info = self.envs[k].reset()
+        return obs, {"final_info": final_info, "final_obs": final_obs, **reset_info}
 
     def _step_disabled(self, k: int, action: Any) -> tuple[Any, Any, Any, Any, dict]:
         return self.envs[k].step(action)
@@ -224,10 +227,10 @@ class _Server:
         the running episodes in one batch step. Each env gets the transition and info its
         own ``step`` would give. Returns the envs to step one by one instead (with
         ``DISABLED``, those whose episode is over: their ``step`` raises as it should)."""
-        from grid_vec.env.action_input import batch_actions
+        from grid_vec.env.action_input import batch_actions  # loaded already with the envs
         from grid_vec.env.batch import env_info
 
-        batch, mode = self.batch, AutoresetMode(self.spec.autoreset_mode)
+        batch, mode = self.batch, self.spec.autoreset_mode
         rows, alone = [], []
         for k in range(len(self.envs)):
             if mode == AutoresetMode.NEXT_STEP and self.autoreset[k]:
@@ -251,9 +254,7 @@ class _Server:
             try:
                 if terminated or truncated:
                     if mode == AutoresetMode.SAME_STEP:
-                        reset_obs, reset_info = self.envs[k].reset()
-                        info = {"final_info": info, "final_obs": obs, **reset_info}
-                        obs = reset_obs
+                        obs, info = self._reset_now(k, obs, info)
                     elif mode == AutoresetMode.NEXT_STEP:
                         self.autoreset[k] = True
                 self._publish(k, obs, float(result.reward[j]), terminated, truncated)
