@@ -11,7 +11,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from gymnasium.envs.registration import EnvSpec
@@ -20,12 +20,10 @@ from grid_vec._untrusted import file_stamp
 from grid_vec.chronics.scenario import ScenarioSource
 from grid_vec.env.embedded import EMBEDDED, embedded_model
 from grid_vec.env.grid_env import GridEnv
+from grid_vec.env.multimix import MultiMixEnv, MultiMixFactory
 from grid_vec.env.parameters import Parameters
 from grid_vec.env.registration import GYM_IDS
 from grid_vec.grid.model import GridModel
-
-if TYPE_CHECKING:
-    from grid_vec.env.multimix import MultiMixEnv, MultiMixFactory
 
 
 def make(
@@ -160,23 +158,32 @@ def env_factory(
             )
         if scenario_seed is not None:
             raise ValueError("scenario_seed only applies to embedded (synthetic) environments")
+        env_id = "grid_vec/" + re.sub(r"[^\w.-]", "_", path.resolve().name)
+        target = str(id_or_path)
         mixes = _mixes(path)
         if mixes:
-            return _multimix_factory(path, mixes, backend, explicit, user_kwargs)
+            per_mix = tuple(
+                (mix.name, env_factory(mix, backend=backend, **explicit, **user_kwargs))
+                for mix in mixes
+            )
+            return MultiMixFactory(per_mix, _spec(env_id, target, backend, explicit, user_kwargs))
         model, source, folder_kwargs = _cached_folder(
             path, allow_negative_loads is not False, difficulty, "opponent" in kwargs
         )
         # what the caller passes wins over what the folder says (rules files, ramps, the
         # opponent: read only when the caller passes none, not even None)
         kwargs = {**kwargs, **{k: v for k, v in folder_kwargs.items() if kwargs.get(k) is None}}
-        env_id = "grid_vec/" + re.sub(r"[^\w.-]", "_", path.resolve().name)
-        target = str(id_or_path)
-    spec = EnvSpec(
+    spec = _spec(env_id, target, backend, explicit, user_kwargs)
+    return GridEnvFactory(model, source, {"backend": backend, **kwargs}, spec)
+
+
+def _spec(env_id: str, target: str, backend: str, explicit: dict, user_kwargs: dict) -> EnvSpec:
+    """The spec that names an env and keeps what ``make`` was given, to build it again."""
+    return EnvSpec(
         id=env_id,
         entry_point="grid_vec.env.make:make",
         kwargs={"id_or_path": target, "backend": backend, **explicit, **user_kwargs},
     )
-    return GridEnvFactory(model, source, {"backend": backend, **kwargs}, spec)
 
 
 MULTIMIX_MARKER = ".multimix"  # grid2op's sign of a multi-mix folder
@@ -194,22 +201,6 @@ def _mixes(path: Path) -> list[Path]:
     if not names:
         raise FolderFormatError(f"{root}: a multi-mix folder ({MULTIMIX_MARKER}) with no mix")
     return [inside(root, root / name) for name in names]
-
-
-def _multimix_factory(
-    path: Path, mixes: list[Path], backend: str, explicit: dict, user_kwargs: dict
-) -> Any:
-    from grid_vec.env.multimix import MultiMixFactory
-
-    per_mix = tuple(
-        (mix.name, env_factory(mix, backend=backend, **explicit, **user_kwargs)) for mix in mixes
-    )
-    spec = EnvSpec(
-        id="grid_vec/" + re.sub(r"[^\w.-]", "_", path.resolve().name),
-        entry_point="grid_vec.env.make:make",
-        kwargs={"id_or_path": str(path), "backend": backend, **explicit, **user_kwargs},
-    )
-    return MultiMixFactory(per_mix, spec)
 
 
 # Compiling a grid costs about a second (pandapower builds the case, then a base-case power
