@@ -1,5 +1,15 @@
 """Actions as users hand them to GridEnvs, checked and turned into what the batched core
-plays: catalog indices, and redispatch in MW per generator.
+plays: catalog indices, redispatch in MW per generator, curtailment limits per generator.
+
+Action types (``GridEnv(action_type=...)``):
+
+* ``"discrete"``: ``Discrete`` over the topology catalog
+  (:class:`~grid_vec.env.actions.ActionCatalog`);
+* ``"redispatch"``: ``Box`` of the MW asked of each dispatchable generator this step, within
+  ``[-max_ramp_down, max_ramp_up]`` (grid2op's ``redispatch``: it adds to the target);
+* ``"curtailment"``: ``Box`` of each renewable generator's curtailment limit in ``[0, 1]``
+  (a ratio of its pmax; 1 lifts it), set every step;
+* ``"continuous"``: both, redispatch first then curtailment, in one flat ``Box``.
 
 One env's action is checked by ``GridEnv``; a batch of them (a vector env's) here, once for
 all envs, so that the in-process batched vector env and the workers of GridVecEnv accept and
@@ -8,47 +18,128 @@ refuse the same actions.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
+from grid_vec.env.dispatch import GeneratorLimits
 
-def check_ramp_limits(space: Any, actions: np.ndarray, what: str) -> None:
-    """Redispatch MW (one action or a batch) must be finite and within the action space's
-    ramp limits, give or take 1e-5 MW.
-
-    Raises:
-        ValueError: naming ``what`` (e.g. "redispatch action") and the values.
-    """
-    if not np.isfinite(actions).all():
-        raise ValueError(f"{what} must be finite, got {actions}")
-    tol = 1e-5
-    if (actions < space.low - tol).any() or (actions > space.high + tol).any():
-        raise ValueError(f"{what} outside the ramp limits [{space.low}, {space.high}]: {actions}")
+ACTION_TYPES = ("discrete", "redispatch", "curtailment", "continuous")
+_CONTROLS = {
+    "redispatch": ("redispatch",),
+    "curtailment": ("curtailment",),
+    "continuous": ("redispatch", "curtailment"),
+}
+_TOL = 1e-5  # actions this far outside the box are accepted (float32 rounding)
 
 
-def redispatch_mw(batch: Any, actions: np.ndarray) -> np.ndarray:
-    """(k, n_gen) MW from (k, n_redispatchable) redispatch actions of ``batch`` (a
-    ``GridBatch``)."""
-    mw = np.zeros((len(actions), batch.model.n_gen))
-    mw[:, batch.redispatchable] = actions
-    return mw
+@dataclass(frozen=True, eq=False)
+class ContinuousLayout:
+    """Where each control lies in a continuous action, and its bounds."""
+
+    controls: tuple[str, ...]  # "redispatch", "curtailment", in this order
+    n_gen: int
+    redispatch_gens: np.ndarray  # generators of the redispatch columns
+    curtail_gens: np.ndarray  # generators of the curtailment columns
+    low: np.ndarray  # (size,) float32
+    high: np.ndarray  # (size,) float32
+
+    @classmethod
+    def of(cls, action_type: str, limits: GeneratorLimits) -> ContinuousLayout | None:
+        """The layout of a continuous ``action_type`` (None for ``"discrete"``).
+
+        Raises:
+            ValueError: an unknown action type, or a continuous one on a grid without the
+                generators' characteristics (a folder without ``prods_charac.csv``).
+        """
+        if action_type not in ACTION_TYPES:
+            raise ValueError(f"action_type must be one of {ACTION_TYPES}, got {action_type!r}")
+        if action_type == "discrete":
+            return None
+        if not limits.available:
+            raise ValueError(
+                f"action_type={action_type!r} needs the generators' characteristics "
+                "(prods_charac.csv), which this grid does not have"
+            )
+        controls = _CONTROLS[action_type]
+        redisp = np.flatnonzero(limits.redispatchable) if "redispatch" in controls else []
+        curtail = np.flatnonzero(limits.renewable) if "curtailment" in controls else []
+        redisp, curtail = np.asarray(redisp, dtype=np.intp), np.asarray(curtail, dtype=np.intp)
+        low = np.concatenate([-limits.ramp_down[redisp], np.zeros(len(curtail))])
+        high = np.concatenate([limits.ramp_up[redisp], np.ones(len(curtail))])
+        return cls(
+            controls,
+            len(limits.pmax),
+            redisp,
+            curtail,
+            low.astype(np.float32),
+            high.astype(np.float32),
+        )
+
+    @property
+    def size(self) -> int:
+        return len(self.low)
+
+    def space(self) -> spaces.Box:
+        return spaces.Box(low=self.low.copy(), high=self.high.copy(), dtype=np.float32)
+
+    def split(self, actions: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """(k, size) checked actions -> (k, n_gen) redispatch MW and (k, n_gen) curtailment
+        limits (NaN off the renewables), None for a control this layout does not have."""
+        k, n_r = len(actions), len(self.redispatch_gens)
+        redispatch = curtail = None
+        if "redispatch" in self.controls:
+            redispatch = np.zeros((k, self.n_gen))
+            redispatch[:, self.redispatch_gens] = actions[:, :n_r]
+        if "curtailment" in self.controls:
+            curtail = np.full((k, self.n_gen), np.nan)
+            curtail[:, self.curtail_gens] = actions[:, n_r:]
+        return redispatch, curtail
+
+    def check(self, actions: np.ndarray, what: str) -> None:
+        """Raise ``ValueError`` (naming ``what``) unless ``actions`` (one, or a batch) are
+        finite and within the bounds, give or take 1e-5."""
+        if not np.isfinite(actions).all():
+            raise ValueError(f"{what} must be finite, got {actions}")
+        if (actions < self.low - _TOL).any() or (actions > self.high + _TOL).any():
+            raise ValueError(
+                f"{what} outside the action space (ramp limits, curtailment in [0, 1]): "
+                f"low {self.low}, high {self.high}, got {actions}"
+            )
+
+    def describe(self, action: np.ndarray, gen_names: np.ndarray) -> str:
+        """One continuous action in words: the generators it moves or curtails."""
+        n_r = len(self.redispatch_gens)
+        parts = [
+            f"redispatch {gen_names[g]} {float(mw):+.2f} MW"
+            for g, mw in zip(self.redispatch_gens, action[:n_r], strict=True)
+            if mw != 0
+        ]
+        parts += [
+            f"curtail {gen_names[g]} to {float(r):.0%} of pmax"
+            for g, r in zip(self.curtail_gens, action[n_r:], strict=True)
+            if r < 1
+        ]
+        return "; ".join(parts) or "do nothing"
 
 
-def batch_actions(
-    batch: Any, space: spaces.Space, actions: Any
-) -> tuple[np.ndarray, np.ndarray | None]:
+Parsed = tuple[np.ndarray, np.ndarray | None, np.ndarray | None]
+
+
+def batch_actions(batch: Any, space: spaces.Space, actions: Any) -> Parsed:
     """Check the actions of ``k`` envs of ``batch`` (one env's action ``space``: the
-    ``Discrete`` catalog or the redispatch ``Box``).
+    ``Discrete`` catalog or a continuous ``Box``).
 
     Args:
         batch: the ``GridBatch`` the envs are rows of.
         space: one env's action space.
-        actions: ``k`` ints, or a ``(k, n_redispatchable)`` float array.
+        actions: ``k`` ints, or a ``(k, size)`` float array.
 
     Returns:
-        ``(catalog indices, redispatch MW or None)``, as ``GridBatch.step`` takes them.
+        ``(catalog indices, redispatch MW or None, curtailment limits or None)``, as
+        ``GridBatch.step`` takes them.
 
     Raises:
         ValueError: actions of the wrong shape or type, or outside ``space``.
@@ -63,11 +154,40 @@ def batch_actions(
             )
         if k and (arr.min() < 0 or arr.max() >= space.n):
             raise ValueError(f"actions must be ints in [0, {space.n - 1}], got {arr}")
-        return arr.astype(np.int64, copy=False), None
+        return arr.astype(np.int64, copy=False), None, None
     if arr.ndim != 1 + len(space.shape) or arr.shape[1:] != space.shape or arr.dtype.kind != "f":
         raise ValueError(
-            f"redispatch actions must be floats of shape (k, {space.shape[0]}), got "
+            f"continuous actions must be floats of shape (k, {space.shape[0]}), got "
             f"{arr.dtype} of shape {arr.shape}"
         )
-    check_ramp_limits(space, arr, "redispatch actions")
-    return np.zeros(k, dtype=np.int64), redispatch_mw(batch, arr)
+    layout = batch.continuous
+    layout.check(arr, "continuous actions")
+    return (np.zeros(k, dtype=np.int64), *layout.split(arr))
+
+
+def one_action(batch: Any, action_type: str, n_discrete: int, action: Any) -> Parsed:
+    """Check one env's action (``GridEnv.step``'s); the batch's form of it, for one row.
+
+    Raises:
+        ValueError: an action outside the env's action space.
+    """
+    if action_type == "discrete":
+        if isinstance(action, np.ndarray) and action.shape == () and action.dtype.kind in "iu":
+            action = int(action)
+        if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
+            raise ValueError(f"action must be an int in [0, {n_discrete - 1}], got {action!r}")
+        if not 0 <= action < n_discrete:
+            raise ValueError(f"action must be an int in [0, {n_discrete - 1}], got {action}")
+        return np.array([action], dtype=np.int64), None, None
+    layout = batch.continuous
+    if not isinstance(action, np.ndarray) or action.dtype.kind != "f":
+        raise ValueError(
+            f"{action_type} action must be a float array of shape ({layout.size},), got "
+            f"{type(action).__name__} {getattr(action, 'dtype', '')}"
+        )
+    if action.shape != (layout.size,):
+        raise ValueError(
+            f"{action_type} action must have shape ({layout.size},), got {action.shape}"
+        )
+    layout.check(action, f"{action_type} action")
+    return (np.zeros(1, dtype=np.int64), *layout.split(action[None]))

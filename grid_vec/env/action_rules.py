@@ -1,8 +1,8 @@
 """The rules of the agent's actions in the batched core: which are legal (cooldowns, the
-limits of changes per step, a redispatch within the generators' limits), and how a legal
-one changes the state of its env (branch toggles, substation configurations, redispatch
-targets), for many envs at once. :class:`~grid_vec.env.batch.GridBatch` calls them each step
-and in ``simulate``.
+limits of changes per step), and how a legal one changes the topology of its env (branch
+toggles, substation configurations), for many envs at once; the redispatch and curtailment
+rules are :mod:`grid_vec.env.dispatch`'s. :class:`~grid_vec.env.batch.GridBatch` calls them
+each step and in ``simulate``.
 
 A substation configuration reconnects the disconnected branches with an end at its
 substation, as grid2op's ``set_bus`` on a disconnected end does: that end on the configured
@@ -22,7 +22,6 @@ from grid_vec.env.state import BatchState, _any, disconnect, reconnect
 from grid_vec.env.topology import TopologyLayout
 from grid_vec.grid.model import GridModel
 
-DISPATCH_TOL = 1e-6  # MW: a redispatch target this far beyond pmin / pmax is ambiguous
 _FALSE = np.zeros(256, dtype=bool)
 _FALSE.flags.writeable = False
 
@@ -37,7 +36,7 @@ def false_flags(k: int) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class ActionRules:
-    """The legality and the effect of catalog actions and redispatch on a batch's state."""
+    """The legality of actions and the effect of catalog actions on a batch's state."""
 
     model: GridModel
     catalog: ActionCatalog
@@ -58,13 +57,15 @@ class ActionRules:
         rows: np.ndarray,
         actions: np.ndarray,
         redispatch: np.ndarray | None,
-        scheduled_gen_p: np.ndarray | None,
+        curtail: np.ndarray | None,
         p: Parameters,
     ) -> Legality:
-        """Which actions are illegal (cooldowns, limits) or ambiguous (a redispatch beyond a
-        generator's limits), with the reasons of the flagged rows (by position in ``rows``)."""
+        """Which actions are illegal (cooldowns, limits), with the reasons of the flagged
+        rows (by position in ``rows``). A redispatch or curtailment within the action space
+        is always legal (grid2op's rules); none is ambiguous here: the action spaces keep
+        them within the ramps, on the generators they may act on."""
         k = len(rows)
-        if redispatch is None and not _any(actions):  # do-nothing everywhere
+        if not _any(actions):  # no topology action anywhere
             none = false_flags(k)
             return none, none, ({}, {})
         illegal = np.zeros(k, dtype=bool)
@@ -114,19 +115,6 @@ class ActionRules:
                         else f"substation {m.sub_names[t]} is in cooldown for "
                         f"{cooldown_s[j]} more step(s)"
                     )
-        if redispatch is not None and _any(redispatch):
-            # gen_p not yet advanced: the target is checked against this step's schedule
-            target_mw = scheduled_gen_p + state.target_dispatch[rows] + redispatch
-            bad = (
-                (target_mw < m.gen_pmin - DISPATCH_TOL) | (target_mw > m.gen_pmax + DISPATCH_TOL)
-            ) & (redispatch != 0)
-            ambiguous = bad.any(axis=1)
-            for j in np.flatnonzero(ambiguous).tolist():
-                g = int(np.argmax(bad[j]))
-                why_ambiguous[j] = (
-                    f"redispatch would take generator {m.gen_names[g]} to "
-                    f"{target_mw[j, g]:.2f} MW, outside [{m.gen_pmin[g]}, {m.gen_pmax[g]}]"
-                )
         return illegal, ambiguous, (why_illegal, why_ambiguous)
 
     def apply(
@@ -134,13 +122,10 @@ class ActionRules:
         state: BatchState,
         rows: np.ndarray,
         actions: np.ndarray,
-        redispatch: np.ndarray | None,
     ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
-        """Apply legal actions; return (N,) acted branch and acted substation (-1: none), or
-        None when no env acted on the topology, and the (N, n_branch) branches a substation
-        configuration reconnected (or None)."""
-        if redispatch is not None and _any(redispatch):
-            state.target_dispatch[rows] += redispatch
+        """Apply legal catalog actions; return (N,) acted branch and acted substation (-1:
+        none), or None when no env acted on the topology, and the (N, n_branch) branches a
+        substation configuration reconnected (or None)."""
         if not _any(actions):
             return None, None, None
         acted_line = np.full(state.n, -1, dtype=np.int64)
@@ -181,15 +166,18 @@ class ActionRules:
 def neutralise(
     actions: np.ndarray,
     redispatch: np.ndarray | None,
+    curtail: np.ndarray | None,
     legal: Legality,
-) -> tuple[np.ndarray, np.ndarray | None]:
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """Illegal or ambiguous actions (:meth:`ActionRules.legalise`'s verdict) are played as
-    do-nothing."""
+    do-nothing: no catalog action, no redispatch, no curtailment."""
     illegal, ambiguous, (why_illegal, why_ambiguous) = legal
     if not why_illegal and not why_ambiguous:  # every refused action has its reason
-        return actions, redispatch
+        return actions, redispatch, curtail
     refused = illegal | ambiguous
     actions = np.where(refused, 0, actions)
     if redispatch is not None:
         redispatch = np.where(refused[:, None], 0.0, redispatch)
-    return actions, redispatch
+    if curtail is not None:
+        curtail = np.where(refused[:, None], np.nan, curtail)
+    return actions, redispatch, curtail

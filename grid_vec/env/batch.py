@@ -31,8 +31,10 @@ import numpy as np
 from grid_vec.chronics.handler import Rows, ScenarioHandler
 from grid_vec.chronics.scenario import ScenarioSource
 from grid_vec.env import maintenance as maintenance_
+from grid_vec.env.action_input import ContinuousLayout
 from grid_vec.env.action_rules import ActionRules, Legality, false_flags, neutralise
 from grid_vec.env.actions import ActionCatalog
+from grid_vec.env.dispatch import GeneratorLimits, dispatch_rows, register_redispatch
 from grid_vec.env.observation import ObservationLayout, time_features
 from grid_vec.env.observation_select import ObservationSelection, extra_values
 from grid_vec.env.opponent import Opponent, OpponentBatch
@@ -89,6 +91,7 @@ class StepBatch:
     illegal_reason: dict[int, str] = field(default_factory=dict)
     ambiguous_reason: dict[int, str] = field(default_factory=dict)
     game_over_reason: dict[int, str] = field(default_factory=dict)
+    failed_redispatch: dict[int, str] = field(default_factory=dict)  # its action undone
 
 
 class GridBatch:
@@ -119,7 +122,7 @@ class GridBatch:
         max_iter: int | None,
         action_type: str,
         chunk_size: int | None,
-        redispatchable: np.ndarray,
+        dispatch_limits: GeneratorLimits,
         maintenance: bool = True,
         observation_attributes: Sequence[str] | None = None,
     ) -> None:
@@ -139,7 +142,10 @@ class GridBatch:
             self._default_layout if self._selection is None else self._selection.layout
         )
         self.action_type = action_type
-        self.redispatchable = redispatchable
+        self.dispatch_limits = dispatch_limits
+        self.continuous = ContinuousLayout.of(action_type, dispatch_limits)
+        self.redispatchable = np.flatnonzero(dispatch_limits.redispatchable)
+        self.curtailable = np.flatnonzero(dispatch_limits.renewable)
         self.thermal_limit = thermal_limit
         self.reward_fn = reward_fn
         self.other_rewards = other_rewards
@@ -155,6 +161,8 @@ class GridBatch:
         self.set_parameters(parameters)
         self.opponent = None if opponent is None else OpponentBatch(opponent, self.n)
         self._rules = ActionRules.of(model, self.catalog, self.topology)
+        # each env's scheduled generation of its last step (a view of its scenario's rows)
+        self._last_gen_p: list[np.ndarray] = [np.zeros(model.n_gen)] * self.n
 
         # Each episode starts from a copy of this state: its backend has never solved, so the
         # solver's warm start (hence every float of a trajectory) depends only on the seed and
@@ -284,12 +292,13 @@ class GridBatch:
         outages = self.outages.now(rows)
         if outages is not None:
             maintenance_.take_out(state, self.topology, rows, outages)
-        self._inject(state, rows, self._rows_now(rows))
+        dead = self._inject(state, rows, self._rows_now(rows), None, first=True)
         # grid2op's reset plays one step in which only hard overflows trip, then zeroes every
         # counter and timer: a branch tripped there starts disconnected, reconnectable at once
         outcome = solve(
-            state, self.model, self.topology, self.parameters, self.limits, rows, count_soft=False
-        )
+            state, self.model, self.topology, self.parameters, self.limits, rows,
+            count_soft=False, failed=dead,
+        )  # fmt: skip
         for row in rows.tolist():
             if outcome.game_over[row] is not None:
                 info = self.handlers[row].info
@@ -317,14 +326,19 @@ class GridBatch:
     # --- step ---------------------------------------------------------------------------
 
     def step(
-        self, rows: np.ndarray, actions: np.ndarray, redispatch: np.ndarray | None = None
+        self,
+        rows: np.ndarray,
+        actions: np.ndarray,
+        redispatch: np.ndarray | None = None,
+        curtail: np.ndarray | None = None,
     ) -> StepBatch:
         """Play one step of ``rows`` (sorted env indices, episodes running).
 
         Args:
             rows: the envs to step.
-            actions: (k,) int64 valid catalog indices (all 0 in redispatch mode).
-            redispatch: (k, n_gen) MW asked per generator (redispatch mode), or None.
+            actions: (k,) int64 valid catalog indices (all 0 in continuous modes).
+            redispatch: (k, n_gen) MW asked per generator, or None.
+            curtail: (k, n_gen) curtailment limits (ratio of pmax, NaN: unchanged), or None.
 
         Returns:
             The step of each row; ``done`` is updated.
@@ -332,13 +346,17 @@ class GridBatch:
         t0 = perf_counter()
         state = self.state
         handlers = self.handlers
-        scheduled = None if redispatch is None else self._scheduled_gen_p(rows)
-        legal = self._rules.legalise(state, rows, actions, redispatch, scheduled, self.parameters)
+        legal = self._rules.legalise(state, rows, actions, redispatch, curtail, self.parameters)
         asked = actions, redispatch
-        actions, redispatch = neutralise(actions, redispatch, legal)
+        actions, redispatch, curtail = neutralise(actions, redispatch, curtail, legal)
         sel = selector(rows, self.n)
         for row in rows.tolist():
             handlers[row].advance()
+        failed = self._register(state, rows, redispatch)
+        if failed:  # grid2op plays the whole action as do-nothing
+            undone = np.array(list(failed))
+            actions = actions.copy()
+            actions[undone] = 0
         # step in the scenario, steps played, steps counted, time-feature row: one more
         if type(sel) is slice:  # every row: in place, no copy back
             np.add(self._clock, 1, out=self._clock)
@@ -357,9 +375,9 @@ class GridBatch:
                 state.cooldown_line[r, b] = np.maximum(state.cooldown_line[r, b], remaining[hit])
         t1 = perf_counter()
         outages = self.outages.now(rows)  # maintenance and hazards of this step
-        outcome = self._play(
-            state, rows, actions, redispatch, self._rows_now(rows), outages, attack
-        )
+        outcome = self._play(state, rows, actions, curtail, self._rows_now(rows), outages, attack)
+        if outcome.no_dispatch:  # grid2op flags these as failed redispatches too
+            failed = {**failed, **_positions(rows, outcome.no_dispatch, outcome.game_over)}
         t2 = perf_counter()
         terminated = outcome.ended[sel]
         played = self.played[sel]
@@ -380,7 +398,7 @@ class GridBatch:
             self._calm = self._calm_steps(np.flatnonzero(~self.done))
         result = self._result(
             state, rows, times, played, outcome, terminated, truncated, asked, legal, attacks,
-            outages=outages,
+            outages=outages, failed=failed,
         )  # fmt: skip
         t3 = perf_counter()
         timings = self.timings
@@ -390,7 +408,13 @@ class GridBatch:
         timings["total"] += t3 - t0
         return result
 
-    def simulate(self, row: int, action: int, redispatch: np.ndarray | None = None) -> StepBatch:
+    def simulate(
+        self,
+        row: int,
+        action: int,
+        redispatch: np.ndarray | None = None,
+        curtail: np.ndarray | None = None,
+    ) -> StepBatch:
         """Play an action of env ``row`` on the forecast of its next step, on a copy of its
         state: nothing of the env changes. No opponent attack is simulated.
 
@@ -413,22 +437,28 @@ class GridBatch:
         self.simulates_this_step[row] += 1
         self.simulates_this_episode[row] += 1
         self.counts["simulates"][row] += 1
-        result = self._simulate(row, action, redispatch)
+        result = self._simulate(row, action, redispatch, curtail)
         self.simulate_seconds[row] += perf_counter() - t0
         return result
 
-    def _simulate(self, row: int, action: int, redispatch: np.ndarray | None) -> StepBatch:
+    def _simulate(
+        self, row: int, action: int, redispatch: np.ndarray | None, curtail: np.ndarray | None
+    ) -> StepBatch:
         state = self.state.take([row])
         local = np.zeros(1, dtype=np.intp)
         actions = np.array([action], dtype=np.int64)
         forecast = self._rows_now(np.array([row]), forecast=True)
-        scheduled = None if redispatch is None else self._scheduled_gen_p(np.array([row]))
-        legal = self._rules.legalise(state, local, actions, redispatch, scheduled, self.parameters)
+        legal = self._rules.legalise(state, local, actions, redispatch, curtail, self.parameters)
         asked = actions, redispatch
-        actions, redispatch = neutralise(actions, redispatch, legal)
+        actions, redispatch, curtail = neutralise(actions, redispatch, curtail, legal)
+        failed = self._register(state, local, redispatch, forecast, batch_row=row)
+        if failed:
+            actions = np.zeros(1, dtype=np.int64)
         outages = self.outages.now(np.array([row]))
         outages = None if outages is None else outages.next_step()
-        outcome = self._play(state, local, actions, redispatch, forecast, outages)
+        outcome = self._play(state, local, actions, curtail, forecast, outages, batch_row=row)
+        if outcome.no_dispatch:
+            failed = {**failed, **_positions(local, outcome.no_dispatch, outcome.game_over)}
         handler = self.handlers[row]
         return self._result(
             state,
@@ -445,30 +475,66 @@ class GridBatch:
             outages=outages,
             clock_rows=np.array([row]),
             ahead=1,
+            failed=failed,
         )
 
     # --- the pieces of a step -----------------------------------------------------------
+
+    def _register(
+        self,
+        state: BatchState,
+        rows: np.ndarray,
+        redispatch: np.ndarray | None,
+        injections: list[Rows] | None = None,
+        batch_row: int | None = None,
+    ) -> dict[int, str]:
+        """The agent's redispatch into the targets (after the scenarios moved to the step);
+        the rows (by position) whose redispatch fails, and why."""
+        if redispatch is None:
+            return {}
+        self._wake(state, rows, batch_row)
+        scheduled = None
+        if not self.parameters.allow_dispatch_gen_switch_off:
+            if injections is None:
+                injections = self._rows_now(rows)
+            scheduled = np.array([injection[2] for injection in injections])
+        return register_redispatch(
+            state, rows, redispatch, scheduled, self.dispatch_limits, self.parameters
+        )
+
+    def _wake(self, state: BatchState, rows: np.ndarray, batch_row: int | None) -> None:
+        """Rows at rest about to dispatch start from the setpoints of their last step: their
+        schedule (grid2op updates them every step; a row at rest keeps them in
+        ``_last_gen_p``). ``batch_row``: ``state`` is a look-ahead copy of that row."""
+        own = rows.tolist() if batch_row is None else [batch_row]
+        for j, row in enumerate(own):
+            if not state.dispatching[rows[j]]:
+                state.gen_p_redisp[rows[j]] = self._last_gen_p[row]
+                state.dispatching[rows[j]] = True
 
     def _play(
         self,
         state: BatchState,
         rows: np.ndarray,
         actions: np.ndarray,
-        redispatch: np.ndarray | None,
+        curtail: np.ndarray | None,
         injections: list[Rows],
         outages: maintenance_.OutageRows | None = None,
         attack: np.ndarray | None = None,
+        batch_row: int | None = None,
     ) -> StepOutcome:
         """Apply legal actions, then the step's outages (the environment's action, after the
         agent's), then the opponent's ``attack`` ((N, n_branch) mask, or None), and the step's
         injections; solve, cascade, move the timers (grid2op's order)."""
-        acted_line, acted_sub, reconnected = self._rules.apply(state, rows, actions, redispatch)
+        acted_line, acted_sub, reconnected = self._rules.apply(state, rows, actions)
         if outages is not None:
             maintenance_.take_out(state, self.topology, rows, outages)
         if attack is not None:
             disconnect(state, self.topology, attack)
-        self._inject(state, rows, injections)
-        outcome = solve(state, self.model, self.topology, self.parameters, self.limits, rows)
+        dead = self._inject(state, rows, injections, curtail, batch_row=batch_row)
+        outcome = solve(
+            state, self.model, self.topology, self.parameters, self.limits, rows, failed=dead
+        )
         ended = outcome.ended  # False outside rows
         alive = rows[~ended[rows]] if _any(ended) else rows
         update_timers(
@@ -478,40 +544,48 @@ class GridBatch:
             maintenance_.hold_cooldowns(state, rows, outages, ~ended[rows])
         return outcome
 
-    def _inject(self, state: BatchState, rows: np.ndarray, injections: list[Rows]) -> None:
-        """Give each env's backend its step's (load_p, load_q, gen_p, gen_v), with the
-        redispatch: generators move toward their target within pmin / pmax."""
-        sel = selector(rows, state.n)
-        target = state.target_dispatch[sel]
-        dispatched = None
-        if _any(target):
-            m = self.model
-            gen_p = np.array([injection[2] for injection in injections])
-            wanted = np.clip(gen_p + target, m.gen_pmin, m.gen_pmax)
-            actual = np.where(target != 0, wanted - gen_p, 0.0)
-            state.actual_dispatch[sel] = actual
-            dispatched = gen_p + actual
-        elif _any(state.actual_dispatch[sel]):
-            state.actual_dispatch[sel] = 0.0
+    def _inject(
+        self,
+        state: BatchState,
+        rows: np.ndarray,
+        injections: list[Rows],
+        curtail: np.ndarray | None,
+        *,
+        first: bool = False,
+        batch_row: int | None = None,
+    ) -> dict[int, str]:
+        """Give each env's backend its step's (load_p, load_q, gen_p, gen_v), the
+        generators' after curtailment and dispatch (:mod:`grid_vec.env.dispatch`) where one
+        is under way; return the rows (batch indices) with no feasible dispatch, and why.
+        ``batch_row``: ``state`` is a look-ahead copy of this one row of the batch."""
+        dead: dict[int, str] = {}
+        if curtail is not None or _any(state.dispatching[selector(rows, state.n)]):
+            scheduled = np.array([injection[2] for injection in injections])
+            self._wake(state, rows, batch_row)
+            step = dispatch_rows(
+                state, rows, scheduled, curtail, self.dispatch_limits, self.parameters,
+                first=first,
+            )  # fmt: skip
+            injections = [
+                (p, q, gen_p, v) for (p, q, _, v), gen_p in zip(injections, step.gen_p, strict=True)
+            ]
+            dead = {int(rows[j]): f"redispatch infeasible: {why}" for j, why in step.failed.items()}
         # the scenario sources hand out finite float64 rows of the model's sizes (the folder
         # source checks its files as it reads them): no re-validation on the hot path
-        backends = state.backends
-        if dispatched is not None:
-            injections = [
-                (p, q, gen_p, v) for (p, q, _, v), gen_p in zip(injections, dispatched, strict=True)
-            ]
-        for row, injection in zip(rows.tolist(), injections, strict=True):
-            backends[row].set_injections_trusted(*injection)
+        backends, last = state.backends, self._last_gen_p
+        if batch_row is None:
+            for row, injection in zip(rows.tolist(), injections, strict=True):
+                backends[row].set_injections_trusted(*injection)
+                last[row] = injection[2]
+        else:
+            backends[0].set_injections_trusted(*injections[0])
+        return dead
 
     def _rows_now(self, rows: np.ndarray, *, forecast: bool = False) -> list[Rows]:
         """Each row's (load_p, load_q, gen_p, gen_v) of the current step of its scenario
         (views of the scenario's arrays)."""
         handlers = self.handlers
         return [handlers[r].rows(forecast=forecast) for r in rows.tolist()]
-
-    def _scheduled_gen_p(self, rows: np.ndarray) -> np.ndarray:
-        """(k, n_gen) generation of the current step of each row's scenario."""
-        return np.array([injection[2] for injection in self._rows_now(rows)])
 
     def _result(
         self,
@@ -530,10 +604,12 @@ class GridBatch:
         outages: maintenance_.OutageRows | None = None,
         clock_rows: np.ndarray | None = None,
         ahead: int = 0,
+        failed: dict[int, str] | None = None,
     ) -> StepBatch:
         """The step of ``rows``: observations, rewards and physics flags, with the given
         ends, the actions and redispatch asked for (``asked``, before any refusal), their
-        legality (``ActionRules.legalise``'s), the attacks and the step's outages (None: none)."""
+        legality (``ActionRules.legalise``'s), the attacks, the step's outages (None: none) and
+        the rows (by position) whose redispatch failed."""
         obs = self._observe(state, rows, times, played, outages, clock_rows, ahead)
         sel = selector(rows, state.n)
         actions, redispatch = asked
@@ -558,7 +634,7 @@ class GridBatch:
             reasons = {j: outcome.game_over[rows[j]] for j in np.flatnonzero(terminated).tolist()}
         return StepBatch(
             obs, reward, terminated, truncated, illegal, ambiguous, outcome.tripped[sel],
-            attacked, others, why_illegal, why_ambiguous, reasons,
+            attacked, others, why_illegal, why_ambiguous, reasons, failed or {},
         )  # fmt: skip
 
     def _observe(
@@ -633,7 +709,9 @@ def env_info(result: StepBatch, j: int) -> dict[str, Any]:
     only, so that vector envs batch it cheaply: ``is_illegal``, ``is_ambiguous``,
     ``tripped_branches`` (a mask per branch) and ``attacked_branch`` always;
     ``other_rewards`` when some are configured; the reasons (``illegal_reason``,
-    ``ambiguous_reason``, ``game_over_reason``) only on the steps they explain."""
+    ``ambiguous_reason``, ``game_over_reason``, ``failed_redispatch_reason``: grid2op's
+    ``failed_redispatching``, the action was played as do-nothing) only on the steps they
+    explain."""
     info: dict[str, Any] = {
         "is_illegal": bool(result.is_illegal[j]),
         "is_ambiguous": bool(result.is_ambiguous[j]),
@@ -648,6 +726,8 @@ def env_info(result: StepBatch, j: int) -> dict[str, Any]:
         info["ambiguous_reason"] = result.ambiguous_reason[j]
     if result.game_over_reason and j in result.game_over_reason:
         info["game_over_reason"] = result.game_over_reason[j]
+    if result.failed_redispatch and j in result.failed_redispatch:
+        info["failed_redispatch_reason"] = result.failed_redispatch[j]
     info["attacked_branch"] = int(result.attacked[j])
     return info
 
@@ -655,3 +735,8 @@ def env_info(result: StepBatch, j: int) -> dict[str, Any]:
 def _no_attack(k: int) -> np.ndarray:
     """(k,) -1: no branch attacked (read-only)."""
     return _NO_ATTACK[:k] if k <= len(_NO_ATTACK) else np.full(k, -1, dtype=np.int64)
+
+
+def _positions(rows: np.ndarray, which: tuple[int, ...], reasons: list) -> dict[int, str]:
+    """``{position in rows: reason}`` of the batch rows ``which``."""
+    return {int(np.searchsorted(rows, row)): reasons[row] for row in which}

@@ -28,8 +28,9 @@ import numpy as np
 from gymnasium import spaces
 
 from grid_vec.chronics.scenario import ScenarioInfo, ScenarioSource
-from grid_vec.env.action_input import check_ramp_limits, redispatch_mw
+from grid_vec.env.action_input import ACTION_TYPES, one_action
 from grid_vec.env.batch import GridBatch, env_info
+from grid_vec.env.dispatch import GeneratorLimits
 from grid_vec.env.grid2op_rewards import dataset_reward
 from grid_vec.env.observation import ObservationView
 from grid_vec.env.opponent import Opponent
@@ -38,7 +39,6 @@ from grid_vec.env.reset_options import RESET_OPTIONS
 from grid_vec.env.rewards import RewardFn, make_reward
 from grid_vec.grid.model import GridModel
 
-ACTION_TYPES = ("discrete", "redispatch")
 __all__ = ["ACTION_TYPES", "RESET_OPTIONS", "GridEnv"]
 
 
@@ -46,8 +46,13 @@ class GridEnv(gym.Env):
     """A grid-operation game over scenarios; see the module docstring for one step.
 
     ``model`` is a compiled grid, ``source`` any scenario source (synthetic or folder).
-    ``gen_ramp`` (MW per step, one per generator) bounds the redispatch action; by default
-    5% of each generator's ``pmax``.
+    ``action_type``: ``"discrete"`` (the topology catalog), ``"redispatch"``,
+    ``"curtailment"`` or ``"continuous"`` (both), played by grid2op's dispatch rules (see
+    :mod:`grid_vec.env.action_input` and :mod:`grid_vec.env.dispatch`). ``dispatch_limits``
+    are the generators' characteristics those rules use (a folder's ``prods_charac.csv``;
+    :func:`grid_vec.make` passes them); without them, the net's pmin / pmax, ``gen_ramp``
+    (MW per step, one per generator; by default 5% of each generator's ``pmax``) both ways,
+    its ``gen`` rows dispatchable and its static generators curtailable.
 
     ``reward`` and the values of ``other_rewards`` (a list of names, or a dict name ->
     reward; their values go to ``info["other_rewards"]``) are reward names (grid_vec's:
@@ -92,6 +97,7 @@ class GridEnv(gym.Env):
         action_type: str = "discrete",
         chunk_size: int | None = None,
         gen_ramp: Sequence[float] | np.ndarray | None = None,
+        dispatch_limits: GeneratorLimits | None = None,
         maintenance: bool = True,
         observation_attributes: Sequence[str] | None = None,
     ) -> None:
@@ -113,8 +119,12 @@ class GridEnv(gym.Env):
             opponent.bind(model.branch_names)
         if not isinstance(maintenance, bool):
             raise TypeError(f"maintenance must be a bool, got {type(maintenance).__name__}")
-        ramp = _check_ramp(gen_ramp, model)
-        redispatchable = np.flatnonzero(model.gen_kind == "gen")
+        if dispatch_limits is None:
+            dispatch_limits = GeneratorLimits.of_model(model, _check_ramp(gen_ramp, model))
+        elif not isinstance(dispatch_limits, GeneratorLimits):
+            raise TypeError(
+                f"dispatch_limits must be a GeneratorLimits, got {type(dispatch_limits).__name__}"
+            )
         self._source = source
         if reward is None:
             reward = dataset_reward(source) or "flat"
@@ -128,7 +138,7 @@ class GridEnv(gym.Env):
             max_iter=max_iter,
             action_type=action_type,
             chunk_size=chunk_size,
-            redispatchable=redispatchable,
+            dispatch_limits=dispatch_limits,
             maintenance=maintenance,
             observation_attributes=(
                 None if observation_attributes is None else tuple(observation_attributes)
@@ -143,13 +153,13 @@ class GridEnv(gym.Env):
         self.catalog = batch.catalog
         self.obs_layout = batch.obs_layout
         self.observation_space = self.obs_layout.space()
-        self.redispatchable = redispatchable
+        self.redispatchable = batch.redispatchable
+        self.dispatch_limits = dispatch_limits
         if action_type == "discrete":
             self.action_space = spaces.Discrete(len(self.catalog))
         else:
-            r = ramp[redispatchable].astype(np.float32)
-            self.action_space = spaces.Box(low=-r, high=r, dtype=np.float32)
-        # a discrete action is an int below this (0 in redispatch mode: no int is one)
+            self.action_space = batch.continuous.space()
+        # a discrete action is an int below this (0 in continuous modes: no int is one)
         self._n_discrete = len(self.catalog) if action_type == "discrete" else 0
         self._bind(batch, 0)
 
@@ -255,7 +265,8 @@ class GridEnv(gym.Env):
         """Play one step.
 
         Args:
-            action: a catalog index (``Discrete``) or redispatch MW (``Box``).
+            action: a catalog index (``Discrete``) or a continuous action (``Box``: redispatch
+                MW and / or curtailment limits, see :mod:`grid_vec.env.action_input`).
 
         Returns:
             ``(observation, reward, terminated, truncated, info)``; ``info`` always holds
@@ -269,8 +280,8 @@ class GridEnv(gym.Env):
         batch = self._batch
         if batch.done[self._k]:
             raise RuntimeError("the episode is over (or never started): call reset() first")
-        index, redispatch = self._parse(action)
-        result = batch.step(self._row, index, redispatch)
+        index, redispatch, curtail = self._parse(action)
+        result = batch.step(self._row, index, redispatch, curtail)
         return (
             result.obs[0],
             float(result.reward[0]),
@@ -296,8 +307,8 @@ class GridEnv(gym.Env):
         """
         if self._batch.done[self._k]:
             raise RuntimeError("the episode is over (or never started): call reset() first")
-        index, redispatch = self._parse(action)
-        result = self._batch.simulate(self._k, int(index[0]), redispatch)
+        index, redispatch, curtail = self._parse(action)
+        result = self._batch.simulate(self._k, int(index[0]), redispatch, curtail)
         return (
             result.obs[0],
             float(result.reward[0]),
@@ -367,39 +378,26 @@ class GridEnv(gym.Env):
         """Named, zero-copy access to the segments of an observation."""
         return ObservationView(obs, self.obs_layout)
 
-    def describe_action(self, index: int) -> str:
-        """A discrete action in words."""
-        return self.catalog.describe(index, self.model, self.topology)
+    def describe_action(self, action: Any) -> str:
+        """An action of this env's action space in words.
+
+        Raises:
+            ValueError: an action outside the action space.
+        """
+        if self.action_type == "discrete":
+            return self.catalog.describe(action, self.model, self.topology)
+        self._parse(action)
+        return self._batch.continuous.describe(action, self.model.gen_names)
 
     # --- internals ----------------------------------------------------------------------
 
-    def _parse(self, action: Any) -> tuple[np.ndarray, np.ndarray | None]:
-        """Validate an action; return the batch's (catalog indices, redispatch MW)."""
+    def _parse(self, action: Any) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """Validate an action; return the batch's (catalog indices, redispatch MW,
+        curtailment limits)."""
         # the common cases, fast: a Python int, or the int64 a vector env reads from its batch
         if (type(action) is int or type(action) is np.int64) and 0 <= action < self._n_discrete:
-            return np.array([action], dtype=np.int64), None
-        if self.action_type == "discrete":
-            if isinstance(action, np.ndarray) and action.shape == () and action.dtype.kind in "iu":
-                action = int(action)
-            if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
-                raise ValueError(
-                    f"action must be an int in [0, {self.action_space.n - 1}], got {action!r}"
-                )
-            if not 0 <= action < self.action_space.n:
-                raise ValueError(
-                    f"action must be an int in [0, {self.action_space.n - 1}], got {action}"
-                )
-            return np.array([action], dtype=np.int64), None
-        space = self.action_space
-        if not isinstance(action, np.ndarray) or action.dtype.kind != "f":
-            raise ValueError(
-                f"redispatch action must be a float array of shape {space.shape}, got "
-                f"{type(action).__name__} {getattr(action, 'dtype', '')}"
-            )
-        if action.shape != space.shape:
-            raise ValueError(f"redispatch action must have shape {space.shape}, got {action.shape}")
-        check_ramp_limits(space, action, "redispatch action")
-        return np.zeros(1, dtype=np.int64), redispatch_mw(self._batch, action[None])
+            return np.array([action], dtype=np.int64), None, None
+        return one_action(self._batch, self.action_type, self._n_discrete, action)
 
 
 def _check_limits(limits: Any, model: GridModel) -> np.ndarray:

@@ -18,6 +18,7 @@ from gymnasium.envs.registration import EnvSpec
 
 from grid_vec._untrusted import file_stamp
 from grid_vec.chronics.scenario import ScenarioSource
+from grid_vec.env.dispatch import GeneratorLimits
 from grid_vec.env.embedded import EMBEDDED, embedded_model
 from grid_vec.env.grid_env import GridEnv
 from grid_vec.env.multimix import MultiMixEnv, MultiMixFactory
@@ -51,8 +52,10 @@ def make(
       the settings the data were generated with). ``difficulty`` naming no level is a
       ``ValueError``;
     * ``thermal_limits``: ``config.py``'s;
-    * ``gen_ramp``: the ramps of ``prods_charac.csv`` bound the redispatch action (an empty
-      cell is a ramp of 0, as in grid2op);
+    * the generators' characteristics of ``prods_charac.csv`` (pmin, pmax, ramps, which are
+      dispatchable and which curtailable; an empty ramp is 0, as in grid2op) for the dispatch
+      rules and the continuous action spaces; ``gen_ramp`` replaces its ramps (both ways);
+      without the file, as in grid2op, there is neither redispatch nor curtailment;
     * ``opponent``: ``config.py``'s (``RandomLineOpponent``, ``WeightedRandomOpponent`` and
       ``GeometricOpponent``;
       another class gives a warning and no opponent, see
@@ -173,6 +176,8 @@ def env_factory(
         # what the caller passes wins over what the folder says (rules files, ramps, the
         # opponent: read only when the caller passes none, not even None)
         kwargs = {**kwargs, **{k: v for k, v in folder_kwargs.items() if kwargs.get(k) is None}}
+        if kwargs.get("gen_ramp") is not None and "dispatch_limits" in folder_kwargs:
+            kwargs["dispatch_limits"] = _with_ramps(kwargs["dispatch_limits"], kwargs["gen_ramp"])
     spec = _spec(env_id, target, backend, explicit, user_kwargs)
     return GridEnvFactory(model, source, {"backend": backend, **kwargs}, spec)
 
@@ -241,8 +246,11 @@ def _cached_folder(
     if key not in _COMPILED:
         _COMPILED.pop(next((k for k in _COMPILED if k[:2] == key[:2]), None), None)
         _COMPILED[key] = _load_folder(path)
-    model, folder, ramps = _COMPILED[key]
-    folder_kwargs = {"parameters": _folder_parameters(folder, difficulty), "gen_ramp": ramps}
+    model, folder, limits = _COMPILED[key]
+    folder_kwargs = {
+        "parameters": _folder_parameters(folder, difficulty),
+        "dispatch_limits": limits,
+    }
     source = FolderSource(root, model, allow_negative_loads=allow_negative_loads)
     if not opponent_given:  # config.py's opponent, read anew (it is small)
         step = source.info(0).step_duration.total_seconds()  # grid2op's: the first scenario's
@@ -268,8 +276,8 @@ def clear_compiled_cache() -> None:
 
 
 def _load_folder(path: Path) -> tuple[GridModel, Any, np.ndarray | None]:
-    """Compiled model, the checked folder (its rules files) and the ramps of
-    prods_charac.csv (``gen_ramp``) of a grid2op-format folder.
+    """Compiled model, the checked folder (its rules files) and the generators'
+    characteristics of prods_charac.csv (``dispatch_limits``) of a grid2op-format folder.
 
     Every fault of the folder is a ``FolderFormatError`` naming the file: the chronics layer
     checks what it reads, and compiling the grid, the one step that only this layer can
@@ -293,7 +301,10 @@ def _load_folder(path: Path) -> tuple[GridModel, Any, np.ndarray | None]:
         ) from e
     # the net is not needed any more: keep the rules files only
     folder = dataclasses.replace(folder, net=None)
-    return _read_only(model), folder, _folder_ramps(folder.gen_ramps, model)
+    limits = GeneratorLimits.from_prods_charac(
+        folder.prods_charac, model, folder.path / "prods_charac.csv"
+    )
+    return _read_only(model), folder, limits
 
 
 def _folder_parameters(folder, difficulty: str | None) -> Parameters:
@@ -309,14 +320,13 @@ def _folder_parameters(folder, difficulty: str | None) -> Parameters:
         raise FolderFormatError(f"{where}: {e}") from e
 
 
-def _folder_ramps(ramps: dict[str, float] | None, model: GridModel) -> np.ndarray | None:
-    """Symmetric ramp per generator from ``prods_charac.csv``'s checked ramps (the smaller of
-    up and down, by generator name), GridEnv's default for generators the file does not list;
-    None when the file has no ramp columns."""
-    if ramps is None:
-        return None
-    ramp = 0.05 * np.asarray(model.gen_pmax, dtype=np.float64)
-    for i, name in enumerate(model.gen_names):
-        if str(name) in ramps:
-            ramp[i] = ramps[str(name)]
-    return ramp
+def _with_ramps(limits: GeneratorLimits, gen_ramp: Any) -> GeneratorLimits:
+    """A folder's characteristics with the caller's ``gen_ramp`` (both ways)."""
+    ramp = np.asarray(gen_ramp, dtype=np.float64)
+    if ramp.shape != limits.pmax.shape or not np.isfinite(ramp).all() or (ramp < 0).any():
+        raise ValueError(
+            f"gen_ramp must be {len(limits.pmax)} finite values >= 0 (MW per step), got "
+            f"{gen_ramp!r}"
+        )
+    ramp32 = ramp.astype(np.float32)
+    return dataclasses.replace(limits, ramp_up=ramp32, ramp_down=ramp32.copy())

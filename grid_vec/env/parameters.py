@@ -25,6 +25,10 @@ _GRID2OP_KEYS = {
     "MAX_SUB_CHANGED": "max_sub_changed",
     "MAX_SIMULATE_PER_STEP": "max_simulate_per_step",
     "MAX_SIMULATE_PER_EPISODE": "max_simulate_per_episode",
+    "ENV_DOES_REDISPATCHING": "env_does_redispatching",
+    "LIMIT_INFEASIBLE_CURTAILMENT_STORAGE_ACTION": "limit_infeasible_curtailment_storage_action",
+    "IGNORE_MIN_UP_DOWN_TIME": "ignore_min_up_down_time",
+    "ALLOW_DISPATCH_GEN_SWITCH_OFF": "allow_dispatch_gen_switch_off",
 }
 
 
@@ -40,7 +44,12 @@ class Parameters:
     * after acting on a branch / substation, it cannot be acted on again for
       ``nb_timestep_cooldown_line`` / ``nb_timestep_cooldown_sub`` steps;
     * at most ``max_line_status_changed`` branches and ``max_sub_changed`` substations per step;
-    * ``max_simulate_per_step`` / ``max_simulate_per_episode``: -1 means unlimited.
+    * ``max_simulate_per_step`` / ``max_simulate_per_episode``: -1 means unlimited;
+    * the dispatch rules (:mod:`grid_vec.env.dispatch`): ``env_does_redispatching`` (False:
+      the actual dispatch is the target, nothing made up for),
+      ``limit_infeasible_curtailment_storage_action`` (shrink a curtailment the generators
+      cannot make up for), ``allow_dispatch_gen_switch_off`` (False: redispatching a
+      generator scheduled at 0 fails), ``ignore_min_up_down_time`` (only True is played).
     """
 
     no_overflow_disconnection: bool = False
@@ -54,12 +63,21 @@ class Parameters:
     max_sub_changed: int = 1
     max_simulate_per_step: int = -1
     max_simulate_per_episode: int = -1
+    env_does_redispatching: bool = True
+    limit_infeasible_curtailment_storage_action: bool = False
+    ignore_min_up_down_time: bool = True
+    allow_dispatch_gen_switch_off: bool = True
 
     def __post_init__(self) -> None:
-        if not isinstance(self.no_overflow_disconnection, bool):
-            raise TypeError(
-                f"no_overflow_disconnection must be a bool, got {self.no_overflow_disconnection!r}"
-            )
+        for name in (
+            "no_overflow_disconnection",
+            "env_does_redispatching",
+            "limit_infeasible_curtailment_storage_action",
+            "ignore_min_up_down_time",
+            "allow_dispatch_gen_switch_off",
+        ):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
         for name in (
             "nb_timestep_overflow_allowed",
             "nb_timestep_reconnection",
@@ -69,6 +87,11 @@ class Parameters:
             "max_sub_changed",
         ):
             _check_int(name, getattr(self, name), minimum=0)
+        if not self.ignore_min_up_down_time:
+            raise ValueError(
+                "ignore_min_up_down_time=False (generators' minimum up / down times) is not "
+                "played by grid_vec yet"
+            )
         for name in ("max_simulate_per_step", "max_simulate_per_episode"):
             _check_int(name, getattr(self, name), minimum=-1)
         for name in ("hard_overflow_threshold", "soft_overflow_threshold"):

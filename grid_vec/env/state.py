@@ -57,8 +57,17 @@ class BatchState:
     cooldown_line: np.ndarray  # (N, n_branch) steps before the status can be changed
     cooldown_sub: np.ndarray  # (N, n_sub)
     protection_counter: np.ndarray  # (N, n_branch) consecutive steps above the soft limit
+    # the dispatch rules' (grid_vec.env.dispatch), float32 as grid2op keeps them
     target_dispatch: np.ndarray  # (N, n_gen) MW asked by the agent (cumulative)
     actual_dispatch: np.ndarray  # (N, n_gen) MW really applied
+    already_redispatched: np.ndarray  # (N, n_gen) bool: redispatched this episode
+    gen_p_redisp: np.ndarray  # (N, n_gen) last setpoints: schedule + actual dispatch
+    gen_p_before_curtail: np.ndarray  # (N, n_gen) renewables' schedule before curtailment
+    curtail_limit: np.ndarray  # (N, n_gen) ratio of pmax (1: none)
+    curtail_limit_prev: np.ndarray  # (N, n_gen) the limits of the step before
+    # (N, 3): MW curtailment removed this step (vs the step before), in all, held back
+    curtailment_mw: np.ndarray
+    dispatching: np.ndarray  # (N,) bool: a dispatch or curtailment is under way
     backends: list[Backend]  # one per env
     # results of the last solve (zeros after a failed one), FLOW_FIELDS order laid out by
     # flow_slices(model), and column views into them
@@ -94,7 +103,8 @@ class BatchState:
 
 _ROW_ARRAYS = (
     "topo", "last_or", "last_ex", "line_status", "target_dispatch", "actual_dispatch",
-    "topo_dirty",
+    "already_redispatched", "gen_p_redisp", "gen_p_before_curtail", "curtail_limit",
+    "curtail_limit_prev", "curtailment_mw", "dispatching", "topo_dirty",
 )  # fmt: skip
 
 
@@ -137,8 +147,15 @@ def initial_state(model: GridModel, layout: TopologyLayout, backends: list[Backe
         "last_or": np.ones((n, n_b), dtype=np.int8),
         "last_ex": np.ones((n, n_b), dtype=np.int8),
         "line_status": np.ones((n, n_b), dtype=bool),
-        "target_dispatch": np.zeros((n, n_g)),
-        "actual_dispatch": np.zeros((n, n_g)),
+        "target_dispatch": np.zeros((n, n_g), dtype=np.float32),
+        "actual_dispatch": np.zeros((n, n_g), dtype=np.float32),
+        "already_redispatched": np.zeros((n, n_g), dtype=bool),
+        "gen_p_redisp": np.zeros((n, n_g), dtype=np.float32),
+        "gen_p_before_curtail": np.zeros((n, n_g), dtype=np.float32),
+        "curtail_limit": np.ones((n, n_g), dtype=np.float32),
+        "curtail_limit_prev": np.ones((n, n_g), dtype=np.float32),
+        "curtailment_mw": np.zeros((n, 3), dtype=np.float32),
+        "dispatching": np.zeros(n, dtype=bool),
         "topo_dirty": np.ones(n, dtype=bool),
     }
     timers = np.zeros((n, 3 * n_b + model.n_sub), dtype=np.int64)
@@ -195,6 +212,8 @@ class StepOutcome:
     ended: np.ndarray  # (N,) bool: game over
     tripped: np.ndarray  # (N, n_branch) bool, branches tripped by the protections
     overflow: np.ndarray  # (N,) bool: a branch may be above its soft limit (False: none is)
+    # rows (batch indices) not solved: no feasible dispatch (their game_over says why)
+    no_dispatch: tuple[int, ...] = ()
 
 
 def selector(rows: np.ndarray, n: int) -> slice | np.ndarray:
@@ -212,12 +231,14 @@ def solve(
     rows: np.ndarray,
     *,
     count_soft: bool = True,
+    failed: dict[int, str] | None = None,
 ) -> StepOutcome:
     """Solve the power flows of ``rows`` (sorted env indices) with their current injections
     and topologies, then cascade trips, all rows together.
 
     ``count_soft=False`` (on reset, as grid2op's reset step): only hard overflows trip.
     Rows not given are left alone (their outcome: no game over, no trip, no overflow).
+    ``failed``: rows already over (no feasible dispatch), with the reason: not solved.
     """
     n = state.n
     game_over: list[str | None] = [None] * n
@@ -227,6 +248,12 @@ def solve(
     counter = increased = None
     a_or, status = state.a_or, state.line_status
     todo = np.asarray(rows, dtype=np.intp)
+    if failed:
+        for row, reason in failed.items():
+            game_over[row] = reason
+            ended[row] = True
+            state.flows[row] = 0.0
+        todo = todo[~np.isin(todo, list(failed))]
     while len(todo):
         todo = _run_power_flows(state, model, layout, todo, game_over, ended)
         if params.no_overflow_disconnection:
@@ -257,7 +284,7 @@ def solve(
         mask = np.zeros((n, model.n_branch), dtype=bool)
         mask[todo] = to_trip
         disconnect(state, layout, mask)
-    return StepOutcome(game_over, ended, tripped, overflow)
+    return StepOutcome(game_over, ended, tripped, overflow, tuple(failed or ()))
 
 
 def _run_power_flows(

@@ -148,7 +148,7 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
             RuntimeError: with ``DISABLED``, an env stepped after its episode ended.
         """
         self._check_open()
-        indices, redispatch = self._parse(actions)
+        indices, redispatch, curtail = self._parse(actions)
         n = self.num_envs
         rewards = np.zeros(n)
         terminated = np.zeros(n, dtype=bool)
@@ -171,7 +171,10 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
         if len(stepping):
             sel = slice(None) if len(stepping) == n else stepping
             result = batch.step(
-                stepping, indices[sel], None if redispatch is None else redispatch[sel]
+                stepping,
+                indices[sel],
+                None if redispatch is None else redispatch[sel],
+                None if curtail is None else curtail[sel],
             )
             rewards[sel], terminated[sel], truncated[sel] = (
                 result.reward, result.terminated, result.truncated
@@ -290,8 +293,9 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
             "_scenario_name": _mask(n, rows),
         }
 
-    def _parse(self, actions: Any) -> tuple[np.ndarray, np.ndarray | None]:
-        """Validate a batch of actions: (catalog indices, redispatch MW or None)."""
+    def _parse(self, actions: Any) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """Validate a batch of actions: (catalog indices, redispatch MW or None,
+        curtailment limits or None)."""
         n = self.num_envs
         if len(np.shape(actions)) == 0 or np.shape(actions)[0] != n:
             raise ValueError(f"actions must be one per env ({n}), got {actions!r}")

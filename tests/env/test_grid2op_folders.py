@@ -202,15 +202,19 @@ def _sandbox_copy(data: Path, dst: Path) -> Path:
 
 
 def test_empty_ramp_cells_are_ramps_of_zero(data, tmp_path):
-    """grid2op's 118-bus and L2RPN folders leave the ramps of wind and solar empty."""
+    """grid2op's 118-bus and L2RPN folders leave the ramps of wind and solar empty; a
+    dispatchable generator's empty ramp is 0 too (it cannot be redispatched)."""
     folder = _sandbox_copy(data, tmp_path / "sandbox")
     lines = (folder / "prods_charac.csv").read_text().splitlines()
     lines = [line.replace(",wind,5,0,0,", ",wind,5,,,") for line in lines]
+    lines = [line.replace(",thermal,2,10,10,", ",thermal,2,,,") for line in lines]
     (folder / "prods_charac.csv").write_text("\n".join(lines) + "\n")
     assert ",wind,5,,," in (folder / "prods_charac.csv").read_text()
     env = grid_vec.make(folder, action_type="redispatch")
     names = list(env.model.gen_names[env.redispatchable])
-    assert env.action_space.high[names.index("gen_5_2")] == 0.0
+    assert "gen_5_2" not in names  # wind: curtailable, not dispatchable (grid2op's rule)
+    assert env.action_space.high[names.index("gen_2_1")] == 0.0
+    assert env.action_space.low[names.index("gen_2_1")] == 0.0
     assert env.action_space.high[names.index("gen_1_0")] == 5.0
     (folder / "prods_charac.csv").write_text(
         "\n".join([lines[0], lines[1].replace(",5,5,", ",fast,5,"), *lines[2:]]) + "\n"

@@ -185,11 +185,11 @@ def test_bad_discrete_action(make_env, bad):
 @pytest.mark.parametrize(
     ("bad", "match"),
     [
-        (np.array([np.nan, 0, 0, 0], dtype=np.float32), "finite"),
+        (np.array([np.nan, 0, 0, 0, 0], dtype=np.float32), "finite"),
         (np.zeros(3, dtype=np.float32), "shape"),
-        (np.zeros(4, dtype=np.int64), "float array"),
-        (np.full(4, 100.0, dtype=np.float32), "ramp"),
-        ([0.0, 0.0, 0.0, 0.0], "float array"),
+        (np.zeros(5, dtype=np.int64), "float array"),
+        (np.full(5, 100.0, dtype=np.float32), "ramp"),
+        ([0.0, 0.0, 0.0, 0.0, 0.0], "float array"),
     ],
 )
 def test_bad_redispatch_action(make_env, bad, match):
@@ -197,20 +197,23 @@ def test_bad_redispatch_action(make_env, bad, match):
     env.reset(seed=0)
     with pytest.raises(ValueError, match=match):
         env.step(bad)
-    assert not env.step(np.zeros(4, dtype=np.float32))[2]
+    assert not env.step(np.zeros(5, dtype=np.float32))[2]
 
 
 def test_redispatch_moves_generators_within_limits(make_env, case14):
     env = make_env(action_type="redispatch")
     obs, _ = env.reset(seed=0)
     action = env.action_space.high.copy()
-    action[[1, 2, 3]] = 0.0  # only the first redispatchable generator
-    g = env.redispatchable[0]
+    action[1:] = 0.0  # only the first dispatchable generator
+    g, slack = env.redispatchable[0], env.redispatchable[-1]
+    assert env.model.gen_kind[slack] == "slack"
     for _ in range(3):
         obs, _, _, _, info = env.step(action)
         assert not info["is_ambiguous"]
     view = env.view(obs)
-    assert view.actual_dispatch[g] == pytest.approx(3 * action[0], rel=1e-5)
+    # the others at 0 MW do not move (grid2op's rule): the slack makes up for it
+    assert view.actual_dispatch[g] == pytest.approx(3 * action[0], rel=1e-4)
+    assert view.actual_dispatch[slack] == pytest.approx(-3 * action[0], rel=1e-4)
     assert case14.gen_pmin[g] <= view.gen_p[g] <= case14.gen_pmax[g] + 1e-6
 
 

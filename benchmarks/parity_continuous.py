@@ -1,0 +1,180 @@
+"""grid_vec beside grid2op + LightSimBackend under seeded random continuous actions
+(redispatch, curtailment, both): the same dispatch, the same generation, the same end step?
+
+On ``l2rpn_case14_sandbox`` (``--folder``: another bundled folder with ``prods_charac.csv``),
+maintenance and opponent off on both sides, ``--runs`` runs per action type. A run plays one
+scenario (run % the number of scenarios) from its start; at each step, with probability
+``--act``, a new action drawn uniformly from ``--scale`` x the action space (redispatch within
+the ramps; curtailment limits in ``[1 - scale, 1]``), else the last one again with no
+redispatch (so the curtailment limits hold, as an agent that keeps them would send). The same
+action on both sides (grid2op's ``redispatch`` and ``curtail`` on every generator of the
+box). A run stops when either side ends it, or after ``--steps`` steps.
+
+Reported per action type: runs whose end step agrees, and over every step both played the
+largest |difference| of ``actual_dispatch``, ``gen_p`` (MW) and the failed-redispatch flags
+that differ.
+
+    python benchmarks/parity_continuous.py [--runs 100] [--steps 288] [--act 0.2]
+        [--scale 0.5] [--folder l2rpn_case14_sandbox] [--types redispatch curtailment continuous]
+
+Needs the ``grid2op`` extra. JSON: benchmarks/results/parity_continuous_<folder>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+import grid_vec
+from grid_vec._argtypes import positive_int
+
+RESULTS = Path(__file__).parent / "results" / "parity_continuous.json"  # + _<folder>
+TYPES = ("redispatch", "curtailment", "continuous")
+
+
+def pair(folder: Path, action_type: str):
+    """grid_vec and grid2op + LightSimBackend on ``folder``, maintenance and opponent off."""
+    import grid2op
+    from grid2op.Action import PlayableAction
+    from grid2op.Chronics import GridStateFromFileWithForecastsWithoutMaintenance
+    from grid2op.Opponent import BaseOpponent
+    from lightsim2grid import LightSimBackend
+
+    ours = grid_vec.make(
+        folder, reward="flat", opponent=None, maintenance=False, action_type=action_type
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = grid2op.make(
+            str(folder),
+            backend=LightSimBackend(),
+            action_class=PlayableAction,
+            opponent_class=BaseOpponent,
+            opponent_init_budget=0.0,
+            opponent_budget_per_ts=0.0,
+            data_feeding_kwargs={
+                "gridvalueClass": GridStateFromFileWithForecastsWithoutMaintenance
+            },
+        )
+    theirs.set_thermal_limit(ours.thermal_limit)
+    return ours, theirs
+
+
+def grid2op_dict(env, action: np.ndarray) -> dict:
+    """A continuous action of ``env`` in grid2op's vocabulary."""
+    layout = env.unwrapped._batch.continuous
+    n_r = len(layout.redispatch_gens)
+    redispatch = zip(layout.redispatch_gens, action[:n_r], strict=True)
+    curtail = zip(layout.curtail_gens, action[n_r:], strict=True)
+    act: dict = {}
+    if "redispatch" in layout.controls:
+        act["redispatch"] = [(int(g), float(v)) for g, v in redispatch]
+    if "curtailment" in layout.controls:
+        act["curtail"] = [(int(g), float(v)) for g, v in curtail]
+    return act
+
+
+def draw(env, rng: np.random.Generator, scale: float) -> np.ndarray:
+    """An action drawn uniformly from ``scale`` x the box (limits in [1 - scale, 1])."""
+    layout = env.unwrapped._batch.continuous
+    n_r = len(layout.redispatch_gens)
+    low, high = layout.low.astype(np.float64), layout.high.astype(np.float64)
+    low[:n_r] *= scale
+    high[:n_r] *= scale
+    low[n_r:] = 1.0 - scale
+    return rng.uniform(low, high).astype(np.float32)
+
+
+def run_once(ours, theirs, seed: int, steps: int, act: float, scale: float) -> dict:
+    scenario = seed % len(ours.scenario_order)
+    theirs.set_id(scenario)
+    theirs.reset()
+    ours.reset(options={"scenario_id": scenario})
+    rng = np.random.default_rng(seed)
+    layout = ours.unwrapped._batch.continuous
+    n_r = len(layout.redispatch_gens)
+    keep = draw(ours, rng, 0.0)  # no redispatch, limits at 1
+    worst = {"actual_dispatch": 0.0, "gen_p": 0.0}
+    flags = 0
+    for t in range(1, steps + 1):
+        action = draw(ours, rng, scale) if rng.random() < act else keep.copy()
+        keep = action.copy()
+        keep[:n_r] = 0.0
+        g_obs, _, g_done, g_info = theirs.step(theirs.action_space(grid2op_dict(ours, action)))
+        obs, _, term, trunc, info = ours.step(action)
+        flags += bool(g_info["failed_redispatching"]) != ("failed_redispatch_reason" in info)
+        if term or trunc or g_done:
+            return {
+                "seed": seed,
+                "end": t if (term or trunc) else None,
+                "grid2op_end": t if g_done else None,
+                "worst": worst,
+                "flag_differences": flags,
+                "game_over_reason": info.get("game_over_reason"),
+            }
+        view = ours.view(obs)
+        for name in worst:
+            diff = float(np.abs(getattr(view, name) - getattr(g_obs, name)).max())
+            worst[name] = max(worst[name], diff)
+    return {"seed": seed, "end": None, "grid2op_end": None, "worst": worst,
+            "flag_differences": flags, "game_over_reason": None}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=positive_int, default=100, help="runs per action type")
+    parser.add_argument("--steps", type=positive_int, default=288, help="most steps per run")
+    parser.add_argument("--act", type=float, default=0.2, help="probability of a new action")
+    parser.add_argument("--scale", type=float, default=0.5, help="share of the box drawn from")
+    parser.add_argument("--folder", default="l2rpn_case14_sandbox", help="a bundled folder")
+    parser.add_argument("--types", nargs="+", choices=TYPES, default=list(TYPES))
+    args = parser.parse_args(argv)
+    try:
+        import grid2op
+    except ImportError:
+        sys.exit("needs the grid2op extra: pip install -e '.[grid2op]'")
+    folder = Path(grid2op.__file__).parent / "data" / args.folder
+    start = time.perf_counter()
+    groups = {}
+    for action_type in args.types:
+        ours, theirs = pair(folder, action_type)
+        runs = [
+            run_once(ours, theirs, seed, args.steps, args.act, args.scale)
+            for seed in range(args.runs)
+        ]
+        same = [r for r in runs if r["end"] == r["grid2op_end"]]
+        groups[action_type] = g = {
+            "runs": len(runs),
+            "same_end": len(same),
+            "mean_end": float(np.mean([r["end"] or args.steps for r in runs])),
+            "max_actual_dispatch_diff_mw": max(r["worst"]["actual_dispatch"] for r in runs),
+            "max_gen_p_diff_mw": max(r["worst"]["gen_p"] for r in runs),
+            "failed_redispatch_flag_differences": sum(r["flag_differences"] for r in runs),
+            "divergent": [r for r in runs if r["end"] != r["grid2op_end"]],
+        }
+        print(
+            f"{action_type}: same end step in {g['same_end']}/{g['runs']} runs (mean end "
+            f"{g['mean_end']:.1f}); max |diff| actual_dispatch "
+            f"{g['max_actual_dispatch_diff_mw']:.2e} MW, gen_p {g['max_gen_p_diff_mw']:.2e} MW; "
+            f"failed-redispatch flags differing: {g['failed_redispatch_flag_differences']}"
+        )
+        for r in g["divergent"]:
+            print(f"  seed {r['seed']}: ours {r['end']}, grid2op {r['grid2op_end']} "
+                  f"({r['game_over_reason']})")  # fmt: skip
+    print(f"{time.perf_counter() - start:.0f} s")
+    command = ["python", "benchmarks/parity_continuous.py", *(argv or sys.argv[1:])]
+    doc = {"command": " ".join(command), "folder": args.folder, "groups": groups}
+    results = RESULTS.with_name(f"{RESULTS.stem}_{args.folder}.json")
+    results.parent.mkdir(parents=True, exist_ok=True)
+    results.write_text(json.dumps(doc, indent=1) + "\n")
+    return doc
+
+
+if __name__ == "__main__":
+    main()
