@@ -214,6 +214,7 @@ _FOLDER_FILES = (
     "difficulty_levels.json",
     "parameters.json",
     "prods_charac.csv",
+    "storage_units_charac.csv",
 )
 
 
@@ -280,6 +281,12 @@ def _load_folder(path: Path) -> tuple[GridModel, Any, np.ndarray | None]:
     from grid_vec.grid.compile import compile_net
 
     folder = load_folder(path)
+    if folder.storage_charac is not None:
+        # the grid and chronics layers carry storage units, the env does not play them yet
+        raise FolderFormatError(
+            f"{folder.path / 'grid.json'}: the grid has {folder.storage_charac.n_storage} "
+            "storage units: storage units are not yet supported by grid_vec's env (issue #15)"
+        )
     try:
         model = compile_net(
             folder.net,
