@@ -7,11 +7,12 @@ exposes the results as numpy arrays in the element order of :class:`~grid_vec.gr
 Topology is given per element as its bus bar at its substation: ``1`` or ``2``, or ``-1`` for
 disconnected. A branch is in service when both of its ends are on a bus bar.
 
-Storage units are PQ injections in load convention (``p > 0``: the unit absorbs, MW) with a
-reactive setpoint of 0 (grid2op never sets it): a unit at ``p = 0`` changes nothing in the
-power flow, but its bus bar is still in it, so a unit alone on a bus bar is an island (the
-power flow does not converge), as with lightsim2grid in grid2op. Setpoints start at 0, bus
-bars at 1.
+Storage units are PQ injections in load convention (``p > 0``: the unit absorbs, MW) whose
+reactive setpoint stays the net's (0 in grid2op's grids, which never sets it). A unit at
+``p = 0`` changes nothing in the power flow, but its bus bar is still in it: a unit alone on
+a bus bar is an island and the power flow does not converge, as lightsim2grid's does not
+under grid2op. Setpoints start at the model's ``storage_p0`` (the net's, 0 in grid2op's
+grids), bus bars at 1.
 """
 
 from __future__ import annotations

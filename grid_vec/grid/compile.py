@@ -148,6 +148,7 @@ def compile_net(
         gen_pmax=_limit_column(net, "max_p_mw", np.inf),
         storage_names=storage_names(net),
         storage_sub=net.storage["bus"].to_numpy(int),
+        storage_p0=net.storage["p_mw"].to_numpy(float),
         solver_states={
             "lightsim2grid": {
                 "grid": _lightsim_state(work, n_sub, trafo_model),

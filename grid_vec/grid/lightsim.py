@@ -31,6 +31,7 @@ TOLERANCE = 1e-8
 # of inputs into a list): the backend only ever passes plain ndarrays. Same C function, same
 # result; falls back to the public name where numpy has no ``_implementation``.
 _concatenate = getattr(np.concatenate, "_implementation", np.concatenate)
+_NO_SOLUTION = np.empty(0, dtype=complex)  # what ac_pf returns when it does not converge
 
 
 class LightSimBackend(Backend):
@@ -66,6 +67,7 @@ class LightSimBackend(Backend):
         self._has_storage = bool(model.n_storage)
         self._mask_storage = np.ones(model.n_storage, dtype=bool)
         self._storage_p32 = np.zeros(model.n_storage, dtype=np.float32)
+        self._storage_island = False  # a unit on a bus bar that no connected branch reaches
         self._sgen_bus = np.ones(self._sgen.size, dtype=np.int32)
         self._n_sub = model.n_sub
         self._V = self._v_init.copy()
@@ -156,6 +158,23 @@ class LightSimBackend(Backend):
             self._V = self._v_init.copy()
             self._topo = topo
             self._set_bus_active()
+            if self._has_storage:
+                self._storage_island = self._storage_off_branches(buses)
+
+    def _storage_off_branches(self, buses: np.ndarray) -> bool:
+        """Whether a connected storage unit is on a bus bar that no connected branch reaches.
+
+        Such a bus bar is an island: lightsim2grid solves it when nothing on it injects
+        (a unit at p = 0), but grid2op's LightSimBackend refuses it (its DC initialisation
+        fails) and pandapower leaves it unsolved, so this backend reports it as diverged too.
+        """
+        model, n_sub = self.model, self.model.n_sub
+        ends = buses[self._branch_ends].reshape(2, model.n_branch)
+        subs = np.stack([model.branch_or_sub, model.branch_ex_sub])
+        reached = (subs + (ends - 1) * n_sub)[ends != -1]
+        units = buses[self._branch_ends.stop :]
+        on = units != -1
+        return not np.isin((model.storage_sub + (units - 1) * n_sub)[on], reached).all()
 
     def _set_sgen_buses(self, buses: np.ndarray) -> bool:
         """Static generators are outside ``update_topo``: set the (few) that changed."""
@@ -177,7 +196,7 @@ class LightSimBackend(Backend):
         start = perf_counter()
         # ac_pf reads its first guess into a vector of its own and returns a new array (checked
         # for converged and diverged solves): self._V needs no copy
-        V = self._grid.ac_pf(self._V, MAX_ITER, TOLERANCE)
+        V = _NO_SOLUTION if self._storage_island else self._grid.ac_pf(self._V, MAX_ITER, TOLERANCE)
         converged = self._converged = V.size > 0
         if converged:
             self._V = V

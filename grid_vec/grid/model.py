@@ -46,9 +46,11 @@ class GridModel:
     gen_v0: np.ndarray  # (n_gen,) kV voltage setpoint (sgen: nominal voltage, unused)
     gen_pmin: np.ndarray  # (n_gen,) MW
     gen_pmax: np.ndarray  # (n_gen,) MW
-    # storage units (none by default, for the grids and callers that have none)
+    # storage units (none by default, for the grids and callers that have none): names,
+    # substations, and MW setpoints in the net (load convention; 0 in grid2op's grids)
     storage_names: np.ndarray = field(default_factory=lambda: np.array([], dtype=str))
     storage_sub: np.ndarray = field(default_factory=lambda: np.array([], dtype=np.int64))
+    storage_p0: np.ndarray = field(default_factory=lambda: np.array([], dtype=np.float64))
     solver_states: dict = field(default_factory=dict, repr=False)  # backend name -> state
 
     @property
