@@ -70,7 +70,8 @@ def make(
     A multi-mix folder (grid2op's ``.multimix`` marker, one grid2op folder per mix) gives a
     :class:`~grid_vec.env.multimix.MultiMixEnv`: one GridEnv per mix (the keywords apply to
     each), one mix per episode, chosen on reset as grid2op's ``MultiMixEnvironment`` chooses
-    it. A folder whose grid has storage units is refused (not yet supported).
+    it. A folder whose grid has storage units is refused: the env does not play them yet
+    (issue #15), though the grid and chronics layers read them.
 
     The env's ``spec`` names it (the registered gymnasium id of an embedded grid,
     ``grid_vec/<folder name>`` for a folder) and keeps the arguments, so that recordings can
