@@ -7,6 +7,8 @@ Layout read::
     <path>/difficulty_levels.json, parameters.json    the rules, optional (grid2op's choice:
                                       see :func:`rules_dict`)
     <path>/prods_charac.csv, grid_layout.json         optional
+    <path>/storage_units_charac.csv   required when the grid has storage units
+                                      (grid_vec.chronics.storage_charac)
     <path>/chronics/<name>/{load_p,load_q,prod_p,prod_v}[_forecasted].csv[.bz2|.gz|.xz]
     <path>/chronics/<name>/start_datetime.info, time_interval.info      optional
     <path>/chronics/<name>/{maintenance,hazards}.csv[...], maintenance_meta.json   optional
@@ -28,8 +30,7 @@ everything read is checked here (thermal limits, ramps, the rules files' values,
 numbers), so that each fault is one :class:`FolderFormatError` naming the file.
 
 ``params.json`` is not read: in grid2op's folders it holds the settings the data were
-generated with, and grid2op's ``make`` ignores it too. A grid with storage units is refused
-(not yet supported).
+generated with, and grid2op's ``make`` ignores it too.
 """
 
 from __future__ import annotations
@@ -58,6 +59,11 @@ from grid_vec.chronics.outages import (
 )
 from grid_vec.chronics.scenario import Injections, ScenarioInfo
 from grid_vec.chronics.scenario_cache import shared_cache
+from grid_vec.chronics.storage_charac import (
+    STORAGE_CHARAC_FILE,
+    StorageCharac,
+    folder_storage_charac,
+)
 from grid_vec.chronics.untrusted import (
     MAX_INFO_BYTES,
     MAX_SMALL_FILE_BYTES,
@@ -96,6 +102,8 @@ class GridFolder:
     gen_ramps: dict[str, float] | None  # generator name -> min(max_ramp_up, max_ramp_down)
     layout: dict | None  # grid_layout.json
     names_chronics_to_grid: dict | None  # config.py's renaming of CSV columns
+    # storage_units_charac.csv, in the grid's storage order; None when the grid has no storage
+    storage_charac: StorageCharac | None = None
 
 
 def load_folder(path: str | Path) -> GridFolder:
@@ -117,11 +125,8 @@ def load_folder(path: str | Path) -> GridFolder:
     if grid is None:
         raise FolderFormatError(f"{root / 'grid.json'}: missing file (the grid of the folder)")
     net = read_grid_json(grid)
-    if "storage" in net and len(net.storage):
-        raise FolderFormatError(
-            f"{grid}: table 'storage' has {len(net.storage)} rows: "
-            "storage units are not yet supported by grid_vec"
-        )
+    from grid_vec.grid.compile import storage_names  # the names compile_net gives
+
     config: dict[str, Any] = {}
     config_path = _file(root, root / "config.py")
     if config_path is not None:
@@ -139,6 +144,9 @@ def load_folder(path: str | Path) -> GridFolder:
         gen_ramps=None if charac is None else _gen_ramps(charac, charac_path),
         layout=_read_json(_file(root, root / "grid_layout.json")),
         names_chronics_to_grid=config.get("names_chronics_to_grid") or None,
+        storage_charac=folder_storage_charac(
+            _file(root, root / STORAGE_CHARAC_FILE), root, storage_names(net)
+        ),
     )
 
 

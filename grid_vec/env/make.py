@@ -73,7 +73,8 @@ def make(
     A multi-mix folder (grid2op's ``.multimix`` marker, one grid2op folder per mix) gives a
     :class:`~grid_vec.env.multimix.MultiMixEnv`: one GridEnv per mix (the keywords apply to
     each), one mix per episode, chosen on reset as grid2op's ``MultiMixEnvironment`` chooses
-    it. A folder whose grid has storage units is refused (not yet supported).
+    it. A folder whose grid has storage units is refused: the env does not play them yet
+    (issue #15), though the grid and chronics layers read them.
 
     The env's ``spec`` names it (the registered gymnasium id of an embedded grid,
     ``grid_vec/<folder name>`` for a folder) and keeps the arguments, so that recordings can
@@ -219,6 +220,7 @@ _FOLDER_FILES = (
     "difficulty_levels.json",
     "parameters.json",
     "prods_charac.csv",
+    "storage_units_charac.csv",
 )
 
 
@@ -288,6 +290,12 @@ def _load_folder(path: Path) -> tuple[GridModel, Any, np.ndarray | None]:
     from grid_vec.grid.compile import compile_net
 
     folder = load_folder(path)
+    if folder.storage_charac is not None:
+        # the grid and chronics layers carry storage units, the env does not play them yet
+        raise FolderFormatError(
+            f"{folder.path / 'grid.json'}: the grid has {folder.storage_charac.n_storage} "
+            "storage units: storage units are not yet supported by grid_vec's env (issue #15)"
+        )
     try:
         model = compile_net(
             folder.net,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -49,17 +50,43 @@ def _as_float(kind: str, values, size: int) -> np.ndarray:
     return array
 
 
-def check_topology(model: GridModel, load_bus, gen_bus, branch_or_bus, branch_ex_bus) -> np.ndarray:
-    """All bus assignments in one new int32 array (loads, gens, branch origins, extremities).
+def check_storage_p(model: GridModel, p_mw) -> np.ndarray:
+    """Storage setpoints as a float64 array of shape ``(n_storage,)``; ``ValueError`` naming
+    the index of a non-finite value."""
+    array = _as_float("storage_p", p_mw, model.n_storage)
+    bad = np.flatnonzero(~np.isfinite(array))
+    if bad.size:
+        raise ValueError(f"storage_p[{int(bad[0])}] is {array[bad[0]]}; setpoints must be finite")
+    return array
+
+
+@functools.lru_cache(maxsize=64)
+def bus_bar_one(n: int) -> np.ndarray:
+    """A read-only int32 array of ``n`` ones: every element on bus bar 1 (shared, cached)."""
+    ones = np.ones(n, dtype=np.int32)
+    ones.flags.writeable = False
+    return ones
+
+
+def check_topology(
+    model: GridModel, load_bus, gen_bus, branch_or_bus, branch_ex_bus, storage_bus=None
+) -> np.ndarray:
+    """All bus assignments in one new int32 array (loads, gens, branch origins, extremities,
+    storage units; ``storage_bus=None``: every unit on bus bar 1).
 
     ``ValueError`` naming the element kind and index on anything but 1, 2 or -1.
     """
-    kinds = ("load_bus", "gen_bus", "branch_or_bus", "branch_ex_bus")
-    sizes = (model.n_load, model.n_gen, model.n_branch, model.n_branch)
+    if storage_bus is None:
+        storage_bus = bus_bar_one(model.n_storage)
+    kinds = ("load_bus", "gen_bus", "branch_or_bus", "branch_ex_bus", "storage_bus")
+    sizes = (model.n_load, model.n_gen, model.n_branch, model.n_branch, model.n_storage)
     arrays = [
         _as_array(kind, values, None, size)
         for kind, values, size in zip(
-            kinds, (load_bus, gen_bus, branch_or_bus, branch_ex_bus), sizes, strict=True
+            kinds,
+            (load_bus, gen_bus, branch_or_bus, branch_ex_bus, storage_bus),
+            sizes,
+            strict=True,
         )
     ]
     for kind, array in zip(kinds, arrays, strict=True):

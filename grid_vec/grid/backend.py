@@ -6,6 +6,13 @@ exposes the results as numpy arrays in the element order of :class:`~grid_vec.gr
 
 Topology is given per element as its bus bar at its substation: ``1`` or ``2``, or ``-1`` for
 disconnected. A branch is in service when both of its ends are on a bus bar.
+
+Storage units are PQ injections in load convention (``p > 0``: the unit absorbs, MW) whose
+reactive setpoint stays the net's (0 in grid2op's grids, which never sets it). A unit at
+``p = 0`` changes nothing in the power flow, but its bus bar is still in it: a unit alone on
+a bus bar is an island and the power flow does not converge, as lightsim2grid's does not
+under grid2op. Setpoints start at the model's ``storage_p0`` (the net's, 0 in grid2op's
+grids), bus bars at 1.
 """
 
 from __future__ import annotations
@@ -16,14 +23,21 @@ from time import perf_counter
 
 import numpy as np
 
-from grid_vec.grid._checks import check_injections, check_topology
+from grid_vec.grid._checks import (
+    bus_bar_one,
+    check_injections,
+    check_storage_p,
+    check_topology,
+)
 from grid_vec.grid.model import GridModel
 
 # The fields of PowerFlowResults that :meth:`Backend.read_flows` writes, in this order: every
-# branch quantity (one value per branch), then the loads', then the generators'.
+# branch quantity (one value per branch), then the loads', then the generators', then the
+# storage units' (last, so that the other fields keep their places; empty without storage).
 FLOW_FIELDS = (
     "p_or", "q_or", "v_or", "a_or", "p_ex", "q_ex", "v_ex", "a_ex",
     "load_p", "load_q", "load_v", "gen_p", "gen_q", "gen_v",
+    "storage_p", "storage_q", "storage_v", "storage_theta",
 )  # fmt: skip
 
 
@@ -35,9 +49,10 @@ class PowerFlowDivergedError(RuntimeError):
 class PowerFlowResults:
     """Results of one converged AC power flow, all float64 arrays.
 
-    Units: p in MW, q in MVAr, v in kV, a in A, angles in radians; bus arrays have
-    ``2 * n_sub`` entries (bus bar 1 of every substation, then bus bar 2). Disconnected
-    elements and branches report zeros.
+    Units: p in MW, q in MVAr, v in kV, a in A, angles in radians (``storage_theta`` too);
+    bus arrays have ``2 * n_sub`` entries (bus bar 1 of every substation, then bus bar 2).
+    Disconnected elements and branches report zeros. ``storage_p`` is in load convention
+    (``> 0``: the unit absorbs); the storage arrays are empty when the grid has none.
     """
 
     bus_vm_pu: np.ndarray
@@ -56,6 +71,10 @@ class PowerFlowResults:
     gen_p: np.ndarray
     gen_q: np.ndarray
     gen_v: np.ndarray
+    storage_p: np.ndarray
+    storage_q: np.ndarray
+    storage_v: np.ndarray
+    storage_theta: np.ndarray
 
 
 class Backend(abc.ABC):
@@ -96,17 +115,54 @@ class Backend(abc.ABC):
         self._apply_injections(load_p, load_q, gen_p, gen_v)
         self.timings["set_injections"] += perf_counter() - start
 
+    def set_storage_p(self, p_mw: np.ndarray) -> None:
+        """Set the active power setpoint of every storage unit.
+
+        Args:
+            p_mw: ``(n_storage,)`` MW in load convention (``> 0``: the unit absorbs, charging;
+                ``< 0``: it produces). A disconnected unit keeps its setpoint for when it is
+                connected again and injects nothing meanwhile.
+
+        Raises:
+            TypeError: ``p_mw`` is not numeric.
+            ValueError: wrong shape or a non-finite value.
+        """
+        start = perf_counter()
+        self._apply_storage_p(check_storage_p(self.model, p_mw))
+        self.timings["set_injections"] += perf_counter() - start
+
+    def set_storage_p_trusted(self, p_mw: np.ndarray) -> None:
+        """:meth:`set_storage_p` for callers that guarantee a finite float64 array of shape
+        ``(n_storage,)``: no checks."""
+        start = perf_counter()
+        self._apply_storage_p(p_mw)
+        self.timings["set_injections"] += perf_counter() - start
+
     def set_topology(
         self,
         load_bus: np.ndarray,
         gen_bus: np.ndarray,
         branch_or_bus: np.ndarray,
         branch_ex_bus: np.ndarray,
+        storage_bus: np.ndarray | None = None,
     ) -> None:
-        """Set every element's bus bar (1, 2 or -1). Raises ``ValueError`` on bad values."""
+        """Set every element's bus bar (1, 2 or -1).
+
+        Args:
+            load_bus: ``(n_load,)`` bus bar of each load.
+            gen_bus: ``(n_gen,)`` bus bar of each generator.
+            branch_or_bus: ``(n_branch,)`` bus bar of each branch origin.
+            branch_ex_bus: ``(n_branch,)`` bus bar of each branch extremity.
+            storage_bus: ``(n_storage,)`` bus bar of each storage unit; None puts every unit
+                on bus bar 1.
+
+        Raises:
+            TypeError: an array is not numeric.
+            ValueError: a wrong shape or a value other than 1, 2 and -1.
+        """
         start = perf_counter()
         self._apply_topology(
-            check_topology(self.model, load_bus, gen_bus, branch_or_bus, branch_ex_bus)
+            check_topology(self.model, load_bus, gen_bus, branch_or_bus, branch_ex_bus, storage_bus)
         )
         self.timings["set_topology"] += perf_counter() - start
 
@@ -116,11 +172,16 @@ class Backend(abc.ABC):
         gen_bus: np.ndarray,
         branch_or_bus: np.ndarray,
         branch_ex_bus: np.ndarray,
+        storage_bus: np.ndarray | None = None,
     ) -> None:
         """:meth:`set_topology` for callers that guarantee integer arrays of the right shapes
         holding only 1, 2 or -1: no checks."""
         start = perf_counter()
-        buses = np.concatenate((load_bus, gen_bus, branch_or_bus, branch_ex_bus), dtype=np.int32)
+        if storage_bus is None:
+            storage_bus = bus_bar_one(self.model.n_storage)
+        buses = np.concatenate(
+            (load_bus, gen_bus, branch_or_bus, branch_ex_bus, storage_bus), dtype=np.int32
+        )
         self._apply_topology(buses)
         self.timings["set_topology"] += perf_counter() - start
 
@@ -131,9 +192,13 @@ class Backend(abc.ABC):
         """Write checked injections into the solver."""
 
     @abc.abstractmethod
+    def _apply_storage_p(self, p_mw: np.ndarray) -> None:
+        """Write checked storage setpoints (float64, MW, load convention) into the solver."""
+
+    @abc.abstractmethod
     def _apply_topology(self, buses: np.ndarray) -> None:
         """Write a checked topology: a new int32 array of every element's bus bar (loads,
-        generators, branch origins, branch extremities)."""
+        generators, branch origins, branch extremities, storage units)."""
 
     @abc.abstractmethod
     def run_ac(self) -> bool:
@@ -160,7 +225,7 @@ class Backend(abc.ABC):
 def flow_slices(model: GridModel) -> dict[str, slice]:
     """Where each of :data:`FLOW_FIELDS` lies in the flat array of :meth:`Backend.read_flows`;
     the key ``"all"`` spans the whole array."""
-    sizes = [model.n_branch] * 8 + [model.n_load] * 3 + [model.n_gen] * 3
+    sizes = [model.n_branch] * 8 + [model.n_load] * 3 + [model.n_gen] * 3 + [model.n_storage] * 4
     slices, start = {}, 0
     for name, size in zip(FLOW_FIELDS, sizes, strict=True):
         slices[name] = slice(start, start + size)

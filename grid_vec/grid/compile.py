@@ -146,6 +146,9 @@ def compile_net(
         gen_v0=gen_vm * vn_kv[gen_bus],
         gen_pmin=_limit_column(net, "min_p_mw", -np.inf),
         gen_pmax=_limit_column(net, "max_p_mw", np.inf),
+        storage_names=storage_names(net),
+        storage_sub=net.storage["bus"].to_numpy(int),
+        storage_p0=net.storage["p_mw"].to_numpy(float),
         solver_states={
             "lightsim2grid": {
                 "grid": _lightsim_state(work, n_sub, trafo_model),
@@ -165,9 +168,19 @@ def _check_supported(net) -> None:
         )
     if not net.bus["in_service"].all():
         raise ValueError("net has out-of-service buses; drop them before compiling")
-    for table in ("trafo3w", "xward", "ward", "dcline", "impedance", "storage", "switch"):
+    for table in ("trafo3w", "xward", "ward", "dcline", "impedance", "switch"):
         if table in net and len(net[table]):
             raise ValueError(f"net.{table} is not supported (found {len(net[table])} rows)")
+    # lightsim2grid's converter ignores a storage's scaling (pandapower multiplies p and q by
+    # it) and refuses parallel units: the two solvers would solve different cases
+    for column in ("scaling", "parallel"):
+        if column in net.storage:
+            values = net.storage[column].to_numpy(float)
+            bad = np.flatnonzero(values != 1.0)
+            if bad.size:
+                raise ValueError(
+                    f"net.storage[{column!r}] must be 1 (row {int(bad[0])} has {values[bad[0]]})"
+                )
     n_slack_gen = int(_gen_slack_flags(net).sum())
     if n_slack_gen + len(net.ext_grid) != 1:
         raise ValueError(
@@ -225,6 +238,12 @@ def _names(table, prefix: str) -> np.ndarray:
     return np.array(
         [f"{prefix}_{bus}_{i}" for i, bus in enumerate(table["bus"].to_numpy(int))], dtype=str
     )
+
+
+def storage_names(net) -> np.ndarray:
+    """The storage units' names :func:`compile_net` gives (``net.storage``'s ``name`` column,
+    else grid2op's ``storage_{bus}_{i}``), in ``net.storage`` order."""
+    return _names(net.storage, "storage")
 
 
 def _gen_names(net) -> np.ndarray:
@@ -292,15 +311,16 @@ def _lightsim_state(work, n_sub: int, trafo_model: str) -> tuple:
             work, n_sub=n_sub, n_busbar_per_sub=N_BUSBAR, pp_orig_file=trafo_model
         )
     # positions in lightsim2grid's topology vector, for the bulk update_topo setter:
-    # loads, generators (gen then ext_grid), line origins, line extremities, trafo hv, trafo lv
+    # loads, generators (gen then ext_grid), line origins, line extremities, trafo hv, trafo lv,
+    # then storage units (last, so that a grid without storage keeps the same positions)
     n_load, n_gen = len(work.load), len(work.gen) + len(work.ext_grid)
-    n_line, n_trafo = len(work.line), len(work.trafo)
-    start = np.cumsum([0, n_load, n_gen, n_line, n_line, n_trafo])
+    n_line, n_trafo, n_storage = len(work.line), len(work.trafo), len(work.storage)
+    start = np.cumsum([0, n_load, n_gen, n_line, n_line, n_trafo, n_trafo, n_storage])
     model.set_load_pos_topo_vect(np.arange(start[0], start[1]))
     model.set_gen_pos_topo_vect(np.arange(start[1], start[2]))
-    model.set_storage_pos_topo_vect(np.arange(0))
     model.set_line_pos1_topo_vect(np.arange(start[2], start[3]))
     model.set_line_pos2_topo_vect(np.arange(start[3], start[4]))
     model.set_trafo_pos1_topo_vect(np.arange(start[4], start[5]))
-    model.set_trafo_pos2_topo_vect(np.arange(start[5], start[5] + n_trafo))
+    model.set_trafo_pos2_topo_vect(np.arange(start[5], start[6]))
+    model.set_storage_pos_topo_vect(np.arange(start[6], start[7]))
     return model.__getstate__()

@@ -31,6 +31,7 @@ TOLERANCE = 1e-8
 # of inputs into a list): the backend only ever passes plain ndarrays. Same C function, same
 # result; falls back to the public name where numpy has no ``_implementation``.
 _concatenate = getattr(np.concatenate, "_implementation", np.concatenate)
+_NO_SOLUTION = np.empty(0, dtype=complex)  # what ac_pf returns when it does not converge
 
 
 class LightSimBackend(Backend):
@@ -62,16 +63,22 @@ class LightSimBackend(Backend):
         # cast together into this buffer (numpy's float64 -> float32 cast, the one its bindings
         # would do), then handed over as float32 views, which its bindings take without a copy
         self._new_inj32()
-        n_topo = model.n_load + self._ls_gen.size + 2 * model.n_branch
+        n_topo = model.n_load + self._ls_gen.size + 2 * model.n_branch + model.n_storage
+        self._has_storage = bool(model.n_storage)
+        self._mask_storage = np.ones(model.n_storage, dtype=bool)
+        self._storage_p32 = np.zeros(model.n_storage, dtype=np.float32)
+        self._storage_island = False  # a unit on a bus bar that no connected branch reaches
         self._sgen_bus = np.ones(self._sgen.size, dtype=np.int32)
         self._n_sub = model.n_sub
         self._V = self._v_init.copy()
         self._topo = np.ones(n_topo, dtype=np.int32)
-        # model order (loads, gens, branch origins, branch extremities) -> lightsim2grid's
-        # topology vector (loads, gens without sgens, line ends 1 and 2, trafo ends 1 and 2)
+        # model order (loads, gens, branch origins, branch extremities, storage units) ->
+        # lightsim2grid's topology vector (loads, gens without sgens, line ends 1 and 2, trafo
+        # ends 1 and 2, storage units: the positions compile_net gave it)
         n_load, n_gen, n_line = model.n_load, model.n_gen, model.n_line
         origin = n_load + n_gen + np.arange(model.n_branch)
         extremity = origin + model.n_branch
+        self._branch_ends = slice(n_load + n_gen, n_load + n_gen + 2 * model.n_branch)
         self._topo_order = np.concatenate(
             [
                 np.arange(n_load),
@@ -80,13 +87,16 @@ class LightSimBackend(Backend):
                 extremity[:n_line],
                 origin[n_line:],
                 extremity[n_line:],
+                self._branch_ends.stop + np.arange(model.n_storage),
             ]
         )
         self._flow_slices = flow_slices(model)
         self._gen_start = self._flow_slices["gen_p"].start
+        self._storage_start = self._flow_slices["storage_p"].start
         self._units = np.ones(self._flow_slices["all"].stop)  # read_flows' layout
         self._units[self._flow_slices["a_or"]] = 1000.0  # lightsim2grid gives kA
         self._units[self._flow_slices["a_ex"]] = 1000.0
+        self._units[self._flow_slices["storage_theta"]] = np.pi / 180.0  # it gives degrees
         self._converged: bool | None = None
         self._set_bus_active()
         self._results: PowerFlowResults | None = None
@@ -117,6 +127,13 @@ class LightSimBackend(Backend):
             )
             self._gen_v_sent = gen_v_bytes
 
+    def _apply_storage_p(self, p_mw: np.ndarray) -> None:
+        if not self._has_storage:
+            return
+        # float32, as lightsim2grid stores it (the same cast its bindings would do)
+        self._storage_p32[:] = p_mw
+        self._grid.update_storages_p(self._mask_storage, self._storage_p32)
+
     def _new_inj32(self) -> None:
         """A float32 buffer of its own for the injections, and its three views."""
         n_load = self.model.n_load
@@ -127,8 +144,8 @@ class LightSimBackend(Backend):
 
     def _apply_topology(self, buses: np.ndarray) -> None:
         # a branch is in service only when both of its ends are on a bus bar
-        n_load, n_gen, n_branch = self.model.n_load, self.model.n_gen, self.model.n_branch
-        ends = buses[n_load + n_gen :].reshape(2, n_branch)
+        n_load, n_branch = self.model.n_load, self.model.n_branch
+        ends = buses[self._branch_ends].reshape(2, n_branch)
         ends[:, (ends == -1).any(axis=0)] = -1
         topo = buses[self._topo_order]
         changed = topo != self._topo
@@ -141,6 +158,23 @@ class LightSimBackend(Backend):
             self._V = self._v_init.copy()
             self._topo = topo
             self._set_bus_active()
+            if self._has_storage:
+                self._storage_island = self._storage_off_branches(buses)
+
+    def _storage_off_branches(self, buses: np.ndarray) -> bool:
+        """Whether a connected storage unit is on a bus bar that no connected branch reaches.
+
+        Such a bus bar is an island: lightsim2grid solves it when nothing on it injects
+        (a unit at p = 0), but grid2op's LightSimBackend refuses it (its DC initialisation
+        fails) and pandapower leaves it unsolved, so this backend reports it as diverged too.
+        """
+        model, n_sub = self.model, self.model.n_sub
+        ends = buses[self._branch_ends].reshape(2, model.n_branch)
+        subs = np.stack([model.branch_or_sub, model.branch_ex_sub])
+        reached = (subs + (ends - 1) * n_sub)[ends != -1]
+        units = buses[self._branch_ends.stop :]
+        on = units != -1
+        return not np.isin((model.storage_sub + (units - 1) * n_sub)[on], reached).all()
 
     def _set_sgen_buses(self, buses: np.ndarray) -> bool:
         """Static generators are outside ``update_topo``: set the (few) that changed."""
@@ -162,7 +196,7 @@ class LightSimBackend(Backend):
         start = perf_counter()
         # ac_pf reads its first guess into a vector of its own and returns a new array (checked
         # for converged and diverged solves): self._V needs no copy
-        V = self._grid.ac_pf(self._V, MAX_ITER, TOLERANCE)
+        V = _NO_SOLUTION if self._storage_island else self._grid.ac_pf(self._V, MAX_ITER, TOLERANCE)
         converged = self._converged = V.size > 0
         if converged:
             self._V = V
@@ -212,12 +246,14 @@ class LightSimBackend(Backend):
         """One ``concatenate`` of lightsim2grid's result views into ``out`` (FLOW_FIELDS order)."""
         views = self._views
         if views is None:
-            views = self._views = _ResultViews.of(self._grid)
+            views = self._views = _ResultViews.of(self._grid, self._has_storage)
         if self._has_sgen:
             _concatenate(views.branches_loads, 0, out[: self._gen_start])
-            gens = out[self._gen_start :].reshape(3, -1)
+            gens = out[self._gen_start : self._storage_start].reshape(3, -1)
             gens[:, self._ls_gen] = views.gens
             gens[:, self._sgen] = views.sgens
+            if self._has_storage:
+                _concatenate(views.storages, 0, out[self._storage_start :])
         else:
             _concatenate(views.all, 0, out)
         # kA -> A: one multiply of the whole row is cheaper than slicing out the currents
@@ -243,6 +279,7 @@ class LightSimBackend(Backend):
         new._new_inj32()
         new._V = self._V.copy()
         new._sgen_bus = self._sgen_bus.copy()
+        new._storage_p32 = self._storage_p32.copy()
         new.timings = dict(self.timings)
         return new
 
@@ -253,16 +290,19 @@ class _ResultViews:
     call per step. A failed solve reallocates those vectors (and a topology change may), so
     the backend drops its views then, as well as on copy and pickling."""
 
-    __slots__ = ("all", "branches_loads", "gens", "sgens")
+    __slots__ = ("all", "branches_loads", "gens", "sgens", "storages")
 
-    def __init__(self, branches_loads: tuple, gens: tuple, sgens: tuple) -> None:
+    def __init__(self, branches_loads: tuple, gens: tuple, sgens: tuple, storages: tuple) -> None:
         self.branches_loads = branches_loads  # FLOW_FIELDS order up to load_v
         self.gens = gens  # gen_p, gen_q, gen_v of lightsim2grid's generators
         self.sgens = sgens  # the same for static generators
-        self.all = branches_loads + gens  # read_flows' order when there is no sgen
+        self.storages = storages  # storage p, q, v, theta (degrees); () without storage
+        # read_flows' order when there is no sgen (a grid without storage concatenates no
+        # empty arrays: its hot path is unchanged)
+        self.all = branches_loads + gens + storages
 
     @classmethod
-    def of(cls, grid) -> _ResultViews:
+    def of(cls, grid, has_storage: bool) -> _ResultViews:
         p1, q1, v1, a1 = grid.get_line_res1()
         p2, q2, v2, a2 = grid.get_line_res2()
         tp1, tq1, tv1, ta1 = grid.get_trafo_res1()
@@ -272,4 +312,5 @@ class _ResultViews:
             (p1, tp1, q1, tq1, v1, tv1, a1, ta1, p2, tp2, q2, tq2, v2, tv2, a2, ta2, lp, lq, lv),
             tuple(grid.get_gen_res()),
             tuple(grid.get_sgens_res()),
+            tuple(grid.get_storages_res_full()) if has_storage else (),
         )

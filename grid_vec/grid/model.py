@@ -8,7 +8,9 @@ Element orders, used by every layer above:
 * loads: ``net.load`` rows;
 * generators: ``net.gen`` rows, then ``net.sgen`` rows (not voltage-controlling), then
   ``net.ext_grid`` rows (the slack). A ``net.gen`` row with ``slack=True`` (grid2op's
-  own grids have one and no ext_grid) is the slack too: its ``gen_kind`` is ``"slack"``.
+  own grids have one and no ext_grid) is the slack too: its ``gen_kind`` is ``"slack"``;
+* storage units: ``net.storage`` rows. Their power is in load convention, as in grid2op and
+  pandapower: ``p > 0`` is a unit absorbing (charging), in MW.
 
 A ``GridModel`` holds only numpy arrays, strings and the serialised solver states, so it
 pickles in a few KB and can be shipped to worker processes that never import pandapower.
@@ -44,6 +46,11 @@ class GridModel:
     gen_v0: np.ndarray  # (n_gen,) kV voltage setpoint (sgen: nominal voltage, unused)
     gen_pmin: np.ndarray  # (n_gen,) MW
     gen_pmax: np.ndarray  # (n_gen,) MW
+    # storage units (none by default, for the grids and callers that have none): names,
+    # substations, and MW setpoints in the net (load convention; 0 in grid2op's grids)
+    storage_names: np.ndarray = field(default_factory=lambda: np.array([], dtype=str))
+    storage_sub: np.ndarray = field(default_factory=lambda: np.array([], dtype=np.int64))
+    storage_p0: np.ndarray = field(default_factory=lambda: np.array([], dtype=np.float64))
     solver_states: dict = field(default_factory=dict, repr=False)  # backend name -> state
 
     @property
@@ -65,6 +72,10 @@ class GridModel:
     @property
     def n_gen(self) -> int:
         return len(self.gen_names)
+
+    @property
+    def n_storage(self) -> int:
+        return len(self.storage_names)
 
     @property
     def gen_is_slack(self) -> np.ndarray:

@@ -50,7 +50,13 @@ class PandapowerBackend(Backend):
         self._converged: bool | None = None
         # bus bars holding a connected element: each must be solved, else it is an island
         self._used_bus = np.zeros(2 * model.n_sub, dtype=bool)
-        for subs in (model.load_sub, model.gen_sub, model.branch_or_sub, model.branch_ex_sub):
+        for subs in (
+            model.load_sub,
+            model.gen_sub,
+            model.branch_or_sub,
+            model.branch_ex_sub,
+            model.storage_sub,
+        ):
             self._used_bus[subs] = True
         self._warm = False
         self._results: PowerFlowResults | None = None
@@ -68,10 +74,13 @@ class PandapowerBackend(Backend):
         net.sgen["p_mw"] = gen_p[self._sgen]
         net.ext_grid["vm_pu"] = vm_pu[self._ext]
 
+    def _apply_storage_p(self, p_mw: np.ndarray) -> None:
+        self.net.storage["p_mw"] = p_mw
+
     def _apply_topology(self, buses: np.ndarray) -> None:
         net, model = self.net, self.model
-        load_bus, gen_bus, branch_or_bus, branch_ex_bus = np.split(
-            buses, np.cumsum([model.n_load, model.n_gen, model.n_branch])
+        load_bus, gen_bus, branch_or_bus, branch_ex_bus, storage_bus = np.split(
+            buses, np.cumsum([model.n_load, model.n_gen, model.n_branch, model.n_branch])
         )
         n_sub, n_line = model.n_sub, model.n_line
         used = np.zeros(2 * n_sub, dtype=bool)
@@ -87,12 +96,16 @@ class PandapowerBackend(Backend):
         ex_bus = place(model.branch_ex_sub, np.where(branch_on, branch_ex_bus, -1))
         load_pp = place(model.load_sub, load_bus)
         gen_pp = place(model.gen_sub, gen_bus)
+        # a storage unit's bus bar is in the power flow whatever its setpoint (as in
+        # lightsim2grid): a unit alone on a bus bar makes an island, reported as diverged
+        storage_pp = place(model.storage_sub, storage_bus)
 
         net.line["from_bus"], net.line["to_bus"] = or_bus[:n_line], ex_bus[:n_line]
         net.line["in_service"] = branch_on[:n_line]
         net.trafo["hv_bus"], net.trafo["lv_bus"] = or_bus[n_line:], ex_bus[n_line:]
         net.trafo["in_service"] = branch_on[n_line:]
         net.load["bus"], net.load["in_service"] = load_pp, load_bus != -1
+        net.storage["bus"], net.storage["in_service"] = storage_pp, storage_bus != -1
         for table, part in (
             (net.gen, self._gen),
             (net.sgen, self._sgen),
@@ -141,6 +154,7 @@ class PandapowerBackend(Backend):
         net = self.net
         bus_vm = _values(net.res_bus, "vm_pu")
         bus_kv = bus_vm * net.bus["vn_kv"].to_numpy(float)
+        bus_va = np.deg2rad(_values(net.res_bus, "va_degree"))
         line, trafo = net.res_line, net.res_trafo
         load_v = bus_kv[net.load["bus"].to_numpy(int)] * net.load["in_service"].to_numpy(bool)
         gen_bus = np.concatenate(
@@ -159,7 +173,7 @@ class PandapowerBackend(Backend):
         )
         self._results = PowerFlowResults(
             bus_vm_pu=bus_vm,
-            bus_va_rad=np.deg2rad(_values(net.res_bus, "va_degree")),
+            bus_va_rad=bus_va,
             p_or=_branch(line, "p_from_mw", trafo, "p_hv_mw"),
             q_or=_branch(line, "q_from_mvar", trafo, "q_hv_mvar"),
             v_or=np.concatenate(
@@ -186,9 +200,22 @@ class PandapowerBackend(Backend):
             gen_p=np.concatenate([_values(t, "p_mw") for t in res_gen]),
             gen_q=np.concatenate([_values(t, "q_mvar") for t in res_gen]),
             gen_v=bus_kv[gen_bus] * gen_on,
+            **self._storage_results(bus_kv, bus_va),
         )
         self.timings["results"] += perf_counter() - start
         return self._results
+
+    def _storage_results(self, bus_kv: np.ndarray, bus_va: np.ndarray) -> dict[str, np.ndarray]:
+        """storage_p/q/v/theta: the solved injections, zeros for a disconnected unit."""
+        net = self.net
+        bus = net.storage["bus"].to_numpy(int)
+        on = net.storage["in_service"].to_numpy(bool)
+        return {
+            "storage_p": np.where(on, _values(net.res_storage, "p_mw"), 0.0),
+            "storage_q": np.where(on, _values(net.res_storage, "q_mvar"), 0.0),
+            "storage_v": np.where(on, bus_kv[bus], 0.0),
+            "storage_theta": np.where(on, bus_va[bus], 0.0),
+        }
 
     def copy(self) -> PandapowerBackend:
         """An independent backend (deep copy of the net and of every array)."""
