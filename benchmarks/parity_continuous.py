@@ -66,20 +66,6 @@ def pair(folder: Path, action_type: str):
     return ours, theirs
 
 
-def grid2op_dict(env, action: np.ndarray) -> dict:
-    """A continuous action of ``env`` in grid2op's vocabulary."""
-    layout = env.unwrapped._batch.continuous
-    n_r = len(layout.redispatch_gens)
-    redispatch = zip(layout.redispatch_gens, action[:n_r], strict=True)
-    curtail = zip(layout.curtail_gens, action[n_r:], strict=True)
-    act: dict = {}
-    if "redispatch" in layout.controls:
-        act["redispatch"] = [(int(g), float(v)) for g, v in redispatch]
-    if "curtailment" in layout.controls:
-        act["curtail"] = [(int(g), float(v)) for g, v in curtail]
-    return act
-
-
 def draw(env, rng: np.random.Generator, scale: float) -> np.ndarray:
     """An action drawn uniformly from ``scale`` x the box (limits in [1 - scale, 1])."""
     layout = env.unwrapped._batch.continuous
@@ -106,7 +92,7 @@ def run_once(ours, theirs, seed: int, steps: int, act: float, scale: float) -> d
         action = draw(ours, rng, scale) if rng.random() < act else keep.copy()
         keep = action.copy()
         keep[:n_r] = 0.0
-        g_obs, _, g_done, g_info = theirs.step(theirs.action_space(grid2op_dict(ours, action)))
+        g_obs, _, g_done, g_info = theirs.step(theirs.action_space(layout.grid2op_action(action)))
         obs, _, term, trunc, info = ours.step(action)
         flags += bool(g_info["failed_redispatching"]) != ("failed_redispatch_reason" in info)
         if term or trunc or g_done:

@@ -109,6 +109,19 @@ class ContinuousLayout:
                 f"low {self.low}, high {self.high}, got {actions}"
             )
 
+    def grid2op_action(self, action: np.ndarray) -> dict[str, list[tuple[int, float]]]:
+        """One continuous action in grid2op's vocabulary (the dict its ``action_space``
+        takes): ``redispatch`` and ``curtail`` on every generator of the box."""
+        n_r = len(self.redispatch_gens)
+        out: dict[str, list[tuple[int, float]]] = {}
+        if "redispatch" in self.controls:
+            pairs = zip(self.redispatch_gens, action[:n_r], strict=True)
+            out["redispatch"] = [(int(g), float(v)) for g, v in pairs]
+        if "curtailment" in self.controls:
+            pairs = zip(self.curtail_gens, action[n_r:], strict=True)
+            out["curtail"] = [(int(g), float(v)) for g, v in pairs]
+        return out
+
     def describe(self, action: np.ndarray, gen_names: np.ndarray) -> str:
         """One continuous action in words: the generators it moves or curtails."""
         n_r = len(self.redispatch_gens)

@@ -91,7 +91,7 @@ class StepBatch:
     illegal_reason: dict[int, str] = field(default_factory=dict)
     ambiguous_reason: dict[int, str] = field(default_factory=dict)
     game_over_reason: dict[int, str] = field(default_factory=dict)
-    failed_redispatch: dict[int, str] = field(default_factory=dict)  # its action undone
+    failed_redispatch_reason: dict[int, str] = field(default_factory=dict)  # action undone
 
 
 class GridBatch:
@@ -726,8 +726,8 @@ def env_info(result: StepBatch, j: int) -> dict[str, Any]:
         info["ambiguous_reason"] = result.ambiguous_reason[j]
     if result.game_over_reason and j in result.game_over_reason:
         info["game_over_reason"] = result.game_over_reason[j]
-    if result.failed_redispatch and j in result.failed_redispatch:
-        info["failed_redispatch_reason"] = result.failed_redispatch[j]
+    if result.failed_redispatch_reason and j in result.failed_redispatch_reason:
+        info["failed_redispatch_reason"] = result.failed_redispatch_reason[j]
     info["attacked_branch"] = int(result.attacked[j])
     return info
 

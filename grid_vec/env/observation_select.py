@@ -16,7 +16,18 @@ timestep_protection_engaged B   consecutive steps a branch has been above its so
 theta_or, theta_ex       B each voltage angle at each branch end, degrees (0 when disconnected)
 load_theta               L      voltage angle at each load, degrees
 gen_theta                G      voltage angle at each generator, degrees
+gen_margin_up            G      MW a dispatchable generator can still rise next step (ramp,
+                                pmax), 0 for the others
+gen_margin_down          G      the same, down (ramp, pmin)
+gen_p_before_curtail     G      a renewable generator's MW before curtailment (0 for others)
+curtailment              G      MW curtailed / pmax, per renewable generator
+curtailment_limit        G      the curtailment limit in force (ratio of pmax, 1: none)
+curtailment_limit_effective G   gen_p / pmax where curtailment bites, else the limit
 ======================== ====== ==============================================================
+
+The dispatch attributes follow grid2op's formulas (``BaseObservation.update``); on a grid
+without the generators' characteristics they read as grid2op's do there (margins 0, limits 1,
+``gen_p_before_curtail`` = ``gen_p``).
 
 The batched core builds the default observation, then :class:`ObservationSelection` takes
 the chosen columns and computes the further attributes (the angles read from the power flow
@@ -44,7 +55,15 @@ EXTRA_SIZES: dict[str, Callable[[Any], int]] = {
     "theta_ex": lambda m: m.n_branch,
     "load_theta": lambda m: m.n_load,
     "gen_theta": lambda m: m.n_gen,
-}
+    **{name: (lambda m: m.n_gen) for name in (
+        "gen_margin_up", "gen_margin_down", "gen_p_before_curtail", "curtailment",
+        "curtailment_limit", "curtailment_limit_effective",
+    )},
+}  # fmt: skip
+DISPATCH = (
+    "gen_margin_up", "gen_margin_down", "gen_p_before_curtail", "curtailment",
+    "curtailment_limit", "curtailment_limit_effective",
+)  # fmt: skip
 THETAS = ("theta_or", "theta_ex", "load_theta", "gen_theta")
 
 
@@ -118,6 +137,7 @@ class ObservationSelection:
         self._dst = np.concatenate(dst) if dst else np.zeros(0, dtype=np.intp)
         self.extras = [name for name in self.attributes if name not in default.slices]
         self.needs_thetas = any(name in THETAS for name in self.extras)
+        self.needs_dispatch = any(name in DISPATCH for name in self.extras)
 
     def select(self, full: np.ndarray, extras: dict[str, np.ndarray]) -> np.ndarray:
         """``(k, size)`` observations of the chosen attributes from ``(k, default size)``
@@ -158,7 +178,41 @@ def extra_values(
         out["delta_time"] = np.asarray(minutes)
     if selection.needs_thetas:
         out.update(_thetas(batch, state, rows))
+    if selection.needs_dispatch:
+        out.update(_dispatch(batch.dispatch_limits, state, rows))
     return out
+
+
+def _dispatch(limits: Any, state: Any, rows: np.ndarray) -> dict[str, np.ndarray]:
+    """grid2op's dispatch attributes of ``rows`` after their step."""
+    gen_p = state.gen_p[rows].astype(np.float32)
+    up, down = limits.margins(gen_p)
+    if not limits.available:
+        ones = np.ones_like(gen_p)
+        return {
+            "gen_margin_up": up, "gen_margin_down": down, "gen_p_before_curtail": gen_p,
+            "curtailment": np.zeros_like(gen_p), "curtailment_limit": ones,
+            "curtailment_limit_effective": ones,
+        }  # fmt: skip
+    renewable = limits.renewable
+    limit = np.minimum(state.curtail_limit[rows], 1.0)
+    # an uncapped renewable produces its schedule: the stored value is only kept (and only
+    # up to date) for the capped ones, the dispatch code skipping envs at rest
+    capped = np.abs(state.curtail_limit[rows] - 1.0) >= 1e-7
+    before = np.where(renewable, np.where(capped, state.gen_p_before_curtail[rows], gen_p), 0.0)
+    before = before.astype(np.float32)
+    pmax = np.where(limits.pmax > 0, limits.pmax, 1.0)
+    curtailment = np.where(renewable, (before - gen_p) / pmax, 0.0)
+    acted = renewable & (before != gen_p)
+    effective = np.where(acted, gen_p / pmax, np.where(renewable, limit, 1.0))
+    return {
+        "gen_margin_up": up,
+        "gen_margin_down": down,
+        "gen_p_before_curtail": before,
+        "curtailment": curtailment.astype(np.float32),
+        "curtailment_limit": limit,
+        "curtailment_limit_effective": effective.astype(np.float32),
+    }
 
 
 def _thetas(batch: Any, state: Any, rows: np.ndarray) -> dict[str, np.ndarray]:

@@ -36,7 +36,7 @@ from grid_vec.env.action_input import batch_actions
 from grid_vec.vector.grid_commands import GridCommands
 
 _STEP_KEYS = ("is_illegal", "is_ambiguous", "tripped_branches", "attacked_branch")
-_REASONS = ("illegal_reason", "ambiguous_reason", "game_over_reason")
+_REASONS = ("illegal_reason", "ambiguous_reason", "game_over_reason", "failed_redispatch_reason")
 
 
 class BatchedGridVecEnv(GridCommands, VectorEnv):

@@ -190,7 +190,14 @@ def _play(
         kwargs["thermal_limits"] = _cascade_limits(case14)
     if kwargs.pop("grid2op_rewards", False):
         kwargs.update(_grid2op_rewards(case14))
-    factory = _factory(case14, **kwargs)
+    return _compare(_factory(case14, **kwargs), n, policy, mode, steps, kind)
+
+
+def _compare(
+    factory: GridEnvFactory, n: int, policy: str, mode: AutoresetMode, steps: int, kind: str
+) -> int:
+    """Play the same actions on ``n`` envs of ``factory`` batched and on SyncVectorEnv;
+    assert every output equal; return the episodes ended."""
     batched = _vector(kind, factory, n, mode)
     reference = SyncVectorEnv([factory] * n, autoreset_mode=mode)
     obs_b, info_b = batched.reset(seed=7)
@@ -225,6 +232,20 @@ def _play(
     batched.close()
     reference.close()
     return ends
+
+
+@pytest.mark.parametrize("kind", ["batched", "workers"])
+@pytest.mark.parametrize("n", [1, 2, 7])
+def test_batch_matches_separate_envs_under_redispatch_and_curtailment(n, kind):
+    """grid2op's dispatch rules on the sandbox (renewables to curtail): whole-box random
+    redispatch and curtailment, infeasible dispatches ending episodes at different steps."""
+    pytest.importorskip("grid2op")
+    from grid_vec.bench.workloads import sandbox_path
+    from grid_vec.env.make import env_factory
+
+    factory = env_factory(sandbox_path(), action_type="continuous", reward="flat", opponent=None)
+    ends = _compare(factory, n, "box", AutoresetMode.NEXT_STEP, 40, kind)
+    assert ends > 0
 
 
 @pytest.mark.parametrize("setting", list(SETTINGS))

@@ -1,0 +1,96 @@
+"""grid_vec's redispatch and curtailment beside grid2op + LightSimBackend (the reference):
+seeded random continuous actions give the same dispatch, generation, flags and end steps;
+the dispatch observation attributes read as grid2op's."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import grid_vec
+
+grid2op = pytest.importorskip("grid2op")
+pytest.importorskip("lightsim2grid")
+
+SANDBOX = Path(grid2op.__file__).parent / "data" / "l2rpn_case14_sandbox"
+HARNESS = Path(__file__).parents[2] / "benchmarks" / "parity_continuous.py"
+
+
+@pytest.fixture(scope="module")
+def parity():
+    spec = importlib.util.spec_from_file_location("parity_continuous", HARNESS)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("action_type", ["redispatch", "curtailment", "continuous"])
+def test_random_continuous_actions_play_as_in_grid2op(parity, action_type):
+    """Whole-box random actions (infeasible dispatches and failed redispatches included):
+    every step's actual_dispatch and gen_p within 1e-3 MW, the same flags, the same end."""
+    ours, theirs = parity.pair(SANDBOX, action_type)
+    runs = [parity.run_once(ours, theirs, seed, 120, 0.3, 1.0) for seed in range(4)]
+    for run in runs:
+        assert run["end"] == run["grid2op_end"], run
+        assert run["worst"]["actual_dispatch"] <= 1e-3, run
+        assert run["worst"]["gen_p"] <= 1e-3, run
+        assert run["flag_differences"] == 0, run
+    if action_type != "redispatch":  # the draws do end episodes: the game-over path is played
+        assert any(run["end"] is not None for run in runs)
+
+
+def test_dispatch_observation_attributes_read_as_grid2ops(parity):
+    names = [
+        "gen_margin_up", "gen_margin_down", "gen_p_before_curtail", "curtailment",
+        "curtailment_limit", "curtailment_limit_effective", "target_dispatch",
+    ]  # fmt: skip
+    ours, theirs = parity.pair(SANDBOX, "continuous")
+    ours = grid_vec.make(
+        SANDBOX, reward="flat", opponent=None, maintenance=False, action_type="continuous",
+        observation_attributes=names,
+    )  # fmt: skip
+    theirs.set_id(0)
+    theirs.reset()
+    ours.reset(options={"scenario_id": 0})
+    layout = ours.unwrapped._batch.continuous
+    rng = np.random.default_rng(3)
+    compared, curtailed = 0, 0.0
+    for _ in range(40):
+        action = parity.draw(ours, rng, 0.6)
+        g_obs, _, g_done, _ = theirs.step(theirs.action_space(layout.grid2op_action(action)))
+        obs, _, term, _, _ = ours.step(action)
+        assert term == g_done
+        if term:
+            break
+        view = ours.view(obs)
+        for name in names:
+            np.testing.assert_allclose(
+                getattr(view, name), getattr(g_obs, name), atol=1e-4, err_msg=name
+            )
+        compared += 1
+        curtailed = max(curtailed, float(np.abs(view.curtailment).max()))
+    assert compared >= 10
+    assert curtailed > 0.01  # curtailment did bite
+
+
+def test_a_redispatch_target_beyond_pmax_minus_pmin_fails_and_is_given_back():
+    env = grid_vec.make(SANDBOX, reward="flat", opponent=None, action_type="redispatch")
+    env.reset(seed=0)
+    high = env.action_space.high
+    spread = env.dispatch_limits.pmax - env.dispatch_limits.pmin
+    g = int(env.redispatchable[0])
+    steps = int(np.ceil(spread[g] / high[0])) + 1
+    flagged = 0
+    for _ in range(steps):
+        action = np.zeros_like(high)
+        action[0] = high[0]
+        _, _, term, _, info = env.step(action)
+        assert not term
+        flagged += "failed_redispatch_reason" in info
+        target = env.unwrapped._batch.state.target_dispatch[0, g]
+        assert target <= spread[g] + 1e-4
+    assert flagged >= 1
+    assert "pmax - pmin" in info["failed_redispatch_reason"]
