@@ -401,7 +401,7 @@ def _programme(
     can_use_all: bool,
 ) -> np.ndarray | str:
     """One env's new actual dispatch, or why there is none."""
-    from scipy.optimize import LinearConstraint, minimize
+    from scipy.optimize import minimize
 
     moving = (new_p > 0.0) | (np.abs(actual) >= ZERO) | (target != actual)
     moving &= limits.redispatchable
@@ -451,15 +451,16 @@ def _programme(
         return grad
 
     precision = max(float(EPSILON) / scale_x, 1e-6)
+    constraints = [
+        *_linear(sum_row, total / scale_x, total / scale_x),
+        *_linear(np.eye(n), (low - half_eps) / scale_x, (high + half_eps) / scale_x),
+    ]
     res = minimize(
         objective,
         x0,
         method="SLSQP",
         jac=gradient,
-        constraints=[
-            LinearConstraint(sum_row, total / scale_x, total / scale_x),
-            LinearConstraint(np.eye(n), (low - half_eps) / scale_x, (high + half_eps) / scale_x),
-        ],
+        constraints=constraints,
         options={"eps": precision, "ftol": precision, "disp": False},
     )
     if not res.success:  # grid2op keeps an unconverged point that meets the constraints
@@ -471,6 +472,37 @@ def _programme(
     new = actual.copy()
     new[moving] += (res.x * scale_x).astype(_F32)
     return new
+
+
+def _linear(a: np.ndarray, low: np.ndarray, high: np.ndarray) -> list[dict[str, Any]]:
+    """``low <= a @ x <= high`` as SLSQP's constraint dicts: the same functions, in the same
+    order, as scipy makes of a ``LinearConstraint`` for SLSQP (so the iterates, hence grid2op
+    parity, are the same), without the cost of building and converting that object on every
+    step."""
+    low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    equal = low == high
+    below = np.logical_xor(low != -np.inf, equal)
+    above = np.logical_xor(high != np.inf, equal)
+    out: list[dict[str, Any]] = []
+    if equal.any():
+        out.append({
+            "type": "eq",
+            "fun": lambda x: np.dot(a, x).flatten()[equal] - low[equal],
+            "jac": lambda x: a[equal, :],
+        })  # fmt: skip
+    n_below, n_above = int(below.sum()), int(above.sum())
+    if n_below + n_above:
+        jac = np.concatenate((a[below], -a[above]))
+
+        def fun(x: np.ndarray) -> np.ndarray:
+            y = np.zeros(n_below + n_above)
+            values = np.dot(a, x).flatten()
+            y[:n_below] = values[below] - low[below]
+            y[n_below:] = -(values[above] - high[above])
+            return y
+
+        out.append({"type": "ineq", "fun": fun, "jac": lambda x: jac})
+    return out
 
 
 def _infeasible(
