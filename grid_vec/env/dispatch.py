@@ -470,7 +470,10 @@ def _programme(
         if not ((values - lows >= -TOL).all() and (values - highs <= TOL).all()):
             return f"no dispatch meets the generators' limits and ramps ({res.message})"
     new = actual.copy()
-    new[moving] += (res.x * scale_x).astype(_F32)
+    # added in float64, then stored in float32, as grid2op does: a generator's dispatch
+    # brought back to 0 keeps grid2op's rounding residue, which decides whether it takes
+    # part in the next step's programme
+    new[moving] += res.x * scale_x
     return new
 
 
