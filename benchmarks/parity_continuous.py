@@ -1,5 +1,6 @@
 """grid_vec beside grid2op + LightSimBackend under seeded random continuous actions
-(redispatch, curtailment, both): the same dispatch, the same generation, the same end step?
+(redispatch, curtailment, both, both with topology actions): the same dispatch, the same
+generation, the same end step?
 
 On ``l2rpn_case14_sandbox`` (``--folder``: another bundled folder with ``prods_charac.csv``),
 maintenance and opponent off on both sides, ``--runs`` runs per action type. A run plays one
@@ -8,11 +9,13 @@ scenario (run % the number of scenarios) from its start; at each step, with prob
 the ramps; curtailment limits in ``[1 - scale, 1]``), else the last one again with no
 redispatch (so the curtailment limits hold, as an agent that keeps them would send). The same
 action on both sides (grid2op's ``redispatch`` and ``curtail`` on every generator of the
-box). A run stops when either side ends it, or after ``--steps`` steps.
+box). ``combined`` adds, with probability ``--act``, a catalog action drawn uniformly (the
+same on both sides, as ``ActionCatalog.grid2op_action`` says it), else do-nothing. A run stops
+when either side ends it, or after ``--steps`` steps.
 
 Reported per action type: runs whose end step agrees, and over every step both played the
-largest |difference| of ``actual_dispatch``, ``gen_p`` (MW) and the failed-redispatch flags
-that differ.
+largest |difference| of ``actual_dispatch``, ``gen_p`` (MW) and the failed-redispatch and
+illegal flags that differ.
 
     python benchmarks/parity_continuous.py [--runs 100] [--steps 288] [--act 0.2]
         [--scale 0.5] [--folder l2rpn_case14_sandbox] [--types redispatch curtailment continuous]
@@ -35,7 +38,7 @@ import grid_vec
 from grid_vec._argtypes import positive_int
 
 RESULTS = Path(__file__).parent / "results" / "parity_continuous.json"  # + _<folder>
-TYPES = ("redispatch", "curtailment", "continuous")
+TYPES = ("redispatch", "curtailment", "continuous", "combined")
 
 
 def pair(folder: Path, action_type: str):
@@ -92,9 +95,15 @@ def run_once(ours, theirs, seed: int, steps: int, act: float, scale: float) -> d
         action = draw(ours, rng, scale) if rng.random() < act else keep.copy()
         keep = action.copy()
         keep[:n_r] = 0.0
-        g_obs, _, g_done, g_info = theirs.step(theirs.action_space(layout.grid2op_action(action)))
+        theirs_action = layout.grid2op_action(action)
+        if ours.action_type == "combined":
+            index = int(rng.integers(len(ours.catalog))) if rng.random() < act else 0
+            theirs_action.update(ours.catalog.grid2op_action(index))
+            action = {"topology": index, "continuous": action}
+        g_obs, _, g_done, g_info = theirs.step(theirs.action_space(theirs_action))
         obs, _, term, trunc, info = ours.step(action)
         flags += bool(g_info["failed_redispatching"]) != ("failed_redispatch_reason" in info)
+        flags += bool(g_info["is_illegal"]) != info["is_illegal"]
         if term or trunc or g_done:
             return {
                 "seed": seed,
@@ -148,7 +157,8 @@ def main(argv: list[str] | None = None) -> dict:
             f"{action_type}: same end step in {g['same_end']}/{g['runs']} runs (mean end "
             f"{g['mean_end']:.1f}); max |diff| actual_dispatch "
             f"{g['max_actual_dispatch_diff_mw']:.2e} MW, gen_p {g['max_gen_p_diff_mw']:.2e} MW; "
-            f"failed-redispatch flags differing: {g['failed_redispatch_flag_differences']}"
+            f"failed-redispatch / illegal flags differing: "
+            f"{g['failed_redispatch_flag_differences']}"
         )
         for r in g["divergent"]:
             print(f"  seed {r['seed']}: ours {r['end']}, grid2op {r['grid2op_end']} "

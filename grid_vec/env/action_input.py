@@ -9,7 +9,9 @@ Action types (``GridEnv(action_type=...)``):
   ``[-max_ramp_down, max_ramp_up]`` (grid2op's ``redispatch``: it adds to the target);
 * ``"curtailment"``: ``Box`` of each renewable generator's curtailment limit in ``[0, 1]``
   (a ratio of its pmax; 1 lifts it), set every step;
-* ``"continuous"``: both, redispatch first then curtailment, in one flat ``Box``.
+* ``"continuous"``: both, redispatch first then curtailment, in one flat ``Box``;
+* ``"combined"``: ``Dict(topology=Discrete, continuous=Box)``, a catalog action and a
+  ``"continuous"`` one in the same step (grid2op plays both parts of one action).
 
 One env's action is checked by ``GridEnv``; a batch of them (a vector env's) here, once for
 all envs, so that the in-process batched vector env and the workers of GridVecEnv accept and
@@ -26,11 +28,12 @@ from gymnasium import spaces
 
 from grid_vec.env.dispatch import GeneratorLimits
 
-ACTION_TYPES = ("discrete", "redispatch", "curtailment", "continuous")
+ACTION_TYPES = ("discrete", "redispatch", "curtailment", "continuous", "combined")
 _CONTROLS = {
     "redispatch": ("redispatch",),
     "curtailment": ("curtailment",),
     "continuous": ("redispatch", "curtailment"),
+    "combined": ("redispatch", "curtailment"),
 }
 _TOL = 1e-5  # actions this far outside the box are accepted (float32 rounding)
 
@@ -143,12 +146,13 @@ Parsed = tuple[np.ndarray, np.ndarray | None, np.ndarray | None]
 
 def batch_actions(batch: Any, space: spaces.Space, actions: Any) -> Parsed:
     """Check the actions of ``k`` envs of ``batch`` (one env's action ``space``: the
-    ``Discrete`` catalog or a continuous ``Box``).
+    ``Discrete`` catalog, a continuous ``Box`` or the combined ``Dict``).
 
     Args:
         batch: the ``GridBatch`` the envs are rows of.
         space: one env's action space.
-        actions: ``k`` ints, or a ``(k, size)`` float array.
+        actions: ``k`` ints, a ``(k, size)`` float array, or a dict of both (``topology``,
+            ``continuous``).
 
     Returns:
         ``(catalog indices, redispatch MW or None, curtailment limits or None)``, as
@@ -157,6 +161,17 @@ def batch_actions(batch: Any, space: spaces.Space, actions: Any) -> Parsed:
     Raises:
         ValueError: actions of the wrong shape or type, or outside ``space``.
     """
+    if isinstance(space, spaces.Dict):
+        if not isinstance(actions, dict) or set(actions) != {"topology", "continuous"}:
+            raise ValueError(
+                f"combined actions must be a dict with keys 'topology' and 'continuous', got "
+                f"{type(actions).__name__}"
+            )
+        indices, _, _ = batch_actions(batch, space["topology"], actions["topology"])
+        _, redispatch, curtail = batch_actions(batch, space["continuous"], actions["continuous"])
+        if len(indices) != len(redispatch if redispatch is not None else curtail):
+            raise ValueError("combined actions: as many 'topology' as 'continuous' rows")
+        return indices, redispatch, curtail
     arr = np.asarray(actions)
     k = len(arr) if arr.ndim else -1
     if isinstance(space, spaces.Discrete):
@@ -178,7 +193,7 @@ def batch_actions(batch: Any, space: spaces.Space, actions: Any) -> Parsed:
     return (np.zeros(k, dtype=np.int64), *layout.split(arr))
 
 
-def one_action(batch: Any, action_type: str, n_discrete: int, action: Any) -> Parsed:
+def one_action(batch: Any, action_type: str, n_catalog: int, action: Any) -> Parsed:
     """Check one env's action (``GridEnv.step``'s); the batch's form of it, for one row.
 
     Raises:
@@ -188,10 +203,19 @@ def one_action(batch: Any, action_type: str, n_discrete: int, action: Any) -> Pa
         if isinstance(action, np.ndarray) and action.shape == () and action.dtype.kind in "iu":
             action = int(action)
         if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
-            raise ValueError(f"action must be an int in [0, {n_discrete - 1}], got {action!r}")
-        if not 0 <= action < n_discrete:
-            raise ValueError(f"action must be an int in [0, {n_discrete - 1}], got {action}")
+            raise ValueError(f"action must be an int in [0, {n_catalog - 1}], got {action!r}")
+        if not 0 <= action < n_catalog:
+            raise ValueError(f"action must be an int in [0, {n_catalog - 1}], got {action}")
         return np.array([action], dtype=np.int64), None, None
+    if action_type == "combined":
+        if not isinstance(action, dict) or set(action) != {"topology", "continuous"}:
+            raise ValueError(
+                "combined action must be a dict with keys 'topology' (a catalog index) and "
+                f"'continuous' (a float array), got {action!r}"
+            )
+        index, _, _ = one_action(batch, "discrete", n_catalog, action["topology"])
+        _, redispatch, curtail = one_action(batch, "continuous", n_catalog, action["continuous"])
+        return index, redispatch, curtail
     layout = batch.continuous
     if not isinstance(action, np.ndarray) or action.dtype.kind != "f":
         raise ValueError(

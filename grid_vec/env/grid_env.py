@@ -157,9 +157,16 @@ class GridEnv(gym.Env):
         self.dispatch_limits = dispatch_limits
         if action_type == "discrete":
             self.action_space = spaces.Discrete(len(self.catalog))
+        elif action_type == "combined":
+            self.action_space = spaces.Dict(
+                {
+                    "topology": spaces.Discrete(len(self.catalog)),
+                    "continuous": batch.continuous.space(),
+                }
+            )
         else:
             self.action_space = batch.continuous.space()
-        # a discrete action is an int below this (0 in continuous modes: no int is one)
+        # a bare int action is a catalog index below this (0 otherwise: no int is one)
         self._n_discrete = len(self.catalog) if action_type == "discrete" else 0
         self._bind(batch, 0)
 
@@ -387,6 +394,10 @@ class GridEnv(gym.Env):
         if self.action_type == "discrete":
             return self.catalog.describe(action, self.model, self.topology)
         self._parse(action)
+        if self.action_type == "combined":
+            topology = self.catalog.describe(action["topology"], self.model, self.topology)
+            continuous = self._batch.continuous.describe(action["continuous"], self.model.gen_names)
+            return f"{topology}; {continuous}"
         return self._batch.continuous.describe(action, self.model.gen_names)
 
     # --- internals ----------------------------------------------------------------------
@@ -397,7 +408,7 @@ class GridEnv(gym.Env):
         # the common cases, fast: a Python int, or the int64 a vector env reads from its batch
         if (type(action) is int or type(action) is np.int64) and 0 <= action < self._n_discrete:
             return np.array([action], dtype=np.int64), None, None
-        return one_action(self._batch, self.action_type, self._n_discrete, action)
+        return one_action(self._batch, self.action_type, len(self.catalog), action)
 
 
 def _check_limits(limits: Any, model: GridModel) -> np.ndarray:

@@ -297,7 +297,8 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
         """Validate a batch of actions: (catalog indices, redispatch MW or None,
         curtailment limits or None)."""
         n = self.num_envs
-        if len(np.shape(actions)) == 0 or np.shape(actions)[0] != n:
+        leaves = actions.values() if isinstance(actions, dict) else [actions]
+        if any(len(np.shape(leaf)) == 0 or np.shape(leaf)[0] != n for leaf in leaves):
             raise ValueError(f"actions must be one per env ({n}), got {actions!r}")
         return batch_actions(self._batch, self.single_action_space, actions)
 

@@ -27,7 +27,7 @@ def parity():
     return module
 
 
-@pytest.mark.parametrize("action_type", ["redispatch", "curtailment", "continuous"])
+@pytest.mark.parametrize("action_type", ["redispatch", "curtailment", "continuous", "combined"])
 def test_random_continuous_actions_play_as_in_grid2op(parity, action_type):
     """Whole-box random actions (infeasible dispatches and failed redispatches included):
     every step's actual_dispatch and gen_p within 1e-3 MW, the same flags, the same end."""

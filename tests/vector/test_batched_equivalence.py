@@ -211,6 +211,10 @@ def _compare(
             actions = np.zeros(n, dtype=np.int64)
         elif policy == "catalog":
             actions = rng.integers(0, batched.single_action_space.n, n)
+        elif policy == "sample":  # any space: its own seeded draws
+            if t == 0:
+                batched.action_space.seed(n)
+            actions = batched.action_space.sample()
         else:
             actions = rng.uniform(batched.action_space.low, batched.action_space.high).astype(
                 np.float32
@@ -238,14 +242,16 @@ def _compare(
 @pytest.mark.parametrize("n", [1, 2, 7])
 def test_batch_matches_separate_envs_under_redispatch_and_curtailment(n, kind):
     """grid2op's dispatch rules on the sandbox (renewables to curtail): whole-box random
-    redispatch and curtailment, infeasible dispatches ending episodes at different steps."""
+    redispatch and curtailment, alone and with topology actions (the combined ``Dict``
+    space), infeasible dispatches ending episodes at different steps."""
     pytest.importorskip("grid2op")
     from grid_vec.bench.workloads import sandbox_path
     from grid_vec.env.make import env_factory
 
-    factory = env_factory(sandbox_path(), action_type="continuous", reward="flat", opponent=None)
-    ends = _compare(factory, n, "box", AutoresetMode.NEXT_STEP, 40, kind)
-    assert ends > 0
+    for action_type, policy in (("continuous", "box"), ("combined", "sample")):
+        factory = env_factory(sandbox_path(), action_type=action_type, reward="flat", opponent=None)
+        ends = _compare(factory, n, policy, AutoresetMode.NEXT_STEP, 40, kind)
+        assert ends > 0
 
 
 @pytest.mark.parametrize("setting", list(SETTINGS))
