@@ -297,23 +297,27 @@ def _run_power_flows(
 ) -> np.ndarray:
     """One power flow per row (pushing changed topologies first); returns the rows that
     converged, writes the reason of the others into ``game_over`` and zeroes their flows."""
-    backends, dirty, flows = state.backends, state.topo_dirty, state.flows
-    failed = []
-    for row in rows.tolist():
-        reason = push_topology(state, model, layout, row) if dirty[row] else None
-        backend = backends[row]
-        if reason is None and not backend.run_ac():
-            reason = "power flow diverged"
-        if reason is None:
-            backend.read_flows(flows[row])
-        else:
-            flows[row] = 0.0  # no results
-            game_over[row] = reason
-            ended[row] = True
-            failed.append(row)
-    if not failed:
+    backends, flows = state.backends, state.flows
+    todo = rows.tolist()
+    reasons: dict[int, str] = {}
+    if _any(state.topo_dirty):  # rarely: a changed topology somewhere in the batch
+        for row in rows[state.topo_dirty[rows]].tolist():
+            reason = push_topology(state, model, layout, row)
+            if reason is not None:
+                reasons[row] = reason
+        if reasons:
+            todo = [row for row in todo if row not in reasons]
+    # every backend of a batch is of one class: it solves them all in one go
+    if todo:
+        for row in type(backends[todo[0]]).solve_rows(backends, todo, flows):
+            reasons[row] = "power flow diverged"
+    if not reasons:
         return rows
-    return rows[~np.isin(rows, failed)]
+    for row, reason in reasons.items():
+        flows[row] = 0.0  # no results
+        game_over[row] = reason
+        ended[row] = True
+    return rows[~np.isin(rows, list(reasons))]
 
 
 def push_topology(

@@ -221,6 +221,23 @@ class Backend(abc.ABC):
         res = self.results()
         np.concatenate([getattr(res, name) for name in FLOW_FIELDS], out=out)
 
+    # --- many backends of one class at once (a batch's envs) -----------------------------
+
+    @classmethod
+    def solve_rows(cls, backends: list[Backend], rows: list[int], flows: np.ndarray) -> list[int]:
+        """Solve the backends of ``rows`` and read each converged one's flows into its row
+        of ``flows`` (:meth:`read_flows`' layout); return the rows that diverged.
+
+        A backend class may do it with less Python per env (:class:`LightSimBackend` does)."""
+        failed = []
+        for row in rows:
+            backend = backends[row]
+            if backend.run_ac():
+                backend.read_flows(flows[row])
+            else:
+                failed.append(row)
+        return failed
+
 
 def flow_slices(model: GridModel) -> dict[str, slice]:
     """Where each of :data:`FLOW_FIELDS` lies in the flat array of :meth:`Backend.read_flows`;
