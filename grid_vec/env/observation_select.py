@@ -16,6 +16,10 @@ timestep_protection_engaged B   consecutive steps a branch has been above its so
 theta_or, theta_ex       B each voltage angle at each branch end, degrees (0 when disconnected)
 load_theta               L      voltage angle at each load, degrees
 gen_theta                G      voltage angle at each generator, degrees
+storage_charge           U      MWh in each storage unit
+storage_power_target     U      MW the agent asked of each unit this step (> 0 charges)
+storage_power            U      MW each unit took this step, within its bounds (> 0 charges)
+storage_theta            U      voltage angle at each storage unit, degrees
 ======================== ====== ==============================================================
 
 The batched core builds the default observation, then :class:`ObservationSelection` takes
@@ -44,6 +48,16 @@ EXTRA_SIZES: dict[str, Callable[[Any], int]] = {
     "theta_ex": lambda m: m.n_branch,
     "load_theta": lambda m: m.n_load,
     "gen_theta": lambda m: m.n_gen,
+    "storage_charge": lambda m: m.n_storage,
+    "storage_power_target": lambda m: m.n_storage,
+    "storage_power": lambda m: m.n_storage,
+    "storage_theta": lambda m: m.n_storage,
+}
+# the storage attributes: the state array each is read from (storage_theta: the flows)
+STORAGE_STATE = {
+    "storage_charge": "storage_charge",
+    "storage_power_target": "storage_target",
+    "storage_power": "storage_power",
 }
 THETAS = ("theta_or", "theta_ex", "load_theta", "gen_theta")
 
@@ -75,7 +89,10 @@ class SelectedLayout(ObservationLayout):
             if name in self._default.slices:
                 low[where] = full.low[self._default.slices[name]]
                 high[where] = full.high[self._default.slices[name]]
-            elif name in ("current_step", "max_step", "delta_time", "timestep_protection_engaged"):
+            elif name in (
+                "current_step", "max_step", "delta_time", "timestep_protection_engaged",
+                "storage_charge",
+            ):  # fmt: skip
                 low[where] = 0.0
         return spaces.Box(low=low, high=high, dtype=np.float32)
 
@@ -158,6 +175,11 @@ def extra_values(
         out["delta_time"] = np.asarray(minutes)
     if selection.needs_thetas:
         out.update(_thetas(batch, state, rows))
+    for name, array in STORAGE_STATE.items():
+        if name in names:
+            out[name] = getattr(state, array)[rows]
+    if "storage_theta" in names:  # radians in the flows (0 when not solved)
+        out["storage_theta"] = np.degrees(state.flows[rows, state.slices["storage_theta"]])
     return out
 
 
