@@ -597,7 +597,9 @@ class GridBatch:
         length = None
         if self.storage is not None:
             length = self._length(rows if batch_row is None else np.array([batch_row]))
-            self._storage_setpoints(state, rows, batch_row)
+            owing = (state.storage_amount[rows] != 0).any(axis=1)
+            if owing.any():  # the units move the balance: the generators dispatch
+                self._wake(state, rows[owing], batch_row)
         if curtail is not None or _any(state.dispatching[selector(rows, state.n)]):
             scheduled = np.array([injection[2] for injection in injections])
             self._wake(state, rows, batch_row)
@@ -609,6 +611,8 @@ class GridBatch:
                 (p, q, gen_p, v) for (p, q, _, v), gen_p in zip(injections, step.gen_p, strict=True)
             ]
             dead = {int(rows[j]): f"redispatch infeasible: {why}" for j, why in step.failed.items()}
+        if self.storage is not None:  # after the dispatch rules, which may limit the units
+            self._storage_setpoints(state, rows)
         # the scenario sources hand out finite float64 rows of the model's sizes (the folder
         # source checks its files as it reads them): no re-validation on the hot path
         backends, last = state.backends, self._last_gen_p
@@ -624,17 +628,12 @@ class GridBatch:
         """The step lengths of the batch's ``clock_rows`` (their scenarios')."""
         return StepLength.of(self._step_seconds[clock_rows])
 
-    def _storage_setpoints(
-        self, state: BatchState, rows: np.ndarray, batch_row: int | None
-    ) -> None:
+    def _storage_setpoints(self, state: BatchState, rows: np.ndarray) -> None:
         """Send each row's storage power of the step to its backend (0 for a unit not
-        acting: setpoints do not persist); rows whose units move the balance dispatch."""
+        acting: setpoints do not persist)."""
         power = state.storage_power[rows].astype(np.float64)
         for j, row in enumerate(rows.tolist()):
             state.backends[row].set_storage_p_trusted(power[j])
-        owing = (state.storage_amount[rows] != 0).any(axis=1)
-        if owing.any():
-            self._wake(state, rows[owing], batch_row)
 
     def _rows_now(self, rows: np.ndarray, *, forecast: bool = False) -> list[Rows]:
         """Each row's (load_p, load_q, gen_p, gen_v) of the current step of its scenario
