@@ -1,24 +1,29 @@
 """grid_vec beside grid2op + LightSimBackend under seeded random continuous actions
-(redispatch, curtailment, both, both with topology actions): the same dispatch, the same
-generation, the same end step?
+(redispatch, curtailment, storage, all of them, all of them with topology actions): the
+same dispatch, the same generation, the same storage charges, the same end step?
 
-On ``l2rpn_case14_sandbox`` (``--folder``: another bundled folder with ``prods_charac.csv``),
-maintenance and opponent off on both sides, ``--runs`` runs per action type. A run plays one
-scenario (run % the number of scenarios) from its start; at each step, with probability
-``--act``, a new action drawn uniformly from ``--scale`` x the action space (redispatch within
-the ramps; curtailment limits in ``[1 - scale, 1]``), else the last one again with no
-redispatch (so the curtailment limits hold, as an agent that keeps them would send). The same
-action on both sides (grid2op's ``redispatch`` and ``curtail`` on every generator of the
-box). ``combined`` adds, with probability ``--act``, a catalog action drawn uniformly (the
-same on both sides, as ``ActionCatalog.grid2op_action`` says it), else do-nothing. A run stops
-when either side ends it, or after ``--steps`` steps.
+On ``l2rpn_case14_sandbox`` (``--folder``: another bundled folder with ``prods_charac.csv``,
+e.g. ``educ_case14_storage`` or ``l2rpn_wcci_2022_dev`` with storage units), maintenance and
+opponent off on both sides, ``--runs`` runs per action type (``storage`` only on a folder
+with storage units; there ``continuous`` holds all three). A run plays one scenario (run %
+the number of scenarios) from its start; at each step, with probability ``--act``, a new
+action drawn uniformly from ``--scale`` x the action space (redispatch within the ramps;
+curtailment limits in ``[1 - scale, 1]``; storage within ``[-max_p_prod, max_p_absorb]``),
+else the last one again with no redispatch (so the curtailment limits hold and the units
+keep charging or discharging, as an agent that keeps them would send). The same action on
+both sides (``ContinuousLayout.grid2op_action``: grid2op's ``redispatch``, ``curtail`` and
+``set_storage`` on every generator and unit of the box). ``combined`` adds, with probability
+``--act``, a catalog action drawn uniformly (the same on both sides, as
+``ActionCatalog.grid2op_action`` says it), else do-nothing. A run stops when either side ends
+it, or after ``--steps`` steps.
 
 Reported per action type: runs whose end step agrees, and over every step both played the
-largest |difference| of ``actual_dispatch``, ``gen_p`` (MW) and the failed-redispatch and
-illegal flags that differ.
+largest |difference| of ``actual_dispatch``, ``gen_p`` (MW), ``storage_charge`` (MWh) and
+``storage_power`` (MW), and the failed-redispatch and illegal flags that differ.
 
     python benchmarks/parity_continuous.py [--runs 100] [--steps 288] [--act 0.2]
-        [--scale 0.5] [--folder l2rpn_case14_sandbox] [--types redispatch curtailment continuous]
+        [--scale 0.5] [--folder l2rpn_case14_sandbox]
+        [--types redispatch curtailment storage continuous]
 
 Needs the ``grid2op`` extra. JSON: benchmarks/results/parity_continuous_<folder>.json.
 """
@@ -38,7 +43,8 @@ import grid_vec
 from grid_vec._argtypes import positive_int
 
 RESULTS = Path(__file__).parent / "results" / "parity_continuous.json"  # + _<folder>
-TYPES = ("redispatch", "curtailment", "continuous", "combined")
+TYPES = ("redispatch", "curtailment", "storage", "continuous", "combined")
+COMPARED = ("actual_dispatch", "gen_p", "storage_charge", "storage_power")
 
 
 def pair(folder: Path, action_type: str):
@@ -50,7 +56,12 @@ def pair(folder: Path, action_type: str):
     from lightsim2grid import LightSimBackend
 
     ours = grid_vec.make(
-        folder, reward="flat", opponent=None, maintenance=False, action_type=action_type
+        folder,
+        reward="flat",
+        opponent=None,
+        maintenance=False,
+        action_type=action_type,
+        observation_attributes=COMPARED,
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -72,11 +83,12 @@ def pair(folder: Path, action_type: str):
 def draw(env, rng: np.random.Generator, scale: float) -> np.ndarray:
     """An action drawn uniformly from ``scale`` x the box (limits in [1 - scale, 1])."""
     layout = env.unwrapped._batch.continuous
-    n_r = len(layout.redispatch_gens)
+    n_r, n_c = len(layout.redispatch_gens), len(layout.curtail_gens)
     low, high = layout.low.astype(np.float64), layout.high.astype(np.float64)
-    low[:n_r] *= scale
-    high[:n_r] *= scale
-    low[n_r:] = 1.0 - scale
+    low *= scale
+    high *= scale
+    low[n_r : n_r + n_c] = 1.0 - scale
+    high[n_r : n_r + n_c] = 1.0
     return rng.uniform(low, high).astype(np.float32)
 
 
@@ -89,7 +101,7 @@ def run_once(ours, theirs, seed: int, steps: int, act: float, scale: float) -> d
     layout = ours.unwrapped._batch.continuous
     n_r = len(layout.redispatch_gens)
     keep = draw(ours, rng, 0.0)  # no redispatch, limits at 1
-    worst = {"actual_dispatch": 0.0, "gen_p": 0.0}
+    worst = dict.fromkeys(COMPARED, 0.0)
     flags = 0
     for t in range(1, steps + 1):
         action = draw(ours, rng, scale) if rng.random() < act else keep.copy()
@@ -115,7 +127,7 @@ def run_once(ours, theirs, seed: int, steps: int, act: float, scale: float) -> d
             }
         view = ours.view(obs)
         for name in worst:
-            diff = float(np.abs(getattr(view, name) - getattr(g_obs, name)).max())
+            diff = float(np.abs(getattr(view, name) - getattr(g_obs, name)).max(initial=0.0))
             worst[name] = max(worst[name], diff)
     return {"seed": seed, "end": None, "grid2op_end": None, "worst": worst,
             "flag_differences": flags, "game_over_reason": None}  # fmt: skip
@@ -128,7 +140,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--act", type=float, default=0.2, help="probability of a new action")
     parser.add_argument("--scale", type=float, default=0.5, help="share of the box drawn from")
     parser.add_argument("--folder", default="l2rpn_case14_sandbox", help="a bundled folder")
-    parser.add_argument("--types", nargs="+", choices=TYPES, default=list(TYPES))
+    parser.add_argument("--types", nargs="+", choices=TYPES, help="default: those the folder has")
     args = parser.parse_args(argv)
     try:
         import grid2op
@@ -137,7 +149,11 @@ def main(argv: list[str] | None = None) -> dict:
     folder = Path(grid2op.__file__).parent / "data" / args.folder
     start = time.perf_counter()
     groups = {}
-    for action_type in args.types:
+    types = args.types
+    if types is None:  # storage only on a folder with storage units
+        has_storage = (folder / "storage_units_charac.csv").exists()
+        types = [t for t in TYPES if t != "storage" or has_storage]
+    for action_type in types:
         ours, theirs = pair(folder, action_type)
         runs = [
             run_once(ours, theirs, seed, args.steps, args.act, args.scale)
@@ -150,15 +166,18 @@ def main(argv: list[str] | None = None) -> dict:
             "mean_end": float(np.mean([r["end"] or args.steps for r in runs])),
             "max_actual_dispatch_diff_mw": max(r["worst"]["actual_dispatch"] for r in runs),
             "max_gen_p_diff_mw": max(r["worst"]["gen_p"] for r in runs),
+            "max_storage_charge_diff_mwh": max(r["worst"]["storage_charge"] for r in runs),
+            "max_storage_power_diff_mw": max(r["worst"]["storage_power"] for r in runs),
             "failed_redispatch_flag_differences": sum(r["flag_differences"] for r in runs),
             "divergent": [r for r in runs if r["end"] != r["grid2op_end"]],
         }
         print(
             f"{action_type}: same end step in {g['same_end']}/{g['runs']} runs (mean end "
             f"{g['mean_end']:.1f}); max |diff| actual_dispatch "
-            f"{g['max_actual_dispatch_diff_mw']:.2e} MW, gen_p {g['max_gen_p_diff_mw']:.2e} MW; "
-            f"failed-redispatch / illegal flags differing: "
-            f"{g['failed_redispatch_flag_differences']}"
+            f"{g['max_actual_dispatch_diff_mw']:.2e} MW, gen_p {g['max_gen_p_diff_mw']:.2e} MW, "
+            f"storage_charge {g['max_storage_charge_diff_mwh']:.2e} MWh, storage_power "
+            f"{g['max_storage_power_diff_mw']:.2e} MW; failed-redispatch / illegal flags "
+            f"differing: {g['failed_redispatch_flag_differences']}"
         )
         for r in g["divergent"]:
             print(f"  seed {r['seed']}: ours {r['end']}, grid2op {r['grid2op_end']} "

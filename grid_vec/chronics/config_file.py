@@ -180,3 +180,44 @@ def read_config_name(path: Path, key: str) -> str | None:
         if isinstance(key_node, ast.Constant) and key_node.value == key:
             return class_name(value_node)
     return None
+
+
+MAX_FORECAST_HORIZONS = 288  # a day of 5-minute forecasts per step, far above any dataset's
+
+
+def forecast_horizons(path: Path) -> int:
+    """How many forecasts per step the ``*_forecasted`` files hold: the length of
+    ``config["data_feeding_kwargs"]["h_forecast"]`` (grid2op's scenario class reads that many
+    rows per step, step-major), 1 without it.
+
+    Raises:
+        FolderFormatError: naming ``path``: not valid Python source, no ``config`` dict, or an
+            ``h_forecast`` that is not a literal list of 1 to 288 numbers.
+    """
+    config = config_dict(parse_config(path), path)
+    entries = {k.value: v for k, v in zip(config.keys, config.values, strict=True)
+               if isinstance(k, ast.Constant)}  # fmt: skip
+    kwargs = entries.get("data_feeding_kwargs")
+    if not isinstance(kwargs, ast.Dict):
+        return 1
+    node = next(
+        (v for k, v in zip(kwargs.keys, kwargs.values, strict=True)
+         if isinstance(k, ast.Constant) and k.value == "h_forecast"),
+        None,
+    )  # fmt: skip
+    if node is None:
+        return 1
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        value = None
+    if (
+        not isinstance(value, (list, tuple))
+        or not 1 <= len(value) <= MAX_FORECAST_HORIZONS
+        or not all(isinstance(h, (int, float)) and not isinstance(h, bool) for h in value)
+    ):
+        raise FolderFormatError(
+            f"{path}: config['data_feeding_kwargs']['h_forecast'] (line {node.lineno}) must be "
+            f"a literal list of 1 to {MAX_FORECAST_HORIZONS} numbers"
+        )
+    return len(value)

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from grid_vec._untrusted import file_stamp
-from grid_vec.chronics.config_file import read_config_values
+from grid_vec.chronics.config_file import forecast_horizons, read_config_values
 from grid_vec.chronics.csv_table import count_rows, find_csv, read_table
 from grid_vec.chronics.grid_json import read_grid_json
 from grid_vec.chronics.outages import (
@@ -391,6 +391,9 @@ class FolderSource:
                 )
                 or {}
             )
+        # forecasts per step in the *_forecasted files (grid2op's h_forecast), step-major: the
+        # first of each step's is its next step's, the one the env reads
+        self._horizons = 1 if config_path is None else forecast_horizons(config_path)
         self._rename = {
             "load": rename.get("loads") or {},
             "prod": rename.get("prods") or {},
@@ -516,7 +519,10 @@ class FolderSource:
                 stats.append((name, str(path), *file_stamp(path)))
             except OSError as e:  # removed since it was found
                 raise FolderFormatError(f"{path}: cannot be read ({e.strerror or e})") from None
-        return (str(self.path), info.name, self.allow_negative_loads, self._model_key, *stats)
+        return (
+            str(self.path), info.name, self.allow_negative_loads, self._model_key,
+            self._horizons, *stats,
+        )  # fmt: skip
 
     def _parse(
         self, info: ScenarioInfo, files: dict[str, Path], start: int, stop: int
@@ -529,7 +535,10 @@ class FolderSource:
             actual = self._read_table(files.get(stem), stem, start, ext_stop, info.length)
             forecast_path = files.get(f"{stem}_forecasted")
             if forecast_path is not None:
-                forecast = self._read_table(forecast_path, stem, start, stop, info.length)
+                h = self._horizons
+                forecast = self._read_table(
+                    forecast_path, stem, start * h, stop * h, info.length * h
+                )[::h]
             else:
                 forecast = np.concatenate([actual[1:], actual[-1:]])[: stop - start]
             arrays[stem] = actual[: stop - start]

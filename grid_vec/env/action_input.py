@@ -9,7 +9,12 @@ Action types (``GridEnv(action_type=...)``):
   ``[-max_ramp_down, max_ramp_up]`` (grid2op's ``redispatch``: it adds to the target);
 * ``"curtailment"``: ``Box`` of each renewable generator's curtailment limit in ``[0, 1]``
   (a ratio of its pmax; 1 lifts it), set every step;
-* ``"continuous"``: both, redispatch first then curtailment, in one flat ``Box``;
+* ``"storage"``: ``Box`` of the MW asked of each storage unit this step, within
+  ``[-max_p_prod, max_p_absorb]`` (load convention: ``> 0`` charges; grid2op's
+  ``set_storage``: 0, or a unit not asked, takes nothing that step);
+* ``"continuous"``: all of them in one flat ``Box``, in this column order: redispatch (one
+  column per dispatchable generator), curtailment (one per renewable generator), storage
+  (one per storage unit, only on a grid with storage units).
 * ``"combined"``: ``Dict(topology=Discrete, continuous=Box)``, a catalog action and a
   ``"continuous"`` one in the same step (grid2op plays both parts of one action).
 
@@ -27,13 +32,15 @@ import numpy as np
 from gymnasium import spaces
 
 from grid_vec.env.dispatch import GeneratorLimits
+from grid_vec.env.storage import StorageUnits
 
-ACTION_TYPES = ("discrete", "redispatch", "curtailment", "continuous", "combined")
+ACTION_TYPES = ("discrete", "redispatch", "curtailment", "storage", "continuous", "combined")
 _CONTROLS = {
     "redispatch": ("redispatch",),
     "curtailment": ("curtailment",),
-    "continuous": ("redispatch", "curtailment"),
-    "combined": ("redispatch", "curtailment"),
+    "storage": ("storage",),
+    "continuous": ("redispatch", "curtailment", "storage"),
+    "combined": ("redispatch", "curtailment", "storage"),
 }
 _TOL = 1e-5  # actions this far outside the box are accepted (float32 rounding)
 
@@ -42,43 +49,56 @@ _TOL = 1e-5  # actions this far outside the box are accepted (float32 rounding)
 class ContinuousLayout:
     """Where each control lies in a continuous action, and its bounds."""
 
-    controls: tuple[str, ...]  # "redispatch", "curtailment", in this order
+    controls: tuple[str, ...]  # among "redispatch", "curtailment", "storage", in this order
     n_gen: int
     redispatch_gens: np.ndarray  # generators of the redispatch columns
     curtail_gens: np.ndarray  # generators of the curtailment columns
     low: np.ndarray  # (size,) float32
     high: np.ndarray  # (size,) float32
+    n_storage: int = 0  # storage columns (the last ones), one per unit
 
     @classmethod
-    def of(cls, action_type: str, limits: GeneratorLimits) -> ContinuousLayout | None:
-        """The layout of a continuous ``action_type`` (None for ``"discrete"``).
+    def of(
+        cls, action_type: str, limits: GeneratorLimits, storage: StorageUnits | None = None
+    ) -> ContinuousLayout | None:
+        """The layout of a continuous ``action_type`` (None for ``"discrete"``) on a grid
+        with these generators and storage units (None: none).
 
         Raises:
-            ValueError: an unknown action type, or a continuous one on a grid without the
-                generators' characteristics (a folder without ``prods_charac.csv``).
+            ValueError: an unknown action type, a redispatch or curtailment on a grid
+                without the generators' characteristics (a folder without
+                ``prods_charac.csv``), or ``"storage"`` on a grid without storage units.
         """
         if action_type not in ACTION_TYPES:
             raise ValueError(f"action_type must be one of {ACTION_TYPES}, got {action_type!r}")
         if action_type == "discrete":
             return None
-        if not limits.available:
+        has_storage = storage is not None and storage.n > 0
+        if action_type == "storage" and not has_storage:
+            raise ValueError("action_type='storage' needs storage units, this grid has none")
+        controls = tuple(c for c in _CONTROLS[action_type] if c != "storage" or has_storage)
+        if not limits.available and controls != ("storage",):
             raise ValueError(
                 f"action_type={action_type!r} needs the generators' characteristics "
                 "(prods_charac.csv), which this grid does not have"
             )
-        controls = _CONTROLS[action_type]
         redisp = np.flatnonzero(limits.redispatchable) if "redispatch" in controls else []
         curtail = np.flatnonzero(limits.renewable) if "curtailment" in controls else []
         redisp, curtail = np.asarray(redisp, dtype=np.intp), np.asarray(curtail, dtype=np.intp)
-        low = np.concatenate([-limits.ramp_down[redisp], np.zeros(len(curtail))])
-        high = np.concatenate([limits.ramp_up[redisp], np.ones(len(curtail))])
+        n_storage = storage.n if "storage" in controls else 0
+        low = [-limits.ramp_down[redisp], np.zeros(len(curtail))]
+        high = [limits.ramp_up[redisp], np.ones(len(curtail))]
+        if n_storage:
+            low.append(-storage.max_p_prod)
+            high.append(storage.max_p_absorb)
         return cls(
             controls,
             len(limits.pmax),
             redisp,
             curtail,
-            low.astype(np.float32),
-            high.astype(np.float32),
+            np.concatenate(low).astype(np.float32),
+            np.concatenate(high).astype(np.float32),
+            n_storage,
         )
 
     @property
@@ -88,18 +108,23 @@ class ContinuousLayout:
     def space(self) -> spaces.Box:
         return spaces.Box(low=self.low.copy(), high=self.high.copy(), dtype=np.float32)
 
-    def split(self, actions: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
-        """(k, size) checked actions -> (k, n_gen) redispatch MW and (k, n_gen) curtailment
-        limits (NaN off the renewables), None for a control this layout does not have."""
-        k, n_r = len(actions), len(self.redispatch_gens)
-        redispatch = curtail = None
+    def split(
+        self, actions: np.ndarray
+    ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+        """(k, size) checked actions -> (k, n_gen) redispatch MW, (k, n_gen) curtailment
+        limits (NaN off the renewables) and (k, n_storage) storage MW, None for a control
+        this layout does not have."""
+        k, n_r, n_c = len(actions), len(self.redispatch_gens), len(self.curtail_gens)
+        redispatch = curtail = storage = None
         if "redispatch" in self.controls:
             redispatch = np.zeros((k, self.n_gen))
             redispatch[:, self.redispatch_gens] = actions[:, :n_r]
         if "curtailment" in self.controls:
             curtail = np.full((k, self.n_gen), np.nan)
-            curtail[:, self.curtail_gens] = actions[:, n_r:]
-        return redispatch, curtail
+            curtail[:, self.curtail_gens] = actions[:, n_r : n_r + n_c]
+        if "storage" in self.controls:
+            storage = actions[:, n_r + n_c :].astype(np.float64)
+        return redispatch, curtail, storage
 
     def check(self, actions: np.ndarray, what: str) -> None:
         """Raise ``ValueError`` (naming ``what``) unless ``actions`` (one, or a batch) are
@@ -108,26 +133,33 @@ class ContinuousLayout:
             raise ValueError(f"{what} must be finite, got {actions}")
         if (actions < self.low - _TOL).any() or (actions > self.high + _TOL).any():
             raise ValueError(
-                f"{what} outside the action space (ramp limits, curtailment in [0, 1]): "
+                f"{what} outside the action space (ramp limits, curtailment in [0, 1], "
+                "storage in [-max_p_prod, max_p_absorb]): "
                 f"low {self.low}, high {self.high}, got {actions}"
             )
 
     def grid2op_action(self, action: np.ndarray) -> dict[str, list[tuple[int, float]]]:
         """One continuous action in grid2op's vocabulary (the dict its ``action_space``
-        takes): ``redispatch`` and ``curtail`` on every generator of the box."""
-        n_r = len(self.redispatch_gens)
+        takes): ``redispatch``, ``curtail`` and ``set_storage`` on every generator / unit of
+        the box."""
+        n_r, n_c = len(self.redispatch_gens), len(self.curtail_gens)
         out: dict[str, list[tuple[int, float]]] = {}
         if "redispatch" in self.controls:
             pairs = zip(self.redispatch_gens, action[:n_r], strict=True)
             out["redispatch"] = [(int(g), float(v)) for g, v in pairs]
         if "curtailment" in self.controls:
-            pairs = zip(self.curtail_gens, action[n_r:], strict=True)
+            pairs = zip(self.curtail_gens, action[n_r : n_r + n_c], strict=True)
             out["curtail"] = [(int(g), float(v)) for g, v in pairs]
+        if "storage" in self.controls and len(action) > n_r + n_c:
+            out["set_storage"] = [(i, float(v)) for i, v in enumerate(action[n_r + n_c :])]
         return out
 
-    def describe(self, action: np.ndarray, gen_names: np.ndarray) -> str:
-        """One continuous action in words: the generators it moves or curtails."""
-        n_r = len(self.redispatch_gens)
+    def describe(
+        self, action: np.ndarray, gen_names: np.ndarray, storage_names: np.ndarray = ()
+    ) -> str:
+        """One continuous action in words: the generators it moves or curtails, the storage
+        units it charges or discharges."""
+        n_r, n_c = len(self.redispatch_gens), len(self.curtail_gens)
         parts = [
             f"redispatch {gen_names[g]} {float(mw):+.2f} MW"
             for g, mw in zip(self.redispatch_gens, action[:n_r], strict=True)
@@ -135,13 +167,19 @@ class ContinuousLayout:
         ]
         parts += [
             f"curtail {gen_names[g]} to {float(r):.0%} of pmax"
-            for g, r in zip(self.curtail_gens, action[n_r:], strict=True)
+            for g, r in zip(self.curtail_gens, action[n_r : n_r + n_c], strict=True)
             if r < 1
+        ]
+        parts += [
+            f"{'charge' if mw > 0 else 'discharge'} {storage_names[u]} {abs(float(mw)):.2f} MW"
+            for u, mw in enumerate(action[n_r + n_c :].tolist())
+            if mw != 0
         ]
         return "; ".join(parts) or "do nothing"
 
 
-Parsed = tuple[np.ndarray, np.ndarray | None, np.ndarray | None]
+# (catalog indices, redispatch MW, curtailment limits, storage MW), None: not in the action
+Parsed = tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None]
 
 
 def batch_actions(batch: Any, space: spaces.Space, actions: Any) -> Parsed:
@@ -155,8 +193,8 @@ def batch_actions(batch: Any, space: spaces.Space, actions: Any) -> Parsed:
             ``continuous``).
 
     Returns:
-        ``(catalog indices, redispatch MW or None, curtailment limits or None)``, as
-        ``GridBatch.step`` takes them.
+        ``(catalog indices, redispatch MW or None, curtailment limits or None, storage MW or
+        None)``, as ``GridBatch.step`` takes them.
 
     Raises:
         ValueError: actions of the wrong shape or type, or outside ``space``.
@@ -167,11 +205,11 @@ def batch_actions(batch: Any, space: spaces.Space, actions: Any) -> Parsed:
                 f"combined actions must be a dict with keys 'topology' and 'continuous', got "
                 f"{type(actions).__name__}"
             )
-        indices, _, _ = batch_actions(batch, space["topology"], actions["topology"])
-        _, redispatch, curtail = batch_actions(batch, space["continuous"], actions["continuous"])
-        if len(indices) != len(redispatch if redispatch is not None else curtail):
+        indices, *_ = batch_actions(batch, space["topology"], actions["topology"])
+        _, *continuous = batch_actions(batch, space["continuous"], actions["continuous"])
+        if len(indices) != len(np.asarray(actions["continuous"])):
             raise ValueError("combined actions: as many 'topology' as 'continuous' rows")
-        return indices, redispatch, curtail
+        return (indices, *continuous)
     arr = np.asarray(actions)
     k = len(arr) if arr.ndim else -1
     if isinstance(space, spaces.Discrete):
@@ -182,7 +220,7 @@ def batch_actions(batch: Any, space: spaces.Space, actions: Any) -> Parsed:
             )
         if k and (arr.min() < 0 or arr.max() >= space.n):
             raise ValueError(f"actions must be ints in [0, {space.n - 1}], got {arr}")
-        return arr.astype(np.int64, copy=False), None, None
+        return arr.astype(np.int64, copy=False), None, None, None
     if arr.ndim != 1 + len(space.shape) or arr.shape[1:] != space.shape or arr.dtype.kind != "f":
         raise ValueError(
             f"continuous actions must be floats of shape (k, {space.shape[0]}), got "
@@ -206,16 +244,16 @@ def one_action(batch: Any, action_type: str, n_catalog: int, action: Any) -> Par
             raise ValueError(f"action must be an int in [0, {n_catalog - 1}], got {action!r}")
         if not 0 <= action < n_catalog:
             raise ValueError(f"action must be an int in [0, {n_catalog - 1}], got {action}")
-        return np.array([action], dtype=np.int64), None, None
+        return np.array([action], dtype=np.int64), None, None, None
     if action_type == "combined":
         if not isinstance(action, dict) or set(action) != {"topology", "continuous"}:
             raise ValueError(
                 "combined action must be a dict with keys 'topology' (a catalog index) and "
                 f"'continuous' (a float array), got {action!r}"
             )
-        index, _, _ = one_action(batch, "discrete", n_catalog, action["topology"])
-        _, redispatch, curtail = one_action(batch, "continuous", n_catalog, action["continuous"])
-        return index, redispatch, curtail
+        index, *_ = one_action(batch, "discrete", n_catalog, action["topology"])
+        _, *continuous = one_action(batch, "continuous", n_catalog, action["continuous"])
+        return (index, *continuous)
     layout = batch.continuous
     if not isinstance(action, np.ndarray) or action.dtype.kind != "f":
         raise ValueError(

@@ -1,8 +1,8 @@
 """The rules of the agent's actions in the batched core: which are legal (cooldowns, the
 limits of changes per step), and how a legal one changes the topology of its env (branch
 toggles, substation configurations), for many envs at once; the redispatch and curtailment
-rules are :mod:`grid_vec.env.dispatch`'s. :class:`~grid_vec.env.batch.GridBatch` calls them
-each step and in ``simulate``.
+rules are :mod:`grid_vec.env.dispatch`'s, the storage rules :mod:`grid_vec.env.storage`'s.
+:class:`~grid_vec.env.batch.GridBatch` calls them each step and in ``simulate``.
 
 A substation configuration reconnects the disconnected branches with an end at its
 substation, as grid2op's ``set_bus`` on a disconnected end does: that end on the configured
@@ -168,16 +168,19 @@ def neutralise(
     redispatch: np.ndarray | None,
     curtail: np.ndarray | None,
     legal: Legality,
-) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    storage: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None]:
     """Illegal or ambiguous actions (:meth:`ActionRules.legalise`'s verdict) are played as
-    do-nothing: no catalog action, no redispatch, no curtailment."""
+    do-nothing: no catalog action, no redispatch, no curtailment, no storage power."""
     illegal, ambiguous, (why_illegal, why_ambiguous) = legal
     if not why_illegal and not why_ambiguous:  # every refused action has its reason
-        return actions, redispatch, curtail
+        return actions, redispatch, curtail, storage
     refused = illegal | ambiguous
     actions = np.where(refused, 0, actions)
     if redispatch is not None:
         redispatch = np.where(refused[:, None], 0.0, redispatch)
     if curtail is not None:
         curtail = np.where(refused[:, None], np.nan, curtail)
-    return actions, redispatch, curtail
+    if storage is not None:
+        storage = np.where(refused[:, None], 0.0, storage)
+    return actions, redispatch, curtail, storage

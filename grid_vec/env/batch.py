@@ -64,6 +64,7 @@ from grid_vec.env.state import (
     solve,
     update_timers,
 )
+from grid_vec.env.storage import StepLength, StorageUnits, reset_storage, storage_step
 from grid_vec.env.topology import TopologyLayout, layout_of
 from grid_vec.grid import make_backend
 from grid_vec.grid.model import GridModel
@@ -125,8 +126,16 @@ class GridBatch:
         dispatch_limits: GeneratorLimits,
         maintenance: bool = True,
         observation_attributes: Sequence[str] | None = None,
+        storage_units: StorageUnits | None = None,
     ) -> None:
         self.n = len(sources)
+        if model.n_storage and (storage_units is None or storage_units.n != model.n_storage):
+            raise ValueError(
+                f"the grid has {model.n_storage} storage units: storage_units must give their "
+                "characteristics (grid_vec.make reads storage_units_charac.csv)"
+            )
+        # None: no storage unit, nothing of the storage rules runs
+        self.storage = storage_units if model.n_storage else None
         self.model = model
         self.backend_name = backend
         self.topology: TopologyLayout = layout_of(model)
@@ -143,7 +152,7 @@ class GridBatch:
         )
         self.action_type = action_type
         self.dispatch_limits = dispatch_limits
-        self.continuous = ContinuousLayout.of(action_type, dispatch_limits)
+        self.continuous = ContinuousLayout.of(action_type, dispatch_limits, self.storage)
         self.redispatchable = np.flatnonzero(dispatch_limits.redispatchable)
         self.curtailable = np.flatnonzero(dispatch_limits.renewable)
         self.thermal_limit = thermal_limit
@@ -172,6 +181,8 @@ class GridBatch:
         if reason is not None:
             raise ValueError(f"grid {model.name!r} cannot be solved as compiled: {reason}")
         self.state: BatchState = self._initial.take(np.zeros(self.n, dtype=np.intp))
+        # the default observation's flows: the storage units' are chosen attributes only
+        self._n_obs_flows = self._initial.slices["storage_p"].start
         self.started = np.zeros(self.n, dtype=bool)  # reset at least once
         self.done = np.ones(self.n, dtype=bool)  # episode over (or never started)
         # each env's step in its scenario, steps played this episode, steps ever played and
@@ -186,6 +197,7 @@ class GridBatch:
         # its time block: until then a step checks neither (see _calm_steps)
         self._calm = _CALM_NONE
         self.max_steps = np.zeros(self.n, dtype=np.int64)  # steps each env may play
+        self._step_seconds = np.zeros(self.n)  # each env's scenario's step duration
         self._inv_limit = 1.0 / thermal_limit[None]  # a row: see OverflowLimits
         self._inv_limit_branch = self._inv_limit[0]  # the same, per branch (the opponent's)
         n_b = model.n_branch
@@ -276,6 +288,7 @@ class GridBatch:
                 maintenance=schedule,
             )
             self.step_index[row] = handler.step
+            self._step_seconds[row] = handler.info.step_duration.total_seconds()
             self._fill_times(row)
             self.played[row] = 0
             self.max_steps[row] = handler.max_steps
@@ -292,6 +305,8 @@ class GridBatch:
         outages = self.outages.now(rows)
         if outages is not None:
             maintenance_.take_out(state, self.topology, rows, outages)
+        if self.storage is not None:
+            reset_storage(state, rows, self.storage, self.parameters, self._length(rows))
         dead = self._inject(state, rows, self._rows_now(rows), None, first=True)
         # grid2op's reset plays one step in which only hard overflows trip, then zeroes every
         # counter and timer: a branch tripped there starts disconnected, reconnectable at once
@@ -331,6 +346,7 @@ class GridBatch:
         actions: np.ndarray,
         redispatch: np.ndarray | None = None,
         curtail: np.ndarray | None = None,
+        storage: np.ndarray | None = None,
     ) -> StepBatch:
         """Play one step of ``rows`` (sorted env indices, episodes running).
 
@@ -339,6 +355,8 @@ class GridBatch:
             actions: (k,) int64 valid catalog indices (all 0 in continuous modes).
             redispatch: (k, n_gen) MW asked per generator, or None.
             curtail: (k, n_gen) curtailment limits (ratio of pmax, NaN: unchanged), or None.
+            storage: (k, n_storage) MW asked of each storage unit this step (> 0 charges),
+                or None.
 
         Returns:
             The step of each row; ``done`` is updated.
@@ -348,11 +366,17 @@ class GridBatch:
         handlers = self.handlers
         legal = self._rules.legalise(state, rows, actions, redispatch, curtail, self.parameters)
         asked = actions, redispatch
-        actions, redispatch, curtail = neutralise(actions, redispatch, curtail, legal)
+        actions, redispatch, curtail, storage = neutralise(
+            actions, redispatch, curtail, legal, storage
+        )
         sel = selector(rows, self.n)
         for row in rows.tolist():
             handlers[row].advance()
         failed = self._register(state, rows, redispatch)
+        if self.storage is not None:  # before the failed redispatches: they roll it back
+            storage_step(
+                state, rows, storage, self.storage, self.parameters, self._length(rows), failed
+            )
         if failed:  # grid2op plays the whole action as do-nothing
             undone = np.array(list(failed))
             actions = actions.copy()
@@ -414,6 +438,7 @@ class GridBatch:
         action: int,
         redispatch: np.ndarray | None = None,
         curtail: np.ndarray | None = None,
+        storage: np.ndarray | None = None,
     ) -> StepBatch:
         """Play an action of env ``row`` on the forecast of its next step, on a copy of its
         state: nothing of the env changes. No opponent attack is simulated.
@@ -437,12 +462,17 @@ class GridBatch:
         self.simulates_this_step[row] += 1
         self.simulates_this_episode[row] += 1
         self.counts["simulates"][row] += 1
-        result = self._simulate(row, action, redispatch, curtail)
+        result = self._simulate(row, action, redispatch, curtail, storage)
         self.simulate_seconds[row] += perf_counter() - t0
         return result
 
     def _simulate(
-        self, row: int, action: int, redispatch: np.ndarray | None, curtail: np.ndarray | None
+        self,
+        row: int,
+        action: int,
+        redispatch: np.ndarray | None,
+        curtail: np.ndarray | None,
+        storage: np.ndarray | None,
     ) -> StepBatch:
         state = self.state.take([row])
         local = np.zeros(1, dtype=np.intp)
@@ -450,8 +480,13 @@ class GridBatch:
         forecast = self._rows_now(np.array([row]), forecast=True)
         legal = self._rules.legalise(state, local, actions, redispatch, curtail, self.parameters)
         asked = actions, redispatch
-        actions, redispatch, curtail = neutralise(actions, redispatch, curtail, legal)
+        actions, redispatch, curtail, storage = neutralise(
+            actions, redispatch, curtail, legal, storage
+        )
         failed = self._register(state, local, redispatch, forecast, batch_row=row)
+        if self.storage is not None:
+            length = self._length(np.array([row]))
+            storage_step(state, local, storage, self.storage, self.parameters, length, failed)
         if failed:
             actions = np.zeros(1, dtype=np.int64)
         outages = self.outages.now(np.array([row]))
@@ -559,17 +594,25 @@ class GridBatch:
         is under way; return the rows (batch indices) with no feasible dispatch, and why.
         ``batch_row``: ``state`` is a look-ahead copy of this one row of the batch."""
         dead: dict[int, str] = {}
+        length = None
+        if self.storage is not None:
+            length = self._length(rows if batch_row is None else np.array([batch_row]))
+            owing = (state.storage_amount[rows] != 0).any(axis=1)
+            if owing.any():  # the units move the balance: the generators dispatch
+                self._wake(state, rows[owing], batch_row)
         if curtail is not None or _any(state.dispatching[selector(rows, state.n)]):
             scheduled = np.array([injection[2] for injection in injections])
             self._wake(state, rows, batch_row)
             step = dispatch_rows(
                 state, rows, scheduled, curtail, self.dispatch_limits, self.parameters,
-                first=first,
+                first=first, storage=self.storage, length=length,
             )  # fmt: skip
             injections = [
                 (p, q, gen_p, v) for (p, q, _, v), gen_p in zip(injections, step.gen_p, strict=True)
             ]
             dead = {int(rows[j]): f"redispatch infeasible: {why}" for j, why in step.failed.items()}
+        if self.storage is not None:  # after the dispatch rules, which may limit the units
+            self._storage_setpoints(state, rows)
         # the scenario sources hand out finite float64 rows of the model's sizes (the folder
         # source checks its files as it reads them): no re-validation on the hot path
         backends, last = state.backends, self._last_gen_p
@@ -580,6 +623,17 @@ class GridBatch:
         else:
             backends[0].set_injections_trusted(*injections[0])
         return dead
+
+    def _length(self, clock_rows: np.ndarray) -> StepLength:
+        """The step lengths of the batch's ``clock_rows`` (their scenarios')."""
+        return StepLength.of(self._step_seconds[clock_rows])
+
+    def _storage_setpoints(self, state: BatchState, rows: np.ndarray) -> None:
+        """Send each row's storage power of the step to its backend (0 for a unit not
+        acting: setpoints do not persist)."""
+        power = state.storage_power[rows].astype(np.float64)
+        for j, row in enumerate(rows.tolist()):
+            state.backends[row].set_storage_p_trusted(power[j])
 
     def _rows_now(self, rows: np.ndarray, *, forecast: bool = False) -> list[Rows]:
         """Each row's (load_p, load_q, gen_p, gen_v) of the current step of its scenario
@@ -658,7 +712,8 @@ class GridBatch:
         k = len(rows)
         obs = np.empty((k, self._default_layout.size), dtype=np.float32)
         segments = [
-            times, played[:, None], rho, state.line_status[sel], state.flows[sel],
+            times, played[:, None], rho, state.line_status[sel],
+            state.flows[sel, : self._n_obs_flows],
             state.actual_dispatch[sel], state.topo[sel], state.timers[sel, : self._n_obs_timers],
         ]  # fmt: skip
         if outages is None:

@@ -17,11 +17,14 @@ grid2op's rules (``BaseEnv.step`` and its ``dispatch`` modules), restated for an
   step. It is solved here the same way (scipy's SLSQP on grid2op's scaled problem, the same
   start point and tolerances), so the trajectories agree with grid2op's to the solver's
   precision. No solution is a game over.
-* ``limit_infeasible_curtailment_storage_action`` shrinks a curtailment the generators
-  cannot make up for within their ramps, before the programme is solved.
+* **Storage units.** The change of the units' total power since the step before
+  (:mod:`grid_vec.env.storage`, computed before this) adds to what the generators make up
+  for: they produce more when the units absorb more.
+* ``limit_infeasible_curtailment_storage_action`` shrinks a curtailment and a storage action
+  the generators cannot make up for within their ramps, before the programme is solved
+  (each its share of the excess).
 
-Storage units (which add to what the generators make up for) are not played yet (issue
-#15); generator up / down times are not played (grid2op ignores them by default,
+Generator up / down times are not played (grid2op ignores them by default,
 ``IGNORE_MIN_UP_DOWN_TIME``).
 
 Every env's numbers depend only on its own row: the arithmetic is per row (float32 where
@@ -37,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from grid_vec.env.parameters import Parameters
+from grid_vec.env.storage import StepLength, StorageUnits, limit_storage
 from grid_vec.grid.model import GridModel
 
 EPSILON = np.float32(1e-4)  # grid2op's epsilon_poly: the programme's precision (MW)
@@ -209,17 +213,22 @@ def dispatch_rows(
     params: Parameters,
     *,
     first: bool = False,
+    storage: StorageUnits | None = None,
+    length: StepLength | None = None,
 ) -> DispatchStep:
     """Curtail, then find each row's actual dispatch, and give the generators' setpoints.
 
     Args:
-        state: the batch's state (its dispatch arrays are updated for ``rows``).
+        state: the batch's state (its dispatch arrays are updated for ``rows``; the storage
+            units' step is already computed).
         rows: the env rows.
         scheduled: (k, n_gen) the scenario's generation of the step (MW).
         curtail: (k, n_gen) new curtailment limits (ratio of pmax; NaN: unchanged), or None.
         limits: the generators' characteristics.
         params: the rules.
         first: the reset's step (grid2op's step 0).
+        storage: the storage units (None: the grid has none).
+        length: the rows' step lengths (with ``storage``).
 
     Returns:
         The setpoints and the rows with no feasible dispatch.
@@ -234,7 +243,7 @@ def dispatch_rows(
     _curtail(state, rows, new_p, curtail, limits)
     new_p_th = scheduled.astype(_F32)
     if params.limit_infeasible_curtailment_storage_action:
-        _limit_curtailment(state, rows, new_p, new_p_th, limits)
+        _limit_curtailment(state, rows, new_p, new_p_th, limits, storage, length)
     failed = _solve_dispatch(state, rows, new_p, limits, params, first)
     actual = state.actual_dispatch[rows]
     gen_p = new_p + actual
@@ -245,6 +254,7 @@ def dispatch_rows(
         | (state.target_dispatch[rows] != 0).any(axis=1)
         | (state.curtail_limit[rows] != 1).any(axis=1)
         | (state.curtailment_mw[rows] != 0).any(axis=1)
+        | (state.storage_amount[rows] != 0).any(axis=1)
     )
     return DispatchStep(gen_p.astype(np.float64), failed)
 
@@ -289,14 +299,17 @@ def _limit_curtailment(
     new_p: np.ndarray,
     new_p_th: np.ndarray,
     limits: GeneratorLimits,
+    storage: StorageUnits | None,
+    length: StepLength | None,
 ) -> None:
-    """grid2op's ``LIMIT_INFEASIBLE_CURTAILMENT_STORAGE_ACTION`` (curtailment's share): give
-    back the part of a curtailment the dispatchable generators cannot make up for this step
-    (or the part a previous step held back, once they can)."""
+    """grid2op's ``LIMIT_INFEASIBLE_CURTAILMENT_STORAGE_ACTION``: give back the part of a
+    curtailment and of a storage action the dispatchable generators cannot make up for this
+    step (or the part a previous step held back, once they can), each its share."""
     ok = limits.redispatchable
     for j, row in enumerate(rows.tolist()):
         mw = state.curtailment_mw[row]
-        total = -mw[0]  # storage adds nothing yet
+        amount = state.storage_amount[row]
+        total = amount[0] - mw[0]  # storage and curtailment together
         if abs(total) < TOL:
             continue
         redisp = state.gen_p_redisp[row]
@@ -304,7 +317,7 @@ def _limit_curtailment(
         normal = (new_p[j] - (redisp - actual))[ok]
         avail_down = np.maximum(limits.pmin[ok] - redisp[ok], -limits.ramp_down[ok]).sum()
         avail_up = np.minimum(limits.pmax[ok] - redisp[ok], limits.ramp_up[ok]).sum()
-        move = normal.sum() + total
+        move = normal.sum() + amount[0] - mw[0]
         too_much = _F32(0.0)
         if move > avail_up:
             too_much = _clamp(_F32(move - avail_up + TOL), total)
@@ -318,8 +331,13 @@ def _limit_curtailment(
             too_much = mw[2]
         if abs(too_much) <= TOL:
             continue
-        # all of it is curtailment's (no storage): it gets back -too_much
-        back = _F32(too_much)
+        back = _F32(-mw[0] / total * too_much)  # curtailment's share
+        taken = _F32(amount[0] / total * too_much)  # storage's
+        if np.sign(back) != np.sign(taken):  # one of them alone can give back
+            back = too_much if np.sign(back) == np.sign(too_much) else _F32(0.0)
+            taken = too_much if np.sign(taken) == np.sign(too_much) else _F32(0.0)
+        if storage is not None and storage.n:
+            limit_storage(state, row, _F32(taken), storage, length.hours[j, 0])
         mw[0] += back
         mw[1] += back
         if back > TOL:
@@ -359,11 +377,11 @@ def _solve_dispatch(
         state.actual_dispatch[rows] = target
         return {}
     mw = state.curtailment_mw[rows]
-    compensate = -mw[:, 0]  # storage adds nothing yet
     due = (
         (np.abs(actual.sum(axis=1)) >= TOL)
         | (np.abs(actual - target).max(axis=1, initial=0.0) >= TOL)
-        | (np.abs(compensate) >= TOL)
+        | (np.abs(mw[:, 0]) >= TOL)
+        | (np.abs(state.storage_amount[rows, 0]) >= TOL)
     )
     failed: dict[int, str] = {}
     if not due.any():
@@ -373,13 +391,15 @@ def _solve_dispatch(
     can_use_all = params.ignore_min_up_down_time and params.allow_dispatch_gen_switch_off
     for j in np.flatnonzero(due).tolist():
         row = int(rows[j])
+        # grid2op's sum of the contributions (Python floats): storage, then curtailment
+        compensate = 0.0 + float(state.storage_amount[row, 0]) + -float(mw[j, 0])
         result = _programme(
             new_p[j],
             state.actual_dispatch[row],
             state.target_dispatch[row],
             state.already_redispatched[row],
             state.gen_p_redisp[row],
-            _F32(compensate[j]),
+            compensate,
             limits,
             can_use_all,
         )
@@ -396,7 +416,7 @@ def _programme(
     target: np.ndarray,
     already: np.ndarray,
     gen_p_redisp: np.ndarray,
-    compensate: np.float32,
+    compensate: float,
     limits: GeneratorLimits,
     can_use_all: bool,
 ) -> np.ndarray | str:
@@ -428,7 +448,7 @@ def _programme(
     high = np.minimum(limits.pmax[moving] - base, limits.ramp_up[moving] - incr[moving])
     low, high = low.astype(float), high.astype(float)
     half_eps = 0.5 * EPSILON
-    total = np.full(1, float(compensate))
+    total = np.full(1, float(_F32(compensate)))  # grid2op's float32 constraint
     sum_row = np.ones((1, n))
     x0 = np.zeros(n)
     if (np.abs(target) >= ZERO).any() or already.any():
@@ -512,7 +532,7 @@ def _infeasible(
     moving: np.ndarray,
     incr: np.ndarray,
     gen_p_redisp: np.ndarray,
-    compensate: np.float32,
+    compensate: float,
     limits: GeneratorLimits,
 ) -> str | None:
     """Why the generators in ``moving`` cannot make up for the step's change, or None."""

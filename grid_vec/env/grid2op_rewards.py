@@ -12,8 +12,9 @@ The rewards that price energy (``RedispReward``, ``EconomicReward``, ``L2RPNSand
 need each generator's marginal cost and ``pmax`` as grid2op has them: ``prods_charac.csv``'s
 ``marginal_cost`` and ``Pmax`` columns when the env plays a dataset folder (grid2op takes
 ``Pmax`` from there, not from ``grid.json``), else the ``gen_cost_per_MW`` / ``gen_pmax``
-constructor arguments (an error when the env is built if neither gives them). grid_vec models
-neither storage units nor curtailment: their terms are 0.
+constructor arguments (an error when the env is built if neither gives them). The rewards'
+inputs carry neither the storage units' power nor the curtailment yet: their terms are 0
+(grid2op's ``RedispReward`` and ``L2RPNSandBoxScore`` price the storage power too).
 
 Not here: ``N1Reward`` (an extra power flow per step and per watched branch),
 ``CombinedReward`` / ``CombinedScaledReward`` (a sum of rewards: write a callable) and the

@@ -28,7 +28,7 @@ import numpy as np
 from gymnasium import spaces
 
 from grid_vec.chronics.scenario import ScenarioInfo, ScenarioSource
-from grid_vec.env.action_input import ACTION_TYPES, one_action
+from grid_vec.env.action_input import ACTION_TYPES, Parsed, one_action
 from grid_vec.env.batch import GridBatch, env_info
 from grid_vec.env.dispatch import GeneratorLimits
 from grid_vec.env.grid2op_rewards import dataset_reward
@@ -37,6 +37,7 @@ from grid_vec.env.opponent import Opponent
 from grid_vec.env.parameters import Parameters
 from grid_vec.env.reset_options import RESET_OPTIONS
 from grid_vec.env.rewards import RewardFn, make_reward
+from grid_vec.env.storage import StorageUnits
 from grid_vec.grid.model import GridModel
 
 __all__ = ["ACTION_TYPES", "RESET_OPTIONS", "GridEnv"]
@@ -47,12 +48,15 @@ class GridEnv(gym.Env):
 
     ``model`` is a compiled grid, ``source`` any scenario source (synthetic or folder).
     ``action_type``: ``"discrete"`` (the topology catalog), ``"redispatch"``,
-    ``"curtailment"`` or ``"continuous"`` (both), played by grid2op's dispatch rules (see
-    :mod:`grid_vec.env.action_input` and :mod:`grid_vec.env.dispatch`). ``dispatch_limits``
+    ``"curtailment"``, ``"storage"`` or ``"continuous"`` (all three), played by grid2op's
+    dispatch and storage rules (see :mod:`grid_vec.env.action_input`,
+    :mod:`grid_vec.env.dispatch` and :mod:`grid_vec.env.storage`). ``dispatch_limits``
     are the generators' characteristics those rules use (a folder's ``prods_charac.csv``;
     :func:`grid_vec.make` passes them); without them, the net's pmin / pmax, ``gen_ramp``
     (MW per step, one per generator; by default 5% of each generator's ``pmax``) both ways,
-    its ``gen`` rows dispatchable and its static generators curtailable.
+    its ``gen`` rows dispatchable and its static generators curtailable. ``storage_units``
+    are the storage units' characteristics (a folder's ``storage_units_charac.csv``,
+    :func:`grid_vec.make` passes them), required when the grid has storage units.
 
     ``reward`` and the values of ``other_rewards`` (a list of names, or a dict name ->
     reward; their values go to ``info["other_rewards"]``) are reward names (grid_vec's:
@@ -76,7 +80,8 @@ class GridEnv(gym.Env):
     attributes only, in this order, as grid2op's ``gym_compat`` lets users choose: the
     default ones (see :mod:`grid_vec.env.observation`) and grid2op's ``target_dispatch``,
     ``current_step``, ``max_step``, ``delta_time``, ``timestep_protection_engaged``,
-    ``theta_or``, ``theta_ex``, ``load_theta``, ``gen_theta`` (see
+    ``theta_or``, ``theta_ex``, ``load_theta``, ``gen_theta``, ``storage_charge``,
+    ``storage_power_target``, ``storage_power``, ``storage_theta`` (see
     :mod:`grid_vec.env.observation_select`). ``env.view(obs)`` names them.
     """
 
@@ -100,6 +105,7 @@ class GridEnv(gym.Env):
         dispatch_limits: GeneratorLimits | None = None,
         maintenance: bool = True,
         observation_attributes: Sequence[str] | None = None,
+        storage_units: StorageUnits | None = None,
     ) -> None:
         if not isinstance(model, GridModel):
             raise TypeError(f"model must be a GridModel, got {type(model).__name__}")
@@ -125,6 +131,10 @@ class GridEnv(gym.Env):
             raise TypeError(
                 f"dispatch_limits must be a GeneratorLimits, got {type(dispatch_limits).__name__}"
             )
+        if storage_units is not None and not isinstance(storage_units, StorageUnits):
+            raise TypeError(
+                f"storage_units must be a StorageUnits, got {type(storage_units).__name__}"
+            )
         self._source = source
         if reward is None:
             reward = dataset_reward(source) or "flat"
@@ -143,6 +153,7 @@ class GridEnv(gym.Env):
             observation_attributes=(
                 None if observation_attributes is None else tuple(observation_attributes)
             ),
+            storage_units=storage_units,
         )
         self._batch = batch = GridBatch(model, [source], **self._batch_kwargs)
         self.model = model
@@ -155,6 +166,7 @@ class GridEnv(gym.Env):
         self.observation_space = self.obs_layout.space()
         self.redispatchable = batch.redispatchable
         self.dispatch_limits = dispatch_limits
+        self.storage_units = batch.storage  # None: the grid has none
         if action_type == "discrete":
             self.action_space = spaces.Discrete(len(self.catalog))
         elif action_type == "combined":
@@ -273,7 +285,8 @@ class GridEnv(gym.Env):
 
         Args:
             action: a catalog index (``Discrete``) or a continuous action (``Box``: redispatch
-                MW and / or curtailment limits, see :mod:`grid_vec.env.action_input`).
+                MW, curtailment limits and / or storage MW, see
+                :mod:`grid_vec.env.action_input`).
 
         Returns:
             ``(observation, reward, terminated, truncated, info)``; ``info`` always holds
@@ -287,8 +300,8 @@ class GridEnv(gym.Env):
         batch = self._batch
         if batch.done[self._k]:
             raise RuntimeError("the episode is over (or never started): call reset() first")
-        index, redispatch, curtail = self._parse(action)
-        result = batch.step(self._row, index, redispatch, curtail)
+        index, redispatch, curtail, storage = self._parse(action)
+        result = batch.step(self._row, index, redispatch, curtail, storage)
         return (
             result.obs[0],
             float(result.reward[0]),
@@ -314,8 +327,8 @@ class GridEnv(gym.Env):
         """
         if self._batch.done[self._k]:
             raise RuntimeError("the episode is over (or never started): call reset() first")
-        index, redispatch, curtail = self._parse(action)
-        result = self._batch.simulate(self._k, int(index[0]), redispatch, curtail)
+        index, redispatch, curtail, storage = self._parse(action)
+        result = self._batch.simulate(self._k, int(index[0]), redispatch, curtail, storage)
         return (
             result.obs[0],
             float(result.reward[0]),
@@ -394,20 +407,21 @@ class GridEnv(gym.Env):
         if self.action_type == "discrete":
             return self.catalog.describe(action, self.model, self.topology)
         self._parse(action)
+        names = self.model.gen_names, self.model.storage_names
         if self.action_type == "combined":
             topology = self.catalog.describe(action["topology"], self.model, self.topology)
-            continuous = self._batch.continuous.describe(action["continuous"], self.model.gen_names)
+            continuous = self._batch.continuous.describe(action["continuous"], *names)
             return f"{topology}; {continuous}"
-        return self._batch.continuous.describe(action, self.model.gen_names)
+        return self._batch.continuous.describe(action, *names)
 
     # --- internals ----------------------------------------------------------------------
 
-    def _parse(self, action: Any) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    def _parse(self, action: Any) -> Parsed:
         """Validate an action; return the batch's (catalog indices, redispatch MW,
-        curtailment limits)."""
+        curtailment limits, storage MW)."""
         # the common cases, fast: a Python int, or the int64 a vector env reads from its batch
         if (type(action) is int or type(action) is np.int64) and 0 <= action < self._n_discrete:
-            return np.array([action], dtype=np.int64), None, None
+            return np.array([action], dtype=np.int64), None, None, None
         return one_action(self._batch, self.action_type, len(self.catalog), action)
 
 

@@ -24,6 +24,7 @@ from grid_vec.env.grid_env import GridEnv
 from grid_vec.env.multimix import MultiMixEnv, MultiMixFactory
 from grid_vec.env.parameters import Parameters
 from grid_vec.env.registration import GYM_IDS
+from grid_vec.env.storage import StorageUnits
 from grid_vec.grid.model import GridModel
 
 
@@ -52,6 +53,8 @@ def make(
       the settings the data were generated with). ``difficulty`` naming no level is a
       ``ValueError``;
     * ``thermal_limits``: ``config.py``'s;
+    * the storage units' characteristics of ``storage_units_charac.csv`` (required when the
+      grid has storage units, as in grid2op);
     * the generators' characteristics of ``prods_charac.csv`` (pmin, pmax, ramps, which are
       dispatchable and which curtailable; an empty ramp is 0, as in grid2op) for the dispatch
       rules and the continuous action spaces; ``gen_ramp`` replaces its ramps (both ways);
@@ -73,8 +76,9 @@ def make(
     A multi-mix folder (grid2op's ``.multimix`` marker, one grid2op folder per mix) gives a
     :class:`~grid_vec.env.multimix.MultiMixEnv`: one GridEnv per mix (the keywords apply to
     each), one mix per episode, chosen on reset as grid2op's ``MultiMixEnvironment`` chooses
-    it. A folder whose grid has storage units is refused: the env does not play them yet
-    (issue #15), though the grid and chronics layers read them.
+    it. A folder whose grid has storage units plays them by grid2op's rules
+    (:mod:`grid_vec.env.storage`), with the characteristics of its
+    ``storage_units_charac.csv``.
 
     The env's ``spec`` names it (the registered gymnasium id of an embedded grid,
     ``grid_vec/<folder name>`` for a folder) and keeps the arguments, so that recordings can
@@ -248,10 +252,11 @@ def _cached_folder(
     if key not in _COMPILED:
         _COMPILED.pop(next((k for k in _COMPILED if k[:2] == key[:2]), None), None)
         _COMPILED[key] = _load_folder(path)
-    model, folder, limits = _COMPILED[key]
+    model, folder, limits, storage = _COMPILED[key]
     folder_kwargs = {
         "parameters": _folder_parameters(folder, difficulty),
         "dispatch_limits": limits,
+        "storage_units": storage,
     }
     source = FolderSource(root, model, allow_negative_loads=allow_negative_loads)
     if not opponent_given:  # config.py's opponent, read anew (it is small)
@@ -277,9 +282,10 @@ def clear_compiled_cache() -> None:
     _COMPILED.clear()
 
 
-def _load_folder(path: Path) -> tuple[GridModel, Any, np.ndarray | None]:
-    """Compiled model, the checked folder (its rules files) and the generators'
-    characteristics of prods_charac.csv (``dispatch_limits``) of a grid2op-format folder.
+def _load_folder(path: Path) -> tuple[GridModel, Any, GeneratorLimits, StorageUnits | None]:
+    """Compiled model, the checked folder (its rules files), the generators'
+    characteristics of prods_charac.csv (``dispatch_limits``) and the storage units' of
+    storage_units_charac.csv (None without storage) of a grid2op-format folder.
 
     Every fault of the folder is a ``FolderFormatError`` naming the file: the chronics layer
     checks what it reads, and compiling the grid, the one step that only this layer can
@@ -290,12 +296,6 @@ def _load_folder(path: Path) -> tuple[GridModel, Any, np.ndarray | None]:
     from grid_vec.grid.compile import compile_net
 
     folder = load_folder(path)
-    if folder.storage_charac is not None:
-        # the grid and chronics layers carry storage units, the env does not play them yet
-        raise FolderFormatError(
-            f"{folder.path / 'grid.json'}: the grid has {folder.storage_charac.n_storage} "
-            "storage units: storage units are not yet supported by grid_vec's env (issue #15)"
-        )
     try:
         model = compile_net(
             folder.net,
@@ -312,7 +312,10 @@ def _load_folder(path: Path) -> tuple[GridModel, Any, np.ndarray | None]:
     limits = GeneratorLimits.from_prods_charac(
         folder.prods_charac, model, folder.path / "prods_charac.csv"
     )
-    return _read_only(model), folder, limits
+    storage = None
+    if folder.storage_charac is not None:  # in the grid's storage order, checked
+        storage = StorageUnits.from_charac(folder.storage_charac)
+    return _read_only(model), folder, limits, storage
 
 
 def _folder_parameters(folder, difficulty: str | None) -> Parameters:

@@ -23,6 +23,10 @@ gen_p_before_curtail     G      a renewable generator's MW before curtailment (0
 curtailment              G      MW curtailed / pmax, per renewable generator
 curtailment_limit        G      the curtailment limit in force (ratio of pmax, 1: none)
 curtailment_limit_effective G   gen_p / pmax where curtailment bites, else the limit
+storage_charge           U      MWh in each storage unit
+storage_power_target     U      MW the agent asked of each unit this step (> 0 charges)
+storage_power            U      MW each unit took this step, within its bounds (> 0 charges)
+storage_theta            U      voltage angle at each storage unit, degrees
 ======================== ====== ==============================================================
 
 The dispatch attributes follow grid2op's formulas (``BaseObservation.update``); on a grid
@@ -44,6 +48,10 @@ import numpy as np
 
 from grid_vec.env.observation import ObservationLayout
 
+DISPATCH = (
+    "gen_margin_up", "gen_margin_down", "gen_p_before_curtail", "curtailment",
+    "curtailment_limit", "curtailment_limit_effective",
+)  # fmt: skip
 # the further attributes: size from the model
 EXTRA_SIZES: dict[str, Callable[[Any], int]] = {
     "target_dispatch": lambda m: m.n_gen,
@@ -55,15 +63,18 @@ EXTRA_SIZES: dict[str, Callable[[Any], int]] = {
     "theta_ex": lambda m: m.n_branch,
     "load_theta": lambda m: m.n_load,
     "gen_theta": lambda m: m.n_gen,
-    **{name: (lambda m: m.n_gen) for name in (
-        "gen_margin_up", "gen_margin_down", "gen_p_before_curtail", "curtailment",
-        "curtailment_limit", "curtailment_limit_effective",
-    )},
+    **dict.fromkeys(DISPATCH, lambda m: m.n_gen),
+    "storage_charge": lambda m: m.n_storage,
+    "storage_power_target": lambda m: m.n_storage,
+    "storage_power": lambda m: m.n_storage,
+    "storage_theta": lambda m: m.n_storage,
 }  # fmt: skip
-DISPATCH = (
-    "gen_margin_up", "gen_margin_down", "gen_p_before_curtail", "curtailment",
-    "curtailment_limit", "curtailment_limit_effective",
-)  # fmt: skip
+# the storage attributes: the state array each is read from (storage_theta: the flows)
+STORAGE_STATE = {
+    "storage_charge": "storage_charge",
+    "storage_power_target": "storage_target",
+    "storage_power": "storage_power",
+}
 THETAS = ("theta_or", "theta_ex", "load_theta", "gen_theta")
 
 
@@ -94,7 +105,10 @@ class SelectedLayout(ObservationLayout):
             if name in self._default.slices:
                 low[where] = full.low[self._default.slices[name]]
                 high[where] = full.high[self._default.slices[name]]
-            elif name in ("current_step", "max_step", "delta_time", "timestep_protection_engaged"):
+            elif name in (
+                "current_step", "max_step", "delta_time", "timestep_protection_engaged",
+                "storage_charge",
+            ):  # fmt: skip
                 low[where] = 0.0
         return spaces.Box(low=low, high=high, dtype=np.float32)
 
@@ -180,6 +194,11 @@ def extra_values(
         out.update(_thetas(batch, state, rows))
     if selection.needs_dispatch:
         out.update(_dispatch(batch.dispatch_limits, state, rows))
+    for name, array in STORAGE_STATE.items():
+        if name in names:
+            out[name] = getattr(state, array)[rows]
+    if "storage_theta" in names:  # radians in the flows (0 when not solved)
+        out["storage_theta"] = np.degrees(state.flows[rows, state.slices["storage_theta"]])
     return out
 
 

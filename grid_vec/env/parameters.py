@@ -29,6 +29,8 @@ _GRID2OP_KEYS = {
     "LIMIT_INFEASIBLE_CURTAILMENT_STORAGE_ACTION": "limit_infeasible_curtailment_storage_action",
     "IGNORE_MIN_UP_DOWN_TIME": "ignore_min_up_down_time",
     "ALLOW_DISPATCH_GEN_SWITCH_OFF": "allow_dispatch_gen_switch_off",
+    "INIT_STORAGE_CAPACITY": "init_storage_capacity",
+    "ACTIVATE_STORAGE_LOSS": "activate_storage_loss",
 }
 
 
@@ -49,7 +51,10 @@ class Parameters:
       the actual dispatch is the target, nothing made up for),
       ``limit_infeasible_curtailment_storage_action`` (shrink a curtailment the generators
       cannot make up for), ``allow_dispatch_gen_switch_off`` (False: redispatching a
-      generator scheduled at 0 fails), ``ignore_min_up_down_time`` (only True is played).
+      generator scheduled at 0 fails), ``ignore_min_up_down_time`` (only True is played);
+    * the storage rules (:mod:`grid_vec.env.storage`): each unit starts an episode charged
+      at ``init_storage_capacity`` x its Emax (a ratio in [0, 1]); ``activate_storage_loss``
+      (False: no efficiencies, no standing loss).
     """
 
     no_overflow_disconnection: bool = False
@@ -67,6 +72,8 @@ class Parameters:
     limit_infeasible_curtailment_storage_action: bool = False
     ignore_min_up_down_time: bool = True
     allow_dispatch_gen_switch_off: bool = True
+    init_storage_capacity: float = 0.5
+    activate_storage_loss: bool = True
 
     def __post_init__(self) -> None:
         for name in (
@@ -75,6 +82,7 @@ class Parameters:
             "limit_infeasible_curtailment_storage_action",
             "ignore_min_up_down_time",
             "allow_dispatch_gen_switch_off",
+            "activate_storage_loss",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
@@ -100,6 +108,11 @@ class Parameters:
                 raise TypeError(f"{name} must be a number, got {value!r}")
             if not math.isfinite(value) or value <= 0:
                 raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        capacity = self.init_storage_capacity
+        if isinstance(capacity, bool) or not isinstance(capacity, (int, float)):
+            raise TypeError(f"init_storage_capacity must be a number, got {capacity!r}")
+        if not 0.0 <= capacity <= 1.0:  # also refuses NaN
+            raise ValueError(f"init_storage_capacity must be in [0, 1], got {capacity!r}")
         if self.hard_overflow_threshold < self.soft_overflow_threshold:
             raise ValueError(
                 f"hard_overflow_threshold ({self.hard_overflow_threshold}) must be >= "

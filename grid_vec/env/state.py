@@ -67,7 +67,15 @@ class BatchState:
     curtail_limit_prev: np.ndarray  # (N, n_gen) the limits of the step before
     # (N, 3): MW curtailment removed this step (vs the step before), in all, held back
     curtailment_mw: np.ndarray
-    dispatching: np.ndarray  # (N,) bool: a dispatch or curtailment is under way
+    dispatching: np.ndarray  # (N,) bool: a dispatch, curtailment or storage is under way
+    # the storage rules' (grid_vec.env.storage), float32 as grid2op keeps them
+    storage_charge: np.ndarray  # (N, n_storage) MWh
+    storage_charge_prev: np.ndarray  # (N, n_storage) MWh at the start of the step
+    storage_target: np.ndarray  # (N, n_storage) MW asked by the agent this step
+    storage_power: np.ndarray  # (N, n_storage) MW the units take this step (load convention)
+    storage_power_prev: np.ndarray  # (N, n_storage) the step before's
+    # (N, 2): MW the generators make up for this step (the change of the total), the total
+    storage_amount: np.ndarray
     backends: list[Backend]  # one per env
     # results of the last solve (zeros after a failed one), FLOW_FIELDS order laid out by
     # flow_slices(model), and column views into them
@@ -104,7 +112,16 @@ class BatchState:
 _ROW_ARRAYS = (
     "topo", "last_or", "last_ex", "line_status", "target_dispatch", "actual_dispatch",
     "already_redispatched", "gen_p_redisp", "gen_p_before_curtail", "curtail_limit",
-    "curtail_limit_prev", "curtailment_mw", "dispatching", "topo_dirty",
+    "curtail_limit_prev", "curtailment_mw", "dispatching", "topo_dirty", "storage_charge",
+    "storage_charge_prev", "storage_target", "storage_power", "storage_power_prev",
+    "storage_amount",
+)  # fmt: skip
+
+
+# the storage units' (N, n_storage) arrays
+_STORAGE_ARRAYS = (
+    "storage_charge", "storage_charge_prev", "storage_target", "storage_power",
+    "storage_power_prev",
 )  # fmt: skip
 
 
@@ -140,7 +157,7 @@ def _assemble(
 
 def initial_state(model: GridModel, layout: TopologyLayout, backends: list[Backend]) -> BatchState:
     """Every element on bus bar 1, every timer at 0, no dispatch, for ``len(backends)`` envs."""
-    n, n_b, n_g = len(backends), model.n_branch, model.n_gen
+    n, n_b, n_g, n_s = len(backends), model.n_branch, model.n_gen, model.n_storage
     slices = flow_slices(model)
     arrays = {
         "topo": np.ones((n, layout.n_elem), dtype=np.int8),
@@ -157,6 +174,8 @@ def initial_state(model: GridModel, layout: TopologyLayout, backends: list[Backe
         "curtailment_mw": np.zeros((n, 3), dtype=np.float32),
         "dispatching": np.zeros(n, dtype=bool),
         "topo_dirty": np.ones(n, dtype=bool),
+        **{name: np.zeros((n, n_s), dtype=np.float32) for name in _STORAGE_ARRAYS},
+        "storage_amount": np.zeros((n, 2), dtype=np.float32),
     }
     timers = np.zeros((n, 3 * n_b + model.n_sub), dtype=np.int64)
     flows = np.zeros((n, slices["all"].stop))

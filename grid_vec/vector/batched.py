@@ -32,7 +32,7 @@ from gymnasium import Env
 from gymnasium.vector.utils import batch_space
 from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 
-from grid_vec.env.action_input import batch_actions
+from grid_vec.env.action_input import Parsed, batch_actions
 from grid_vec.vector.grid_commands import GridCommands
 
 _STEP_KEYS = ("is_illegal", "is_ambiguous", "tripped_branches", "attacked_branch")
@@ -148,7 +148,7 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
             RuntimeError: with ``DISABLED``, an env stepped after its episode ended.
         """
         self._check_open()
-        indices, redispatch, curtail = self._parse(actions)
+        indices, redispatch, curtail, storage = self._parse(actions)
         n = self.num_envs
         rewards = np.zeros(n)
         terminated = np.zeros(n, dtype=bool)
@@ -175,6 +175,7 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
                 indices[sel],
                 None if redispatch is None else redispatch[sel],
                 None if curtail is None else curtail[sel],
+                None if storage is None else storage[sel],
             )
             rewards[sel], terminated[sel], truncated[sel] = (
                 result.reward, result.terminated, result.truncated
@@ -293,9 +294,9 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
             "_scenario_name": _mask(n, rows),
         }
 
-    def _parse(self, actions: Any) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    def _parse(self, actions: Any) -> Parsed:
         """Validate a batch of actions: (catalog indices, redispatch MW or None,
-        curtailment limits or None)."""
+        curtailment limits or None, storage MW or None)."""
         n = self.num_envs
         leaves = actions.values() if isinstance(actions, dict) else [actions]
         if any(len(np.shape(leaf)) == 0 or np.shape(leaf)[0] != n for leaf in leaves):

@@ -243,10 +243,10 @@ class _Server:
             return alone
         rows_arr = np.array(rows, dtype=np.intp)
         try:
-            indices, redispatch, curtail = batch_actions(
+            indices, redispatch, curtail, storage = batch_actions(
                 batch, self.spec.act_space, self.act_leaf[rows_arr]
             )
-            result = batch.step(rows_arr, indices, redispatch, curtail)
+            result = batch.step(rows_arr, indices, redispatch, curtail, storage)
         except Exception as exc:  # the batch's envs step together: the first one reports
             errors.append(error_entry(self.spec.env_ids[rows[0]], exc))
             return alone

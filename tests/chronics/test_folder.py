@@ -402,3 +402,31 @@ def test_reads_l2rpn_case14_sandbox_from_the_grid2op_package():
     ):
         table = pd.read_csv(path / "chronics" / "0000" / f"{stem}.csv.bz2", sep=";")
         np.testing.assert_array_equal(getattr(inj, field), table[list(names)].to_numpy())
+
+
+def test_forecasts_of_several_horizons_per_step(tmp_path, case14_model, net14):
+    """config.py's h_forecast (grid2op's data_feeding_kwargs): the forecast files hold that
+    many rows per step, step-major; the step's forecast is the first of its rows."""
+    root = write_folder(tmp_path / "env", case14_model, net14, n_scenarios=1)
+    single = FolderSource(root, case14_model).read(0, 0, N_ROWS)
+    config = root / "config.py"
+    text = config.read_text().replace(
+        '"names_chronics_to_grid": None}',
+        '"names_chronics_to_grid": None, "data_feeding_kwargs": {"h_forecast": [5, 10, 15]}}',
+    )
+    config.write_text(text)
+    for path in (root / "chronics" / "0000").glob("*_forecasted*"):
+        packed = path.suffix == ".bz2"
+        raw = bz2.decompress(path.read_bytes()) if packed else path.read_bytes()
+        header, *rows = raw.decode().splitlines()
+        # each step's row, then two rows of farther horizons (the step's row doubled)
+        doubled = [";".join(f"{2 * float(c):.6f}" for c in r.split(";")) for r in rows]
+        tripled = [x for r, d in zip(rows, doubled, strict=True) for x in (r, d, d)]
+        data = ("\n".join([header, *tripled]) + "\n").encode()
+        path.write_bytes(bz2.compress(data) if packed else data)
+    got = FolderSource(root, case14_model).read(0, 3, 9)
+    for f in FIELDS:
+        np.testing.assert_array_equal(getattr(got, f), getattr(single, f)[3:9])
+    config.write_text(config.read_text().replace("[5, 10, 15]", "'soon'"))
+    with pytest.raises(FolderFormatError, match="h_forecast"):
+        FolderSource(root, case14_model)

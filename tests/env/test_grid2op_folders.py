@@ -29,7 +29,7 @@ pytestmark = pytest.mark.grid2op
 N_STEPS = 300  # do-nothing steps compared (fewer when the scenario ends first)
 RHO_TOL = 1e-3
 MULTIMIX = "l2rpn_neurips_2020_track2"
-# every bundled folder but blank (no data) and the three with storage units
+# every bundled folder but blank (no data) and the three with storage units (STORAGE)
 FOLDERS = [
     "educ_case14_redisp",
     "l2rpn_case14_sandbox",
@@ -163,13 +163,19 @@ def test_multimix_folder_runs_in_a_multiprocess_vector_env_not_in_a_batch(data):
 
 
 @pytest.mark.parametrize("name", STORAGE)
-def test_storage_units_are_refused_in_one_line(data, name):
-    with pytest.raises(FolderFormatError) as info:
-        grid_vec.make(data / name)
-    message = str(info.value)
-    assert "\n" not in message and "grid.json" in message
-    # the grid and chronics layers read them; the env refuses them until it plays them
-    assert "storage units are not yet supported by grid_vec's env (issue #15)" in message
+def test_storage_folder_plays_do_nothing_as_in_grid2op(data, name):
+    """The three folders with storage units (whose charges only lose their standing loss
+    under do-nothing; l2rpn_idf_2023's forecasts hold 12 horizons per step): same end step,
+    rho within 1e-3, the same charges."""
+    ours = grid_vec.make(data / name, opponent=None, maintenance=False)
+    theirs = _grid2op(data / name)
+    _assert_same_parameters(ours.parameters, theirs.parameters)
+    end, g_end, worst = _side_by_side(ours, theirs)
+    assert end == g_end
+    assert worst <= RHO_TOL
+    if end is None:  # both still running (grid2op has no observation after a game over)
+        charge = theirs.get_obs().storage_charge
+        np.testing.assert_allclose(ours.unwrapped._batch.state.storage_charge[0], charge, atol=1e-4)
 
 
 def test_unsorted_bus_index_numbers_substations_as_grid2op(data):
