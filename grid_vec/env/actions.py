@@ -51,6 +51,9 @@ class ActionCatalog:
     sub_buses: list  # per action: (n_elem_of_sub,) int8 bus bars for KIND_SUB, else None
     n_line_actions: int
     n_sub_actions: int
+    # storage units per substation: grid2op lists them last in a substation's topo_vect,
+    # grid_vec keeps them on bus bar 1 (they are not in its topology)
+    sub_storage: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.kind)
@@ -86,6 +89,7 @@ class ActionCatalog:
             sub_buses=sub_buses,
             n_line_actions=model.n_branch,
             n_sub_actions=n_sub_actions,
+            sub_storage=np.bincount(model.storage_sub, minlength=model.n_sub),
         )
 
     def describe(self, index: int, model: GridModel, layout: TopologyLayout) -> str:
@@ -110,12 +114,15 @@ class ActionCatalog:
         """The action in grid2op's vocabulary, the dict grid2op's ``action_space(...)`` takes:
         ``{}`` (do nothing), ``{"change_line_status": [branch]}`` (a toggle: reconnected on
         its last bus bars, as grid2op does) or ``{"set_bus": {"substations_id": [(sub,
-        buses)]}}`` (bus bars in the substation's ``topo_vect`` order, grid2op's)."""
+        buses)]}}`` (bus bars in the substation's ``topo_vect`` order, grid2op's; its storage
+        units, last in grid2op's order, on bus bar 1, where grid_vec keeps them)."""
         kind, target = int(self.kind[index]), int(self.target[index])
         if kind == KIND_LINE:
             return {"change_line_status": [target]}
         if kind == KIND_SUB:
             buses = [int(b) for b in self.sub_buses[index]]
+            if self.sub_storage is not None:
+                buses += [1] * int(self.sub_storage[target])
             return {"set_bus": {"substations_id": [(target, buses)]}}
         return {}
 
