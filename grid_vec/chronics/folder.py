@@ -5,7 +5,7 @@ Layout read::
     <path>/grid.json                  pandapower net (read as data, grid_vec.chronics.grid_json)
     <path>/config.py                  thermal limits, names_chronics_to_grid (ast, never run)
     <path>/difficulty_levels.json, parameters.json    the rules, optional (grid2op's choice:
-                                      see :func:`rules_dict`)
+                                      see grid_vec.chronics.folder_rules)
     <path>/prods_charac.csv, grid_layout.json         optional
     <path>/storage_units_charac.csv   required when the grid has storage units
                                       (grid_vec.chronics.storage_charac)
@@ -26,8 +26,9 @@ this module's :func:`load_folder` imports pandapower, lazily.
 
 The folder is untrusted input (see :mod:`grid_vec.chronics.untrusted`): nothing in it is
 imported or run, every read is bounded, no file or subfolder may resolve outside it, and
-everything read is checked here (thermal limits, ramps, the rules files' values, the grid's
-numbers), so that each fault is one :class:`FolderFormatError` naming the file.
+everything read is checked here or in the modules it calls (thermal limits, the rules
+files' values, the grid's numbers), so that each fault is one :class:`FolderFormatError`
+naming the file.
 
 ``params.json`` is not read: in grid2op's folders it holds the settings the data were
 generated with, and grid2op's ``make`` ignores it too.
@@ -48,6 +49,13 @@ import numpy as np
 from grid_vec._untrusted import file_stamp
 from grid_vec.chronics.config_file import forecast_horizons, read_config_values
 from grid_vec.chronics.csv_table import count_rows, find_csv, read_table
+from grid_vec.chronics.folder_rules import (
+    DIFFICULTY_FILE,
+    PARAMETERS_FILE,
+    read_json,
+    read_levels,
+    read_params,
+)
 from grid_vec.chronics.grid_json import read_grid_json
 from grid_vec.chronics.outages import (
     RANDOM_MAINTENANCE_CLASS,
@@ -68,9 +76,7 @@ from grid_vec.chronics.untrusted import (
     MAX_INFO_BYTES,
     MAX_SMALL_FILE_BYTES,
     FolderFormatError,
-    check_number,
     inside,
-    load_json,
     read_text,
     short,
 )
@@ -79,11 +85,6 @@ from grid_vec.grid.model import GridModel
 DEFAULT_START = dt.datetime(2019, 1, 1)
 DEFAULT_STEP = dt.timedelta(minutes=5)
 _STEMS = ("load_p", "load_q", "prod_p", "prod_v")
-_MAX_PARAM_CHARS = 100  # a rules string value: grid2op writes "True", "2", ...
-_MAX_LEVELS = 100  # difficulty levels of difficulty_levels.json
-DIFFICULTY_FILE = "difficulty_levels.json"
-PARAMETERS_FILE = "parameters.json"
-COMPETITION_LEVEL = "competition"  # the level grid2op's make picks first
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,7 +100,6 @@ class GridFolder:
     difficulty_levels: dict[str, dict] | None
     parameters: dict | None
     prods_charac: dict[str, np.ndarray] | None  # prods_charac.csv columns by header name
-    gen_ramps: dict[str, float] | None  # generator name -> min(max_ramp_up, max_ramp_down)
     layout: dict | None  # grid_layout.json
     names_chronics_to_grid: dict | None  # config.py's renaming of CSV columns
     # storage_units_charac.csv, in the grid's storage order; None when the grid has no storage
@@ -138,11 +138,10 @@ def load_folder(path: str | Path) -> GridFolder:
         name=root.name,
         net=net,
         thermal_limits=_thermal_limits(config.get("thermal_limits"), net, root / "config.py"),
-        difficulty_levels=_read_levels(_file(root, root / DIFFICULTY_FILE)),
-        parameters=_read_params(_file(root, root / PARAMETERS_FILE)),
+        difficulty_levels=read_levels(_file(root, root / DIFFICULTY_FILE)),
+        parameters=read_params(_file(root, root / PARAMETERS_FILE)),
         prods_charac=charac,
-        gen_ramps=None if charac is None else _gen_ramps(charac, charac_path),
-        layout=_read_json(_file(root, root / "grid_layout.json")),
+        layout=read_json(_file(root, root / "grid_layout.json")),
         names_chronics_to_grid=config.get("names_chronics_to_grid") or None,
         storage_charac=folder_storage_charac(
             _file(root, root / STORAGE_CHARAC_FILE), root, storage_names(net)
@@ -194,102 +193,6 @@ def _thermal_limits(value: Any, net, config_path: Path) -> np.ndarray | None:
     return limits
 
 
-def _read_json(path: Path | None) -> dict | None:
-    if path is None:
-        return None
-    value = load_json(path)
-    if not isinstance(value, dict):
-        raise FolderFormatError(f"{path}: expected a JSON object, got {type(value).__name__}")
-    return value
-
-
-def _read_params(path: Path | None) -> dict | None:
-    """parameters.json's entries, None without the file."""
-    if path is None:
-        return None
-    return _check_flat(_read_json(path), path, "")
-
-
-def _check_flat(params: Any, path: Path, where: str) -> dict:
-    """A rules dict: grid2op writes flat scalars; anything else is refused here, so that the
-    env layer's conversion to ``Parameters`` only meets scalars."""
-    if not isinstance(params, dict):
-        raise FolderFormatError(
-            f"{path}: {where}expected a JSON object, got {type(params).__name__}"
-        )
-    for key, value in params.items():
-        if value is None or isinstance(value, (bool, int, float)):
-            continue
-        if not isinstance(value, str) or len(value) > _MAX_PARAM_CHARS:
-            raise FolderFormatError(
-                f"{path}: {where}key {short(key)}: expected a number, a boolean or a short "
-                f"string, got {short(value)}"
-            )
-    return params
-
-
-def _read_levels(path: Path | None) -> dict[str, dict] | None:
-    """difficulty_levels.json: level name -> flat rules dict, None without the file."""
-    levels = _read_json(path)
-    if levels is None:
-        return None
-    if not levels:
-        raise FolderFormatError(f"{path}: no difficulty level")
-    if len(levels) > _MAX_LEVELS:
-        raise FolderFormatError(f"{path}: {len(levels)} levels (at most {_MAX_LEVELS})")
-    return {
-        name: _check_flat(value, path, f"level {short(name)}: ") for name, value in levels.items()
-    }
-
-
-def rules_dict(folder: GridFolder, difficulty: str | None = None) -> tuple[dict, str]:
-    """The grid2op-named rules a folder gives, and where they come from (the file and level,
-    for messages).
-
-    grid2op's ``make`` rule: with ``difficulty_levels.json``, the level ``difficulty``, else
-    the level ``"competition"``, else the highest numbered level; otherwise
-    ``parameters.json``; otherwise no entry (every rule at its default). A folder with both
-    files takes its rules from ``difficulty_levels.json``.
-
-    Raises:
-        TypeError: ``difficulty`` is not a str.
-        ValueError: ``difficulty`` names no level, or is given to a folder without
-            ``difficulty_levels.json``.
-        FolderFormatError: ``difficulty_levels.json`` has neither ``"competition"`` nor a
-            numbered level to choose by default.
-    """
-    if difficulty is not None and not isinstance(difficulty, str):
-        raise TypeError(f"difficulty must be a str (a level name), got {difficulty!r}")
-    levels = folder.difficulty_levels
-    if levels is None:
-        if difficulty is not None:
-            raise ValueError(
-                f"difficulty={difficulty!r}: {folder.path} has no {DIFFICULTY_FILE} "
-                "(difficulty levels)"
-            )
-        if folder.parameters is not None:
-            return folder.parameters, str(folder.path / PARAMETERS_FILE)
-        return {}, f"{folder.path} (grid2op's default rules)"
-    where = folder.path / DIFFICULTY_FILE
-    if difficulty is None:
-        numbered = {int(k): k for k in levels if k.isascii() and k.isdigit() and len(k) < 10}
-        if COMPETITION_LEVEL in levels:
-            difficulty = COMPETITION_LEVEL
-        elif numbered:
-            difficulty = numbered[max(numbered)]
-        else:
-            raise FolderFormatError(
-                f"{where}: neither a {COMPETITION_LEVEL!r} level nor a numbered one to choose "
-                "by default; pass difficulty="
-            )
-    elif difficulty not in levels:
-        raise ValueError(
-            f"difficulty={difficulty!r} is not a level of {where}; its levels: "
-            + ", ".join(repr(k) for k in sorted(levels))
-        )
-    return levels[difficulty], f"{where}: level {short(difficulty)}"
-
-
 def _read_prods_charac(path: Path) -> dict[str, np.ndarray]:
     """Columns by header name: float arrays where every cell is a number, else str arrays."""
     text = read_text(path, MAX_SMALL_FILE_BYTES)
@@ -316,42 +219,6 @@ def _read_prods_charac(path: Path) -> dict[str, np.ndarray]:
         except ValueError:
             columns[name.strip()] = np.array(cells, dtype=str)
     return columns
-
-
-def _gen_ramps(charac: dict[str, np.ndarray], path: Path) -> dict[str, float] | None:
-    """Generator name -> min(max_ramp_up, max_ramp_down), None without those columns.
-
-    An empty ramp cell (grid2op's folders leave them empty for wind and solar) is a ramp of
-    0, as grid2op reads it."""
-    needed = ("name", "max_ramp_up", "max_ramp_down")
-    if any(c not in charac for c in needed):
-        return None
-    ramps: dict[str, float] = {}
-    for i, (name, up, down) in enumerate(zip(*(charac[c] for c in needed), strict=True)):
-        name = str(name)
-        if not name or name in ramps:
-            raise FolderFormatError(
-                f"{path}: line {i + 2}, column 'name': {short(name)} is empty or repeated"
-            )
-        values = []
-        for column, value in (("max_ramp_up", up), ("max_ramp_down", down)):
-            if isinstance(value, str):  # a column with a cell that is not a number
-                if value == "":
-                    values.append(0.0)
-                    continue
-                try:
-                    value = float(value)
-                except ValueError:
-                    raise FolderFormatError(
-                        f"{path}: line {i + 2}, column {column!r}: {short(value)} is not a number"
-                    ) from None
-            if check_number(value, path, f"line {i + 2}, column {column!r}") < 0:
-                raise FolderFormatError(
-                    f"{path}: line {i + 2}, column {column!r}: a ramp must be >= 0, got {value}"
-                )
-            values.append(float(value))
-        ramps[name] = min(values)
-    return ramps
 
 
 class FolderSource:

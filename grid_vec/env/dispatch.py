@@ -106,7 +106,13 @@ class GeneratorLimits:
             zero = np.zeros(n, dtype=_F32)
             no = np.zeros(n, dtype=bool)
             return cls(zero, zero, zero, zero, no, no, available=False)
-        line = {str(name): i for i, name in enumerate(columns["name"])}
+        line: dict[str, int] = {}
+        for i, name in enumerate(columns["name"]):
+            if str(name) in line:
+                raise FolderFormatError(
+                    f"{path}: line {i + 2}, column 'name': {short(str(name))} is repeated"
+                )
+            line[str(name)] = i
         values = np.zeros((4, n), dtype=_F32)
         kinds = []
         for g, name in enumerate(model.gen_names):

@@ -321,7 +321,7 @@ def _load_folder(path: Path) -> tuple[GridModel, Any, GeneratorLimits, StorageUn
 def _folder_parameters(folder, difficulty: str | None) -> Parameters:
     """``Parameters`` of the rules grid2op's make would pick (``rules_dict``); a value
     ``Parameters`` refuses is a ``FolderFormatError`` naming the file (and level)."""
-    from grid_vec.chronics.folder import rules_dict
+    from grid_vec.chronics.folder_rules import rules_dict
     from grid_vec.chronics.untrusted import FolderFormatError
 
     rules, where = rules_dict(folder, difficulty)

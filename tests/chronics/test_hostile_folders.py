@@ -339,17 +339,40 @@ def test_deep_nesting_inside_a_grid_table_is_refused(folder):
         ("difficulty_levels.json", '{"0": 3}'),
         ("difficulty_levels.json", "{}"),
         ("difficulty_levels.json", "{" + ", ".join(f'"{i}": {{}}' for i in range(500)) + "}"),
-        ("prods_charac.csv", "name,max_ramp_up,max_ramp_down\ngen_1_0,1e400,5\n"),
-        ("prods_charac.csv", "name,max_ramp_up,max_ramp_down\ngen_1_0,-1,5\n"),
-        ("prods_charac.csv", "name,max_ramp_up,max_ramp_down\ngen_1_0,fast,5\n"),
-        ("prods_charac.csv", "name,max_ramp_up,max_ramp_down\ngen_1_0,nan,5\n"),
-        ("prods_charac.csv", "name,max_ramp_up,max_ramp_down\ngen_1_0,1,5\ngen_1_0,2,2\n"),
         ("prods_charac.csv", 'name,max_ramp_up\n"' + "x" * 200_000 + '",1\n'),
     ],
 )
 def test_bad_values_in_metadata_files_are_refused(folder, file, text):
     (folder / file).write_text(text)
     _fails_naming(lambda: load_folder(folder), file)
+
+
+_CHARAC_HEADER = (
+    "name,type,Pmin,Pmax,max_ramp_up,max_ramp_down,start_cost,shut_down_cost,marginal_cost,"
+    "min_up_time,min_down_time"
+)
+
+
+@pytest.mark.parametrize(
+    ("row", "bad"),
+    [
+        ("{name},thermal,0,100,1e400,5,0,0,1,0,0", "max_ramp_up"),
+        ("{name},thermal,0,100,-1,5,0,0,1,0,0", "max_ramp_up"),
+        ("{name},thermal,0,100,fast,5,0,0,1,0,0", "max_ramp_up"),
+        ("{name},thermal,0,100,5,nan,0,0,1,0,0", "max_ramp_down"),
+        ("{name},thermal,50,10,5,5,0,0,1,0,0", "Pmin"),
+        ("{name},thermal,0,100,5,5,0,0,1,0,0\n{name},thermal,0,100,5,5,0,0,1,0,0", "repeated"),
+    ],
+)
+def test_bad_generator_characteristics_are_refused_when_the_env_is_made(folder, row, bad):
+    """prods_charac.csv with every column grid2op requires: the dispatch rules read it when
+    the env is made, and refuse a bad value naming the file, line and column."""
+    names = [str(n) for n in grid_vec.make(folder).model.gen_names]
+    rows = [row.format(name=names[0])] + [f"{n},thermal,0,100,5,5,0,0,1,0,0" for n in names[1:]]
+    (folder / "prods_charac.csv").write_text("\n".join([_CHARAC_HEADER, *rows]) + "\n")
+    grid_vec.env.make.clear_compiled_cache()
+    error = _fails_naming(lambda: grid_vec.make(folder), "prods_charac.csv")
+    assert bad in str(error)
 
 
 @pytest.mark.parametrize(
