@@ -213,3 +213,19 @@ def test_heuristics_are_checked(case14):
         Heuristics(max_skipped=-1)
     with pytest.raises(TypeError, match="heuristics must be"):
         GridEnv(case14, SyntheticSource(case14, seed=0, length=10), heuristics={"x": 1})
+
+
+def test_make_and_make_vec_take_masks_and_heuristics():
+    import grid_vec
+    from grid_vec.env import Heuristics as exported
+
+    h = exported(idle_below_rho=0.9, reconnect_lines=True)
+    env = grid_vec.make("case14", heuristics=h, action_mask=True)
+    assert env.reset(seed=0)[1]["action_mask"].all()
+    *_, info = env.step(0)
+    assert info["skipped_steps"] > 0 and info["action_mask"].shape == (len(env.catalog),)
+    envs = grid_vec.make_vec("case14", 2, vectorization="batched", heuristics=h, action_mask=True)
+    envs.reset(seed=0)
+    *_, infos = envs.step(np.zeros(2, dtype=np.int64))
+    assert infos["skipped_steps"].shape == (2,) and infos["action_mask"].shape == (2, 126)
+    envs.close()
