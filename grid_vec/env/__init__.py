@@ -11,6 +11,7 @@ from typing import Any
 
 _EXPORTS = {
     "GridEnv": "grid_vec.env.grid_env",
+    "Heuristics": "grid_vec.env.heuristics",
     "Parameters": "grid_vec.env.parameters",
     "GeometricOpponent": "grid_vec.env.opponent",
     "RandomLineOpponent": "grid_vec.env.opponent",

@@ -13,6 +13,7 @@ line rules (their cooldown must be over, at most ``max_line_status_changed`` of 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -116,6 +117,51 @@ class ActionRules:
                         f"{cooldown_s[j]} more step(s)"
                     )
         return illegal, ambiguous, (why_illegal, why_ambiguous)
+
+    def legal_mask(self, state: BatchState, rows: np.ndarray, p: Parameters) -> np.ndarray:
+        """(k, n_catalog) bool: True where the catalog action would be legal in each of
+        ``rows`` now, :meth:`legalise`'s verdict for every action at once.
+
+        Args:
+            state: the batch's state.
+            rows: the envs (indices of ``state``).
+            p: the rules in force.
+
+        Returns:
+            The masks (do-nothing is always legal).
+        """
+        cooldown_line = state.cooldown_line[rows]
+        off = ~state.line_status[rows]
+        n_line, n_sub = self._line_actions, self._sub_actions
+        mask = np.ones((len(rows), len(self.catalog)), dtype=bool)
+        if p.max_line_status_changed < 1:
+            mask[:, n_line] = False
+        else:
+            mask[:, n_line] = cooldown_line[:, self.catalog.target[n_line]] == 0
+        if len(n_sub):
+            # a configuration's line rule depends on its substation only: the disconnected
+            # branches there, counted per substation with one product (exact in float32)
+            touching = self._sub_branches_t
+            back = off.astype(np.float32) @ touching
+            waiting = (off & (cooldown_line > 0)).astype(np.float32) @ touching
+            sub_ok = (state.cooldown_sub[rows] == 0) & (waiting == 0)
+            sub_ok &= back <= p.max_line_status_changed
+            if p.max_sub_changed < 1:
+                sub_ok[:] = False
+            mask[:, n_sub] = sub_ok[:, self.catalog.target[n_sub]]
+        return mask
+
+    @cached_property
+    def _line_actions(self) -> np.ndarray:
+        return np.flatnonzero(self.catalog.kind == KIND_LINE)
+
+    @cached_property
+    def _sub_actions(self) -> np.ndarray:
+        return np.flatnonzero(self.catalog.kind == KIND_SUB)
+
+    @cached_property
+    def _sub_branches_t(self) -> np.ndarray:
+        return self.sub_branches.T.astype(np.float32)
 
     def apply(
         self,

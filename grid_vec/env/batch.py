@@ -35,6 +35,7 @@ from grid_vec.env.action_input import ContinuousLayout
 from grid_vec.env.action_rules import ActionRules, Legality, false_flags, neutralise
 from grid_vec.env.actions import ActionCatalog
 from grid_vec.env.dispatch import GeneratorLimits, dispatch_rows, register_redispatch
+from grid_vec.env.heuristics import Heuristics, line_toggles, step_with_heuristics
 from grid_vec.env.observation import ObservationLayout, time_features
 from grid_vec.env.observation_select import ObservationSelection, extra_values
 from grid_vec.env.opponent import Opponent, OpponentBatch
@@ -93,6 +94,8 @@ class StepBatch:
     ambiguous_reason: dict[int, str] = field(default_factory=dict)
     game_over_reason: dict[int, str] = field(default_factory=dict)
     failed_redispatch_reason: dict[int, str] = field(default_factory=dict)  # action undone
+    action_mask: np.ndarray | None = None  # (k, n_catalog) bool: legal now (if asked for)
+    skipped: np.ndarray | None = None  # (k,) int64: steps the heuristics played (if any)
 
 
 class GridBatch:
@@ -103,7 +106,8 @@ class GridBatch:
         sources: one scenario source per env (the same object may be given for all).
         backend: the power-flow backend of every env (``"lightsim2grid"`` or ``"pandapower"``).
         parameters, thermal_limits, reward, other_rewards, opponent, max_iter, action_type,
-            chunk_size, gen_ramp: as :class:`~grid_vec.env.grid_env.GridEnv`'s.
+            chunk_size, gen_ramp, action_mask, heuristics: as
+            :class:`~grid_vec.env.grid_env.GridEnv`'s.
 
     Raises:
         TypeError, ValueError: an argument of the wrong type or value.
@@ -127,6 +131,8 @@ class GridBatch:
         maintenance: bool = True,
         observation_attributes: Sequence[str] | None = None,
         storage_units: StorageUnits | None = None,
+        action_mask: bool = False,
+        heuristics: Heuristics | None = None,
     ) -> None:
         self.n = len(sources)
         if model.n_storage and (storage_units is None or storage_units.n != model.n_storage):
@@ -170,6 +176,9 @@ class GridBatch:
         self.set_parameters(parameters)
         self.opponent = None if opponent is None else OpponentBatch(opponent, self.n)
         self._rules = ActionRules.of(model, self.catalog, self.topology)
+        self.action_mask = action_mask  # each result carries the legal catalog actions
+        self.heuristics = heuristics
+        self.line_toggles = line_toggles(self.catalog, model.n_branch)
         # each env's scheduled generation of its last step (a view of its scenario's rows)
         self._last_gen_p: list[np.ndarray] = [np.zeros(model.n_gen)] * self.n
 
@@ -198,8 +207,8 @@ class GridBatch:
         self._calm = _CALM_NONE
         self.max_steps = np.zeros(self.n, dtype=np.int64)  # steps each env may play
         self._step_seconds = np.zeros(self.n)  # each env's scenario's step duration
-        self._inv_limit = 1.0 / thermal_limit[None]  # a row: see OverflowLimits
-        self._inv_limit_branch = self._inv_limit[0]  # the same, per branch (the opponent's)
+        self.inv_limit = 1.0 / thermal_limit[None]  # a row: see OverflowLimits
+        self._inv_limit_branch = self.inv_limit[0]  # the same, per branch (the opponent's)
         n_b = model.n_branch
         self._n_obs_timers = 2 * n_b + model.n_sub
         # the last two segments of an observation when no outage is planned for its env:
@@ -336,6 +345,7 @@ class GridBatch:
         return StepBatch(
             obs, np.zeros(k), zeros, zeros.copy(), zeros.copy(), zeros.copy(),
             np.zeros((k, self.model.n_branch), dtype=bool), np.full(k, -1, dtype=np.int64),
+            action_mask=self._mask(state, rows),
         )  # fmt: skip
 
     # --- step ---------------------------------------------------------------------------
@@ -348,7 +358,8 @@ class GridBatch:
         curtail: np.ndarray | None = None,
         storage: np.ndarray | None = None,
     ) -> StepBatch:
-        """Play one step of ``rows`` (sorted env indices, episodes running).
+        """Play the agent's step of ``rows`` (sorted env indices, episodes running), then,
+        with heuristics, the steps the env plays on its own (:mod:`grid_vec.env.heuristics`).
 
         Args:
             rows: the envs to step.
@@ -361,6 +372,21 @@ class GridBatch:
         Returns:
             The step of each row; ``done`` is updated.
         """
+        if self.heuristics is None:
+            return self.play_step(rows, actions, redispatch, curtail, storage)
+        return step_with_heuristics(
+            self, self.heuristics, rows, actions, redispatch, curtail, storage
+        )
+
+    def play_step(
+        self,
+        rows: np.ndarray,
+        actions: np.ndarray,
+        redispatch: np.ndarray | None = None,
+        curtail: np.ndarray | None = None,
+        storage: np.ndarray | None = None,
+    ) -> StepBatch:
+        """Play one step of ``rows``, without heuristics (arguments as :meth:`step`'s)."""
         t0 = perf_counter()
         state = self.state
         handlers = self.handlers
@@ -689,7 +715,14 @@ class GridBatch:
         return StepBatch(
             obs, reward, terminated, truncated, illegal, ambiguous, outcome.tripped[sel],
             attacked, others, why_illegal, why_ambiguous, reasons, failed or {},
+            self._mask(state, rows),
         )  # fmt: skip
+
+    def _mask(self, state: BatchState, rows: np.ndarray) -> np.ndarray | None:
+        """The legal catalog actions of ``rows`` now, when the env gives them."""
+        if not self.action_mask:
+            return None
+        return self._rules.legal_mask(state, rows, self.parameters)
 
     def _observe(
         self,
@@ -708,7 +741,7 @@ class GridBatch:
         observations are of; default ``rows``). Leaves rho in ``self._rho`` for the
         rewards."""
         sel = selector(rows, state.n)
-        self._rho = rho = state.a_or[sel] * self._inv_limit
+        self._rho = rho = state.a_or[sel] * self.inv_limit
         k = len(rows)
         obs = np.empty((k, self._default_layout.size), dtype=np.float32)
         segments = [
@@ -766,7 +799,8 @@ def env_info(result: StepBatch, j: int) -> dict[str, Any]:
     ``other_rewards`` when some are configured; the reasons (``illegal_reason``,
     ``ambiguous_reason``, ``game_over_reason``, ``failed_redispatch_reason``: grid2op's
     ``failed_redispatching``, the action was played as do-nothing) only on the steps they
-    explain."""
+    explain; ``action_mask`` (the legal catalog actions now) when the env gives it;
+    ``skipped_steps`` (the steps the env played on its own) under heuristics."""
     info: dict[str, Any] = {
         "is_illegal": bool(result.is_illegal[j]),
         "is_ambiguous": bool(result.is_ambiguous[j]),
@@ -784,6 +818,10 @@ def env_info(result: StepBatch, j: int) -> dict[str, Any]:
     if result.failed_redispatch_reason and j in result.failed_redispatch_reason:
         info["failed_redispatch_reason"] = result.failed_redispatch_reason[j]
     info["attacked_branch"] = int(result.attacked[j])
+    if result.action_mask is not None:
+        info["action_mask"] = result.action_mask[j].copy()
+    if result.skipped is not None:
+        info["skipped_steps"] = int(result.skipped[j])
     return info
 
 

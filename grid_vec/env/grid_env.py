@@ -32,6 +32,7 @@ from grid_vec.env.action_input import ACTION_TYPES, Parsed, one_action
 from grid_vec.env.batch import GridBatch, env_info
 from grid_vec.env.dispatch import GeneratorLimits
 from grid_vec.env.grid2op_rewards import dataset_reward
+from grid_vec.env.heuristics import Heuristics
 from grid_vec.env.observation import ObservationView
 from grid_vec.env.opponent import Opponent
 from grid_vec.env.parameters import Parameters
@@ -83,6 +84,19 @@ class GridEnv(gym.Env):
     ``theta_or``, ``theta_ex``, ``load_theta``, ``gen_theta``, ``storage_charge``,
     ``storage_power_target``, ``storage_power``, ``storage_theta`` (see
     :mod:`grid_vec.env.observation_select`). ``env.view(obs)`` names them.
+
+    ``action_mask=True`` (``"discrete"`` and ``"combined"`` action types) puts in the info
+    of every reset and step ``action_mask``, a ``(n_catalog,)`` bool array: True where the
+    catalog action would be legal in the state returned (the cooldowns of its branch or
+    substation are over, ``max_line_status_changed`` / ``max_sub_changed`` allow it, a
+    configuration reconnects no branch in cooldown and no more branches than
+    ``max_line_status_changed``); do-nothing is always legal. An illegal action is played as
+    do-nothing (``info["is_illegal"]``): a maskable policy never picks one.
+
+    ``heuristics`` (a :class:`~grid_vec.env.heuristics.Heuristics`) lets the env play steps
+    on its own while the grid is safe, and reconnect lines: a ``step`` then returns at the
+    next decision point, with the rewards summed and ``info["skipped_steps"]`` (see
+    :mod:`grid_vec.env.heuristics`).
     """
 
     metadata: ClassVar[dict] = {"render_modes": []}
@@ -106,6 +120,8 @@ class GridEnv(gym.Env):
         maintenance: bool = True,
         observation_attributes: Sequence[str] | None = None,
         storage_units: StorageUnits | None = None,
+        action_mask: bool = False,
+        heuristics: Heuristics | None = None,
     ) -> None:
         if not isinstance(model, GridModel):
             raise TypeError(f"model must be a GridModel, got {type(model).__name__}")
@@ -135,6 +151,17 @@ class GridEnv(gym.Env):
             raise TypeError(
                 f"storage_units must be a StorageUnits, got {type(storage_units).__name__}"
             )
+        if not isinstance(action_mask, bool):
+            raise TypeError(f"action_mask must be a bool, got {type(action_mask).__name__}")
+        if action_mask and action_type not in ("discrete", "combined"):
+            raise ValueError(
+                "action_mask needs a catalog of discrete actions: action_type 'discrete' or "
+                f"'combined', got {action_type!r}"
+            )
+        if heuristics is not None and not isinstance(heuristics, Heuristics):
+            raise TypeError(
+                f"heuristics must be a Heuristics or None, got {type(heuristics).__name__}"
+            )
         self._source = source
         if reward is None:
             reward = dataset_reward(source) or "flat"
@@ -154,6 +181,8 @@ class GridEnv(gym.Env):
                 None if observation_attributes is None else tuple(observation_attributes)
             ),
             storage_units=storage_units,
+            action_mask=action_mask,
+            heuristics=heuristics,
         )
         self._batch = batch = GridBatch(model, [source], **self._batch_kwargs)
         self.model = model
@@ -269,7 +298,8 @@ class GridEnv(gym.Env):
                 maintenance grid2op drew).
 
         Returns:
-            The first observation and ``{"scenario_id", "scenario_name"}``.
+            The first observation and ``{"scenario_id", "scenario_name"}``, with
+            ``action_mask`` when the env gives it.
 
         Raises:
             TypeError, ValueError: bad options.
@@ -278,10 +308,14 @@ class GridEnv(gym.Env):
         super().reset(seed=seed)
         result = self._batch.reset(self._row, [self.np_random], [seed], [options])
         info = self._handler.info
-        return result.obs[0], {"scenario_id": info.id, "scenario_name": info.name}
+        out: dict[str, Any] = {"scenario_id": info.id, "scenario_name": info.name}
+        if result.action_mask is not None:
+            out["action_mask"] = result.action_mask[0].copy()
+        return result.obs[0], out
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        """Play one step.
+        """Play one step (with ``heuristics``: the agent's step, then those the env plays on
+        its own until the next decision point).
 
         Args:
             action: a catalog index (``Discrete``) or a continuous action (``Box``: redispatch
@@ -291,7 +325,8 @@ class GridEnv(gym.Env):
         Returns:
             ``(observation, reward, terminated, truncated, info)``; ``info`` always holds
             ``is_illegal``, ``is_ambiguous``, ``tripped_branches`` and ``attacked_branch``,
-            ``other_rewards`` when configured, and the reasons on the steps they explain.
+            ``other_rewards`` when configured, the reasons on the steps they explain,
+            ``action_mask`` when asked for and ``skipped_steps`` under heuristics.
 
         Raises:
             ValueError: an action outside the action space.
@@ -316,7 +351,8 @@ class GridEnv(gym.Env):
         """Play ``action`` on the forecast of the next step, on a copy of the state.
 
         The env's state, RNGs, scenario position and timers are untouched. No opponent
-        attack is simulated. Limited by ``max_simulate_per_step`` / ``_per_episode``.
+        attack is simulated, nor any heuristic step. Limited by ``max_simulate_per_step`` /
+        ``_per_episode``.
 
         Returns:
             ``(observation, reward, terminated, info)`` of the simulated step.

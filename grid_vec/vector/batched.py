@@ -129,7 +129,7 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
         result = self._reset_rows(rows, [seeds[r] for r in rows.tolist()], options or None)
         self._obs[rows] = result.obs
         self._autoreset[rows] = False
-        return self._out(self._obs), self._reset_infos(rows)
+        return self._out(self._obs), self._reset_infos(rows, result)
 
     def step(
         self, actions: Any
@@ -160,7 +160,7 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
             stepping = np.flatnonzero(~self._autoreset)
             result = self._reset_rows(resetting, [None] * len(resetting), None)
             self._obs[resetting] = result.obs
-            infos.update(self._reset_infos(resetting))
+            infos.update(self._reset_infos(resetting, result))
         else:
             stepping = self._all
             if batch.done.any():
@@ -193,12 +193,12 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
                 infos["_final_obs"] = _mask(n, done_rows)
                 infos["final_info"] = _step_infos(result, done_pos, done_rows, n)
                 infos["_final_info"] = _mask(n, done_rows)
-                infos.update(_step_infos(result, kept_pos, stepping[kept_pos], n))
+                _merge(infos, _step_infos(result, kept_pos, stepping[kept_pos], n))
                 again = self._reset_rows(done_rows, [None] * len(done_rows), None)
                 self._obs[done_rows] = again.obs
-                infos.update(self._reset_infos(done_rows))
+                _merge(infos, self._reset_infos(done_rows, again))
             else:
-                infos.update(_step_infos(result, self._all[: len(stepping)], stepping, n))
+                _merge(infos, _step_infos(result, self._all[: len(stepping)], stepping, n))
         self._autoreset = terminated | truncated
         return self._out(self._obs), rewards, terminated, truncated, infos
 
@@ -280,7 +280,7 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
             rngs.append(env.np_random)
         return self._batch.reset(rows, rngs, seeds, [options] * len(rows))
 
-    def _reset_infos(self, rows: np.ndarray) -> dict[str, Any]:
+    def _reset_infos(self, rows: np.ndarray, result: Any) -> dict[str, Any]:
         n = self.num_envs
         ids = np.zeros(n, dtype=int)
         names = np.full(n, None, dtype=object)
@@ -292,6 +292,7 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
             "_scenario_id": _mask(n, rows),
             "scenario_name": names,
             "_scenario_name": _mask(n, rows),
+            **_masks(result.action_mask, self._all[: len(rows)], rows, n),
         }
 
     def _parse(self, actions: Any) -> Parsed:
@@ -345,7 +346,39 @@ def _step_infos(result: Any, positions: np.ndarray, rows: np.ndarray, n: int) ->
     attacked = np.zeros(n, dtype=int)
     attacked[rows] = result.attacked[positions]
     infos["attacked_branch"], infos["_attacked_branch"] = attacked, mask.copy()
+    infos.update(_masks(result.action_mask, positions, rows, n))
+    if result.skipped is not None:
+        skipped = np.zeros(n, dtype=int)
+        skipped[rows] = result.skipped[positions]
+        infos["skipped_steps"], infos["_skipped_steps"] = skipped, mask.copy()
     return infos
+
+
+def _masks(
+    action_mask: np.ndarray | None, positions: np.ndarray, rows: np.ndarray, n: int
+) -> dict[str, Any]:
+    """The ``action_mask`` infos of the given rows (none when the envs give none)."""
+    if action_mask is None:
+        return {}
+    array = np.zeros((n, action_mask.shape[1]), dtype=bool)
+    array[rows] = action_mask[positions]
+    return {"action_mask": array, "_action_mask": _mask(n, rows)}
+
+
+def _merge(infos: dict[str, Any], more: dict[str, Any]) -> None:
+    """Add the infos of other envs (``more``) to ``infos``, as gymnasium's ``_add_info``
+    adds them: a key both have (a reset's and a step's ``action_mask``) keeps each env's
+    value."""
+    for key, value in more.items():
+        if key.startswith("_") and key[1:] in more:
+            continue  # a mask: with its key
+        has = more[f"_{key}"]
+        if key in infos and not isinstance(value, dict):
+            infos[key][has] = value[has]
+            has = infos[f"_{key}"] | has
+        else:
+            infos[key] = value
+        infos[f"_{key}"] = has
 
 
 def _seeds(seed: Any, n: int) -> list[int | None]:

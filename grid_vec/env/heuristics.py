@@ -1,0 +1,201 @@
+"""Heuristics played by the env itself: idle while the grid is safe, reconnect lines.
+
+Published setups (L2RPN baselines, RL2Grid) ask the agent only when the grid needs it: while
+every line is loaded below a threshold, the grid runs on its own. With
+``GridEnv(..., heuristics=Heuristics(idle_below_rho=0.9, reconnect_lines=True))`` a step
+plays the agent's action, then, while the episode runs and the maximum rho of the new state
+is below ``idle_below_rho``, plays the next step itself (do-nothing, plus a reconnection
+when ``reconnect_lines``) and returns only at the first state whose maximum rho reaches the
+threshold (a decision point), or at the episode's end.
+
+What a step returns then (one call of ``step``):
+
+* the observation, ``terminated`` and ``truncated`` of the last step played;
+* ``reward``: the sum of the rewards of every step played (the agent's and the env's), and
+  ``info["other_rewards"]`` the sums of each;
+* ``info["skipped_steps"]``: how many steps the env played on its own (0: the agent's step
+  only);
+* ``info["is_illegal"]``, ``info["is_ambiguous"]`` and their reasons: the agent's action's
+  (the env's own actions are always legal);
+* ``info["tripped_branches"]``: the branches the protections tripped in any step played;
+  ``info["attacked_branch"]``: the last step's;
+* ``info["game_over_reason"]``, ``info["failed_redispatch_reason"]``: of the step they
+  explain (a later step's replaces an earlier one's).
+
+The reconnection rule: on each step the env plays on its own (and, with
+``reconnect_on_agent_steps``, on each agent step whose catalog action is do-nothing,
+``0``: every agent step of the continuous action types), the disconnected branch of lowest
+index whose cooldown is over (``time_before_cooldown_line`` 0: not in maintenance, not under
+attack, not just tripped) is reconnected by the catalog's toggle of that branch, the first
+such toggle of the catalog. One branch per step: grid2op's ``max_line_status_changed`` is at
+least 1 in every rule set that allows reconnections (with 0, none is made).
+
+The rows of a batch still idle are stepped together, in a loop, until none is left; each
+env's trajectory depends only on its own seed and actions, as for plain steps.
+``simulate`` plays one step, without heuristics; ``reset`` returns the first state whatever
+its loading.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from grid_vec.env.actions import KIND_LINE, ActionCatalog
+
+if TYPE_CHECKING:
+    from grid_vec.env.batch import GridBatch, StepBatch
+
+
+@dataclass(frozen=True)
+class Heuristics:
+    """What the env plays on its own (see the module docstring).
+
+    Args:
+        idle_below_rho: while the maximum rho stays below this, the env steps on its own
+            (None: it never does; 0: nothing is skipped).
+        reconnect_lines: reconnect a disconnected branch whose cooldown is over on each step
+            the env plays on its own.
+        reconnect_on_agent_steps: also on the agent's do-nothing steps.
+        max_skipped: at most this many steps played on its own per call (None: up to the
+            episode's end).
+
+    Raises:
+        TypeError, ValueError: a field of the wrong type or value.
+    """
+
+    idle_below_rho: float | None = None
+    reconnect_lines: bool = False
+    reconnect_on_agent_steps: bool = False
+    max_skipped: int | None = None
+
+    def __post_init__(self) -> None:
+        rho = self.idle_below_rho
+        if rho is not None:
+            if isinstance(rho, bool) or not isinstance(rho, (int, float, np.floating)):
+                raise TypeError(f"idle_below_rho must be a float or None, got {rho!r}")
+            if not math.isfinite(rho) or rho < 0:
+                raise ValueError(f"idle_below_rho must be finite and >= 0, got {rho!r}")
+        for name in ("reconnect_lines", "reconnect_on_agent_steps"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        cap = self.max_skipped
+        if cap is not None and (
+            isinstance(cap, bool) or not isinstance(cap, (int, np.integer)) or cap < 0
+        ):
+            raise ValueError(f"max_skipped must be an int >= 0 or None, got {cap!r}")
+
+
+def reconnections(batch: GridBatch, rows: np.ndarray, toggles: np.ndarray) -> np.ndarray:
+    """(k,) the catalog action reconnecting each row's disconnected branch of lowest index
+    whose cooldown is over, 0 (do-nothing) where there is none.
+
+    Args:
+        batch: the batched core.
+        rows: the envs (sorted batch indices).
+        toggles: (n_branch,) the catalog index of each branch's toggle (:func:`line_toggles`).
+
+    Returns:
+        The actions, int64.
+    """
+    if batch.parameters.max_line_status_changed < 1:
+        return np.zeros(len(rows), dtype=np.int64)
+    state = batch.state
+    ready = ~state.line_status[rows] & (state.cooldown_line[rows] == 0)
+    first = np.argmax(ready, axis=1)
+    return np.where(ready.any(axis=1), toggles[first], 0).astype(np.int64)
+
+
+def line_toggles(catalog: ActionCatalog, n_branch: int) -> np.ndarray:
+    """(n_branch,) the catalog index of the first toggle of each branch."""
+    toggles = np.zeros(n_branch, dtype=np.int64)
+    lines = np.flatnonzero(catalog.kind == KIND_LINE)
+    # reversed: where a branch had several toggles, the first one is written last
+    toggles[catalog.target[lines[::-1]]] = lines[::-1]
+    return toggles
+
+
+def step_with_heuristics(
+    batch: GridBatch,
+    heuristics: Heuristics,
+    rows: np.ndarray,
+    actions: np.ndarray,
+    redispatch: np.ndarray | None,
+    curtail: np.ndarray | None,
+    storage: np.ndarray | None,
+) -> StepBatch:
+    """The agent's step of ``rows``, then the env's own steps of the rows still idle, all
+    stepped together until none is left (see the module docstring for what is returned).
+
+    Args:
+        batch: the batched core (its ``play_step`` plays one step).
+        heuristics: what to play.
+        rows, actions, redispatch, curtail, storage: as ``GridBatch.step``'s.
+
+    Returns:
+        One row per env of ``rows``, with ``skipped`` set.
+    """
+    toggles = batch.line_toggles
+    if heuristics.reconnect_on_agent_steps:
+        nothing = actions == 0
+        if nothing.any():
+            actions = np.where(nothing, reconnections(batch, rows, toggles), actions)
+    result = batch.play_step(rows, actions, redispatch, curtail, storage)
+    skipped = np.zeros(len(rows), dtype=np.int64)
+    result.skipped = skipped
+    threshold, cap = heuristics.idle_below_rho, heuristics.max_skipped
+    if threshold is None or cap == 0:
+        return result
+    idle = np.flatnonzero(_idle(batch, rows, result, threshold))
+    if not len(idle):
+        return result
+    # the fields the env's steps replace or add to: own copies (some are shared read-only)
+    result.reward = result.reward.copy()
+    result.terminated, result.truncated = result.terminated.copy(), result.truncated.copy()
+    result.tripped, result.attacked = result.tripped.copy(), result.attacked.copy()
+    result.other_rewards = {name: v.copy() for name, v in result.other_rewards.items()}
+    result.game_over_reason = dict(result.game_over_reason)
+    result.failed_redispatch_reason = dict(result.failed_redispatch_reason)
+    while len(idle):
+        sub = rows[idle]
+        own = (
+            reconnections(batch, sub, toggles)
+            if heuristics.reconnect_lines
+            else np.zeros(len(sub), dtype=np.int64)
+        )
+        step = batch.play_step(sub, own)
+        _merge(result, step, idle)
+        skipped[idle] += 1
+        still = _idle(batch, sub, step, threshold)
+        if cap is not None:
+            still &= skipped[idle] < cap
+        idle = idle[still]
+    return result
+
+
+def _idle(batch: GridBatch, rows: np.ndarray, step: StepBatch, threshold: float) -> np.ndarray:
+    """(k,) the rows whose episode runs and whose maximum rho is below ``threshold``."""
+    running = ~(step.terminated | step.truncated)
+    rho = batch.state.a_or[rows] * batch.inv_limit
+    return running & (rho.max(axis=1) < threshold)
+
+
+def _merge(result: StepBatch, step: StepBatch, at: np.ndarray) -> None:
+    """Fold ``step`` (the env's step of ``result``'s rows ``at``) into ``result``."""
+    result.obs[at] = step.obs
+    result.reward[at] += step.reward
+    result.terminated[at] = step.terminated
+    result.truncated[at] = step.truncated
+    result.tripped[at] |= step.tripped
+    result.attacked[at] = step.attacked
+    for name, values in step.other_rewards.items():
+        result.other_rewards[name][at] += values
+    if step.action_mask is not None:
+        result.action_mask[at] = step.action_mask
+    for j, text in step.game_over_reason.items():
+        result.game_over_reason[int(at[j])] = text
+    for j, text in step.failed_redispatch_reason.items():
+        result.failed_redispatch_reason[int(at[j])] = text
