@@ -17,6 +17,11 @@ threshold trips (soft overflows are not counted) and every timer starts at 0.
 
 Each env has its own power-flow backend, scenario handler and RNG, so every float of an
 env's trajectory depends only on its seed, options and actions, not on the batch.
+
+Over 600 lines: reset, step and simulate of the game in grid2op's order, and the building of
+their results, read best in one place; the rules themselves live in the modules this one
+calls (``state``, ``action_rules``, ``dispatch``, ``storage``, ``maintenance``, ``opponent``,
+``heuristics``, ``rewards``), each written once.
 """
 
 from __future__ import annotations
