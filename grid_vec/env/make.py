@@ -25,6 +25,7 @@ from grid_vec.env.multimix import MultiMixEnv, MultiMixFactory
 from grid_vec.env.parameters import Parameters
 from grid_vec.env.registration import GYM_IDS
 from grid_vec.env.storage import StorageUnits
+from grid_vec.env.tasks import TASKS, task_split
 from grid_vec.grid.model import GridModel
 
 
@@ -35,9 +36,12 @@ def make(
     scenario_seed: int | None = None,
     allow_negative_loads: bool | None = None,
     difficulty: str | None = None,
+    split: str | None = None,
     **kwargs: Any,
 ) -> GridEnv | MultiMixEnv:
-    """A GridEnv for ``"case14"``, ``"case118"`` (or their gymnasium ids) or a folder path.
+    """A GridEnv for ``"case14"``, ``"case118"`` (or their gymnasium ids), a named task
+    (:mod:`grid_vec.env.tasks`: ``split`` is ``"train"`` (default), ``"validation"`` or
+    ``"test"``; keyword arguments override the task's settings) or a folder path.
 
     Keyword arguments are those of :class:`GridEnv` (``thermal_limits``, ``parameters``,
     ``reward``, ``other_rewards``, ``opponent``, ``max_iter``, ``action_type``,
@@ -90,6 +94,7 @@ def make(
         scenario_seed=scenario_seed,
         allow_negative_loads=allow_negative_loads,
         difficulty=difficulty,
+        split=split,
         **kwargs,
     )()
 
@@ -125,6 +130,7 @@ def env_factory(
     scenario_seed: int | None = None,
     allow_negative_loads: bool | None = None,
     difficulty: str | None = None,
+    split: str | None = None,
     **kwargs: Any,
 ) -> GridEnvFactory | MultiMixFactory:
     """A picklable zero-argument factory of the GridEnv that :func:`make` would build.
@@ -145,8 +151,13 @@ def env_factory(
         "scenario_seed": scenario_seed,
         "allow_negative_loads": allow_negative_loads,
         "difficulty": difficulty,
+        "split": split,
     }
     explicit = {k: v for k, v in given.items() if v is not None}
+    if name in TASKS:
+        return _task_factory(name, backend, explicit, user_kwargs)
+    if split is not None:
+        raise ValueError(f"split only applies to named tasks ({', '.join(TASKS)})")
     if name in EMBEDDED:
         for arg in ("allow_negative_loads", "difficulty"):
             if given[arg] is not None:
@@ -184,6 +195,24 @@ def env_factory(
         if kwargs.get("gen_ramp") is not None and "dispatch_limits" in folder_kwargs:
             kwargs["dispatch_limits"] = _with_ramps(kwargs["dispatch_limits"], kwargs["gen_ramp"])
     spec = _spec(env_id, target, backend, explicit, user_kwargs)
+    return GridEnvFactory(model, source, {"backend": backend, **kwargs}, spec)
+
+
+def _task_factory(task_id: str, backend: str, explicit: dict, user_kwargs: dict) -> GridEnvFactory:
+    """A named task's env: its grid, the scenarios of one split, its settings (the caller's
+    keyword arguments win)."""
+    from grid_vec.chronics.subset import SubsetSource
+    from grid_vec.chronics.synthetic import SyntheticSource
+
+    for arg in ("allow_negative_loads", "difficulty"):
+        if arg in explicit:
+            raise ValueError(f"{arg} only applies to grid2op-format folders")
+    task, ids = task_split(task_id, explicit.get("split", "train"))
+    model = _cached_embedded_model(task.grid)
+    seed = explicit.get("scenario_seed", EMBEDDED[task.grid].scenario_seed)
+    source = SubsetSource(SyntheticSource(model, seed=seed), ids)
+    kwargs = {**task.settings, **user_kwargs}
+    spec = _spec(task_id, task_id, backend, explicit, user_kwargs)
     return GridEnvFactory(model, source, {"backend": backend, **kwargs}, spec)
 
 
