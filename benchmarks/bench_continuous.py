@@ -29,7 +29,6 @@ import json
 import statistics
 import sys
 import time
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -37,6 +36,7 @@ import numpy as np
 
 import grid_vec
 from grid_vec._argtypes import positive_float, positive_int
+from grid_vec.bench.grid2op_reference import grid2op_env
 from grid_vec.bench.protocol import describe_machine
 
 RESULTS = Path(__file__).parent / "results" / "bench_continuous.json"  # + _<folder>
@@ -110,23 +110,11 @@ def batched_subject(folder: Path, n: int, seed: int, act: float, scale: float) -
 
 
 def grid2op_subject(folder: Path, seed: int, act: float, scale: float) -> Callable:
-    import grid2op
     from grid2op.Action import PlayableAction
-    from grid2op.Chronics import GridStateFromFileWithForecastsWithoutMaintenance
-    from grid2op.Opponent import BaseOpponent
-    from lightsim2grid import LightSimBackend
 
     ours = grid_vec.make(folder, action_type="continuous", opponent=None, maintenance=False)
     layout = ours.unwrapped._batch.continuous
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        env = grid2op.make(
-            str(folder), backend=LightSimBackend(), action_class=PlayableAction,
-            opponent_class=BaseOpponent, opponent_init_budget=0.0, opponent_budget_per_ts=0.0,
-            data_feeding_kwargs={
-                "gridvalueClass": GridStateFromFileWithForecastsWithoutMaintenance
-            },
-        )  # fmt: skip
+    env = grid2op_env(folder, maintenance=False, opponent=False, action_class=PlayableAction)
     env.seed(seed)
     env.reset()
     actions = Actions(layout, seed, act, scale)

@@ -34,13 +34,13 @@ import argparse
 import json
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
 
 import grid_vec
 from grid_vec._argtypes import positive_int
+from grid_vec.bench.grid2op_reference import grid2op_env
 
 RESULTS = Path(__file__).parent / "results" / "parity_continuous.json"  # + _<folder>
 TYPES = ("redispatch", "curtailment", "storage", "continuous", "combined")
@@ -49,11 +49,7 @@ COMPARED = ("actual_dispatch", "gen_p", "storage_charge", "storage_power")
 
 def pair(folder: Path, action_type: str):
     """grid_vec and grid2op + LightSimBackend on ``folder``, maintenance and opponent off."""
-    import grid2op
     from grid2op.Action import PlayableAction
-    from grid2op.Chronics import GridStateFromFileWithForecastsWithoutMaintenance
-    from grid2op.Opponent import BaseOpponent
-    from lightsim2grid import LightSimBackend
 
     ours = grid_vec.make(
         folder,
@@ -63,19 +59,7 @@ def pair(folder: Path, action_type: str):
         action_type=action_type,
         observation_attributes=COMPARED,
     )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        theirs = grid2op.make(
-            str(folder),
-            backend=LightSimBackend(),
-            action_class=PlayableAction,
-            opponent_class=BaseOpponent,
-            opponent_init_budget=0.0,
-            opponent_budget_per_ts=0.0,
-            data_feeding_kwargs={
-                "gridvalueClass": GridStateFromFileWithForecastsWithoutMaintenance
-            },
-        )
+    theirs = grid2op_env(folder, maintenance=False, opponent=False, action_class=PlayableAction)
     theirs.set_thermal_limit(ours.thermal_limit)
     return ours, theirs
 

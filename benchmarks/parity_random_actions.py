@@ -26,22 +26,18 @@ import dataclasses
 import json
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
 
 import grid_vec
 from grid_vec._argtypes import positive_int
+from grid_vec.bench.grid2op_reference import grid2op_env
 
 RESULTS = Path(__file__).parent / "results" / "parity_random_actions.json"  # + _<folder>_act<p>
 
 
 def pair(folder: Path, cooldown: int | None):
-    import grid2op
-    from grid2op.Opponent import BaseOpponent
-    from lightsim2grid import LightSimBackend
-
     ours = grid_vec.make(folder, reward="flat", opponent=None)
     if cooldown is not None:
         ours.set_parameters(
@@ -51,15 +47,7 @@ def pair(folder: Path, cooldown: int | None):
                 nb_timestep_cooldown_sub=cooldown,
             )
         )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        theirs = grid2op.make(
-            str(folder),
-            backend=LightSimBackend(),
-            opponent_class=BaseOpponent,
-            opponent_init_budget=0.0,
-            opponent_budget_per_ts=0.0,
-        )
+    theirs = grid2op_env(folder, opponent=False)
     if cooldown is not None:
         p = theirs.parameters
         p.NB_TIMESTEP_COOLDOWN_LINE = p.NB_TIMESTEP_COOLDOWN_SUB = cooldown

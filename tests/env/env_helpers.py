@@ -15,25 +15,9 @@ def loose_limits(model, **tight: float) -> np.ndarray:
 
 
 def grid2op_env(path, *, maintenance: bool = True, opponent: bool = True, **kwargs):
-    """grid2op + LightSimBackend on the folder ``path`` (its warnings silenced): without
-    maintenance and hazards unless ``maintenance`` (then the folder's own scenario class
-    reads them), without opponent unless ``opponent`` (then the folder's own plays).
-    grid2op is imported here, so only by tests that already skipped without it."""
-    import warnings
+    """grid2op + LightSimBackend on the folder ``path``
+    (:func:`grid_vec.bench.grid2op_reference.grid2op_env`), for tests that already skipped
+    without grid2op."""
+    from grid_vec.bench.grid2op_reference import grid2op_env as reference
 
-    import grid2op
-    from grid2op.Chronics import GridStateFromFileWithForecastsWithoutMaintenance
-    from grid2op.Opponent import BaseOpponent
-    from lightsim2grid import LightSimBackend
-
-    if not maintenance:
-        kwargs["data_feeding_kwargs"] = {
-            "gridvalueClass": GridStateFromFileWithForecastsWithoutMaintenance
-        }
-    if not opponent:
-        kwargs.update(
-            opponent_class=BaseOpponent, opponent_init_budget=0.0, opponent_budget_per_ts=0.0
-        )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return grid2op.make(str(path), backend=LightSimBackend(), **kwargs)
+    return reference(path, maintenance=maintenance, opponent=opponent, **kwargs)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from batch_compare import compare, factory
 from env_helpers import loose_limits
-from env_vector_compare import compare, factory
 from gymnasium.vector import AutoresetMode
 
 from grid_vec.chronics.synthetic import SyntheticSource
@@ -131,7 +131,7 @@ def test_vector_envs_carry_the_masks_of_single_envs(case14, kind, mode):
         max_iter=12,
     )
     n_actions = len(f().catalog)
-    infos = compare(f, 5, kind, mode, 30, lambda rng, n: rng.integers(0, n_actions, n))
+    infos, _ = compare(f, 5, kind, mode, 30, lambda rng, n, *_: rng.integers(0, n_actions, n))
     assert any("scenario_id" in info for info in infos)  # autoresets among the steps
     masks = np.stack([info["action_mask"] for info in infos])
     assert masks.shape[1:] == (5, n_actions)

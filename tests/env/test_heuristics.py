@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from env_vector_compare import compare, factory
+from batch_compare import compare, factory
 from gymnasium.vector import AutoresetMode
 
 from grid_vec.chronics.synthetic import SyntheticSource
@@ -192,8 +192,13 @@ def test_a_batch_with_heuristics_plays_what_single_envs_play(case14, kind, mode)
         heuristics=h,
     )
     n_actions = len(f().catalog)
-    infos = compare(
-        f, 5, kind, mode, 25, lambda rng, n: np.array([_agent(rng, n_actions) for _ in range(n)])
+    infos, _ = compare(
+        f,
+        5,
+        kind,
+        mode,
+        25,
+        lambda rng, n, *_: np.array([_agent(rng, n_actions) for _ in range(n)]),
     )
     skipped = np.stack([info["skipped_steps"] for info in infos if "skipped_steps" in info])
     assert (skipped == 0).any() and len(np.unique(skipped)) > 3  # rows idle unequally

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
-from gymnasium.envs.registration import EnvSpec
-from gymnasium.vector import AutoresetMode, SyncVectorEnv
+from batch_compare import assert_same, compare, factory
+from gymnasium.vector import AutoresetMode
 
 from grid_vec.chronics.outages import Events, MaintenancePlan, outage_window
 from grid_vec.chronics.synthetic import SyntheticSource
@@ -22,35 +23,11 @@ from grid_vec.env.embedded import embedded_model
 from grid_vec.env.make import GridEnvFactory
 from grid_vec.env.opponent import GeometricOpponent, RandomLineOpponent, WeightedRandomOpponent
 from grid_vec.vector.batched import BatchedGridVecEnv
-from grid_vec.vector.vec_env import GridVecEnv
 
 
 @pytest.fixture(scope="module")
 def case14():
     return embedded_model("case14")
-
-
-def assert_same(a, b, where: str = "") -> None:
-    """Recursive equality of batched infos (dicts of arrays, masks, object arrays)."""
-    if isinstance(a, dict):
-        assert isinstance(b, dict) and set(a) == set(b), f"{where}: keys {set(a) ^ set(b)}"
-        for key in a:
-            assert_same(a[key], b[key], f"{where}.{key}")
-        return
-    a, b = np.asarray(a), np.asarray(b)
-    assert a.shape == b.shape and a.dtype == b.dtype, (
-        f"{where}: {a.dtype}{a.shape} {b.dtype}{b.shape}"
-    )
-    if a.dtype == object:
-        for x, y in zip(a.tolist(), b.tolist(), strict=True):
-            if isinstance(x, np.ndarray):
-                np.testing.assert_allclose(x, y, atol=1e-6, rtol=0, err_msg=where)
-            else:
-                assert x == y, f"{where}: {x!r} != {y!r}"
-    elif a.dtype.kind == "f":
-        np.testing.assert_allclose(a, b, atol=1e-6, rtol=0, err_msg=where)
-    else:
-        assert np.array_equal(a, b), f"{where}: {a} != {b}"
 
 
 class OutageSource(SyntheticSource):
@@ -84,15 +61,8 @@ class OutageSource(SyntheticSource):
 
 def _factory(case14, outages: bool = False, **kwargs) -> GridEnvFactory:
     """As ``make_vec`` builds them: one picklable factory, handed to every env."""
-    source = (OutageSource if outages else SyntheticSource)(case14, seed=0, length=40)
-    return GridEnvFactory(case14, source, kwargs, EnvSpec("grid_vec/test-case14"))
-
-
-def _vector(kind: str, factory: GridEnvFactory, n: int, mode: AutoresetMode):
-    if kind == "batched":
-        return BatchedGridVecEnv.from_factory(factory, n, autoreset_mode=mode)
-    # two workers, each hosting one batch for its slice
-    return GridVecEnv([factory] * n, envs_per_worker=math.ceil(n / 2), autoreset_mode=mode)
+    source = OutageSource(case14, seed=0, length=40) if outages else None
+    return factory(case14, source=source, **kwargs)
 
 
 def _cascade_limits(case14) -> np.ndarray:
@@ -193,49 +163,29 @@ def _play(
     return _compare(_factory(case14, **kwargs), n, policy, mode, steps, kind)
 
 
-def _compare(
-    factory: GridEnvFactory, n: int, policy: str, mode: AutoresetMode, steps: int, kind: str
-) -> int:
-    """Play the same actions on ``n`` envs of ``factory`` batched and on SyncVectorEnv;
-    assert every output equal; return the episodes ended."""
-    batched = _vector(kind, factory, n, mode)
-    reference = SyncVectorEnv([factory] * n, autoreset_mode=mode)
-    obs_b, info_b = batched.reset(seed=7)
-    obs_r, info_r = reference.reset(seed=7)
-    assert_same(obs_b, obs_r, "reset obs")
-    assert_same(info_b, info_r, "reset info")
-    rng = np.random.default_rng(n)
-    ends = 0
-    for t in range(steps):
+def _actions(policy: str) -> Callable[..., Any]:
+    """The actions of a named policy: ``(rng, n, vector env, step) -> actions``."""
+
+    def act(rng: np.random.Generator, n: int, env: Any, t: int) -> Any:
         if policy == "nothing":
-            actions = np.zeros(n, dtype=np.int64)
-        elif policy == "catalog":
-            actions = rng.integers(0, batched.single_action_space.n, n)
-        elif policy == "sample":  # any space: its own seeded draws
+            return np.zeros(n, dtype=np.int64)
+        if policy == "catalog":
+            return rng.integers(0, env.single_action_space.n, n)
+        if policy == "sample":  # any space: its own seeded draws
             if t == 0:
-                batched.action_space.seed(n)
-            actions = batched.action_space.sample()
-        else:
-            actions = rng.uniform(batched.action_space.low, batched.action_space.high).astype(
-                np.float32
-            )
-        out_b, out_r = batched.step(actions), reference.step(actions)
-        names = ("obs", "reward", "terminated", "truncated", "infos")
-        for name, x, y in zip(names, out_b, out_r, strict=True):
-            assert_same(x, y, f"step {t} {name}")
-        ended = out_b[2] | out_b[3]
-        ends += int(np.sum(ended))
-        if mode == AutoresetMode.DISABLED and ended.any():  # the caller resets
-            options = {"reset_mask": ended}
-            (obs_b, info_b), (obs_r, info_r) = (
-                batched.reset(options=options),
-                reference.reset(options=options),
-            )
-            assert_same(obs_b, obs_r, f"step {t} reset obs")
-            assert_same(info_b, info_r, f"step {t} reset info")
-    batched.close()
-    reference.close()
-    return ends
+                env.action_space.seed(n)
+            return env.action_space.sample()
+        return rng.uniform(env.action_space.low, env.action_space.high).astype(np.float32)
+
+    return act
+
+
+def _compare(
+    env_factory: GridEnvFactory, n: int, policy: str, mode: AutoresetMode, steps: int, kind: str
+) -> int:
+    """Play the same actions on ``n`` envs of ``env_factory`` batched and on SyncVectorEnv;
+    assert every output equal to 1e-6; return the episodes ended."""
+    return compare(env_factory, n, kind, mode, steps, _actions(policy), atol=1e-6)[1]
 
 
 @pytest.mark.parametrize("kind", ["batched", "workers"])
@@ -249,8 +199,8 @@ def test_batch_matches_separate_envs_under_redispatch_and_curtailment(n, kind):
     from grid_vec.env.make import env_factory
 
     for action_type, policy in (("continuous", "box"), ("combined", "sample")):
-        factory = env_factory(sandbox_path(), action_type=action_type, reward="flat", opponent=None)
-        ends = _compare(factory, n, policy, AutoresetMode.NEXT_STEP, 40, kind)
+        built = env_factory(sandbox_path(), action_type=action_type, reward="flat", opponent=None)
+        ends = _compare(built, n, policy, AutoresetMode.NEXT_STEP, 40, kind)
         assert ends > 0
 
 

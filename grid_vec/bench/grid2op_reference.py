@@ -1,0 +1,37 @@
+"""grid2op + LightSimBackend, the reference the parity benchmarks and tests play beside
+grid_vec (the ``grid2op`` extra; imported only when called)."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+
+def grid2op_env(
+    path: str | Path, *, maintenance: bool = True, opponent: bool = True, **kwargs: Any
+):
+    """grid2op + LightSimBackend on the folder ``path`` (its warnings silenced): without
+    maintenance and hazards unless ``maintenance`` (then the folder's own scenario class
+    reads them), without opponent unless ``opponent`` (then the folder's own plays); further
+    keyword arguments go to ``grid2op.make``.
+
+    Raises:
+        ImportError: grid2op or lightsim2grid is not installed.
+    """
+    import grid2op
+    from grid2op.Chronics import GridStateFromFileWithForecastsWithoutMaintenance
+    from grid2op.Opponent import BaseOpponent
+    from lightsim2grid import LightSimBackend
+
+    if not maintenance:
+        kwargs["data_feeding_kwargs"] = {
+            "gridvalueClass": GridStateFromFileWithForecastsWithoutMaintenance
+        }
+    if not opponent:
+        kwargs.update(
+            opponent_class=BaseOpponent, opponent_init_budget=0.0, opponent_budget_per_ts=0.0
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return grid2op.make(str(path), backend=LightSimBackend(), **kwargs)
