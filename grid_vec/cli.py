@@ -1,4 +1,5 @@
-"""The ``grid-vec`` command line: ``run`` evaluates an agent, ``replay`` summarises a saved run.
+"""The ``grid-vec`` command line: ``run`` evaluates an agent, ``replay`` summarises a saved run,
+``bench`` times, ``eval`` and ``actions`` work on the named tasks (:mod:`grid_vec.task_commands`).
 
 Every mistake of the user (arguments, ``--env``, ``--save``, a resume with other settings, a
 missing or damaged run to replay) ends in one line on stderr and exit status 2, found before
@@ -162,6 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
         "the same workloads, in one run; print the table and write the JSON (and a PNG).",
     )
     add_bench_arguments(bench)
+
+    from grid_vec.task_commands import add_task_commands
+
+    add_task_commands(commands)
     return parser
 
 
@@ -187,6 +192,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from grid_vec.bench import run_from_args
 
             return run_from_args(args)
+        if args.command in ("eval", "actions"):
+            from grid_vec.task_commands import run_task_command
+
+            return run_task_command(args)
         parser.print_help()
         return 0
     except UsageError as exc:

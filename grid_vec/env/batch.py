@@ -40,7 +40,12 @@ from grid_vec.env.action_input import ContinuousLayout
 from grid_vec.env.action_rules import ActionRules, Legality, false_flags, neutralise
 from grid_vec.env.actions import ActionCatalog
 from grid_vec.env.dispatch import GeneratorLimits, dispatch_rows, register_redispatch
-from grid_vec.env.heuristics import Heuristics, line_toggles, step_with_heuristics
+from grid_vec.env.heuristics import (
+    Heuristics,
+    line_toggles,
+    reference_actions,
+    step_with_heuristics,
+)
 from grid_vec.env.observation import ObservationLayout, time_features
 from grid_vec.env.observation_select import ObservationSelection, extra_values
 from grid_vec.env.opponent import Opponent, OpponentBatch
@@ -111,7 +116,7 @@ class GridBatch:
         sources: one scenario source per env (the same object may be given for all).
         backend: the power-flow backend of every env (``"lightsim2grid"`` or ``"pandapower"``).
         parameters, thermal_limits, reward, other_rewards, opponent, max_iter, action_type,
-            chunk_size, gen_ramp, action_mask, heuristics: as
+            chunk_size, gen_ramp, action_mask, heuristics, action_subset: as
             :class:`~grid_vec.env.grid_env.GridEnv`'s.
 
     Raises:
@@ -138,6 +143,7 @@ class GridBatch:
         storage_units: StorageUnits | None = None,
         action_mask: bool = False,
         heuristics: Heuristics | None = None,
+        action_subset: Sequence[int] | None = None,
     ) -> None:
         self.n = len(sources)
         if model.n_storage and (storage_units is None or storage_units.n != model.n_storage):
@@ -184,6 +190,10 @@ class GridBatch:
         self.action_mask = action_mask  # each result carries the legal catalog actions
         self.heuristics = heuristics
         self.line_toggles = line_toggles(self.catalog, model.n_branch)
+        self.reference_actions = reference_actions(self.catalog, model.n_sub)
+        # the agent's action k is the catalog's action_subset[k] (None: the whole catalog)
+        self.action_subset = _checked_subset(action_subset, len(self.catalog))
+        self.n_actions = len(self.catalog if action_subset is None else self.action_subset)
         # each env's scheduled generation of its last step (a view of its scenario's rows)
         self._last_gen_p: list[np.ndarray] = [np.zeros(model.n_gen)] * self.n
 
@@ -368,7 +378,8 @@ class GridBatch:
 
         Args:
             rows: the envs to step.
-            actions: (k,) int64 valid catalog indices (all 0 in continuous modes).
+            actions: (k,) int64 valid agent action indices: catalog indices, or positions in
+                ``action_subset`` when there is one (all 0 in continuous modes).
             redispatch: (k, n_gen) MW asked per generator, or None.
             curtail: (k, n_gen) curtailment limits (ratio of pmax, NaN: unchanged), or None.
             storage: (k, n_storage) MW asked of each storage unit this step (> 0 charges),
@@ -377,6 +388,8 @@ class GridBatch:
         Returns:
             The step of each row; ``done`` is updated.
         """
+        if self.action_subset is not None:
+            actions = self.action_subset[actions]
         if self.heuristics is None:
             return self.play_step(rows, actions, redispatch, curtail, storage)
         return step_with_heuristics(
@@ -391,7 +404,8 @@ class GridBatch:
         curtail: np.ndarray | None = None,
         storage: np.ndarray | None = None,
     ) -> StepBatch:
-        """Play one step of ``rows``, without heuristics (arguments as :meth:`step`'s)."""
+        """Play one step of ``rows``, without heuristics (arguments as :meth:`step`'s, the
+        actions as catalog indices)."""
         t0 = perf_counter()
         state = self.state
         handlers = self.handlers
@@ -493,7 +507,7 @@ class GridBatch:
         self.simulates_this_step[row] += 1
         self.simulates_this_episode[row] += 1
         self.counts["simulates"][row] += 1
-        result = self._simulate(row, action, redispatch, curtail, storage)
+        result = self._simulate(row, self.catalog_index(action), redispatch, curtail, storage)
         self.simulate_seconds[row] += perf_counter() - t0
         return result
 
@@ -724,10 +738,19 @@ class GridBatch:
         )  # fmt: skip
 
     def _mask(self, state: BatchState, rows: np.ndarray) -> np.ndarray | None:
-        """The legal catalog actions of ``rows`` now, when the env gives them."""
+        """The legal agent actions of ``rows`` now, when the env gives them."""
         if not self.action_mask:
             return None
-        return self._rules.legal_mask(state, rows, self.parameters)
+        mask = self._rules.legal_mask(state, rows, self.parameters)
+        return mask if self.action_subset is None else mask[:, self.action_subset]
+
+    def legal_actions(self, rows: np.ndarray) -> np.ndarray:
+        """(k, n_catalog) bool: the catalog actions legal now in ``rows``."""
+        return self._rules.legal_mask(self.state, rows, self.parameters)
+
+    def catalog_index(self, action: int) -> int:
+        """The catalog index of the agent's discrete action ``action`` (assumed valid)."""
+        return int(action if self.action_subset is None else self.action_subset[action])
 
     def _observe(
         self,
@@ -838,3 +861,18 @@ def _no_attack(k: int) -> np.ndarray:
 def _positions(rows: np.ndarray, which: tuple[int, ...], reasons: list) -> dict[int, str]:
     """``{position in rows: reason}`` of the batch rows ``which``."""
     return {int(np.searchsorted(rows, row)): reasons[row] for row in which}
+
+
+def _checked_subset(subset: Sequence[int] | None, n_catalog: int) -> np.ndarray | None:
+    """``action_subset`` as an int64 array: distinct catalog indices, do-nothing (0) first."""
+    if subset is None:
+        return None
+    arr = np.asarray(subset)
+    if arr.ndim != 1 or not len(arr) or not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError("action_subset must be a non-empty sequence of catalog indices")
+    if arr[0] != 0 or arr.min() < 0 or arr.max() >= n_catalog or len(set(arr.tolist())) < len(arr):
+        raise ValueError(
+            f"action_subset must list distinct catalog indices in [0, {n_catalog - 1}], "
+            f"do-nothing (0) first; got {arr[:8].tolist()}..."
+        )
+    return arr.astype(np.int64)

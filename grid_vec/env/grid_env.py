@@ -97,6 +97,11 @@ class GridEnv(gym.Env):
     on its own while the grid is safe, and reconnect lines: a ``step`` then returns at the
     next decision point, with the rewards summed and ``info["skipped_steps"]`` (see
     :mod:`grid_vec.env.heuristics`).
+
+    ``action_subset`` (catalog indices, do-nothing ``0`` first) restricts the discrete
+    actions to these: action ``k`` is catalog action ``action_subset[k]``, and the
+    ``action_mask`` has one entry per action of the subset. The heuristics still use the
+    whole catalog (a reconnection or a recovery need not be in the subset).
     """
 
     metadata: ClassVar[dict] = {"render_modes": []}
@@ -122,6 +127,7 @@ class GridEnv(gym.Env):
         storage_units: StorageUnits | None = None,
         action_mask: bool = False,
         heuristics: Heuristics | None = None,
+        action_subset: Sequence[int] | None = None,
     ) -> None:
         if not isinstance(model, GridModel):
             raise TypeError(f"model must be a GridModel, got {type(model).__name__}")
@@ -183,7 +189,13 @@ class GridEnv(gym.Env):
             storage_units=storage_units,
             action_mask=action_mask,
             heuristics=heuristics,
+            action_subset=None if action_subset is None else tuple(action_subset),
         )
+        if action_subset is not None and action_type not in ("discrete", "combined"):
+            raise ValueError(
+                "action_subset needs a catalog of discrete actions: action_type 'discrete' or "
+                f"'combined', got {action_type!r}"
+            )
         self._batch = batch = GridBatch(model, [source], **self._batch_kwargs)
         self.model = model
         self.backend_name = backend
@@ -197,18 +209,18 @@ class GridEnv(gym.Env):
         self.dispatch_limits = dispatch_limits
         self.storage_units = batch.storage  # None: the grid has none
         if action_type == "discrete":
-            self.action_space = spaces.Discrete(len(self.catalog))
+            self.action_space = spaces.Discrete(batch.n_actions)
         elif action_type == "combined":
             self.action_space = spaces.Dict(
                 {
-                    "topology": spaces.Discrete(len(self.catalog)),
+                    "topology": spaces.Discrete(batch.n_actions),
                     "continuous": batch.continuous.space(),
                 }
             )
         else:
             self.action_space = batch.continuous.space()
         # a bare int action is a catalog index below this (0 otherwise: no int is one)
-        self._n_discrete = len(self.catalog) if action_type == "discrete" else 0
+        self._n_discrete = batch.n_actions if action_type == "discrete" else 0
         self._bind(batch, 0)
 
     def _bind(self, batch: GridBatch, row: int) -> None:
@@ -440,12 +452,15 @@ class GridEnv(gym.Env):
         Raises:
             ValueError: an action outside the action space.
         """
-        if self.action_type == "discrete":
-            return self.catalog.describe(action, self.model, self.topology)
         self._parse(action)
+        if self.action_type == "discrete":
+            return self.catalog.describe(
+                self._batch.catalog_index(action), self.model, self.topology
+            )
         names = self.model.gen_names, self.model.storage_names
         if self.action_type == "combined":
-            topology = self.catalog.describe(action["topology"], self.model, self.topology)
+            index = self._batch.catalog_index(action["topology"])
+            topology = self.catalog.describe(index, self.model, self.topology)
             continuous = self._batch.continuous.describe(action["continuous"], *names)
             return f"{topology}; {continuous}"
         return self._batch.continuous.describe(action, *names)
@@ -458,7 +473,7 @@ class GridEnv(gym.Env):
         # the common cases, fast: a Python int, or the int64 a vector env reads from its batch
         if (type(action) is int or type(action) is np.int64) and 0 <= action < self._n_discrete:
             return np.array([action], dtype=np.int64), None, None, None
-        return one_action(self._batch, self.action_type, len(self.catalog), action)
+        return one_action(self._batch, self.action_type, self._batch.n_actions, action)
 
 
 def _check_limits(limits: Any, model: GridModel) -> np.ndarray:

@@ -30,6 +30,12 @@ attack, not just tripped) is reconnected by the catalog's toggle of that branch,
 such toggle of the catalog. One branch per step: grid2op's ``max_line_status_changed`` is at
 least 1 in every rule set that allows reconnections (with 0, none is made).
 
+The recovery rule (``recover_topology``): on each step the env plays on its own where no
+branch is reconnected, a substation with an element on bus bar 2 is set back to its
+reference configuration (every element on bus bar 1: the catalog's first configuration of
+that substation), the one of lowest index where that action is legal now (cooldowns, rules).
+One substation per step, as ``max_sub_changed`` is at least 1 wherever topology can change.
+
 The rows of a batch still idle are stepped together, in a loop, until none is left; each
 env's trajectory depends only on its own seed and actions, as for plain steps.
 ``simulate`` plays one step, without heuristics; ``reset`` returns the first state whatever
@@ -44,7 +50,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from grid_vec.env.actions import KIND_LINE, ActionCatalog
+from grid_vec.env.actions import KIND_LINE, KIND_SUB, ActionCatalog
 
 if TYPE_CHECKING:
     from grid_vec.env.batch import GridBatch, StepBatch
@@ -62,6 +68,8 @@ class Heuristics:
         reconnect_on_agent_steps: also on the agent's do-nothing steps.
         max_skipped: at most this many steps played on its own per call (None: up to the
             episode's end).
+        recover_topology: set a substation back to its reference configuration on each step
+            the env plays on its own where no branch is reconnected.
 
     Raises:
         TypeError, ValueError: a field of the wrong type or value.
@@ -71,6 +79,7 @@ class Heuristics:
     reconnect_lines: bool = False
     reconnect_on_agent_steps: bool = False
     max_skipped: int | None = None
+    recover_topology: bool = False
 
     def __post_init__(self) -> None:
         rho = self.idle_below_rho
@@ -79,7 +88,7 @@ class Heuristics:
                 raise TypeError(f"idle_below_rho must be a float or None, got {rho!r}")
             if not math.isfinite(rho) or rho < 0:
                 raise ValueError(f"idle_below_rho must be finite and >= 0, got {rho!r}")
-        for name in ("reconnect_lines", "reconnect_on_agent_steps"):
+        for name in ("reconnect_lines", "reconnect_on_agent_steps", "recover_topology"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
         cap = self.max_skipped
@@ -107,6 +116,49 @@ def reconnections(batch: GridBatch, rows: np.ndarray, toggles: np.ndarray) -> np
     ready = ~state.line_status[rows] & (state.cooldown_line[rows] == 0)
     first = np.argmax(ready, axis=1)
     return np.where(ready.any(axis=1), toggles[first], 0).astype(np.int64)
+
+
+def recoveries(batch: GridBatch, rows: np.ndarray, references: np.ndarray) -> np.ndarray:
+    """(k,) the catalog action setting back each row's first substation (lowest index) that
+    has an element on bus bar 2 and whose reference action is legal now; 0 where none.
+
+    Args:
+        batch: the batched core.
+        rows: the envs (sorted batch indices).
+        references: (n_sub,) each substation's reference action in the catalog, -1 where the
+            catalog has none (:func:`reference_actions`).
+
+    Returns:
+        The actions, int64.
+    """
+    actions = np.zeros(len(rows), dtype=np.int64)
+    has = references >= 0
+    if not has.any():
+        return actions
+    layout = batch.topology
+    on_two = np.cumsum(batch.state.topo[rows] == 2, axis=1)
+    on_two = np.concatenate([np.zeros((len(rows), 1), dtype=on_two.dtype), on_two], axis=1)
+    # per substation: whether any of its elements is on bus bar 2
+    moved = (on_two[:, layout.sub_start[1:]] > on_two[:, layout.sub_start[:-1]]) & has
+    need = np.flatnonzero(moved.any(axis=1))
+    if not len(need):
+        return actions
+    legal = batch.legal_actions(rows[need])[:, np.maximum(references, 0)]
+    ready = moved[need] & legal
+    first = np.argmax(ready, axis=1)
+    found = ready.any(axis=1)
+    actions[need[found]] = references[first[found]]
+    return actions
+
+
+def reference_actions(catalog: ActionCatalog, n_sub: int) -> np.ndarray:
+    """(n_sub,) the catalog index of each substation's reference configuration (every
+    element on bus bar 1), -1 where the catalog has no configuration of that substation."""
+    references = np.full(n_sub, -1, dtype=np.int64)
+    for index in np.flatnonzero(catalog.kind == KIND_SUB)[::-1]:
+        if not (catalog.sub_buses[index] == 2).any():
+            references[catalog.target[index]] = index
+    return references
 
 
 def line_toggles(catalog: ActionCatalog, n_branch: int) -> np.ndarray:
@@ -166,6 +218,10 @@ def step_with_heuristics(
             if heuristics.reconnect_lines
             else np.zeros(len(sub), dtype=np.int64)
         )
+        if heuristics.recover_topology:
+            free = own == 0
+            if free.any():
+                own[free] = recoveries(batch, sub[free], batch.reference_actions)
         step = batch.play_step(sub, own)
         _merge(result, step, idle)
         skipped[idle] += 1

@@ -25,7 +25,7 @@ from grid_vec.env.multimix import MultiMixEnv, MultiMixFactory
 from grid_vec.env.parameters import Parameters
 from grid_vec.env.registration import GYM_IDS
 from grid_vec.env.storage import StorageUnits
-from grid_vec.env.tasks import TASKS, task_split
+from grid_vec.env.tasks import TASKS, task_settings, task_split
 from grid_vec.grid.model import GridModel
 
 
@@ -211,7 +211,7 @@ def _task_factory(task_id: str, backend: str, explicit: dict, user_kwargs: dict)
     model = _cached_embedded_model(task.grid)
     seed = explicit.get("scenario_seed", EMBEDDED[task.grid].scenario_seed)
     source = SubsetSource(SyntheticSource(model, seed=seed), ids)
-    kwargs = {**task.settings, **user_kwargs}
+    kwargs = task_settings(task_id, user_kwargs)
     spec = _spec(task_id, task_id, backend, explicit, user_kwargs)
     return GridEnvFactory(model, source, {"backend": backend, **kwargs}, spec)
 

@@ -184,6 +184,18 @@ class RedispatchCostReward:
         return np.where(terminated, 0.0, np.clip(1.0 - cost, 0.0, 1.0))[()]
 
 
+def operational_cost(state: RewardInputs, terminated: bool | np.ndarray) -> float | np.ndarray:
+    """The energy the step costs to operate, MWh: the losses (production minus consumption)
+    plus the energy redispatched; 0 on a game over. A cost to minimise, not a reward: the
+    task scores (:mod:`grid_vec.runner.evaluate`) sum it, unpriced, as the embedded grids
+    have no generator prices."""
+    hours = state.context.delta_time_seconds / 3600.0
+    losses = state.gen_p.sum(axis=-1) - state.load_p.sum(axis=-1)
+    moved = np.abs(state.actual_dispatch).sum(axis=-1)
+    return np.where(terminated, 0.0, (np.maximum(losses, 0.0) + moved) * hours)[()]
+
+
+operational_cost.batched = True  # type: ignore[attr-defined]
 flat_reward.batched = True  # type: ignore[attr-defined]
 line_margin_reward.batched = True  # type: ignore[attr-defined]
 
@@ -207,6 +219,7 @@ REWARDS: dict[str, Callable[[], RewardFn]] = {
     "survival": lambda: flat_reward,
     "line_margin": lambda: line_margin_reward,
     "redispatch_cost": RedispatchCostReward,
+    "operational_cost": lambda: operational_cost,
 }
 
 

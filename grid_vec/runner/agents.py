@@ -290,8 +290,11 @@ class ReconnectAgent:
 
 class GreedyAgent:
     """Batched policy trying each candidate action with the sub-envs' ``simulate(action)``
-    and keeping, per sub-env, the one with the best simulated reward.
+    and keeping, per sub-env, the one whose simulated step ranks best.
 
+    The rank of a simulated step is its reward by default; ``rank="max_rho"`` ranks by the
+    lowest maximum line loading (the simulated observation's ``rho`` segment, located once
+    through the sub-envs' ``obs_layout``), the greedy baseline of the L2RPN competitions.
     Candidates that end the game or are flagged ``is_illegal`` in the simulated info rank
     last; ties go to the earliest candidate, so put do-nothing first. Default candidates: every
     action of a ``Discrete`` action space. Deterministic, so episode results do not depend on
@@ -300,15 +303,20 @@ class GreedyAgent:
     Args:
         candidates: the actions to try, do-nothing first; None for every action of a
             ``Discrete`` space.
+        rank: ``"reward"`` or ``"max_rho"``.
 
     Raises:
-        ValueError: ``candidates`` is empty.
+        ValueError: ``candidates`` is empty; an unknown ``rank``.
     """
 
-    def __init__(self, candidates: Sequence[Any] | None = None) -> None:
+    def __init__(self, candidates: Sequence[Any] | None = None, rank: str = "reward") -> None:
         if candidates is not None and len(candidates) == 0:
             raise ValueError("GreedyAgent candidates must not be empty")
+        if rank not in ("reward", "max_rho"):
+            raise ValueError(f"GreedyAgent rank must be 'reward' or 'max_rho', got {rank!r}")
         self.candidates = None if candidates is None else list(candidates)
+        self.rank = rank
+        self._rho: slice | None = None
         self._env: VectorEnv | None = None
 
     def bind(self, env: VectorEnv) -> None:
@@ -318,7 +326,8 @@ class GreedyAgent:
             env: the vector env the agent will play on.
 
         Raises:
-            TypeError: the sub-envs have no ``simulate``.
+            TypeError: the sub-envs have no ``simulate`` (or, for ``rank="max_rho"``, no
+                ``obs_layout`` with a ``rho`` segment).
             ValueError: no candidates for a non-Discrete space; a candidate is not in it.
         """
         if not all(env.call("has_wrapper_attr", "simulate")):
@@ -334,6 +343,19 @@ class GreedyAgent:
         bad = [c for c in self.candidates if not space.contains(c)]
         if bad:
             raise ValueError(f"GreedyAgent candidates {bad[:5]} are not in {space}")
+        if self.rank == "max_rho":
+            layouts = (
+                env.get_attr("obs_layout")
+                if all(env.call("has_wrapper_attr", "obs_layout"))
+                else []
+            )
+            slices = getattr(layouts[0], "slices", {}) if layouts else {}
+            if "rho" not in slices:
+                raise TypeError(
+                    "GreedyAgent(rank='max_rho') needs sub-envs whose obs_layout has a 'rho' "
+                    "segment (grid_vec's GridEnv)"
+                )
+            self._rho = slices["rho"]
         self._env = env
 
     def __call__(self, obs_batch: Any) -> Any:
@@ -355,9 +377,14 @@ class GreedyAgent:
         best = np.full(env.num_envs, -np.inf)
         choice = [self.candidates[0]] * env.num_envs
         for candidate in self.candidates:
-            for i, (_, reward, terminated, info) in enumerate(env.call("simulate", candidate)):
+            for i, (obs, reward, terminated, info) in enumerate(env.call("simulate", candidate)):
                 illegal = bool(info.get("is_illegal", False)) if isinstance(info, dict) else False
-                score = -np.inf if terminated or illegal else float(reward)
+                if terminated or illegal:
+                    score = -np.inf
+                elif self._rho is not None:
+                    score = -float(np.max(np.asarray(obs)[self._rho]))
+                else:
+                    score = float(reward)
                 if score > best[i]:
                     best[i], choice[i] = score, candidate
         space = env.single_action_space

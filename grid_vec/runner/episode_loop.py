@@ -72,6 +72,8 @@ class EpisodeLoop:
         self.clock_start = np.zeros((n, 3))
         self.agent_reset_time = np.zeros(n)
         self.cum = np.zeros(n)
+        self.env_steps = np.zeros(n, dtype=np.int64)  # time steps, skipped ones included
+        self.other_sums: dict[str, np.ndarray] = {}  # info["other_rewards"] summed
         self.start_time = np.zeros(n)
         self.last_reward = np.zeros(n)
         self.scenario: list[tuple[Any, Any, Any]] = [(None, None, None)] * n
@@ -115,6 +117,16 @@ class EpisodeLoop:
             t2 = time.perf_counter()
             clock += (1.0, t1 - t0, t2 - t1)
             self.cum += rewards  # idle sub-envs accumulate too; their sums are never read
+            self.env_steps += 1
+            skipped = infos.get("skipped_steps") if isinstance(infos, dict) else None
+            if skipped is not None:
+                self.env_steps += np.asarray(skipped, dtype=np.int64)
+            others = infos.get("other_rewards") if isinstance(infos, dict) else None
+            if isinstance(others, dict):
+                for name, values in others.items():
+                    if not name.startswith("_"):
+                        sums = self.other_sums.setdefault(name, np.zeros(self.n))
+                        sums += np.asarray(values, dtype=np.float64)
             self.last_reward[:] = rewards
             if self.recorders:
                 self._record(actions, obs, rewards, terminated, truncated, infos, t1 - t0, t2 - t1)
@@ -215,6 +227,9 @@ class EpisodeLoop:
         self.clock_start[i] = self.clock
         self.agent_reset_time[i] = 0.0
         self.cum[i] = 0.0
+        self.env_steps[i] = 0
+        for sums in self.other_sums.values():
+            sums[i] = 0.0
         self.last_reward[i] = 0.0
         self.start_time[i] = time.perf_counter()
         info = info_row(columns, i)
@@ -265,6 +280,8 @@ class EpisodeLoop:
                 powerflow=detail.get("powerflow"),
                 env_detail=detail,
             ),
+            env_steps=int(self.env_steps[i]),
+            other_rewards={name: float(sums[i]) for name, sums in self.other_sums.items()},
         )
         self.results[spec.index] = result
         if self.writer is not None:

@@ -29,7 +29,14 @@ class EpisodeTimings:
 
 @dataclass(frozen=True)
 class EpisodeResult:
-    """Outcome of one episode; equality ignores timings (they vary run to run)."""
+    """Outcome of one episode; equality ignores timings (they vary run to run).
+
+    ``steps`` counts the agent's steps (calls of ``step``); ``env_steps`` the time steps the
+    env played, those it played on its own included (``1 + info["skipped_steps"]`` per call
+    under grid_vec's heuristics; equal to ``steps`` for other envs; None in results recorded
+    before it existed). ``other_rewards``: the episode's sum of each of the env's
+    ``info["other_rewards"]`` (empty when the env gives none).
+    """
 
     episode: int
     scenario_id: Any
@@ -42,6 +49,8 @@ class EpisodeResult:
     env_seed: int | None
     agent_seed: int | None
     timings: EpisodeTimings = field(compare=False)
+    env_steps: int | None = None
+    other_rewards: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary (see :meth:`from_dict`)."""
@@ -60,7 +69,12 @@ class EpisodeResult:
         Raises:
             ValueError: naming the first entry that is missing, unknown or of the wrong type.
         """
+        if isinstance(data, dict):  # results recorded before these entries existed
+            data = {"env_steps": None, "other_rewards": {}, **data}
         values = _checked(data, _RESULT_TYPES, "result")
+        bad = [k for k, v in values["other_rewards"].items() if not _is_number(v)]
+        if bad:
+            raise ValueError(f"other_rewards[{bad[0][:40]!r}] is not a number")
         values["timings"] = EpisodeTimings(**_checked(values["timings"], _TIMING_TYPES, "timings"))
         detail = values["timings"].env_detail
         bad = [k for k, v in detail.items() if not _is_number(v)]
@@ -82,6 +96,8 @@ _RESULT_TYPES = {
     "env_seed": _OPT_INT,
     "agent_seed": _OPT_INT,
     "timings": "dict",
+    "env_steps": _OPT_INT,
+    "other_rewards": "dict",
 }
 _TIMING_TYPES = {
     "agent": _NUMBER,

@@ -14,7 +14,7 @@ from batch_compare import compare, factory
 from gymnasium.vector import AutoresetMode
 
 from grid_vec.chronics.synthetic import SyntheticSource
-from grid_vec.env.actions import KIND_LINE
+from grid_vec.env.actions import KIND_LINE, KIND_SUB
 from grid_vec.env.grid_env import GridEnv
 from grid_vec.env.heuristics import Heuristics
 from grid_vec.env.parameters import Parameters
@@ -23,13 +23,14 @@ COOLDOWNS = Parameters(nb_timestep_cooldown_line=3, nb_timestep_cooldown_sub=3)
 THRESHOLD = 0.9  # on case14's limits: long safe stretches, decision points, trips
 
 
-def _env(case14, heuristics: Heuristics | None, length: int = 80) -> GridEnv:
+def _env(case14, heuristics: Heuristics | None, length: int = 80, mask: bool = False) -> GridEnv:
     return GridEnv(
         case14,
         SyntheticSource(case14, seed=0, length=length),
         parameters=COOLDOWNS,
         other_rewards=["line_margin"],
         heuristics=heuristics,
+        action_mask=mask,
     )
 
 
@@ -44,6 +45,22 @@ def _agent(rng: np.random.Generator, n_actions: int) -> int:
     if draw < 0.5:
         return 0
     return int(rng.choice(SAFE_TOGGLES) if draw < 0.97 else rng.integers(n_actions))
+
+
+def _recovery(env: GridEnv, obs: np.ndarray, legal: np.ndarray) -> int:
+    """The reference configuration (every element on bus bar 1: the catalog's first
+    configuration of the substation) of the first substation with an element on bus bar 2,
+    among those whose reference action is legal now; 0 if none."""
+    topo = env.view(obs).topo_vect
+    catalog, starts = env.catalog, env.topology.sub_start
+    for sub in range(len(starts) - 1):
+        if not (topo[starts[sub] : starts[sub + 1]] == 2).any():
+            continue
+        configs = np.flatnonzero((catalog.kind == KIND_SUB) & (catalog.target == sub))
+        if len(configs) and legal[configs[0]]:
+            assert (catalog.sub_buses[configs[0]] == 1).all()
+            return int(configs[0])
+    return 0
 
 
 def _reconnection(env: GridEnv, obs: np.ndarray) -> int:
@@ -70,6 +87,7 @@ def _by_hand(env: GridEnv, obs: np.ndarray, action: int, h: Heuristics) -> dict[
         "tripped": info["tripped_branches"].copy(),
         "line_margin": info["other_rewards"]["line_margin"],
         "reconnections": int(action != asked),
+        "recoveries": 0,
     }
     while (
         not (terminated or truncated)
@@ -78,12 +96,15 @@ def _by_hand(env: GridEnv, obs: np.ndarray, action: int, h: Heuristics) -> dict[
         and (h.max_skipped is None or out["skipped"] < h.max_skipped)
     ):
         own = _reconnection(env, obs) if h.reconnect_lines else 0
+        if own == 0 and h.recover_topology:
+            own = _recovery(env, obs, info["action_mask"])
+            out["recoveries"] += int(own != 0)
         obs, reward, terminated, truncated, info = env.step(own)
         out["reward"] += reward
         out["line_margin"] += info["other_rewards"]["line_margin"]
         out["tripped"] |= info["tripped_branches"]
         out["skipped"] += 1
-        out["reconnections"] += int(own != 0)
+        out["reconnections"] += int(own != 0 and env.catalog.kind[own] == KIND_LINE)
     out.update(
         obs=obs, terminated=terminated, truncated=truncated, attacked=info["attacked_branch"]
     )
@@ -100,25 +121,35 @@ SETTINGS = {
         max_skipped=7,
     ),
     "reconnect on agent steps only": Heuristics(reconnect_on_agent_steps=True),
+    "idle, reconnect, recover": Heuristics(
+        idle_below_rho=THRESHOLD, reconnect_lines=True, recover_topology=True
+    ),
 }
 
 
 @pytest.mark.parametrize("setting", list(SETTINGS))
 def test_a_step_with_heuristics_is_the_plain_env_stepped_by_hand(case14, setting):
     h = SETTINGS[setting]
-    ours, plain = _env(case14, h), _env(case14, None)
+    ours, plain = _env(case14, h), _env(case14, None, mask=True)
     rng = np.random.default_rng(0)
     n_actions = len(ours.catalog)
+    sub_actions = np.flatnonzero(ours.catalog.kind == KIND_SUB)
     totals = dict.fromkeys(
-        ("calls", "skipped", "decisions", "reconnections", "terminated", "truncated", "idle_end"),
+        (
+            "calls", "skipped", "decisions", "reconnections", "recoveries", "terminated",
+            "truncated", "idle_end",
+        ),
         0,
-    )
+    )  # fmt: skip
     for seed in range(10):
         obs, info = ours.reset(seed=seed)
         plain_obs, plain_info = plain.reset(seed=seed)
+        plain_info.pop("action_mask")
         assert np.array_equal(obs, plain_obs) and info == plain_info
         for _ in range(200):
             action = _agent(rng, n_actions)
+            if h.recover_topology and rng.random() < 0.3:  # a substation to set back later
+                action = int(rng.choice(sub_actions))
             expected = _by_hand(plain, plain_obs, action, h)
             obs, reward, terminated, truncated, info = ours.step(action)
             plain_obs = expected["obs"]
@@ -133,6 +164,7 @@ def test_a_step_with_heuristics_is_the_plain_env_stepped_by_hand(case14, setting
             totals["calls"] += 1
             totals["skipped"] += expected["skipped"]
             totals["reconnections"] += expected["reconnections"]
+            totals["recoveries"] += expected["recoveries"]
             if terminated or truncated:
                 totals["terminated"] += terminated
                 totals["truncated"] += truncated
@@ -150,6 +182,7 @@ def test_a_step_with_heuristics_is_the_plain_env_stepped_by_hand(case14, setting
         assert totals["reconnections"] > 0
     if h.max_skipped is not None:
         assert totals["skipped"] <= h.max_skipped * totals["calls"]
+    assert (totals["recoveries"] > 0) == h.recover_topology
 
 
 def test_threshold_zero_skips_nothing(case14):

@@ -1,0 +1,156 @@
+"""Reduced action sets of the named tasks: the catalog actions greedy-by-simulate picks.
+
+A task with hundreds of discrete actions, most of which end an episode within a few steps,
+is hard to explore; published setups restrict the agent to the actions a good expert uses.
+:func:`count_greedy_picks` plays the greedy baseline (each decision point: the legal action
+whose simulated step has the lowest maximum line loading, do-nothing on ties) on a task's
+training scenarios, with the whole catalog, and counts how often it picks each action;
+:func:`reduced_action_set` keeps do-nothing and the ``size`` most picked. The result is stored
+in the package (``grid_vec/env/data/action_sets/``) and read by the task
+(:mod:`grid_vec.env.tasks`). The command that writes it::
+
+    grid-vec actions grid_vec/Case14Topology-v0 --scenarios 64 --size 30
+
+Deterministic: the scenarios are the first ``scenarios`` of the training split, each seeded
+with its position, and the count does not depend on the number of processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from grid_vec.env.tasks import ACTION_SET_DIR, TASKS, action_set_path
+
+
+def greedy_choice(env: Any, mask: np.ndarray | None) -> int:
+    """The legal catalog action whose simulated step has the lowest maximum rho (do-nothing
+    first on ties; actions ending the game or illegal rank last).
+
+    Args:
+        env: a started GridEnv (unwrapped) with ``simulate`` and ``view``.
+        mask: its ``info["action_mask"]``, or None (every action tried).
+
+    Returns:
+        The action.
+    """
+    candidates = np.flatnonzero(mask) if mask is not None else range(env.action_space.n)
+    best, choice = -np.inf, 0
+    for action in candidates:
+        obs, _, terminated, info = env.simulate(int(action))
+        if terminated or info.get("is_illegal"):
+            continue
+        score = -float(env.view(obs).rho.max())
+        if score > best:
+            best, choice = score, int(action)
+    return choice
+
+
+def _count_scenarios(task_id: str, positions: Sequence[int]) -> np.ndarray:
+    """The greedy picks (one count per catalog action) over the training scenarios at
+    ``positions`` (within the split), each played to its end."""
+    from grid_vec.env.make import make
+
+    env = make(task_id, split="train", action_subset=None, action_mask=True)
+    counts = np.zeros(len(env.unwrapped.catalog), dtype=np.int64)
+    for position in positions:
+        _, info = env.reset(seed=int(position), options={"scenario_id": int(position)})
+        done = False
+        while not done:
+            action = greedy_choice(env.unwrapped, info.get("action_mask"))
+            counts[action] += 1
+            _, _, terminated, truncated, info = env.step(action)
+            done = terminated or truncated
+    env.close()
+    return counts
+
+
+def count_greedy_picks(task_id: str, scenarios: int, workers: int = 1) -> np.ndarray:
+    """How often greedy-by-simulate picks each catalog action on the first ``scenarios`` of
+    the task's training split.
+
+    Args:
+        task_id: a named task with discrete actions.
+        scenarios: how many training scenarios to play (from the first).
+        workers: processes to play them in (the counts do not depend on it).
+
+    Returns:
+        (n_catalog,) int64 counts.
+
+    Raises:
+        ValueError: an unknown task, or ``scenarios`` / ``workers`` below 1 or ``scenarios``
+            beyond the split.
+    """
+    if task_id not in TASKS:
+        raise ValueError(f"unknown task {task_id!r}; tasks: {', '.join(TASKS)}")
+    n_train = len(TASKS[task_id].splits["train"])
+    if not 1 <= scenarios <= n_train:
+        raise ValueError(f"scenarios must be in [1, {n_train}], got {scenarios}")
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    chunks = [list(range(k, scenarios, workers)) for k in range(min(workers, scenarios))]
+    if len(chunks) == 1:
+        return _count_scenarios(task_id, chunks[0])
+    with ProcessPoolExecutor(len(chunks)) as pool:
+        return sum(pool.map(_count_scenarios, [task_id] * len(chunks), chunks))
+
+
+def reduced_action_set(counts: np.ndarray, size: int) -> list[int]:
+    """Do-nothing, then the ``size`` most picked other actions (ties: lowest index first);
+    actions never picked are left out.
+
+    Raises:
+        ValueError: ``size`` below 1.
+    """
+    if size < 1:
+        raise ValueError(f"size must be >= 1, got {size}")
+    order = np.argsort(-counts[1:], kind="stable") + 1
+    picked = [int(a) for a in order[:size] if counts[a] > 0]
+    return [0, *picked]
+
+
+def write_action_set(
+    task_id: str, scenarios: int, size: int, workers: int = 1, directory: Path | None = None
+) -> Path:
+    """Count the greedy picks, keep the reduced set and write it as the task's data file.
+
+    Args:
+        task_id, scenarios, workers: as :func:`count_greedy_picks`'s.
+        size: as :func:`reduced_action_set`'s.
+        directory: where to write (default: the package's ``env/data/action_sets``).
+
+    Returns:
+        The file written (atomically: a temporary file renamed).
+    """
+    from grid_vec.env.make import make
+
+    counts = count_greedy_picks(task_id, scenarios, workers)
+    actions = reduced_action_set(counts, size)
+    env = make(task_id, split="train", action_subset=None)
+    catalog = env.unwrapped
+    data = {
+        "task": task_id,
+        "command": f"grid-vec actions {task_id} --scenarios {scenarios} --size {size}",
+        "scenarios": scenarios,
+        "decisions": int(counts.sum()),
+        "actions": actions,
+        "picks": [int(counts[a]) for a in actions],
+        "described": [catalog.describe_action(a) for a in actions],
+    }
+    env.close()
+    path = (
+        action_set_path(task_id)
+        if directory is None
+        else directory / action_set_path(task_id).relative_to(ACTION_SET_DIR)
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,173 @@
+"""Scores of agents on a named task: every scenario of a split played once by the Runner.
+
+The score is in the spirit of the L2RPN competitions' (survive, and operate cheaply), kept
+readable: per episode, the **survival fraction** is the time steps played (those the env
+played on its own under the task's heuristics included, ``EpisodeResult.env_steps``) over
+the steps the scenario has (1 for an episode no game over ended); the task's **score** is
+100 times the mean survival fraction; the **operational cost** is the energy lost or
+redispatched (MWh, the ``operational_cost`` reward of :mod:`grid_vec.env.rewards`, summed
+over the steps played), reported per step played so that an agent surviving longer is not
+charged more for it.
+
+``grid-vec eval TASK --agent do_nothing|random|greedy`` prints the table; the baselines:
+
+* ``do_nothing``: always action 0 (the env's heuristics still play: reconnections, recovery);
+* ``random``: a uniformly drawn action of the task's action space at each decision point;
+* ``greedy``: greedy-by-simulate over the task's action space, ranking by the lowest
+  simulated maximum line loading (:class:`~grid_vec.runner.agents.GreedyAgent`,
+  ``rank="max_rho"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from grid_vec.runner.agents import DoNothingAgent, GreedyAgent, RandomAgent
+from grid_vec.runner.results import EpisodeResult
+from grid_vec.runner.runner import Runner
+
+BASELINES = ("do_nothing", "random", "greedy")
+COST = "operational_cost"  # the other reward the scores sum
+
+
+@dataclass(frozen=True)
+class TaskScore:
+    """The episodes of one agent on one split of a task, and their summary figures."""
+
+    task: str
+    split: str
+    agent: str
+    episodes: tuple[EpisodeResult, ...]
+
+    @property
+    def survival(self) -> np.ndarray:
+        """Time steps played per episode (skipped steps included)."""
+        steps = [r.steps if r.env_steps is None else r.env_steps for r in self.episodes]
+        return np.array(steps)
+
+    @property
+    def mean_survival(self) -> float:
+        """Mean time steps played per episode."""
+        return float(self.survival.mean())
+
+    @property
+    def survival_fraction(self) -> float:
+        """Mean over episodes of the fraction of the scenario survived: 1 for an episode not
+        ended by a game over, else its time steps played over the scenario's (its rows but
+        the first, the reset's)."""
+        playable = np.array([max((r.max_steps or 2) - 1, 1) for r in self.episodes])
+        fraction = np.minimum(self.survival / playable, 1.0)
+        ended = np.array([r.terminated for r in self.episodes])
+        return float(np.mean(np.where(ended, fraction, 1.0)))
+
+    @property
+    def score(self) -> float:
+        """100 times the mean survival fraction."""
+        return 100.0 * self.survival_fraction
+
+    @property
+    def cost_per_step(self) -> float:
+        """Operational cost (MWh lost or redispatched) per time step played, all episodes."""
+        cost = sum(r.other_rewards.get(COST, 0.0) for r in self.episodes)
+        return float(cost / max(int(self.survival.sum()), 1))
+
+    def row(self) -> dict[str, Any]:
+        """The summary as a JSON-ready dict."""
+        return {
+            "task": self.task,
+            "split": self.split,
+            "agent": self.agent,
+            "episodes": len(self.episodes),
+            "mean_survival": self.mean_survival,
+            "survival_fraction": self.survival_fraction,
+            "score": self.score,
+            "cost_per_step_mwh": self.cost_per_step,
+            "full_episodes": int(sum(not r.terminated for r in self.episodes)),
+        }
+
+
+def baseline_agent(name: str, action_space: Any) -> Any:
+    """A baseline agent of :data:`BASELINES` for a task's action space.
+
+    Raises:
+        ValueError: an unknown name.
+    """
+    if name == "do_nothing":
+        return DoNothingAgent()
+    if name == "random":
+        return RandomAgent(action_space)
+    if name == "greedy":
+        return GreedyAgent(rank="max_rho")
+    raise ValueError(f"agent must be one of {', '.join(BASELINES)}, got {name!r}")
+
+
+def evaluate_task(
+    task_id: str,
+    agent: Any,
+    *,
+    agent_name: str = "agent",
+    split: str = "test",
+    num_envs: int = 8,
+    vectorization: str = "batched",
+    seed: int = 0,
+    scenarios: int | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    pbar: Any = False,
+) -> TaskScore:
+    """Play every scenario of a task's split once with ``agent`` and score it.
+
+    Args:
+        task_id: a named task (:mod:`grid_vec.env.tasks`).
+        agent: a batched policy or a per-episode agent, as the Runner takes (a baseline name
+            of :data:`BASELINES` is built with :func:`baseline_agent`).
+        agent_name: the name the score carries (a baseline's own name when given one).
+        split: ``"test"``, ``"validation"`` or ``"train"``.
+        num_envs: sub-envs played at once.
+        vectorization: ``"batched"`` (one process) or ``"processes"`` (GridVecEnv workers).
+        seed: the Runner's master seed (env and agent seeds derive from it).
+        scenarios: play only the first this many scenarios of the split (None: all).
+        env_kwargs: settings overriding the task's (e.g. ``action_subset=None``).
+        pbar: progress bars, as :meth:`Runner.run` takes.
+
+    Returns:
+        The score.
+
+    Raises:
+        ValueError: an unknown task, split or baseline name; ``scenarios`` out of range.
+    """
+    from grid_vec.env.tasks import task_split
+    from grid_vec.vector.make_vec import make_vec
+
+    _, ids = task_split(task_id, split)
+    n = len(ids) if scenarios is None else int(scenarios)
+    if not 1 <= n <= len(ids):
+        raise ValueError(f"scenarios must be in [1, {len(ids)}], got {scenarios}")
+    kwargs = {**(env_kwargs or {}), "split": split, "other_rewards": {COST: COST}}
+    env = make_vec(task_id, min(num_envs, n), vectorization=vectorization, **kwargs)
+    if isinstance(agent, str):
+        agent_name, agent = agent, baseline_agent(agent, env.single_action_space)
+    with Runner(env, agent, seed=seed) as runner:
+        results = runner.run(n, episode_id=list(range(n)), pbar=pbar)
+    env.close()
+    return TaskScore(task_id, split, agent_name, tuple(results))
+
+
+def format_scores(scores: Sequence[TaskScore]) -> str:
+    """A Markdown table of scores, one row per agent."""
+    lines = [
+        "| task | split | agent | episodes | mean survival (steps) | full episodes | score | "
+        "cost (MWh/step) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for s in scores:
+        r = s.row()
+        lines.append(
+            f"| {r['task']} | {r['split']} | {r['agent']} | {r['episodes']} | "
+            f"{r['mean_survival']:.1f} | {r['full_episodes']} | {r['score']:.1f} | "
+            f"{r['cost_per_step_mwh']:.3f} |"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,97 @@
+"""The ``grid-vec eval`` and ``grid-vec actions`` commands: the named tasks on the CLI.
+
+``eval`` scores baseline agents on a task's split (:mod:`grid_vec.runner.evaluate`) and
+prints a Markdown table (``--json`` also writes the rows); ``actions`` writes a task's reduced
+action set (:mod:`grid_vec.runner.action_sets`). Mistakes (an unknown task, split or agent)
+are found before anything is played and reported by ``grid_vec.cli`` as one line, exit
+status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from grid_vec._argtypes import positive_int
+
+
+def add_task_commands(commands: Any) -> None:
+    """Add ``eval`` and ``actions`` to the CLI's sub-commands."""
+    from grid_vec.env.tasks import TASKS
+    from grid_vec.runner.evaluate import BASELINES
+
+    evaluate = commands.add_parser(
+        "eval",
+        help="score baseline agents on a named task's test split",
+        description="Play every scenario of a task's split once per agent and print the "
+        "mean survival (time steps), the score (100 x mean survival fraction) and the "
+        "operational cost per step.",
+    )
+    evaluate.add_argument("task", choices=list(TASKS), metavar="TASK", help=", ".join(TASKS))
+    evaluate.add_argument(
+        "--agent",
+        action="append",
+        choices=BASELINES,
+        help=f"baseline to score (repeatable; default: all of {', '.join(BASELINES)})",
+    )
+    evaluate.add_argument("--split", default="test", choices=["test", "validation", "train"])
+    evaluate.add_argument("--num-envs", type=positive_int, default=8)
+    evaluate.add_argument("--scenarios", type=positive_int, default=None)
+    evaluate.add_argument("--seed", type=int, default=0)
+    evaluate.add_argument(
+        "--full-catalog",
+        action="store_true",
+        help="play the whole catalog instead of the task's reduced action set",
+    )
+    evaluate.add_argument("--json", type=Path, default=None, help="also write the rows here")
+
+    actions = commands.add_parser(
+        "actions",
+        help="write a task's reduced action set (greedy-by-simulate picks)",
+        description="Play greedy-by-simulate on the first training scenarios of a task with "
+        "the whole catalog, count its picks and write do-nothing plus the most picked actions "
+        "as the task's action-set file.",
+    )
+    actions.add_argument("task", choices=list(TASKS), metavar="TASK", help=", ".join(TASKS))
+    actions.add_argument("--scenarios", type=positive_int, default=64)
+    actions.add_argument("--size", type=positive_int, default=30)
+    actions.add_argument("--workers", type=positive_int, default=2)
+    actions.add_argument("--out", type=Path, default=None, help="directory (default: package)")
+
+
+def run_task_command(args: argparse.Namespace) -> int:
+    """Run ``eval`` or ``actions``; returns the exit status."""
+    if args.command == "actions":
+        from grid_vec.runner.action_sets import write_action_set
+
+        path = write_action_set(args.task, args.scenarios, args.size, args.workers, args.out)
+        print(f"wrote {path}")
+        return 0
+    from grid_vec.cli import UsageError
+    from grid_vec.env.tasks import TASKS
+    from grid_vec.runner.evaluate import BASELINES, evaluate_task, format_scores
+
+    n_split = len(TASKS[args.task].splits[args.split])
+    if args.scenarios is not None and args.scenarios > n_split:
+        raise UsageError(
+            "grid-vec eval", f"--scenarios: the {args.split} split has {n_split} scenarios"
+        )
+    kwargs = {"action_subset": None} if args.full_catalog else {}
+    scores = [
+        evaluate_task(
+            args.task,
+            name,
+            split=args.split,
+            num_envs=args.num_envs,
+            seed=args.seed,
+            scenarios=args.scenarios,
+            env_kwargs=kwargs,
+        )
+        for name in args.agent or BASELINES
+    ]
+    print(format_scores(scores))
+    if args.json is not None:
+        args.json.write_text(json.dumps([s.row() for s in scores], indent=1) + "\n")
+    return 0
