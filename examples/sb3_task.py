@@ -5,9 +5,10 @@
 
 The task's vector env (batched, SAME_STEP autoreset as SB3 wants) is handed to SB3 through
 ``grid_vec.integrations.sb3.GymnasiumToSB3VecEnv`` and normalised with SB3's
-``VecNormalize``. SB3's PPO has no action masks (sb3-contrib's MaskablePPO has them): an
-illegal action is played as do-nothing by the env. Training stops at the wall-clock budget;
-the trained policy is then scored by the Runner beside do-nothing. Writes
+``VecNormalize``. Works for discrete and continuous (``Box``) tasks. SB3's PPO has no
+action masks (sb3-contrib's MaskablePPO has them): an illegal action is played as
+do-nothing by the env. Training stops at the wall-clock budget; the trained policy is then
+scored by the Runner beside do-nothing. Writes
 ``<out>/result.json`` and ``<out>/curve.csv`` (seconds, timesteps, mean time steps survived by
 the training episodes ended since the last line).
 """
@@ -72,7 +73,7 @@ class Policy:
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         actions, _ = self.model.predict(self.normalize.normalize_obs(obs), deterministic=True)
-        return np.asarray(actions, dtype=np.int64)
+        return np.asarray(actions, dtype=self.model.action_space.dtype)
 
 
 def main() -> None:

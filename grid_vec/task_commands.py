@@ -34,7 +34,8 @@ def add_task_commands(commands: Any) -> None:
         "--agent",
         action="append",
         choices=BASELINES,
-        help=f"baseline to score (repeatable; default: all of {', '.join(BASELINES)})",
+        help=f"baseline to score (repeatable; default: every one of {', '.join(BASELINES)} "
+        "the task's action space allows)",
     )
     evaluate.add_argument("--split", default="test", choices=["test", "validation", "train"])
     evaluate.add_argument("--num-envs", type=positive_int, default=8)
@@ -79,6 +80,13 @@ def run_task_command(args: argparse.Namespace) -> int:
             "grid-vec eval", f"--scenarios: the {args.split} split has {n_split} scenarios"
         )
     kwargs = {"action_subset": None} if args.full_catalog else {}
+    agents = args.agent or [
+        name
+        for name in BASELINES
+        if name != "greedy" or TASKS[args.task].settings.get("action_type") == "discrete"
+    ]
+    if "greedy" in agents and TASKS[args.task].settings.get("action_type") != "discrete":
+        raise UsageError("grid-vec eval", "--agent greedy needs a task with discrete actions")
     scores = [
         evaluate_task(
             args.task,
@@ -89,7 +97,7 @@ def run_task_command(args: argparse.Namespace) -> int:
             scenarios=args.scenarios,
             env_kwargs=kwargs,
         )
-        for name in args.agent or BASELINES
+        for name in agents
     ]
     print(format_scores(scores))
     if args.json is not None:

@@ -41,6 +41,7 @@ def test_notebooks_exist() -> None:
         "02_vector_throughput.ipynb",
         "03_train_ppo_sb3.ipynb",
         "04_replay_a_run.ipynb",
+        "05_task_learning_curve.ipynb",
     ]
 
 

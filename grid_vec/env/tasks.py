@@ -15,13 +15,12 @@ grid_vec/Case14Topology-v0       case14  discrete,    reward ``line_margin``, ac
                                                       recovery of the reference topology
 grid_vec/Case14Redispatch-v0     case14  redispatch   reward ``line_margin``, idle while max
                                                       rho < 0.9, reconnection
-grid_vec/Case118Topology-v0      case118 discrete,    as Case14Topology
-                                         reduced set
+grid_vec/Case118Topology-v0      case118 discrete     as Case14Topology
 ================================ ======= ============ =====================================
 
 Splits (every task): ``test`` scenarios 0-31, ``validation`` 32-63, ``train`` 64-1023.
 
-The topology tasks play a reduced action set (``action_subset``): do-nothing and the catalog
+Case14Topology plays a reduced action set (``action_subset``): do-nothing and the catalog
 actions greedy-by-simulate picks most on the training scenarios, stored in
 ``grid_vec/env/data/action_sets/`` and written by ``grid-vec actions TASK`` (see
 :mod:`grid_vec.runner.action_sets`). ``action_subset=None`` plays the whole catalog.
@@ -52,7 +51,7 @@ class Task:
     reduced_actions: bool = False  # plays the action set stored for it (action_subset)
 
 
-def _topology(grid: str) -> Task:
+def _topology(grid: str, reduced_actions: bool) -> Task:
     return Task(
         grid,
         {
@@ -63,12 +62,12 @@ def _topology(grid: str) -> Task:
                 idle_below_rho=0.9, reconnect_lines=True, recover_topology=True
             ),
         },
-        reduced_actions=True,
+        reduced_actions=reduced_actions,
     )
 
 
 TASKS: dict[str, Task] = {
-    "grid_vec/Case14Topology-v0": _topology("case14"),
+    "grid_vec/Case14Topology-v0": _topology("case14", reduced_actions=True),
     "grid_vec/Case14Redispatch-v0": Task(
         "case14",
         {
@@ -77,7 +76,8 @@ TASKS: dict[str, Task] = {
             "heuristics": Heuristics(idle_below_rho=0.9, reconnect_lines=True),
         },
     ),
-    "grid_vec/Case118Topology-v0": _topology("case118"),
+    # no reduced set yet: greedy-by-simulate over case118's 11,604 actions is out of reach
+    "grid_vec/Case118Topology-v0": _topology("case118", reduced_actions=False),
 }
 
 

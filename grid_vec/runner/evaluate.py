@@ -13,9 +13,9 @@ charged more for it.
 
 * ``do_nothing``: always action 0 (the env's heuristics still play: reconnections, recovery);
 * ``random``: a uniformly drawn action of the task's action space at each decision point;
-* ``greedy``: greedy-by-simulate over the task's action space, ranking by the lowest
-  simulated maximum line loading (:class:`~grid_vec.runner.agents.GreedyAgent`,
-  ``rank="max_rho"``).
+* ``greedy`` (tasks with discrete actions): greedy-by-simulate over the task's action
+  space, ranking by the lowest simulated maximum line loading
+  (:class:`~grid_vec.runner.agents.GreedyAgent`, ``rank="max_rho"``).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from gymnasium import spaces
 
 from grid_vec.runner.agents import DoNothingAgent, GreedyAgent, RandomAgent
 from grid_vec.runner.results import EpisodeResult
@@ -101,6 +102,11 @@ def baseline_agent(name: str, action_space: Any) -> Any:
     if name == "random":
         return RandomAgent(action_space)
     if name == "greedy":
+        if not isinstance(action_space, spaces.Discrete):
+            raise ValueError(
+                f"the greedy baseline tries every action of a Discrete action space; this "
+                f"task's is {action_space}"
+            )
         return GreedyAgent(rank="max_rho")
     raise ValueError(f"agent must be one of {', '.join(BASELINES)}, got {name!r}")
 

@@ -79,3 +79,24 @@ def test_a_subset_source_numbers_its_scenarios_and_refuses_bad_ids():
             SubsetSource(source, ids)
     with pytest.raises(ValueError):
         subset.info(2)
+
+
+def test_the_topology_task_plays_its_stored_reduced_action_set():
+    from grid_vec.env.tasks import load_action_set
+
+    subset = load_action_set(TOPOLOGY)
+    env = grid_vec.make(TOPOLOGY, split="test")
+    assert subset[0] == 0 and env.action_space.n == len(subset) > 1
+    assert grid_vec.make(TOPOLOGY, split="test", action_subset=None).action_space.n == 126
+
+
+@pytest.mark.parametrize(
+    "content", ["not json", '{"actions": []}', '{"actions": [0, "1"]}', "[0, 1]"]
+)
+def test_a_damaged_action_set_file_is_named_in_the_error(tmp_path, monkeypatch, content):
+    import grid_vec.env.tasks as tasks
+
+    monkeypatch.setattr(tasks, "ACTION_SET_DIR", tmp_path)
+    (tmp_path / "case14topology.json").write_text(content)
+    with pytest.raises(ValueError, match=r"case14topology\.json"):
+        grid_vec.make(TOPOLOGY, split="test")

@@ -3,6 +3,8 @@ by hand; the score's figures; ``grid-vec eval`` and ``grid-vec actions`` on the 
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -106,3 +108,26 @@ def test_a_reduced_set_keeps_do_nothing_and_the_most_picked():
 def test_grid_vec_eval_refuses_more_scenarios_than_the_split_has(capsys):
     assert main(["eval", TASK, "--scenarios", "33"]) == 2
     assert "32 scenarios" in capsys.readouterr().err
+
+
+def test_grid_vec_actions_writes_a_reduced_set_greedy_picked(tmp_path, capsys):
+    code = main(
+        [
+            "actions",
+            TASK,
+            "--scenarios",
+            "1",
+            "--size",
+            "4",
+            "--workers",
+            "1",
+            "--out",
+            str(tmp_path),
+        ]
+    )
+    assert code == 0
+    written = json.loads((tmp_path / "case14topology.json").read_text())
+    assert written["actions"][0] == 0 and 1 < len(written["actions"]) <= 5
+    assert written["picks"][1:] == sorted(written["picks"][1:], reverse=True)
+    assert sum(written["picks"]) <= written["decisions"]
+    assert written["command"].startswith("grid-vec actions")
