@@ -27,11 +27,14 @@ from typing import Any
 import numpy as np
 
 from grid_vec.env.tasks import ACTION_SET_DIR, TASKS, action_set_path
+from grid_vec.runner.agents import simulated_score
 
 
 def greedy_choice(env: Any, mask: np.ndarray | None) -> int:
     """The legal catalog action whose simulated step has the lowest maximum rho (do-nothing
-    first on ties; actions ending the game or illegal rank last).
+    first on ties; actions ending the game or illegal rank last): ``GreedyAgent(rank=
+    "max_rho")``'s ranking (:func:`~grid_vec.runner.agents.simulated_score`) on one env,
+    trying only the actions its mask allows.
 
     Args:
         env: a started GridEnv (unwrapped) with ``simulate`` and ``view``.
@@ -41,12 +44,10 @@ def greedy_choice(env: Any, mask: np.ndarray | None) -> int:
         The action.
     """
     candidates = np.flatnonzero(mask) if mask is not None else range(env.action_space.n)
+    rho = env.obs_layout.slices["rho"]
     best, choice = -np.inf, 0
     for action in candidates:
-        obs, _, terminated, info = env.simulate(int(action))
-        if terminated or info.get("is_illegal"):
-            continue
-        score = -float(env.view(obs).rho.max())
+        score = simulated_score(*env.simulate(int(action)), rho=rho)
         if score > best:
             best, choice = score, int(action)
     return choice
@@ -133,7 +134,6 @@ def write_action_set(
     counts = count_greedy_picks(task_id, scenarios, workers)
     actions = reduced_action_set(counts, size)
     env = make(task_id, split="train", action_subset=None)
-    catalog = env.unwrapped
     data = {
         "task": task_id,
         "command": f"grid-vec actions {task_id} --scenarios {scenarios} --size {size}",
@@ -141,7 +141,7 @@ def write_action_set(
         "decisions": int(counts.sum()),
         "actions": actions,
         "picks": [int(counts[a]) for a in actions],
-        "described": [catalog.describe_action(a) for a in actions],
+        "described": [env.unwrapped.describe_action(a) for a in actions],
     }
     env.close()
     path = (

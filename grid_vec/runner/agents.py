@@ -377,18 +377,34 @@ class GreedyAgent:
         best = np.full(env.num_envs, -np.inf)
         choice = [self.candidates[0]] * env.num_envs
         for candidate in self.candidates:
-            for i, (obs, reward, terminated, info) in enumerate(env.call("simulate", candidate)):
-                illegal = bool(info.get("is_illegal", False)) if isinstance(info, dict) else False
-                if terminated or illegal:
-                    score = -np.inf
-                elif self._rho is not None:
-                    score = -float(np.max(np.asarray(obs)[self._rho]))
-                else:
-                    score = float(reward)
+            for i, simulated in enumerate(env.call("simulate", candidate)):
+                score = simulated_score(*simulated, rho=self._rho)
                 if score > best[i]:
                     best[i], choice[i] = score, candidate
         space = env.single_action_space
         return concatenate(space, choice, create_empty_array(space, env.num_envs))
+
+
+def simulated_score(
+    obs: Any, reward: float, terminated: bool, info: Any, *, rho: slice | None
+) -> float:
+    """How greedy-by-simulate ranks a simulated step (higher is better).
+
+    Args:
+        obs, reward, terminated, info: what ``simulate(action)`` returned.
+        rho: the ``rho`` segment of the flat observation to rank by its maximum (lower max
+            rho ranks higher), or None to rank by the reward.
+
+    Returns:
+        ``-inf`` for a step that ends the game or whose action is flagged ``is_illegal``;
+        else minus the maximum rho, or the reward.
+    """
+    illegal = bool(info.get("is_illegal", False)) if isinstance(info, dict) else False
+    if terminated or illegal:
+        return -np.inf
+    if rho is not None:
+        return -float(np.max(np.asarray(obs)[rho]))
+    return float(reward)
 
 
 def _indices_in(base: np.ndarray, field: np.ndarray, name: str) -> np.ndarray:
@@ -409,4 +425,5 @@ __all__ = [
     "agent_kind",
     "check_spaces",
     "default_action",
+    "simulated_score",
 ]
