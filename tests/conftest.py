@@ -9,10 +9,29 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import tempfile
 
 import pytest
 
 pytest_plugins = ["pytester"]
+
+# compiled grids are cached on disk (grid_vec.grid.model_cache): the suite uses a cache of its
+# own, shared by its subprocesses, rather than the user's, and removes it at the end
+_CACHE_DIR_VARIABLE = "GRID_VEC_CACHE_DIR"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if _CACHE_DIR_VARIABLE not in os.environ:
+        os.environ[_CACHE_DIR_VARIABLE] = tempfile.mkdtemp(prefix="grid_vec_test_cache_")
+        config._grid_vec_cache = os.environ[_CACHE_DIR_VARIABLE]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    directory = getattr(config, "_grid_vec_cache", None)
+    if directory is not None:
+        shutil.rmtree(directory, ignore_errors=True)
+
 
 REQUIRE_EXTRAS_ENV = "GRID_VEC_REQUIRE_EXTRAS"
 # pytest.importorskip's own reason, and the reason this suite passes to it

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from grid_vec._untrusted import file_stamp
+from grid_vec._untrusted import file_stamp, read_bytes
 from grid_vec.chronics.config_file import forecast_horizons, read_config_values
 from grid_vec.chronics.csv_table import count_rows, find_csv, read_table
 from grid_vec.chronics.folder_rules import (
@@ -73,6 +73,7 @@ from grid_vec.chronics.storage_charac import (
     folder_storage_charac,
 )
 from grid_vec.chronics.untrusted import (
+    MAX_GRID_JSON_BYTES,
     MAX_INFO_BYTES,
     MAX_SMALL_FILE_BYTES,
     FolderFormatError,
@@ -93,7 +94,7 @@ class GridFolder:
 
     path: Path
     name: str  # the folder's name
-    net: Any  # pandapower.pandapowerNet
+    net: Any  # pandapower.pandapowerNet; None when built from a compiled model
     thermal_limits: np.ndarray | None  # amperes per branch (lines then trafos), or None
     # the rules files: level name -> flat dict (difficulty_levels.json), and parameters.json;
     # keys are str, values None, bool, number or short str; None when the file is absent
@@ -106,26 +107,35 @@ class GridFolder:
     storage_charac: StorageCharac | None = None
 
 
-def load_folder(path: str | Path) -> GridFolder:
+def load_folder(path: str | Path, model: GridModel | None = None) -> GridFolder:
     """Read the grid, its limits and metadata from a grid2op-format folder.
 
     Args:
         path: the dataset folder.
+        model: the folder's grid, compiled before (from the cache of compiled grids, keyed by
+            :func:`grid_files_digest`): ``grid.json`` is then not read (``net`` is None), and
+            the element names and counts that the other files are checked against are the
+            model's.
 
     Returns:
         The checked :class:`GridFolder`.
 
     Raises:
-        TypeError: ``path`` is not a str or Path.
+        TypeError: ``path`` is not a str or Path, or ``model`` not a GridModel.
         FileNotFoundError: ``path`` is not a directory.
         FolderFormatError: any fault in the folder's files, naming the file.
     """
     root = _check_dir(path)
-    grid = _file(root, root / "grid.json")
-    if grid is None:
-        raise FolderFormatError(f"{root / 'grid.json'}: missing file (the grid of the folder)")
-    net = read_grid_json(grid)
-    from grid_vec.grid.compile import storage_names  # the names compile_net gives
+    if model is not None and not isinstance(model, GridModel):
+        raise TypeError(f"model must be a GridModel or None, got {type(model).__name__}")
+    net = None
+    if model is None:
+        net = read_grid_json(_grid_file(root))
+        from grid_vec.grid.compile import _branch_names, storage_names  # compile_net's names
+
+        branch_names, storage = _branch_names(net), storage_names(net)
+    else:
+        branch_names, storage = model.branch_names, model.storage_names
 
     config: dict[str, Any] = {}
     config_path = _file(root, root / "config.py")
@@ -137,16 +147,47 @@ def load_folder(path: str | Path) -> GridFolder:
         path=root,
         name=root.name,
         net=net,
-        thermal_limits=_thermal_limits(config.get("thermal_limits"), net, root / "config.py"),
+        thermal_limits=_thermal_limits(
+            config.get("thermal_limits"), branch_names, root / "config.py"
+        ),
         difficulty_levels=read_levels(_file(root, root / DIFFICULTY_FILE)),
         parameters=read_params(_file(root, root / PARAMETERS_FILE)),
         prods_charac=charac,
         layout=read_json(_file(root, root / "grid_layout.json")),
         names_chronics_to_grid=config.get("names_chronics_to_grid") or None,
         storage_charac=folder_storage_charac(
-            _file(root, root / STORAGE_CHARAC_FILE), root, storage_names(net)
+            _file(root, root / STORAGE_CHARAC_FILE), root, storage
         ),
     )
+
+
+def grid_files_digest(path: str | Path) -> str:
+    """A hash of what a folder's compiled grid depends on: the bytes of ``grid.json`` and of
+    ``config.py`` (its thermal limits), read within the folder's size limits.
+
+    Args:
+        path: the dataset folder.
+
+    Returns:
+        A hex digest, for the key of the folder's entry in the cache of compiled grids.
+
+    Raises:
+        TypeError, FileNotFoundError, FolderFormatError: as :func:`load_folder`.
+    """
+    root = _check_dir(path)
+    grid = read_bytes(_grid_file(root), MAX_GRID_JSON_BYTES, error=FolderFormatError)
+    digest = hashlib.sha256(grid)
+    config_path = _file(root, root / "config.py")
+    if config_path is not None:
+        digest.update(read_bytes(config_path, MAX_SMALL_FILE_BYTES, error=FolderFormatError))
+    return digest.hexdigest()
+
+
+def _grid_file(root: Path) -> Path:
+    grid = _file(root, root / "grid.json")
+    if grid is None:
+        raise FolderFormatError(f"{root / 'grid.json'}: missing file (the grid of the folder)")
+    return grid
 
 
 def _check_dir(path: str | Path) -> Path:
@@ -168,22 +209,19 @@ def _file(root: Path, path: Path) -> Path | None:
     return path
 
 
-def _thermal_limits(value: Any, net, config_path: Path) -> np.ndarray | None:
+def _thermal_limits(value: Any, branch_names: np.ndarray, config_path: Path) -> np.ndarray | None:
     """Limits in branch order from a list, or from a dict keyed by branch name (the values
     are already checked positive numbers, by ``config_file``)."""
     if value is None:
         return None
-    n_branch = len(net.line) + len(net.trafo)
+    n_branch = len(branch_names)
     if isinstance(value, dict):
-        from grid_vec.grid.compile import _branch_names  # the names compile_net gives
-
-        names = _branch_names(net)
-        missing = [str(n) for n in names if n not in value]
+        missing = [str(n) for n in branch_names if n not in value]
         if missing:
             raise FolderFormatError(
                 f"{config_path}: thermal_limits has no entry for branch {short(missing[0])}"
             )
-        value = [value[n] for n in names]
+        value = [value[n] for n in branch_names]
     limits = np.asarray(value, dtype=np.float64)
     if limits.shape != (n_branch,):
         raise FolderFormatError(

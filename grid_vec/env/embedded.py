@@ -251,18 +251,23 @@ EMBEDDED: dict[str, EmbeddedSpec] = {
 
 
 def embedded_model(name: str, *, calibrated: bool = True) -> GridModel:
-    """Compile an embedded grid (imports pandapower); ``calibrated=False`` keeps its ratings."""
+    """Compile an embedded grid (imports pandapower, unless the cache of compiled grids,
+    :mod:`grid_vec.grid.model_cache`, has it); ``calibrated=False`` keeps its ratings."""
     from grid_vec.grid.compile import compile_net
+    from grid_vec.grid.model_cache import cached_model
     from grid_vec.grid.networks import load_network
 
     if name not in EMBEDDED:
         raise ValueError(f"unknown embedded grid {name!r}; allowed: {', '.join(EMBEDDED)}")
     spec = EMBEDDED[name]
     limits = spec.thermal_limits if calibrated else None
-    return compile_net(
-        load_network(spec.network),
-        name=name,
-        thermal_limits=None if limits is None else np.asarray(limits, dtype=np.float64),
+    return cached_model(
+        ("embedded", name, spec.network, repr(limits)),
+        lambda: compile_net(
+            load_network(spec.network),
+            name=name,
+            thermal_limits=None if limits is None else np.asarray(limits, dtype=np.float64),
+        ),
     )
 
 

@@ -320,24 +320,20 @@ def _load_folder(path: Path) -> tuple[GridModel, Any, GeneratorLimits, StorageUn
     checks what it reads, and compiling the grid, the one step that only this layer can
     take, has its errors named after ``grid.json`` here.
     """
-    from grid_vec.chronics.folder import load_folder
-    from grid_vec.chronics.untrusted import FolderFormatError, short
-    from grid_vec.grid.compile import compile_net
+    from grid_vec.chronics.folder import grid_files_digest, load_folder
+    from grid_vec.grid.model_cache import cached_model
 
-    folder = load_folder(path)
-    try:
-        model = compile_net(
-            folder.net,
-            name=folder.name,
-            thermal_limits=folder.thermal_limits,
-            trafo_model="pandapower_v2",  # as grid2op's LightSimBackend builds it
-        )
-    except Exception as e:  # pandapower's power flow on the folder's data fails in many ways
-        raise FolderFormatError(
-            f"{folder.path / 'grid.json'}: cannot be compiled ({type(e).__name__}: {short(str(e))})"
-        ) from e
+    trafo_model = "pandapower_v2"  # as grid2op's LightSimBackend builds it
+    compiled: list = []  # the folder read along the way when the cache misses
+
+    def compile_folder() -> GridModel:
+        compiled.append(load_folder(path))
+        return _compile_folder_grid(compiled[0], trafo_model)
+
+    inputs = ("folder", Path(path).resolve().name, grid_files_digest(path), trafo_model)
+    model = cached_model(inputs, compile_folder)
     # the net is not needed any more: keep the rules files only
-    folder = dataclasses.replace(folder, net=None)
+    folder = dataclasses.replace(compiled[0], net=None) if compiled else load_folder(path, model)
     limits = GeneratorLimits.from_prods_charac(
         folder.prods_charac, model, folder.path / "prods_charac.csv"
     )
@@ -345,6 +341,25 @@ def _load_folder(path: Path) -> tuple[GridModel, Any, GeneratorLimits, StorageUn
     if folder.storage_charac is not None:  # in the grid's storage order, checked
         storage = StorageUnits.from_charac(folder.storage_charac)
     return _read_only(model), folder, limits, storage
+
+
+def _compile_folder_grid(folder, trafo_model: str) -> GridModel:
+    """``compile_net`` on a folder's grid; its failures are a ``FolderFormatError`` naming
+    ``grid.json``."""
+    from grid_vec.chronics.untrusted import FolderFormatError, short
+    from grid_vec.grid.compile import compile_net
+
+    try:
+        return compile_net(
+            folder.net,
+            name=folder.name,
+            thermal_limits=folder.thermal_limits,
+            trafo_model=trafo_model,
+        )
+    except Exception as e:  # pandapower's power flow on the folder's data fails in many ways
+        raise FolderFormatError(
+            f"{folder.path / 'grid.json'}: cannot be compiled ({type(e).__name__}: {short(str(e))})"
+        ) from e
 
 
 def _folder_parameters(folder, difficulty: str | None) -> Parameters:
