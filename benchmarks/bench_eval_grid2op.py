@@ -10,12 +10,20 @@ folder with 2 processes, recording every episode to a temporary directory:
   (the console script's ``main``, called in-process: a GridVecEnv of 2 workers and the
   Runner).
 
-Each repetition runs each side in a fresh Python process, alternating which goes first. Two
-times per run: ``run`` from just before building the env (or the runner) to the end of the
-evaluation, the libraries already imported (what the comparison is about), and ``process``,
-the whole process from its start to its exit (imports and interpreter start-up too). Note
-that ``import grid2op`` loads pandapower, outside grid2op's ``run`` window, whereas grid_vec
-loads it when it compiles the folder's grid, inside its own.
+Each repetition runs each side in a fresh Python process, alternating which goes first,
+after one untimed run of each (what a user's second run sees: Python's bytecode caches
+written, and grid_vec's compiled grid in its disk cache, ``grid_vec.grid.model_cache``).
+The probes run with bytecode caching on, as Python runs by default, whatever
+``PYTHONDONTWRITEBYTECODE`` says here. A third subject, grid_vec with its disk cache off
+(``GRID_VEC_CACHE_DIR=off``), shows what a first run on a machine costs (the grid compiled
+from ``grid.json``, pandapower imported).
+
+Two times per run: ``run`` from just before building the env (or the runner) to the end of
+the evaluation, the libraries already imported (what the comparison is about), and
+``process``, the whole process from its start to its exit (imports and interpreter start-up
+too). Note that ``import grid2op`` loads pandapower, outside grid2op's ``run`` window,
+whereas grid_vec without its cache loads it when it compiles the folder's grid, inside its
+own.
 Medians over ``--reps`` repetitions, their spread, and the ratios grid2op / grid_vec. JSON:
 benchmarks/results/bench_eval_grid2op.json.
 
@@ -27,6 +35,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -84,6 +93,13 @@ if __name__ == "__main__":
 """
 
 PROBES = {"grid2op Runner": GRID2OP, "grid_vec (grid-vec run)": GRID_VEC}
+NO_MODEL_CACHE = "grid_vec, no compiled-grid cache"
+# subject -> (probe, environment variables set for it)
+SUBJECTS = {
+    "grid2op Runner": ("grid2op Runner", {}),
+    "grid_vec (grid-vec run)": ("grid_vec (grid-vec run)", {}),
+    NO_MODEL_CACHE: ("grid_vec (grid-vec run)", {"GRID_VEC_CACHE_DIR": "off"}),
+}
 
 
 def _fail(message: str) -> None:
@@ -104,14 +120,20 @@ def _sandbox() -> Path:
     return folder
 
 
-def _run(probe: Path, folder: Path, workdir: Path) -> dict:
-    """One fresh process running ``probe``: its JSON line plus the whole process's time."""
+def _run(probe: Path, folder: Path, workdir: Path, variables: dict[str, str]) -> dict:
+    """One fresh process running ``probe`` (bytecode caching on, ``variables`` set): its
+    JSON line plus the whole process's time."""
     save = Path(tempfile.mkdtemp(prefix="run_", dir=workdir))
     shutil.rmtree(save)  # both sides create their own run directory
     argv = [str(folder), str(save), str(EPISODES), str(PROCESSES), str(MAX_ITER)]
     t0 = time.perf_counter()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     out = subprocess.run(
-        [sys.executable, str(probe), *argv], capture_output=True, text=True, cwd=workdir
+        [sys.executable, str(probe), *argv],
+        capture_output=True,
+        text=True,
+        cwd=workdir,
+        env={**env, **variables},
     )
     process_s = time.perf_counter() - t0
     shutil.rmtree(save, ignore_errors=True)
@@ -132,17 +154,20 @@ def main(argv: list[str] | None = None) -> None:
     if args.reps < 1:
         parser.error("--reps must be at least 1")
     folder = _sandbox()
-    runs: dict[str, list[dict]] = {name: [] for name in PROBES}
+    runs: dict[str, list[dict]] = {name: [] for name in SUBJECTS}
     with tempfile.TemporaryDirectory(prefix="bench_eval_") as tmp:
         workdir = Path(tmp)
         probes = {}
         for name, code in PROBES.items():
             probes[name] = workdir / f"probe_{len(probes)}.py"
             probes[name].write_text(code, encoding="utf-8")
+        for probe, variables in SUBJECTS.values():  # warm-up, untimed
+            _run(probes[probe], folder, workdir, variables)
         for rep in range(args.reps):
-            order = list(PROBES) if rep % 2 == 0 else list(reversed(PROBES))
+            order = list(SUBJECTS) if rep % 2 == 0 else list(reversed(SUBJECTS))
             for name in order:
-                runs[name].append(_run(probes[name], folder, workdir))
+                probe, variables = SUBJECTS[name]
+                runs[name].append(_run(probes[probe], folder, workdir, variables))
     table = {
         name: {
             "run": _summary([r["run_s"] for r in rows]),
@@ -154,6 +179,10 @@ def main(argv: list[str] | None = None) -> None:
     reference, ours = list(PROBES)
     ratios = {
         kind: table[reference][kind]["median_s"] / table[ours][kind]["median_s"]
+        for kind in ("run", "process")
+    }
+    cold = {
+        kind: table[reference][kind]["median_s"] / table[NO_MODEL_CACHE][kind]["median_s"]
         for kind in ("run", "process")
     }
     print(
@@ -169,7 +198,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  {name:<26} {cells[0]:>27} {cells[1]:>27}  {row['steps']}")
     print(
         f"  grid2op / grid_vec: {ratios['run']:.2f}x (run), {ratios['process']:.2f}x "
-        "(whole process)"
+        f"(whole process); without the compiled-grid cache: {cold['run']:.2f}x, "
+        f"{cold['process']:.2f}x"
     )
     RESULTS.mkdir(exist_ok=True)
     document = {
@@ -180,6 +210,8 @@ def main(argv: list[str] | None = None) -> None:
         "results": table,
         "ratio_run": ratios["run"],
         "ratio_process": ratios["process"],
+        "ratio_run_no_model_cache": cold["run"],
+        "ratio_process_no_model_cache": cold["process"],
         "samples": runs,
     }
     (RESULTS / "bench_eval_grid2op.json").write_text(json.dumps(document, indent=2) + "\n")

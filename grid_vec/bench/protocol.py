@@ -10,7 +10,6 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from importlib import metadata
 
 PACKAGES = (
     "grid_vec",
@@ -107,6 +106,8 @@ def _cpu_model() -> str:
 
 
 def _version(package: str) -> str | None:
+    from importlib import metadata  # here: its import costs tens of ms at every CLI start
+
     try:
         return metadata.version(package)
     except metadata.PackageNotFoundError:

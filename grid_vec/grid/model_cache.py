@@ -5,9 +5,9 @@ net (for a dataset folder: parses ``grid.json``) and runs a base-case power flow
 process's start-up, for a result of a few hundred KB that never changes. The result is
 stored here as one ``.npz`` file per grid, named by a hash of everything it depends on: the
 caller's description of the inputs (the embedded grid's name and limits, or the bytes of a
-folder's ``grid.json`` and ``config.py``), the transformer model, and the versions of
-pandapower, lightsim2grid and the code that compiles. A stale entry is therefore never
-found; nothing is ever invalidated by hand.
+folder's ``grid.json`` and ``config.py``), the transformer model, the installed pandapower and
+lightsim2grid (their versions and files) and the code that compiles. A stale entry is
+therefore never found; nothing is ever invalidated by hand.
 
 Where: ``$GRID_VEC_CACHE_DIR`` when set (an empty value or ``off`` turns the cache off),
 else ``$XDG_CACHE_HOME/grid_vec/models``, else ``~/.cache/grid_vec/models``.
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib.metadata
+import importlib.util
 import io
 import json
 import os
@@ -178,15 +178,28 @@ _ENVIRONMENT: tuple[str, ...] | None = None
 
 
 def _environment() -> tuple[str, ...]:
-    """Versions of the libraries that compile and the bytes of the code that does (once)."""
+    """What identifies the installed pandapower and lightsim2grid and the code that compiles
+    (computed once). A library is identified by its package's top-level files, their names
+    and sizes, and the bytes of its ``__init__.py`` and ``_version.py`` (where the versions
+    are written): found without importing it (importing pandapower takes seconds) nor
+    ``importlib.metadata`` (tens of milliseconds), and changed by any install or upgrade."""
     global _ENVIRONMENT
     if _ENVIRONMENT is None:
         parts = []
         for name in _DISTRIBUTIONS:
-            try:
-                parts.append(f"{name}=={importlib.metadata.version(name)}")
-            except importlib.metadata.PackageNotFoundError:
+            spec = importlib.util.find_spec(name)
+            if spec is None or not spec.origin:
                 parts.append(f"{name} missing")
+                continue
+            package = Path(spec.origin).parent
+            digest = hashlib.sha256(name.encode())
+            with os.scandir(package) as entries:
+                files = sorted((e.name, e.stat().st_size) for e in entries if e.is_file())
+            digest.update(repr(files).encode())
+            for version_file in ("__init__.py", "_version.py"):
+                if (package / version_file).is_file():
+                    digest.update((package / version_file).read_bytes())
+            parts.append(digest.hexdigest())
         here = Path(__file__).parent
         parts += [hashlib.sha256((here / f).read_bytes()).hexdigest() for f in _COMPILER_FILES]
         _ENVIRONMENT = tuple(parts)

@@ -127,6 +127,7 @@ class Supervisor:
     restarts: int
     _wait: Callable[..., tuple[dict[Worker, tuple[int, Any]], list[Worker], list[Worker]]]
     _check_spaces: Callable[[list[Worker]], None]
+    context: str | None
 
     def _spawn(self, workers: list[Worker]) -> None:
         """Start ``workers``, then hand each its spec and env factories.
@@ -161,7 +162,12 @@ class Supervisor:
         cmd_r, cmd_w = os.pipe()
         rep_r, rep_w = os.pipe()
         try:
-            process = start_worker(cmd_r, rep_w, [self._block.fd, w.bell.bell.fd])
+            process = start_worker(
+                cmd_r,
+                rep_w,
+                [self._block.fd, w.bell.bell.fd],
+                fork=self.context in (None, "fork"),
+            )
         except BaseException:
             os.close(cmd_w)
             os.close(rep_r)

@@ -11,13 +11,14 @@ pipe round trip. Asleep, the parent waits in ``poll`` on the reply pipes and on 
 sentinels, so a worker that dies is noticed at once. Timeouts, restarts and closing are in
 :mod:`supervision`, pool mode in :mod:`pool`.
 
-Start method: every worker is a fresh interpreter (``fork`` + ``exec``, see :mod:`launch`)
-that imports only numpy, gymnasium and cloudpickle plus what the env factory needs. Unlike
-``spawn`` and ``forkserver`` it never imports the parent's ``__main__``, so GridVecEnv works
-from ``python -c``, code on stdin, notebooks and scripts without a ``__main__`` guard; unlike
-``fork`` it is safe in a parent that runs threads (torch, BLAS) and small whatever the parent
-loaded (pandapower). ``context`` is accepted for compatibility with AsyncVectorEnv and does
-not change this.
+Start method (see :mod:`launch`): a worker is forked when the parent runs a single thread
+at that moment (Linux), which costs milliseconds, and is otherwise a fresh interpreter
+(``fork`` + ``exec``) that imports only numpy, gymnasium and cloudpickle plus what the env
+factory needs (0.2-0.4 s). Unlike ``spawn`` and ``forkserver``, neither imports the parent's
+``__main__``, so GridVecEnv works from ``python -c``, code on stdin, notebooks and scripts
+without a ``__main__`` guard; unlike a plain ``fork``, neither copies a parent whose threads
+(torch, BLAS) could hold a lock. ``context="spawn"`` or ``"forkserver"`` asks for fresh
+interpreters always; ``None`` (the default) and ``"fork"`` choose as above.
 
 Over 600 lines: the AsyncVectorEnv API with its gymnasium-style docstrings and the waits of
 the hot path read together, as in gymnasium's own AsyncVectorEnv; argument checks are in
@@ -94,9 +95,11 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
     Args: ``env_fns``, ``shared_memory``, ``copy``, ``context``, ``daemon``,
     ``observation_mode`` and ``autoreset_mode`` as in AsyncVectorEnv (``shared_memory=True``
     with an observation space of the user's own is a ValueError there as here; other
-    spaces without a fixed layout travel pickled). ``context`` and ``daemon`` are accepted
-    for compatibility: workers always start as fresh interpreters (see the module's notes on
-    the start method), and always stop with the env, at the latest at interpreter exit (and
+    spaces without a fixed layout travel pickled). ``context``: ``"spawn"`` or
+    ``"forkserver"`` starts every worker as a fresh interpreter; ``None`` and ``"fork"`` fork
+    it when this process runs a single thread, which is safe and quick, else start a fresh
+    interpreter (see the module's notes on the start method). ``daemon`` is accepted for
+    compatibility: workers always stop with the env, at the latest at interpreter exit (and
     on Linux they die with the parent process). Beyond AsyncVectorEnv's:
         envs_per_worker: sub-envs carried by one worker, stepped in one round trip.
             Default: ``ceil(num_envs / usable cores)``.
@@ -159,7 +162,7 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
                 f"context must be None or one of {multiprocessing.get_all_start_methods()}, "
                 f"got {context!r}"
             )
-        self.context = context  # for compatibility only: workers always start the same way
+        self.context = context
         self.daemon = daemon
         self.observation_mode = observation_mode
         self.autoreset_mode = AutoresetMode(autoreset_mode)

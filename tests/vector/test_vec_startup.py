@@ -1,8 +1,9 @@
 """Start-up: GridVecEnv works wherever a Python program can run on Linux, and workers that
 die while starting are reported, never waited on forever.
 
-Each program runs in a real subprocess; its workers are fresh interpreters (see
-``grid_vec/vector/launch.py``), which never import the program's ``__main__``.
+Each program runs in a real subprocess; its workers are forked (a single-threaded program) or
+fresh interpreters (``context="spawn"``, or a program running threads, as a notebook's kernel
+does), see ``grid_vec/vector/launch.py``; neither imports the program's ``__main__``.
 """
 
 from __future__ import annotations
@@ -31,13 +32,20 @@ PROGRAM = textwrap.dedent(
     def make():
         return gym.make("CartPole-v1")
 
-    envs = GridVecEnv([make, lambda: gym.make("CartPole-v1")], envs_per_worker=1)
+    envs = GridVecEnv([make, lambda: gym.make("CartPole-v1")], envs_per_worker=1, context=None)
     envs.reset(seed=0)
     _, rewards, *_ = envs.step(np.zeros(2, dtype=np.int64))
+    forked = [w.process.forked for w in envs._workers]
     envs.close()
     print("rewards", rewards.tolist(), flush=True)
+    print("forked", forked, flush=True)
     """
 )
+STARTS = {None: "[True, True]", "spawn": "[False, False]"}  # context -> how workers started
+
+
+def program(context: str | None) -> str:
+    return PROGRAM.replace("context=None", f"context={context!r}")
 
 
 def _run(args: list[str], cwd, stdin: str | None = None) -> subprocess.CompletedProcess:
@@ -51,24 +59,28 @@ def _run(args: list[str], cwd, stdin: str | None = None) -> subprocess.Completed
     )
 
 
-def _assert_ran_once(out: subprocess.CompletedProcess) -> None:
+def _assert_ran_once(out: subprocess.CompletedProcess, context: str | None) -> None:
     assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stderr, out.stderr
-    assert out.stdout.splitlines() == ["top level ran", "rewards [1.0, 1.0]"]
+    expected = ["top level ran", "rewards [1.0, 1.0]", f"forked {STARTS[context]}"]
+    assert out.stdout.splitlines() == expected
 
 
-def test_program_piped_to_python_stdin_runs_its_vector_env_once(tmp_path):
-    _assert_ran_once(_run(["-"], tmp_path, stdin=PROGRAM))
+@pytest.mark.parametrize("context", list(STARTS))
+def test_program_piped_to_python_stdin_runs_its_vector_env_once(tmp_path, context):
+    _assert_ran_once(_run(["-"], tmp_path, stdin=program(context)), context)
 
 
-def test_program_given_to_python_c_runs_its_vector_env_once(tmp_path):
-    _assert_ran_once(_run(["-c", PROGRAM], tmp_path))
+@pytest.mark.parametrize("context", list(STARTS))
+def test_program_given_to_python_c_runs_its_vector_env_once(tmp_path, context):
+    _assert_ran_once(_run(["-c", program(context)], tmp_path), context)
 
 
-def test_script_without_main_guard_runs_its_vector_env_once(tmp_path):
+@pytest.mark.parametrize("context", list(STARTS))
+def test_script_without_main_guard_runs_its_vector_env_once(tmp_path, context):
     script = tmp_path / "unguarded.py"
-    script.write_text(PROGRAM, encoding="utf-8")
-    _assert_ran_once(_run([str(script)], tmp_path))
+    script.write_text(program(context), encoding="utf-8")
+    _assert_ran_once(_run([str(script)], tmp_path), context)
 
 
 def test_notebook_cell_runs_a_vector_env(tmp_path, monkeypatch):
@@ -85,7 +97,8 @@ def test_notebook_cell_runs_a_vector_env(tmp_path, monkeypatch):
     outputs = notebook.cells[0].outputs
     assert all(o.get("name") == "stdout" for o in outputs), outputs  # no error, no stderr
     text = "".join(o.text for o in outputs)
-    assert text.splitlines() == ["top level ran", "rewards [1.0, 1.0]"]
+    # a kernel runs threads of its own: its workers are fresh interpreters
+    assert text.splitlines() == ["top level ran", "rewards [1.0, 1.0]", "forked [False, False]"]
 
 
 def test_factories_import_modules_from_the_parents_sys_path(tmp_path, monkeypatch):
