@@ -78,9 +78,9 @@ class ActionRouter:
         values = [actions] if self.single_leaf else self._split(actions)
         arrays = [check(v, count) for check, v in zip(self.checks, values, strict=True)]
         if not all(
-            type(v) is np.ndarray and v.dtype == check.leaf.dtype
-            for check, v in zip(self.checks, values, strict=True)
-        ):
+            type(v) is np.ndarray and v.dtype == check.leaf.dtype and v.shape == arr.shape
+            for check, v, arr in zip(self.checks, values, arrays, strict=True)
+        ):  # the elements AsyncVectorEnv hands over, as it hands them
             return self._iterate(actions, count)
         for view, arr in zip(self.views, arrays, strict=True):
             if ids is None:

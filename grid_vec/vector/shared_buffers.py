@@ -12,6 +12,7 @@ Spaces made of ``Box``, ``Discrete``, ``MultiDiscrete`` and ``MultiBinary`` leav
 
 from __future__ import annotations
 
+import math
 import mmap
 import os
 import tempfile
@@ -177,8 +178,10 @@ class LeafActionCheck:
         self.tail = _leaf_shape(leaf)
         self.is_box = isinstance(leaf, spaces.Box)
         if self.is_box:
+            # values outside [low, high] go on to the env, as AsyncVectorEnv sends them (envs
+            # commonly clip, and policies sample beyond the bounds); NaN is never an action
             self.kinds = "iuf" if leaf.dtype.kind == "f" else "iu"
-            self.allowed = f"dtype kinds {self.kinds!r}, within [low, high], no NaN"
+            self.allowed = f"dtype kinds {self.kinds!r}, no NaN"
         elif isinstance(leaf, spaces.MultiBinary):
             self.kinds, self.start, self.stop = "iub", 0, 2
             self.allowed = "integers 0 or 1"
@@ -191,12 +194,20 @@ class LeafActionCheck:
             self.start, self.stop = int(self.start), int(self.stop)
 
     def __call__(self, value: Any, count: int) -> np.ndarray:
-        """``value`` as an array of ``count`` actions; ValueError naming what is allowed."""
+        """``value`` as an array of ``count`` actions; ValueError naming what is allowed.
+
+        A flat batch ``(count,)`` for a leaf of one element (a ``Box`` of shape ``(1,)``,
+        whose actions AsyncVectorEnv hands over element by element) is checked reshaped: the
+        returned array's shape then differs from ``value``'s.
+        """
         arr = np.asarray(value)
-        if arr.shape != (count, *self.tail):
-            raise ValueError(
-                f"actions for {self.leaf} must have shape {(count, *self.tail)}, got {arr.shape}"
-            )
+        shape = (count, *self.tail)
+        if arr.shape != shape:
+            if not (arr.shape == (count,) and math.prod(self.tail) == 1):
+                raise ValueError(
+                    f"actions for {self.leaf} must have shape {shape}, got {arr.shape}"
+                )
+            arr = arr.reshape(shape)
         if arr.dtype.kind not in self.kinds or not self._in_bounds(arr):
             raise ValueError(
                 f"actions {arr!r} (dtype {arr.dtype}) are outside {self.leaf}: {self.allowed}"
@@ -205,7 +216,7 @@ class LeafActionCheck:
 
     def _in_bounds(self, arr: np.ndarray) -> bool:
         if self.is_box:
-            return bool(np.all(arr >= self.leaf.low) and np.all(arr <= self.leaf.high))
+            return arr.dtype.kind != "f" or not np.isnan(arr).any()
         if self.scalar_bounds and arr.size <= 32:  # plain Python is faster on small batches
             values = arr.ravel().tolist()
             return not values or (min(values) >= self.start and max(values) < self.stop)

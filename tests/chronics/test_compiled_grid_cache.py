@@ -143,29 +143,48 @@ def _damage(path, how: str) -> None:
         path.write_bytes(buffer.getvalue())
 
 
-@pytest.mark.parametrize(
-    "how",
-    [
-        "truncated",
-        "garbage",
-        "too large",
-        "pickled names",
-        "sizes disagree",
-        "unknown substation",
-        "unknown tag",
-        "deep state",
-        "missing field",
-    ],
-)
-def test_a_damaged_entry_is_ignored_and_replaced_by_a_fresh_compile(cache, how):
-    reference = make("case14").model
-    (entry,) = _entries(cache)
+@pytest.fixture(scope="module")
+def good_entry(tmp_path_factory):
+    """The bytes and key of a valid case14 entry (compiled once for the module)."""
+    directory = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(model_cache.CACHE_DIR_VARIABLE, str(directory))
+        clear_compiled_cache()
+        model = make("case14").model
+        clear_compiled_cache()
+    (entry,) = _entries(directory)
+    return entry.read_bytes(), entry.stem, model
+
+
+DAMAGES = [
+    "truncated",
+    "garbage",
+    "too large",
+    "pickled names",
+    "sizes disagree",
+    "unknown substation",
+    "unknown tag",
+    "deep state",
+    "missing field",
+]
+
+
+@pytest.mark.parametrize("how", DAMAGES)
+def test_a_damaged_entry_is_not_loaded(cache, good_entry, how):
+    data, key, _ = good_entry
+    entry = cache / f"{key}.npz"
+    cache.mkdir()
+    entry.write_bytes(data)
+    assert model_cache.load_model(key) is not None  # the entry as written loads
     _damage(entry, how)
-    key = entry.stem
     assert model_cache.load_model(key) is None
-    clear_compiled_cache()
-    rebuilt = make("case14").model  # compiles again and rewrites the entry
-    assert_same_model(reference, rebuilt)
+
+
+def test_make_compiles_anew_over_a_damaged_entry_and_replaces_it(cache, good_entry):
+    data, key, reference = good_entry
+    cache.mkdir()
+    (cache / f"{key}.npz").write_bytes(data[: len(data) // 3])
+    assert_same_model(reference, make("case14").model)
     assert model_cache.load_model(key) is not None
 
 

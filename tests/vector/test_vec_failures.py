@@ -150,7 +150,7 @@ def test_bad_composite_actions_raise_before_sending():
     envs.reset(seed=0)
     good = (np.array([0, 1]), np.zeros((2, 2), np.float32))
     for bad in [
-        (np.array([0, 1]), np.full((2, 2), 2.0, np.float32)),  # above the Box bound
+        (np.array([0, 1]), np.full((2, 2), 1, np.complex64)),  # not a real number
         (np.array([0, 1]), np.full((2, 2), np.nan, np.float32)),
         (np.array([0, 1]),),
         {"a": 1},

@@ -23,12 +23,15 @@ from grid_vec.vector import GridVecEnv, ProtocolError
 from grid_vec.vector import protocol as p
 
 BOX = spaces.Box(0.0, 1.0, (), np.float32)
+BOX1 = spaces.Box(0.0, 1.0, (1,), np.float32)
 BOX2 = spaces.Box(0.0, 1.0, (2,), np.float32)
 HEADER = "Received the following error from Worker-{} - Shutting it down"  # Async's wording
 ACTION_CASES = {
     "box-float64-array": (BOX, np.array([0.25, 0.5])),
     "box-own-dtype-array": (BOX, np.array([0.25, 0.5], np.float32)),
     "box-list": (BOX, [0.25, 0.5]),
+    "box1-flat-batch": (BOX1, np.array([0.25, 0.5])),  # (n,) for (n, 1): scalars each
+    "box1-own-dtype-flat-batch": (BOX1, np.array([0.25, 0.5], np.float32)),
     "box2-float64-array": (BOX2, np.full((2, 2), 0.5)),
     "box2-own-dtype-array": (BOX2, np.full((2, 2), 0.5, np.float32)),
     "discrete-list": (spaces.Discrete(3), [1, 2]),
@@ -57,6 +60,21 @@ def test_each_sub_env_receives_the_element_iterate_yields_as_under_async(case):
             received.append(envs.get_attr("last_action"))
     assert_same(received[0], received[1])  # types and dtypes too
     assert_same(received[1], tuple(iterate(batch_space(space, 2), actions)))
+
+
+def test_box_values_beyond_the_bounds_reach_the_env_as_under_async_but_nan_is_refused():
+    actions = np.array([[-0.5], [2.0]])
+    with both([functools.partial(EchoActionEnv, BOX1)] * 2) as (ref, ours):
+        received = []
+        for envs in (ref, ours):
+            envs.reset(seed=0)
+            envs.step(actions)
+            received.append(envs.get_attr("last_action"))
+        assert_same(received[0], received[1])
+        with pytest.raises(ValueError, match="no NaN"):
+            ours.step(np.array([0.25, np.nan]))
+        with pytest.raises(ValueError, match="must have shape"):
+            ours.step(np.array([0.25, 0.5, 0.75]))
 
 
 def test_pool_send_hands_over_the_element_iterate_yields():
