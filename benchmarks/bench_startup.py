@@ -1,17 +1,22 @@
 """Start-up: ``grid_vec.make`` (first call, then cached) and a vector env to its first step.
 
 Each repetition runs in a fresh Python process, so imports and compiling count as a user
-sees them. Measured side by side, alternating:
+sees them, with bytecode caching on (as Python runs by default, whatever
+``PYTHONDONTWRITEBYTECODE`` says here), after one untimed run that fills the caches.
+Measured side by side, alternating:
 
-* ``make("case14")``: the first call in a process (compiles the grid), then a second call
-  (the compiled model is cached per process);
+* ``make("case14")``: the first call in a process (the compiled grid read from the disk
+  cache, ``grid_vec.grid.model_cache``), the same with that cache off
+  (``GRID_VEC_CACHE_DIR=off``: pandapower imported, the grid compiled), then a second call
+  (the compiled model is also cached per process);
 * ``make_vec("case14", N)`` (GridVecEnv) against gymnasium's ``AsyncVectorEnv`` over the same
   ``env_factory("case14")`` factories: seconds from the constructor call to the end of the
   first ``reset`` + ``step``, the grid already compiled in the parent (as in training scripts
-  that build envs after ``make``). GridVecEnv has one way to start workers (a fresh
-  interpreter, see grid_vec/vector/launch.py); AsyncVectorEnv runs with the platform's
-  default start method (``fork`` on Linux) and with ``spawn``, the one that, like GridVecEnv,
-  is safe in a threaded parent.
+  that build envs after ``make``). GridVecEnv as it starts by default (the probe runs one
+  thread, so its workers are forked, see grid_vec/vector/launch.py) and with
+  ``context="spawn"`` (fresh interpreters, what a parent running threads gets);
+  AsyncVectorEnv with the platform's default start method (``fork`` on Linux) and with
+  ``spawn``.
 
 Medians over ``--reps`` repetitions and their spread. JSON:
 benchmarks/results/bench_startup.json.
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -54,7 +60,8 @@ def main():
     factory = env_factory("case14")
     t0 = time.perf_counter()
     if {kind!r} == "GridVecEnv":
-        envs = make_vec("case14", {n})
+        kwargs = {{}} if {context!r} is None else {{"context": {context!r}}}
+        envs = make_vec("case14", {n}, vector_kwargs=kwargs)
     else:
         envs = AsyncVectorEnv([factory] * {n}, context={context!r})
     envs.reset(seed=0)
@@ -67,11 +74,17 @@ if __name__ == "__main__":
 """
 
 
-def _run(code: str, workdir: Path) -> list[float]:
+def _run(code: str, workdir: Path, variables: dict[str, str] | None = None) -> list[float]:
     script = workdir / "startup_probe.py"
     script.write_text(textwrap.dedent(code), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     out = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, check=True, cwd=workdir
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=workdir,
+        env={**env, **(variables or {})},
     )
     return [float(x) for x in out.stdout.split()]
 
@@ -91,16 +104,22 @@ def main(argv: list[str] | None = None) -> None:
         "import grid_vec": [],
         "make, first call": [],
         "make, second call": [],
+        "make, first call, no disk cache": [],
         "GridVecEnv": [],
+        "GridVecEnv, spawn": [],
         "AsyncVectorEnv": [],
         "AsyncVectorEnv, spawn": [],
     }
+    vector_kinds = [k for k in samples if k.startswith(("GridVecEnv", "AsyncVectorEnv"))]
     try:
+        _run(MAKE, workdir)  # untimed: fills the disk cache and the bytecode caches
         for _ in range(args.reps):
             first = _run(MAKE, workdir)
             for key, value in zip(list(samples)[:3], first, strict=True):
                 samples[key].append(value)
-            for key in list(samples)[3:]:
+            uncached = _run(MAKE, workdir, {"GRID_VEC_CACHE_DIR": "off"})
+            samples["make, first call, no disk cache"].append(uncached[1])
+            for key in vector_kinds:
                 kind, _, context = key.partition(", ")
                 code = VECTOR.format(kind=kind, n=args.envs, context=context or None)
                 samples[key].append(_run(code, workdir)[0])
@@ -111,7 +130,7 @@ def main(argv: list[str] | None = None) -> None:
     table = {key: _summary(values) for key, values in samples.items()}
     print(f"start-up, case14, {args.envs} envs for the vector envs, {args.reps} repetitions")
     for key, row in table.items():
-        print(f"  {key:<20} {row['median_s']:7.3f} s  ({row['min_s']:.3f}-{row['max_s']:.3f})")
+        print(f"  {key:<32} {row['median_s']:7.3f} s  ({row['min_s']:.3f}-{row['max_s']:.3f})")
     grid = table["GridVecEnv"]["median_s"]
     ratio = table["AsyncVectorEnv"]["median_s"] / grid
     spawn = table["AsyncVectorEnv, spawn"]["median_s"] / grid
