@@ -47,6 +47,13 @@ def add_task_commands(commands: Any) -> None:
         help="play the whole catalog instead of the task's reduced action set",
     )
     evaluate.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    evaluate.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="a dataset task's grid2op dataset folder (default: $GRID_VEC_DATA_DIR/<dataset>, "
+        "else ~/data_grid2op/<dataset>)",
+    )
 
     actions = commands.add_parser(
         "actions",
@@ -55,7 +62,8 @@ def add_task_commands(commands: Any) -> None:
         "the whole catalog, count its picks and write do-nothing plus the most picked actions "
         "as the task's action-set file.",
     )
-    actions.add_argument("task", choices=list(TASKS), metavar="TASK", help=", ".join(TASKS))
+    embedded = [t for t, task in TASKS.items() if not task.dataset]
+    actions.add_argument("task", choices=embedded, metavar="TASK", help=", ".join(embedded))
     actions.add_argument("--scenarios", type=positive_int, default=64)
     actions.add_argument("--size", type=positive_int, default=30)
     actions.add_argument("--workers", type=positive_int, default=2)
@@ -74,12 +82,21 @@ def run_task_command(args: argparse.Namespace) -> int:
     from grid_vec.env.tasks import TASKS
     from grid_vec.runner.evaluate import BASELINES, evaluate_task, format_scores
 
-    n_split = len(TASKS[args.task].splits[args.split])
+    kwargs: dict[str, Any] = {"action_subset": None} if args.full_catalog else {}
+    if args.data_dir is not None:
+        if not TASKS[args.task].dataset:
+            raise UsageError("grid-vec eval", f"--data-dir: {args.task} plays no dataset")
+        kwargs["data_dir"] = args.data_dir
+    try:
+        from grid_vec.env.make import env_factory
+
+        n_split = len(env_factory(args.task, split=args.split, **kwargs).source)
+    except ValueError as exc:  # a dataset missing or too small: one line, no traceback
+        raise UsageError("grid-vec eval", str(exc)) from exc
     if args.scenarios is not None and args.scenarios > n_split:
         raise UsageError(
             "grid-vec eval", f"--scenarios: the {args.split} split has {n_split} scenarios"
         )
-    kwargs = {"action_subset": None} if args.full_catalog else {}
     agents = args.agent or [
         name
         for name in BASELINES

@@ -25,7 +25,7 @@ from grid_vec.env.multimix import MultiMixEnv, MultiMixFactory
 from grid_vec.env.parameters import Parameters
 from grid_vec.env.registration import GYM_IDS
 from grid_vec.env.storage import StorageUnits
-from grid_vec.env.tasks import TASKS, task_settings, task_split
+from grid_vec.env.tasks import TASKS, dataset_folder, task_settings, task_split
 from grid_vec.grid.model import GridModel
 
 
@@ -37,11 +37,14 @@ def make(
     allow_negative_loads: bool | None = None,
     difficulty: str | None = None,
     split: str | None = None,
+    data_dir: str | os.PathLike | None = None,
     **kwargs: Any,
 ) -> GridEnv | MultiMixEnv:
     """A GridEnv for ``"case14"``, ``"case118"`` (or their gymnasium ids), a named task
     (:mod:`grid_vec.env.tasks`: ``split`` is ``"train"`` (default), ``"validation"`` or
-    ``"test"``; keyword arguments override the task's settings) or a folder path.
+    ``"test"``; keyword arguments override the task's settings; ``data_dir`` is the folder of
+    a dataset task's grid2op dataset, found by :func:`~grid_vec.env.tasks.dataset_folder`
+    when not given) or a folder path.
 
     Keyword arguments are those of :class:`GridEnv` (``thermal_limits``, ``parameters``,
     ``reward``, ``other_rewards``, ``opponent``, ``max_iter``, ``action_type``,
@@ -95,6 +98,7 @@ def make(
         allow_negative_loads=allow_negative_loads,
         difficulty=difficulty,
         split=split,
+        data_dir=data_dir,
         **kwargs,
     )()
 
@@ -131,6 +135,7 @@ def env_factory(
     allow_negative_loads: bool | None = None,
     difficulty: str | None = None,
     split: str | None = None,
+    data_dir: str | os.PathLike | None = None,
     **kwargs: Any,
 ) -> GridEnvFactory | MultiMixFactory:
     """A picklable zero-argument factory of the GridEnv that :func:`make` would build.
@@ -152,12 +157,15 @@ def env_factory(
         "allow_negative_loads": allow_negative_loads,
         "difficulty": difficulty,
         "split": split,
+        "data_dir": None if data_dir is None else str(data_dir),
     }
     explicit = {k: v for k, v in given.items() if v is not None}
     if name in TASKS:
         return _task_factory(name, backend, explicit, user_kwargs)
     if split is not None:
         raise ValueError(f"split only applies to named tasks ({', '.join(TASKS)})")
+    if data_dir is not None:
+        raise ValueError("data_dir only applies to the dataset tasks (grid_vec.env.tasks)")
     if name in EMBEDDED:
         for arg in ("allow_negative_loads", "difficulty"):
             if given[arg] is not None:
@@ -200,19 +208,36 @@ def env_factory(
 
 def _task_factory(task_id: str, backend: str, explicit: dict, user_kwargs: dict) -> GridEnvFactory:
     """A named task's env: its grid, the scenarios of one split, its settings (the caller's
-    keyword arguments win)."""
+    keyword arguments win; a dataset task's folder rules come next, as ``make(folder)``
+    takes them)."""
     from grid_vec.chronics.subset import SubsetSource
     from grid_vec.chronics.synthetic import SyntheticSource
 
-    for arg in ("allow_negative_loads", "difficulty"):
+    task = TASKS[task_id]
+    split = explicit.get("split", "train")
+    spec = _spec(task_id, task_id, backend, explicit, user_kwargs)
+    if task.dataset:
+        if "scenario_seed" in explicit:
+            raise ValueError("scenario_seed only applies to embedded (synthetic) scenarios")
+        folder = dataset_folder(task.grid, explicit.get("data_dir"))
+        model, full, folder_kwargs = _cached_folder(
+            folder,
+            explicit.get("allow_negative_loads") is not False,
+            explicit.get("difficulty"),
+            "opponent" in user_kwargs,
+        )
+        source = SubsetSource(full, task.split_ids(split, len(full)))
+        kwargs = task_settings(task_id, user_kwargs)
+        kwargs.update({k: v for k, v in folder_kwargs.items() if kwargs.get(k) is None})
+        return GridEnvFactory(model, source, {"backend": backend, **kwargs}, spec)
+    for arg in ("allow_negative_loads", "difficulty", "data_dir"):
         if arg in explicit:
-            raise ValueError(f"{arg} only applies to grid2op-format folders")
-    task, ids = task_split(task_id, explicit.get("split", "train"))
+            raise ValueError(f"{arg} only applies to grid2op datasets and folders")
+    _, ids = task_split(task_id, split)
     model = _cached_embedded_model(task.grid)
     seed = explicit.get("scenario_seed", EMBEDDED[task.grid].scenario_seed)
     source = SubsetSource(SyntheticSource(model, seed=seed), ids)
     kwargs = task_settings(task_id, user_kwargs)
-    spec = _spec(task_id, task_id, backend, explicit, user_kwargs)
     return GridEnvFactory(model, source, {"backend": backend, **kwargs}, spec)
 
 

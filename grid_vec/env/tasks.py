@@ -3,22 +3,41 @@ settings an agent is trained and scored with (action space, reward, heuristics, 
 
 ``grid_vec.make(task_id, split="train")`` (and ``make_vec``, ``gymnasium.make``,
 ``gymnasium.make_vec``) builds a task's env; keyword arguments override its settings. The
-splits are disjoint sets of scenario ids of the grid's synthetic source: an env of one split
-plays only its own scenarios (:class:`~grid_vec.chronics.subset.SubsetSource`), named as in
-the full source (``synthetic_0007``), numbered ``0 .. n - 1`` within the split.
+splits are disjoint sets of scenario ids: an env of one split plays only its own scenarios
+(:class:`~grid_vec.chronics.subset.SubsetSource`), named as in the full source
+(``synthetic_0007``, or a dataset's chronics folder name), numbered ``0 .. n - 1`` within
+the split.
 
-================================ ======= ============ =====================================
-task                             grid    actions      settings
-================================ ======= ============ =====================================
-grid_vec/Case14Topology-v0       case14  discrete,    reward ``line_margin``, action masks,
-                                         reduced set  idle while max rho < 0.9, reconnection,
-                                                      recovery of the reference topology
-grid_vec/Case14Redispatch-v0     case14  redispatch   reward ``line_margin``, idle while max
-                                                      rho < 0.9, reconnection
-grid_vec/Case118Topology-v0      case118 discrete     as Case14Topology
-================================ ======= ============ =====================================
+==================================== ============= ============ ==============================
+task                                 grid          actions      settings
+==================================== ============= ============ ==============================
+grid_vec/Case14Topology-v0           case14        discrete,    reward ``line_margin``, action
+                                                   reduced set  masks, idle while max rho <
+                                                                0.9, reconnection, recovery of
+                                                                the reference topology
+grid_vec/Case14Redispatch-v0         case14        redispatch   reward ``line_margin``, idle
+                                                                while max rho < 0.9,
+                                                                reconnection
+grid_vec/Case118Topology-v0          case118       discrete     as Case14Topology
+grid_vec/Sandbox14Topology-v0        dataset       discrete     as Case14Topology (the whole
+                                     (14 subs.)                 catalog)
+grid_vec/Sandbox14Redispatch-v0      dataset       redispatch   as Case14Redispatch
+grid_vec/Neurips36Topology-v0        dataset,      discrete     as Case14Topology (the whole
+                                     36 subs.                   catalog); the dataset's
+                                                                maintenance and opponent
+grid_vec/Wcci118Continuous-v0        dataset,      continuous   reward ``line_margin``, idle
+                                     118 subs.     (redispatch, while max rho < 0.9,
+                                                   storage,     reconnection; the dataset's
+                                                   curtailment) maintenance and opponent
+==================================== ============= ============ ==============================
 
-Splits (every task): ``test`` scenarios 0-31, ``validation`` 32-63, ``train`` 64-1023.
+Splits of the embedded tasks: ``test`` scenarios 0-31, ``validation`` 32-63, ``train``
+64-1023. The dataset tasks play grid2op's datasets (``l2rpn_case14_sandbox``,
+``l2rpn_neurips_2020_track1_small``, ``l2rpn_wcci_2022``) with the folder's own rules,
+limits, maintenance and opponent, as ``make(folder)`` plays them; their splits are by the
+dataset's chronics (sorted by name): ``test`` 0-31, ``validation`` 32-63, ``train`` the rest.
+The folder is found at ``data_dir=`` when given, else ``$GRID_VEC_DATA_DIR/<dataset>``, else
+where grid2op downloads it (``~/data_grid2op/<dataset>``); grid_vec downloads nothing.
 
 Case14Topology plays a reduced action set (``action_subset``): do-nothing and the catalog
 actions greedy-by-simulate picks most on the training scenarios, stored in
@@ -29,6 +48,7 @@ actions greedy-by-simulate picks most on the training scenarios, stored in
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,19 +59,52 @@ ACTION_SET_DIR = Path(__file__).parent / "data" / "action_sets"
 _MAX_ACTION_SET_BYTES = 1 << 20
 
 SPLITS = {"test": range(0, 32), "validation": range(32, 64), "train": range(64, 1024)}
+# a dataset task's train split runs from 64 to the dataset's last scenario (Task.split_ids)
+DATASET_SPLITS = {"test": range(0, 32), "validation": range(32, 64), "train": range(64, 65)}
+DATA_DIR_VARIABLE = "GRID_VEC_DATA_DIR"
+GRID2OP_DATA_DIR = Path("~/data_grid2op")  # where grid2op.make downloads its datasets
 
 
 @dataclass(frozen=True)
 class Task:
-    """One named task: the embedded grid it plays and the GridEnv settings it sets."""
+    """One named task: the grid it plays and the GridEnv settings it sets.
+
+    ``grid`` names an embedded grid, or, with ``dataset=True``, a grid2op dataset whose
+    folder is found by :func:`dataset_folder`; a dataset task's ``train`` split runs to the
+    dataset's last scenario (``splits`` then holds its first id only)."""
 
     grid: str
     settings: dict[str, Any] = field(default_factory=dict)
     splits: dict[str, range] = field(default_factory=lambda: dict(SPLITS))
     reduced_actions: bool = False  # plays the action set stored for it (action_subset)
+    dataset: bool = False
+
+    def split_ids(self, split: str, n_scenarios: int | None = None) -> range:
+        """The scenario ids of ``split``; for a dataset task, within its ``n_scenarios``.
+
+        Raises:
+            ValueError: an unknown split; a dataset with too few scenarios for it.
+        """
+        if split not in self.splits:
+            raise ValueError(f"split must be one of {', '.join(self.splits)}, got {split!r}")
+        ids = self.splits[split]
+        if not self.dataset:
+            return ids
+        if n_scenarios is None:
+            raise ValueError("a dataset task's splits depend on its number of scenarios")
+        if split == "train":
+            ids = range(ids.start, n_scenarios)
+        if ids.stop > n_scenarios or not ids:
+            need = max(r.stop for name, r in self.splits.items() if name != "train") + 1
+            raise ValueError(
+                f"dataset {self.grid} has {n_scenarios} scenarios; its tasks need at least "
+                f"{need} (grid2op's package holds only a sample of each dataset: download the "
+                f"full one with grid2op.make({self.grid!r}))"
+            )
+        return ids
 
 
-def _topology(grid: str, reduced_actions: bool) -> Task:
+def _topology(grid: str, reduced_actions: bool, dataset: bool = False) -> Task:
     return Task(
         grid,
         {
@@ -62,37 +115,78 @@ def _topology(grid: str, reduced_actions: bool) -> Task:
                 idle_below_rho=0.9, reconnect_lines=True, recover_topology=True
             ),
         },
+        splits=dict(DATASET_SPLITS if dataset else SPLITS),
         reduced_actions=reduced_actions,
+        dataset=dataset,
+    )
+
+
+def _redispatch(grid: str, action_type: str = "redispatch", dataset: bool = False) -> Task:
+    return Task(
+        grid,
+        {
+            "action_type": action_type,
+            "reward": "line_margin",
+            "heuristics": Heuristics(idle_below_rho=0.9, reconnect_lines=True),
+        },
+        splits=dict(DATASET_SPLITS if dataset else SPLITS),
+        dataset=dataset,
     )
 
 
 TASKS: dict[str, Task] = {
     "grid_vec/Case14Topology-v0": _topology("case14", reduced_actions=True),
-    "grid_vec/Case14Redispatch-v0": Task(
-        "case14",
-        {
-            "action_type": "redispatch",
-            "reward": "line_margin",
-            "heuristics": Heuristics(idle_below_rho=0.9, reconnect_lines=True),
-        },
-    ),
+    "grid_vec/Case14Redispatch-v0": _redispatch("case14"),
     # no reduced set yet: greedy-by-simulate over case118's 11,604 actions is out of reach
     "grid_vec/Case118Topology-v0": _topology("case118", reduced_actions=False),
+    "grid_vec/Sandbox14Topology-v0": _topology(
+        "l2rpn_case14_sandbox", reduced_actions=False, dataset=True
+    ),
+    "grid_vec/Sandbox14Redispatch-v0": _redispatch("l2rpn_case14_sandbox", dataset=True),
+    "grid_vec/Neurips36Topology-v0": _topology(
+        "l2rpn_neurips_2020_track1_small", reduced_actions=False, dataset=True
+    ),
+    "grid_vec/Wcci118Continuous-v0": _redispatch(
+        "l2rpn_wcci_2022", action_type="continuous", dataset=True
+    ),
 }
 
 
-def task_split(task_id: str, split: str) -> tuple[Task, range]:
-    """The task and the scenario ids of one of its splits.
+def dataset_folder(dataset: str, data_dir: str | os.PathLike | None = None) -> Path:
+    """The folder of a grid2op dataset: ``data_dir`` itself when given, else
+    ``$GRID_VEC_DATA_DIR/<dataset>``, else grid2op's download place ``~/data_grid2op/<dataset>``.
 
     Raises:
-        ValueError: an unknown task or split.
+        ValueError: no such folder (the message says where it was looked for and how to get
+            the dataset).
+    """
+    if data_dir is not None:
+        candidates = [Path(data_dir).expanduser()]
+    else:
+        roots = [os.environ.get(DATA_DIR_VARIABLE), GRID2OP_DATA_DIR]
+        candidates = [Path(r).expanduser() / dataset for r in roots if r]
+    for folder in candidates:
+        if folder.is_dir():
+            return folder
+    where = ", ".join(str(c) for c in candidates)
+    raise ValueError(
+        f"the grid2op dataset {dataset!r} is not in {where}; download it with "
+        f'python -c "import grid2op; grid2op.make({dataset!r})", or pass data_dir= (or set '
+        f"${DATA_DIR_VARIABLE}) to where it is"
+    )
+
+
+def task_split(task_id: str, split: str, n_scenarios: int | None = None) -> tuple[Task, range]:
+    """The task and the scenario ids of one of its splits (a dataset task's within the
+    dataset's ``n_scenarios``).
+
+    Raises:
+        ValueError: an unknown task or split; a dataset too small for the task.
     """
     task = TASKS.get(task_id)
     if task is None:
         raise ValueError(f"unknown task {task_id!r}; tasks: {', '.join(TASKS)}")
-    if split not in task.splits:
-        raise ValueError(f"split must be one of {', '.join(task.splits)}, got {split!r}")
-    return task, task.splits[split]
+    return task, task.split_ids(split, n_scenarios)
 
 
 def action_set_path(task_id: str) -> Path:

@@ -90,6 +90,8 @@ def count_greedy_picks(task_id: str, scenarios: int, workers: int = 1) -> np.nda
     """
     if task_id not in TASKS:
         raise ValueError(f"unknown task {task_id!r}; tasks: {', '.join(TASKS)}")
+    if TASKS[task_id].dataset:
+        raise ValueError(f"{task_id} plays a dataset: reduced sets are for embedded tasks only")
     n_train = len(TASKS[task_id].splits["train"])
     if not 1 <= scenarios <= n_train:
         raise ValueError(f"scenarios must be in [1, {n_train}], got {scenarios}")

@@ -136,23 +136,28 @@ def evaluate_task(
         vectorization: ``"batched"`` (one process) or ``"processes"`` (GridVecEnv workers).
         seed: the Runner's master seed (env and agent seeds derive from it).
         scenarios: play only the first this many scenarios of the split (None: all).
-        env_kwargs: settings overriding the task's (e.g. ``action_subset=None``).
+        env_kwargs: settings overriding the task's (e.g. ``action_subset=None``), and
+            ``data_dir`` for a dataset task.
         pbar: progress bars, as :meth:`Runner.run` takes.
 
     Returns:
         The score.
 
     Raises:
-        ValueError: an unknown task, split or baseline name; ``scenarios`` out of range.
+        ValueError: an unknown task, split or baseline name; ``scenarios`` out of range; a
+            dataset task whose dataset is missing or too small.
     """
-    from grid_vec.env.tasks import task_split
+    from grid_vec.env.make import env_factory
+    from grid_vec.env.tasks import TASKS
     from grid_vec.vector.make_vec import make_vec
 
-    _, ids = task_split(task_id, split)
-    n = len(ids) if scenarios is None else int(scenarios)
-    if not 1 <= n <= len(ids):
-        raise ValueError(f"scenarios must be in [1, {len(ids)}], got {scenarios}")
+    if task_id not in TASKS:
+        raise ValueError(f"unknown task {task_id!r}; tasks: {', '.join(TASKS)}")
     kwargs = {**(env_kwargs or {}), "split": split, "other_rewards": {COST: COST}}
+    n_split = len(env_factory(task_id, **kwargs).source)  # a dataset's split: its size
+    n = n_split if scenarios is None else int(scenarios)
+    if not 1 <= n <= n_split:
+        raise ValueError(f"scenarios must be in [1, {n_split}], got {scenarios}")
     env = make_vec(task_id, min(num_envs, n), vectorization=vectorization, **kwargs)
     if isinstance(agent, str):
         agent_name, agent = agent, baseline_agent(agent, env.single_action_space)
