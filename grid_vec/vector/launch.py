@@ -21,7 +21,9 @@ cloudpickled. So a worker starts in one of two ways:
   makes it safe in a threaded parent), started with the parent's ``sys.path``.
 
 Either way, the worker's two pipe ends and the shared block reach it as inherited
-descriptors under the same numbers; every other descriptor of the parent is closed in it.
+descriptors under the same numbers; every other descriptor of the parent is closed in it,
+except, in a forked worker, those its ``logging`` handlers write to (what the envs log lands
+where the parent's does).
 
 The handle, :class:`WorkerProcess`, offers the part of ``multiprocessing.Process`` that
 supervision uses. Its ``sentinel`` becomes readable when the process ends: a pidfd on Linux
@@ -217,7 +219,7 @@ def _fork(cmd_fd: int, reply_fd: int, fds: list[int]) -> _ForkedChild:
     code = 1
     try:
         gc.freeze()  # the parent's objects: never collected here, so no finalizer of theirs runs
-        _keep_only(set(fds))
+        _keep_only({*fds, *_logging_fds()})
         for signum in signal.valid_signals():
             if callable(signal.getsignal(signum)):  # the parent's Python handlers
                 signal.signal(signum, signal.SIG_DFL)
@@ -231,6 +233,21 @@ def _fork(cmd_fd: int, reply_fd: int, fds: list[int]) -> _ForkedChild:
             with contextlib.suppress(BaseException):
                 stream.flush()
         os._exit(code)
+
+
+def _logging_fds() -> set[int]:
+    """The descriptors the parent's ``logging`` handlers write to (a log file, say): kept
+    open in a forked worker, so that what its envs log still lands there."""
+    logging = sys.modules.get("logging")
+    if logging is None:
+        return set()
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    fds = set()
+    for logger in loggers:
+        for handler in getattr(logger, "handlers", ()):
+            with contextlib.suppress(Exception):  # a handler without a stream, or closed
+                fds.add(handler.stream.fileno())
+    return fds
 
 
 def _keep_only(fds: set[int]) -> None:

@@ -43,6 +43,11 @@ def assert_same_model(a: GridModel, b: GridModel) -> None:
             assert pickle.dumps(x) == pickle.dumps(y), field.name
 
 
+def assert_same_rollouts(a, b) -> None:
+    for x, y in zip(_rollout(a), _rollout(b), strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
 def _rollout(env, steps: int = 30) -> list[np.ndarray]:
     obs, _ = env.reset(seed=3, options={"scenario_id": 1})
     trace = [obs]
@@ -62,8 +67,7 @@ def test_a_cached_embedded_grid_equals_a_fresh_compile_and_plays_the_same(cache)
     cached = make("case14")  # from the entry
     assert cached.model is not fresh.model
     assert_same_model(fresh.model, cached.model)
-    for a, b in zip(_rollout(fresh), _rollout(cached), strict=True):
-        np.testing.assert_array_equal(a, b)
+    assert_same_rollouts(fresh, cached)
 
 
 def test_a_cached_folder_grid_equals_a_fresh_compile_and_keeps_the_folders_rules(
@@ -79,8 +83,7 @@ def test_a_cached_folder_grid_equals_a_fresh_compile_and_keeps_the_folders_rules
     assert len(_entries(cache)) == 1
     assert_same_model(fresh.model, cached.model)
     assert cached.parameters == fresh.parameters
-    for a, b in zip(_rollout(fresh), _rollout(cached), strict=True):
-        np.testing.assert_array_equal(a, b)
+    assert_same_rollouts(fresh, cached)
 
 
 def test_editing_a_folders_thermal_limits_compiles_it_anew(

@@ -177,6 +177,28 @@ envs.close()
     assert not (tmp_path / "handled.txt").exists()
 
 
+def test_a_forked_workers_logging_lands_in_the_parents_log_file(tmp_path):
+    program = (
+        BUILD
+        + """
+import logging, os
+logging.basicConfig(filename="run.log", level=logging.INFO, format="%(process)d %(message)s")
+
+def make():
+    logging.getLogger("env").info("built in a worker")
+    return gym.make("CartPole-v1")
+
+print(forked_and_steps(), os.getpid())
+"""
+    )
+    forked, parent_pid = _parent(program, tmp_path).stdout.strip().rsplit(" ", 1)
+    assert forked == "[True, True]"
+    lines = (tmp_path / "run.log").read_text().splitlines()
+    workers = [line for line in lines if line.endswith("built in a worker")]
+    # the parent builds one env to read the spaces, each worker its own
+    assert len(workers) == 3 and len({line.split()[0] for line in workers} - {parent_pid}) == 2
+
+
 def test_forked_workers_leave_no_process_or_shared_memory_behind():
     before = shm_entries()
     envs = GridVecEnv([lambda: gym.make("CartPole-v1")] * 2, envs_per_worker=1)

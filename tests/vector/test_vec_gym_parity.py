@@ -49,15 +49,21 @@ ACTION_CASES = {
 }
 
 
+def _received(vector_envs, actions) -> list[tuple]:
+    """The action each sub-env of each vector env received for one step of ``actions``."""
+    received = []
+    for envs in vector_envs:
+        envs.reset(seed=0)
+        envs.step(actions)
+        received.append(envs.get_attr("last_action"))
+    return received
+
+
 @pytest.mark.parametrize("case", list(ACTION_CASES))
 def test_each_sub_env_receives_the_element_iterate_yields_as_under_async(case):
     space, actions = ACTION_CASES[case]
     with both([functools.partial(EchoActionEnv, space)] * 2) as (ref, ours):
-        received = []
-        for envs in (ref, ours):
-            envs.reset(seed=0)
-            envs.step(actions)
-            received.append(envs.get_attr("last_action"))
+        received = _received((ref, ours), actions)
     assert_same(received[0], received[1])  # types and dtypes too
     assert_same(received[1], tuple(iterate(batch_space(space, 2), actions)))
 
@@ -65,11 +71,7 @@ def test_each_sub_env_receives_the_element_iterate_yields_as_under_async(case):
 def test_box_values_beyond_the_bounds_reach_the_env_as_under_async_but_nan_is_refused():
     actions = np.array([[-0.5], [2.0]])
     with both([functools.partial(EchoActionEnv, BOX1)] * 2) as (ref, ours):
-        received = []
-        for envs in (ref, ours):
-            envs.reset(seed=0)
-            envs.step(actions)
-            received.append(envs.get_attr("last_action"))
+        received = _received((ref, ours), actions)
         assert_same(received[0], received[1])
         with pytest.raises(ValueError, match="no NaN"):
             ours.step(np.array([0.25, np.nan]))
