@@ -5,7 +5,10 @@ Two kinds of agents, told apart by their methods:
 * **Batched policy**: any callable ``policy(obs_batch) -> actions_batch`` over the whole vector
   env (a neural network, say). Results stay independent of the number of sub-envs as long as
   the action of a row only depends on that row. A policy may also define ``bind(vec_env)``,
-  called once by the Runner before any work, to read spaces or call the sub-envs.
+  called once by the Runner before any work, to read spaces or call the sub-envs. A policy
+  whose ``takes_infos`` attribute is true is called ``policy(obs_batch, infos)`` with the
+  batched infos that came with ``obs_batch`` (the step's, a reset's for the rows just
+  reset): a maskable policy reads ``infos["action_mask"]`` there.
 * **Per-episode agent**: ``act(obs, reward, done) -> action``, ``reset(obs)`` and ``seed(seed)``.
   The Runner deep-copies it once per sub-env and, at each episode start, calls ``seed`` then
   ``reset`` on that copy, so an agent whose state is set by these two calls gives results that
@@ -27,6 +30,56 @@ from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import concatenate, create_empty_array
 
 EPISODE_AGENT_METHODS = ("act", "reset", "seed")
+
+
+def takes_infos(agent: Any) -> bool:
+    """Whether a batched policy asks for the infos (its ``takes_infos`` attribute)."""
+    return bool(getattr(agent, "takes_infos", False))
+
+
+def merge_rows(infos: dict[str, Any], update: dict[str, Any], rows: Sequence[int]) -> dict:
+    """The infos that go with the observations after a reset of sub-envs ``rows``: their
+    entries from ``update`` (the reset's infos), the other sub-envs' from ``infos``, in
+    gymnasium's batched layout (``key`` values, ``_key`` masks of the sub-envs that have the
+    entry). An entry of ``infos`` the reset did not give is masked out for ``rows``.
+
+    Args:
+        infos: the batched infos so far (empty before the first reset).
+        update: the batched infos of a reset.
+        rows: the sub-envs that reset.
+
+    Returns:
+        A new dict (``infos`` and ``update`` are not modified).
+    """
+    merged = dict(infos)
+    for key in {*infos, *update}:
+        if key.startswith("_"):
+            continue
+        value, old = update.get(key), infos.get(key)
+        if isinstance(value, dict) or (value is None and isinstance(old, dict)):
+            merged[key] = merge_rows(old if isinstance(old, dict) else {}, value or {}, rows)
+            continue
+        batched = value if value is not None else old
+        if not isinstance(batched, (np.ndarray, list, tuple)):  # not a batched entry
+            merged[key] = batched
+            continue
+        n = len(batched)
+        reset = np.zeros(n, dtype=bool)
+        reset[list(rows)] = True
+        had = np.asarray(infos.get(f"_{key}", np.full(n, old is not None)), dtype=bool)
+        gets = np.asarray(update.get(f"_{key}", np.full(n, value is not None)), dtype=bool)
+        if value is None:
+            merged[key] = old
+        elif (
+            isinstance(old, np.ndarray)
+            and isinstance(value, np.ndarray)
+            and (old.shape == value.shape and old.dtype == value.dtype)
+        ):
+            merged[key] = np.where(reset.reshape(-1, *[1] * (value.ndim - 1)), value, old)
+        else:  # nothing of the other sub-envs to keep in this layout
+            merged[key], had = value, np.zeros(n, dtype=bool)
+        merged[f"_{key}"] = np.where(reset, gets, had)
+    return merged
 
 
 def default_action(space: spaces.Space) -> Any:

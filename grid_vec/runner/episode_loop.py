@@ -19,6 +19,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 
+from grid_vec.runner.agents import merge_rows, takes_infos
 from grid_vec.runner.episodes import EpisodeSpec, env_spec, episode_identity, run_identity
 from grid_vec.runner.recording import (
     FORMAT,
@@ -58,6 +59,9 @@ class EpisodeLoop:
     ) -> None:
         self.executor = executor
         self.env = env = executor.env
+        # a batched policy that asks for the infos gets those that came with its observations
+        self.takes_infos = executor.kind == "batch" and takes_infos(executor.agent)
+        self.last_infos: dict[str, Any] = {}
         self.max_iter = max_iter
         self.root = root
         self.ep_bar, self.step_bar = ep_bar, step_bar
@@ -114,6 +118,7 @@ class EpisodeLoop:
             actions = self._actions(obs)
             t1 = time.perf_counter()
             obs, rewards, terminated, truncated, infos = env.step(actions)
+            self.last_infos = infos
             t2 = time.perf_counter()
             clock += (1.0, t1 - t0, t2 - t1)
             self.cum += rewards  # idle sub-envs accumulate too; their sums are never read
@@ -143,6 +148,8 @@ class EpisodeLoop:
     def _actions(self, obs: Any) -> Any:
         executor = self.executor
         if executor.kind == "batch":
+            if self.takes_infos:
+                return executor.agent(obs, self.last_infos)
             return executor.agent(obs)
         rows = self._rows(self.obs_space, obs)
         items = [
@@ -208,6 +215,8 @@ class EpisodeLoop:
                 mask[members] = True
                 call_options["reset_mask"] = mask
             obs, infos = self.env.reset(seed=seeds, options=call_options or None)
+            if self.takes_infos:
+                self.last_infos = merge_rows(self.last_infos, infos, members)
             if snapshot is None:  # first reset of the run
                 snapshot = self._timings()
             has = self.executor.probe()

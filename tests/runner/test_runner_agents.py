@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium import spaces
@@ -125,3 +126,108 @@ def test_default_actions_are_in_their_spaces():
 def test_do_nothing_agent_must_be_bound():
     with pytest.raises(RuntimeError, match="bound"):
         DoNothingAgent()(np.zeros((2, 3)))
+
+
+class _MaskedRandom:
+    """A maskable batched policy: picks uniformly among the actions its infos allow, and
+    keeps every mask and pick it saw, and the refusals the env reported for its picks."""
+
+    takes_infos = True
+
+    def __init__(self, seed: int = 0) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.seen: list[tuple[np.ndarray, np.ndarray]] = []
+        self.refused = 0
+
+    def __call__(self, obs, infos):
+        if "is_illegal" in infos:  # the step's verdict on the last picks (not reset rows)
+            self.refused += int(np.sum(infos["is_illegal"] & infos["_is_illegal"]))
+        masks = np.asarray(infos["action_mask"], dtype=bool)
+        picks = np.array([self.rng.choice(np.flatnonzero(m)) for m in masks])
+        self.seen.append((masks, picks))
+        return picks
+
+
+def test_a_policy_that_takes_infos_gets_the_masks_of_its_observations_and_plays_legally():
+    import grid_vec
+    from grid_vec.runner import Runner
+
+    envs = grid_vec.make_vec(
+        "grid_vec/Case14Topology-v0",
+        2,
+        vectorization="batched",
+        split="test",
+        max_iter=40,
+        heuristics=None,  # a decision at every step
+    )
+    policy = _MaskedRandom()
+    with Runner(envs, policy, seed=0) as runner:
+        results = runner.run(5)  # more episodes than envs: rows reset while others play
+    envs.close()
+    assert len(results) == 5 and len(policy.seen) > 40
+    for masks, picks in policy.seen:
+        assert masks.shape == (2, envs.single_action_space.n)
+        assert masks[np.arange(2), picks].all()
+    # a stale mask (the one before a reset) would let a refused action through
+    assert policy.refused == 0
+
+
+def test_merge_rows_takes_the_reset_rows_and_keeps_the_others():
+    from grid_vec.runner.agents import merge_rows
+
+    before = {
+        "mask": np.array([[1, 0], [0, 1], [1, 1]]),
+        "_mask": np.ones(3, bool),
+        "is_illegal": np.array([True, False, False]),
+        "_is_illegal": np.ones(3, bool),
+    }
+    reset = {"mask": np.array([[0, 0], [1, 1], [0, 1]]), "_mask": np.array([0, 1, 0], bool)}
+    merged = merge_rows(before, reset, [1])
+    np.testing.assert_array_equal(merged["mask"], [[1, 0], [1, 1], [1, 1]])
+    np.testing.assert_array_equal(merged["_mask"], [True, True, True])
+    # a step-only entry: no longer there for the reset row
+    np.testing.assert_array_equal(merged["_is_illegal"], [True, False, True])
+    fresh = merge_rows({}, {"x": np.arange(3), "_x": np.ones(3, bool)}, [0, 2])
+    np.testing.assert_array_equal(fresh["_x"], [True, False, True])
+    assert before["mask"][1].tolist() == [0, 1]  # the inputs are left as they were
+
+
+class _TickEnv(gym.Env):
+    """Observation and info both carry the steps since the reset; episodes of 3 to 5 steps."""
+
+    observation_space = spaces.Box(0, 100, (1,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.tick, self.length = 0, int(self.np_random.integers(3, 6))
+        return np.array([0.0], np.float32), {"tick": 0}
+
+    def step(self, action):
+        self.tick += 1
+        obs = np.array([self.tick], np.float32)
+        return obs, 1.0, self.tick >= self.length, False, {"tick": self.tick}
+
+
+class _TickChecker:
+    takes_infos = True
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, obs, infos):
+        assert infos["_tick"].all()
+        np.testing.assert_array_equal(infos["tick"], obs[:, 0])  # the infos of these obs
+        self.calls += 1
+        return np.zeros(len(obs), dtype=np.int64)
+
+
+@pytest.mark.parametrize("autoreset", [AutoresetMode.DISABLED, AutoresetMode.NEXT_STEP])
+def test_the_infos_a_policy_gets_are_those_of_its_observations_across_resets(autoreset):
+    from grid_vec.runner import Runner
+
+    envs = SyncVectorEnv([_TickEnv] * 3, autoreset_mode=autoreset)
+    policy = _TickChecker()
+    with Runner(envs, policy, seed=0) as runner:
+        results = runner.run(10)
+    assert len(results) == 10 and policy.calls >= 10
