@@ -9,6 +9,11 @@ within one run (machine noise hits all alike), each of up to ``--steps`` batch s
 the JSON goes to benchmarks/results/bench_vector.json. The resident memory of the parent and
 of one GridVecEnv worker carrying 1 and 16 envs is reported too.
 
+GridVecEnv runs twice: as built by default (``copy=True``: fresh observation arrays every
+step, as AsyncVectorEnv returns them) and with ``copy=False``, which returns views of the
+shared block as PufferLib returns views of its buffers (the like-for-like comparison: a
+copy of the observations costs a few µs a step where the worker's core wrote them).
+
 PufferLib (``pufferlib-core``) runs in its own interpreter through ``puffer_probe.py``:
 ``--puffer-python``, else ``$PUFFER_PYTHON``, else this interpreter if it imports pufferlib,
 else ``.venv-puffer/bin/python`` in the repository, made with::
@@ -149,8 +154,13 @@ def _contenders(
 ) -> dict[str, Any]:
     num_envs, workers = config
     fns = [factory] * num_envs
+    per_worker = -(-num_envs // workers)
     out: dict[str, Any] = {
-        "GridVecEnv": _Local(GridVecEnv(fns, envs_per_worker=-(-num_envs // workers)), num_envs)
+        "GridVecEnv": _Local(GridVecEnv(fns, envs_per_worker=per_worker), num_envs),
+        # what PufferLib returns: views of the shared buffers, overwritten by the next step
+        "GridVecEnv copy=False": _Local(
+            GridVecEnv(fns, envs_per_worker=per_worker, copy=False), num_envs
+        ),
     }
     if args.puffer_python:
         try:
@@ -243,7 +253,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"{row['num_envs']} envs, {row['workers']} worker(s):")
         for name, t in row["s_per_batch_step"].items():
             low, high = t["min"] * 1e6, t["max"] * 1e6
-            print(f"  {name:<18} {t['median'] * 1e6:9.1f}  [{low:.1f}-{high:.1f}]")
+            print(f"  {name:<22} {t['median'] * 1e6:9.1f}  [{low:.1f}-{high:.1f}]")
     mem = memory(factory)
     for key, value in mem.items():
         print(

@@ -75,7 +75,21 @@ class ActionRouter:
         count = self.num_envs if ids is None else len(ids)
         if not self.checks:
             return self._per_env(actions, count)
-        values = [actions] if self.single_leaf else self._split(actions)
+        if self.single_leaf:  # the hot path of a Box or Discrete action: no list to build
+            check = self.checks[0]
+            arr = check(actions, count)
+            if not (
+                type(actions) is np.ndarray
+                and actions.dtype == check.leaf.dtype
+                and actions.shape == arr.shape
+            ):
+                return self._iterate(actions, count)
+            if ids is None:
+                self.views[0][...] = arr
+            else:
+                self.views[0][ids] = arr
+            return None
+        values = self._split(actions)
         arrays = [check(v, count) for check, v in zip(self.checks, values, strict=True)]
         if not all(
             type(v) is np.ndarray and v.dtype == check.leaf.dtype and v.shape == arr.shape

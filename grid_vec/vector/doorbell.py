@@ -133,6 +133,11 @@ class ParentBell:
         """Whether the ring that answers the oldest command came (not consumed yet)."""
         return self.ringing and self.slots[W_BELLS] != self.replies_rung
 
+    def rung_code(self) -> int | None:
+        """The opcode of the ring that answers the oldest command, if it came (not consumed:
+        :meth:`rung_reply` takes it); None if it has not."""
+        return self.slots[W_CODE] if self.rang() else None
+
     def rung_reply(self) -> int | None:
         """The opcode of the ring that answers the oldest command, if it came; None if the
         reply is not there yet, or travels by pipe (not a ring)."""

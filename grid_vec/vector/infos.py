@@ -257,7 +257,9 @@ def _as_objects(column: np.ndarray, *, numpy: bool) -> np.ndarray:
 def merge_slices(slices: list[tuple[int, Any]], num_envs: int) -> dict[str, Any]:
     """The infos of a whole batch from the infos of its workers' slices, in env order:
     ``(first env id, ColumnBatch | BatchedInfo | {local index: info})`` per slice."""
-    schema = getattr(slices[0][1], "schema", None) if slices else None
+    if not slices:  # no worker sent infos: the common step of envs whose infos are empty
+        return {}
+    schema = getattr(slices[0][1], "schema", None)
     if schema is not None and all(getattr(part, "schema", None) is schema for _, part in slices):
         raw = b"".join(part.raw for _, part in slices)
         if len(raw) == num_envs * schema.dtype.itemsize:

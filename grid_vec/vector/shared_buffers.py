@@ -218,6 +218,6 @@ class LeafActionCheck:
         if self.is_box:
             return arr.dtype.kind != "f" or not np.isnan(arr).any()
         if self.scalar_bounds and arr.size <= 32:  # plain Python is faster on small batches
-            values = arr.ravel().tolist()
+            values = (arr if arr.ndim == 1 else arr.ravel()).tolist()
             return not values or (min(values) >= self.start and max(values) < self.stop)
         return bool(np.all((arr >= self.start) & (arr < self.stop)))

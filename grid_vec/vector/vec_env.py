@@ -429,7 +429,7 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         pickled = self._actions.write(actions, None)
         self._drain_stale()
         if pickled is None:
-            self._send_all(p.STEP, lambda w: None)
+            self._send_all(p.STEP)
         else:
             self._send_all(
                 p.STEP, lambda w: (range(len(w.env_ids)), [pickled[i] for i in w.env_ids])
@@ -453,8 +453,12 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
             WorkerCrashedError, WorkerTimeoutError, Exception: as :meth:`reset`.
         """
         self._expect(AsyncState.WAITING_STEP, "step_wait", "step_async")
-        replies = self._gather(self._pending, timeout, name="step_wait")
-        infos = self._merge(replies)
+        spin_until = time.perf_counter() + self.spin_us * 1e-6
+        if timeout is None and self._took_bare_oks(spin_until):
+            infos: dict[str, Any] = {}  # no worker had an info to send
+        else:
+            replies = self._gather(self._pending, timeout, name="step_wait", spin_until=spin_until)
+            infos = self._merge(replies)
         self._state = AsyncState.DEFAULT
         block = self._block
         return (
@@ -663,20 +667,40 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         self._call_order = order
         self._state = AsyncState.WAITING_CALL
 
-    def _send_all(self, code: int, payload_of: Callable[[Worker], Any], **kw: Any) -> None:
+    def _send_all(
+        self, code: int, payload_of: Callable[[Worker], Any] | None = None, **kw: Any
+    ) -> None:
+        """Send ``code`` with ``payload_of(worker)`` (or no payload) to every worker."""
         for w in self._workers:
             self._assert_alive(w)
+        bare = p.encode(code) if payload_of is None else None
         for w in self._workers:
-            self._write(w, p.encode(code, payload_of(w), **kw))
+            self._write(w, bare or p.encode(code, payload_of(w), **kw))
         self._pending = self._workers
 
     def _wait(
-        self, workers: list[Worker], deadline: float | None, *, need_all: bool = True
+        self,
+        workers: list[Worker],
+        deadline: float | None,
+        *,
+        need_all: bool = True,
+        spin_until: float | None = None,
     ) -> tuple[dict[Worker, tuple[int, Any]], list[Worker], list[Worker]]:
         """One reply per worker (or the first ones, without ``need_all``): rings are taken
-        as they come, spinning up to ``spin_us``; then the wait sleeps in ``poll`` on the
-        reply pipes and process sentinels until ``deadline``. Returns (replies, crashed
-        workers, late workers)."""
+        as they come, spinning up to ``spin_us`` (or until ``spin_until``, a
+        ``perf_counter`` time); then the wait sleeps in ``poll`` on the reply pipes and
+        process sentinels until ``deadline``. Returns (replies, crashed workers, late
+        workers)."""
+        replies: dict[Worker, tuple[int, Any]] = {}
+        crashed: list[Worker] = []
+        if spin_until is None:
+            spin_until = time.perf_counter() + self.spin_us * 1e-6
+        if need_all and self.spin_us > 0:
+            left = self._take_rings(workers, replies, crashed, spin_until)
+            if not left:
+                return replies, crashed, []
+        else:
+            left = workers
         shared = workers is self._workers  # every worker: the reusable poll set
         if shared and self._poll_all is not None:
             poller, owner = self._poll_all
@@ -688,9 +712,7 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
                 owner[w.reply_fd] = owner[w.sentinel] = w
             if shared:
                 self._poll_all = poller, owner
-        remaining = set(workers)
-        replies: dict[Worker, tuple[int, Any]] = {}
-        crashed: list[Worker] = []
+        remaining = set(left)
 
         def take(w: Worker) -> None:
             if self._collect(w, replies, crashed):
@@ -699,7 +721,6 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
                     poller.unregister(w.reply_fd)
                     poller.unregister(w.sentinel)
 
-        spin_until = time.perf_counter() + self.spin_us * 1e-6
         while remaining:
             for w in [w for w in remaining if w.bell.rang()]:
                 take(w)
@@ -735,6 +756,48 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
                 break
         late = [w for w in workers if w in remaining]
         return replies, crashed, late
+
+    def _take_rings(
+        self,
+        workers: list[Worker],
+        replies: dict[Worker, tuple[int, Any]],
+        crashed: list[Worker],
+        spin_until: float,
+    ) -> list[Worker]:
+        """The hot path of a wait for every worker: while each reply owed answers a ring,
+        spin on the doorbells alone (no poll set, no system call but the yields) until
+        ``spin_until``, taking the replies as they come. Returns the workers still owing."""
+        left = workers
+        if not all(w.bell.ringing for w in left):
+            return left
+
+        def all_taken() -> bool:
+            nonlocal left
+            left = [w for w in left if not (w.bell.rang() and self._collect(w, replies, crashed))]
+            return not left
+
+        spin(all_taken, spin_until - time.perf_counter())
+        return left
+
+    def _took_bare_oks(self, spin_until: float) -> bool:
+        """The hot path of :meth:`step_wait`: every worker answers its ring with a bare
+        ``OK`` (its envs had no info to send, and the observations are in the block).
+
+        Spins for the rings until ``spin_until``; True once every one is taken; False,
+        taking none, when a reply is not a bare ``OK`` or not there yet (:meth:`_gather`
+        then reads every reply)."""
+        bells = [w.bell for w in self._pending]
+        if self.spin_us == 0 or not all(b.ringing for b in bells):
+            return False
+        # the cheapest check per turn: it decides how soon a ring is seen
+        ready = bells[0].rang if len(bells) == 1 else lambda: all(map(ParentBell.rang, bells))
+        if not spin(ready, spin_until - time.perf_counter()):
+            return False
+        if not all(b.rung_code() == p.OK for b in bells):
+            return False
+        for b in bells:
+            b.rung_reply()
+        return True
 
     def _sleep(
         self, poller: select.poll, bells: list[ParentBell], deadline: float | None
@@ -799,14 +862,16 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         *,
         name: str = "",
         bound: bool = True,
+        spin_until: float | None = None,
     ) -> dict[Worker, Any]:
         """One reply per worker; turn timeouts, crashes and sub-env errors into exceptions.
 
         ``bound``: apply ``step_timeout`` when no ``timeout`` is given (step and reset).
+        ``spin_until``: as in :meth:`_wait`.
         """
         limit = timeout if timeout is not None else (self.step_timeout if bound else None)
         deadline = None if limit is None else time.monotonic() + limit
-        replies, crashed, late = self._wait(workers, deadline)
+        replies, crashed, late = self._wait(workers, deadline, spin_until=spin_until)
         if late and timeout is not None:
             for w in late:
                 w.stale += 1

@@ -215,7 +215,7 @@ class _Server:
         if batched:  # in env order, as the envs stepped one by one give them
             infos = {k: infos[k] for k in sorted(infos)}
         whole_slice = payload is None or list(ids) == self.local_ids  # a pool send of all
-        if whole_slice and not errors and self.spec.obs_shared:
+        if whole_slice and infos and not errors and self.spec.obs_shared:
             packed = self.step_infos.pack(list(infos.values()))
             if packed is not None:
                 schema, raw = packed

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from gymnasium.vector import SyncVectorEnv
 from vec_compare import assert_same
-from vec_toy_envs import CountEnv, FaultyEnv, PausingEnv
+from vec_toy_envs import CountEnv, FaultyEnv, PausingEnv, QuietEnv
 
 from grid_vec.vector import GridVecEnv, WorkerTimeoutError
 from grid_vec.vector.doorbell import P_BELLS, P_TOTAL, W_BELLS
@@ -49,6 +49,24 @@ def test_rings_pipe_fallback_and_slowed_workers_give_sync_transitions():
     }
     for name, got in runs.items():
         assert_same(got, expected, name)
+
+
+def test_bare_ok_steps_take_the_hot_path_and_steps_with_infos_the_general_one():
+    # worker 0 (two QuietEnvs) answers every step with a bare OK; worker 1 (a CountEnv) has
+    # infos on odd steps: then worker 0's ring must be left to the general wait, not lost
+    fns = [QuietEnv, QuietEnv, CountEnv, QuietEnv]
+    expected = _episode(SyncVectorEnv(fns))
+    envs = GridVecEnv(fns, envs_per_worker=2, spin_us=1e5)
+    hot_path = envs._took_bare_oks
+    taken: list[bool] = []
+
+    def spy(spin_until: float) -> bool:
+        taken.append(hot_path(spin_until))
+        return taken[-1]
+
+    envs._took_bare_oks = spy
+    assert_same(_episode(envs), expected)
+    assert len(taken) == STEPS and True in taken and False in taken
 
 
 def test_lockstep_steps_and_their_replies_are_rings():

@@ -225,8 +225,9 @@ def test_no_process_left_after_interrupt_or_abrupt_exit(ending, daemon):
     assert wait_gone(pids) == []  # after os._exit, workers die with their parent
 
 
-def test_worker_imports_stay_small_and_unpicklable_results_are_errors():
-    envs = GridVecEnv([CountEnv])
+def test_fresh_worker_imports_stay_small_and_unpicklable_results_are_errors():
+    # fresh interpreter: a forked worker would have whatever earlier tests imported here
+    envs = GridVecEnv([CountEnv], context="spawn")
     assert envs.call("loaded_modules") == ([],)
     with pytest.raises(TypeError, match="generator"):
         envs.call("generator")

@@ -373,6 +373,15 @@ class RaisingEnv(gym.Env):
         return np.zeros(2, np.float32), 0.0, False, False, {}
 
 
+class QuietEnv(CountEnv):
+    """CountEnv whose steps give no info: a worker of QuietEnvs answers a step with a bare OK
+    (nothing to send but the shared block)."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, _ = super().step(action)
+        return obs, reward, terminated, truncated, {}
+
+
 class PausingEnv(CountEnv):
     """CountEnv that sleeps ``pause`` seconds in every third step (longer than a short spin)."""
 
