@@ -73,6 +73,11 @@ from grid_vec.vector.pool import PoolMode
 from grid_vec.vector.shared_buffers import SharedBlock, flat_leaves, join
 from grid_vec.vector.supervision import Supervisor, Worker, stop_all, timeout_error
 
+StepResult = tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]
+"""What :meth:`GridVecEnv.step` returns: ``(observations, rewards, terminations,
+truncations, infos)``, batched. A plain tuple, as AsyncVectorEnv returns (code comparing
+results by exact type, such as gymnasium's ``data_equivalence``, sees no difference)."""
+
 _DEFAULT_SPIN_US = 1000.0
 _RESERVED = ("reset", "step", "close", "_setattr", "_check_spaces")
 
@@ -391,7 +396,7 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         self._state = AsyncState.DEFAULT
         return self._observations(), infos
 
-    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
+    def step(self, actions: Any) -> StepResult:
         """Step every sub-env with its action from the batch ``actions``.
 
         Each sub-env receives the element ``gymnasium.vector.utils.iterate`` yields for it,
@@ -436,9 +441,7 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
             )
         self._state = AsyncState.WAITING_STEP
 
-    def step_wait(
-        self, timeout: float | None = None
-    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
+    def step_wait(self, timeout: float | None = None) -> StepResult:
         """Wait for the step sent by :meth:`step_async`.
 
         Args:
