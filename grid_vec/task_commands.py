@@ -68,6 +68,12 @@ def add_task_commands(commands: Any) -> None:
     actions.add_argument("--size", type=positive_int, default=30)
     actions.add_argument("--workers", type=positive_int, default=2)
     actions.add_argument("--out", type=Path, default=None, help="directory (default: package)")
+    actions.add_argument(
+        "--max-steps",
+        type=positive_int,
+        default=None,
+        help="decisions per scenario at most (default: every scenario to its end)",
+    )
 
 
 def run_task_command(args: argparse.Namespace) -> int:
@@ -75,7 +81,9 @@ def run_task_command(args: argparse.Namespace) -> int:
     if args.command == "actions":
         from grid_vec.runner.action_sets import write_action_set
 
-        path = write_action_set(args.task, args.scenarios, args.size, args.workers, args.out)
+        path = write_action_set(
+            args.task, args.scenarios, args.size, args.workers, args.out, args.max_steps
+        )
         print(f"wrote {path}")
         return 0
     from grid_vec.cli import UsageError

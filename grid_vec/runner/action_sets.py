@@ -17,6 +17,7 @@ with its position, and the count does not depend on the number of processes.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Sequence
@@ -53,9 +54,12 @@ def greedy_choice(env: Any, mask: np.ndarray | None) -> int:
     return choice
 
 
-def _count_scenarios(task_id: str, positions: Sequence[int]) -> np.ndarray:
+def _count_scenarios(
+    task_id: str, positions: Sequence[int], max_steps: int | None = None
+) -> np.ndarray:
     """The greedy picks (one count per catalog action) over the training scenarios at
-    ``positions`` (within the split), each played to its end."""
+    ``positions`` (within the split), each played to its end or its first ``max_steps``
+    decisions."""
     from grid_vec.env.make import make
 
     env = make(task_id, split="train", action_subset=None, action_mask=True)
@@ -63,7 +67,9 @@ def _count_scenarios(task_id: str, positions: Sequence[int]) -> np.ndarray:
     for position in positions:
         _, info = env.reset(seed=int(position), options={"scenario_id": int(position)})
         done = False
-        while not done:
+        for _ in itertools.count() if max_steps is None else range(max_steps):
+            if done:
+                break
             action = greedy_choice(env.unwrapped, info.get("action_mask"))
             counts[action] += 1
             _, _, terminated, truncated, info = env.step(action)
@@ -72,7 +78,9 @@ def _count_scenarios(task_id: str, positions: Sequence[int]) -> np.ndarray:
     return counts
 
 
-def count_greedy_picks(task_id: str, scenarios: int, workers: int = 1) -> np.ndarray:
+def count_greedy_picks(
+    task_id: str, scenarios: int, workers: int = 1, max_steps: int | None = None
+) -> np.ndarray:
     """How often greedy-by-simulate picks each catalog action on the first ``scenarios`` of
     the task's training split.
 
@@ -80,6 +88,7 @@ def count_greedy_picks(task_id: str, scenarios: int, workers: int = 1) -> np.nda
         task_id: a named task with discrete actions.
         scenarios: how many training scenarios to play (from the first).
         workers: processes to play them in (the counts do not depend on it).
+        max_steps: decisions per scenario at most (None: each scenario to its end).
 
     Returns:
         (n_catalog,) int64 counts.
@@ -97,11 +106,14 @@ def count_greedy_picks(task_id: str, scenarios: int, workers: int = 1) -> np.nda
         raise ValueError(f"scenarios must be in [1, {n_train}], got {scenarios}")
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
+    if max_steps is not None and max_steps < 1:
+        raise ValueError(f"max_steps must be >= 1 or None, got {max_steps}")
     chunks = [list(range(k, scenarios, workers)) for k in range(min(workers, scenarios))]
     if len(chunks) == 1:
-        return _count_scenarios(task_id, chunks[0])
+        return _count_scenarios(task_id, chunks[0], max_steps)
     with ProcessPoolExecutor(len(chunks)) as pool:
-        return sum(pool.map(_count_scenarios, [task_id] * len(chunks), chunks))
+        n = len(chunks)
+        return sum(pool.map(_count_scenarios, [task_id] * n, chunks, [max_steps] * n))
 
 
 def reduced_action_set(counts: np.ndarray, size: int) -> list[int]:
@@ -119,12 +131,17 @@ def reduced_action_set(counts: np.ndarray, size: int) -> list[int]:
 
 
 def write_action_set(
-    task_id: str, scenarios: int, size: int, workers: int = 1, directory: Path | None = None
+    task_id: str,
+    scenarios: int,
+    size: int,
+    workers: int = 1,
+    directory: Path | None = None,
+    max_steps: int | None = None,
 ) -> Path:
     """Count the greedy picks, keep the reduced set and write it as the task's data file.
 
     Args:
-        task_id, scenarios, workers: as :func:`count_greedy_picks`'s.
+        task_id, scenarios, workers, max_steps: as :func:`count_greedy_picks`'s.
         size: as :func:`reduced_action_set`'s.
         directory: where to write (default: the package's ``env/data/action_sets``).
 
@@ -133,12 +150,13 @@ def write_action_set(
     """
     from grid_vec.env.make import make
 
-    counts = count_greedy_picks(task_id, scenarios, workers)
+    counts = count_greedy_picks(task_id, scenarios, workers, max_steps)
     actions = reduced_action_set(counts, size)
     env = make(task_id, split="train", action_subset=None)
+    command = f"grid-vec actions {task_id} --scenarios {scenarios} --size {size}"
     data = {
         "task": task_id,
-        "command": f"grid-vec actions {task_id} --scenarios {scenarios} --size {size}",
+        "command": command + ("" if max_steps is None else f" --max-steps {max_steps}"),
         "scenarios": scenarios,
         "decisions": int(counts.sum()),
         "actions": actions,
