@@ -98,8 +98,9 @@ class PoolMode:
         by_worker: dict[Worker, list[int]] = {}
         for j, i in enumerate(ids):
             by_worker.setdefault(self._worker_of[i], []).append(j)
-        for w, js in by_worker.items():
+        for w in by_worker:  # every worker first: a refused send sends nothing
             self._assert_alive(w)
+        for w, js in by_worker.items():
             local = [self._local_of[ids[j]] for j in js]
             payload = (local, None if pickled is None else [pickled[j] for j in js])
             self._write(w, p.encode(p.STEP, payload))

@@ -12,7 +12,7 @@ from gymnasium.vector.vector_env import VectorEnv
 from vec_compare import assert_same
 from vec_toy_envs import CountEnv, FaultyEnv, SlowEnv, StatusEnv
 
-from grid_vec.vector import GridVecEnv
+from grid_vec.vector import GridVecEnv, WorkerCrashedError
 
 pytestmark = pytest.mark.usefixtures("shm_and_children")
 
@@ -146,4 +146,26 @@ def test_pool_restart_on_crash_returns_the_lost_envs_truncated():
         _, _, _, truncated, _, ids = envs.recv()
     assert dict(zip(ids.tolist(), truncated.tolist(), strict=True)) == {0: False, 1: True}
     assert envs.restarts == 1
+    envs.close()
+
+
+def test_send_refused_for_a_dead_worker_sends_nothing_to_the_live_ones():
+    # worker 0 carries envs 0-1, worker 1 envs 2-3 (it dies at its second step)
+    fns = [CountEnv, CountEnv, functools.partial(FaultyEnv, "kill", at=2), CountEnv]
+    envs = GridVecEnv(fns, envs_per_worker=2, batch_size=2)
+    envs.reset(seed=0)
+    envs.send(np.zeros(2, np.int64), [2, 3])
+    envs.recv()
+    envs.send(np.zeros(2, np.int64), [2, 3])
+    with pytest.raises(WorkerCrashedError):
+        envs.recv()
+    with pytest.raises(WorkerCrashedError, match="worker 1 is dead"):
+        envs.send(np.zeros(4, np.int64), [0, 1, 2, 3])
+    assert envs.pending_env_ids == ()
+    # worker 0 was sent nothing: the next thing it answers is this call, not a step
+    assert envs.call_each("add", [0, 1], args=[(0,), (0,)]) == (0, 0)
+    envs.send(np.zeros(2, np.int64), [0, 1])
+    *_, ids = envs.recv()
+    assert sorted(ids.tolist()) == [0, 1]
+    assert envs.call_each("add", [0, 1], args=[(0,), (0,)]) == (1, 1)
     envs.close()
