@@ -148,7 +148,7 @@ class PoolMode:
             if timeout is None and self.step_timeout is not None:
                 # no reply for step_timeout from now: each waiting worker's current step
                 # began before now, so it has exceeded step_timeout
-                deadline = time.monotonic() + self.step_timeout
+                deadline = self._step_deadline()
             replies, crashed, late = self._wait(waiting, deadline, need_all=False)
             if late and not replies and not crashed:
                 if timeout is not None:

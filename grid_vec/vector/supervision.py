@@ -89,6 +89,11 @@ def stop_all(workers: list[Worker]) -> None:
         stop_worker(w, kill=True)
 
 
+def sub_env_errors(replies: dict[Worker, tuple[int, Any]]) -> list[Any]:
+    """The error entries of the sub-envs in ``replies`` (worker: (code, payload))."""
+    return [e for code, payload in replies.values() if code == p.ERROR for e in payload]
+
+
 def timeout_error(name: str, timeout: float) -> multiprocessing.TimeoutError:
     """The error of a ``*_wait``/``recv`` whose own ``timeout`` ran out (workers kept)."""
     return multiprocessing.TimeoutError(
@@ -199,6 +204,10 @@ class Supervisor:
             w.timed_out = True
             w.process.kill()
 
+    def _step_deadline(self) -> float | None:
+        """``step_timeout`` from now (a ``time.monotonic`` time), or None without a limit."""
+        return None if self.step_timeout is None else time.monotonic() + self.step_timeout
+
     def _assert_alive(self, w: Worker) -> None:
         if w.alive:
             return
@@ -216,7 +225,7 @@ class Supervisor:
         """Consume replies owed to *_wait calls that timed out, keeping pipes in step."""
         stale = [w for w in self._workers if w.stale and w.alive]
         while stale:
-            deadline = None if self.step_timeout is None else time.monotonic() + self.step_timeout
+            deadline = self._step_deadline()
             replies, crashed, late = self._wait(stale, deadline, need_all=False)
             for w in replies:
                 w.stale -= 1
@@ -298,7 +307,7 @@ class Supervisor:
                     for i in w.env_ids:
                         self._seeds[i] = None
                 self._write(w, p.encode(p.RESET, entries))
-            deadline = None if self.step_timeout is None else time.monotonic() + self.step_timeout
+            deadline = self._step_deadline()
             replies, crashed, late = self._wait(workers, deadline)
             failed = crashed + late
             if failed:
@@ -310,7 +319,7 @@ class Supervisor:
                     f"{list(lost)} lost (reset() restarts them)",
                     lost,
                 )
-            errors = [e for code, payload in replies.values() if code == p.ERROR for e in payload]
+            errors = sub_env_errors(replies)
             if errors:
                 reraise(errors)
         except BaseException:

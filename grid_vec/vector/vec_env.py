@@ -71,7 +71,13 @@ from grid_vec.vector.infos import (
 )
 from grid_vec.vector.pool import PoolMode
 from grid_vec.vector.shared_buffers import SharedBlock, flat_leaves, join
-from grid_vec.vector.supervision import Supervisor, Worker, stop_all, timeout_error
+from grid_vec.vector.supervision import (
+    Supervisor,
+    Worker,
+    stop_all,
+    sub_env_errors,
+    timeout_error,
+)
 
 StepResult = tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]
 """What :meth:`GridVecEnv.step` returns: ``(observations, rewards, terminations,
@@ -880,7 +886,7 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
                 w.stale += 1
             self._state = AsyncState.DEFAULT
             raise timeout_error(name, timeout)
-        errors = [e for code, payload in replies.values() if code == p.ERROR for e in payload]
+        errors = sub_env_errors(replies)
         if crashed or late:
             during = {"step_wait": "step", "reset_wait": "reset", "startup": "startup"}.get(
                 name, "call"
