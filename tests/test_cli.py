@@ -102,6 +102,10 @@ def mistakes(tmp_path):
         (["replay", str(not_a_run)], f"grid-vec replay: no recorded episode under {not_a_run}"),
         (["replay", str(garbage_run)], f"grid-vec replay: {garbage_run}/episode_00000/meta.json"),
         (["bench", "--num-envs", "0"], "grid-vec bench: argument --num-envs: must be a positive"),
+        (
+            ["actions", "grid_vec/Case14Topology-v0", "--max-steps", "0"],
+            "grid-vec actions: argument --max-steps: must be a positive",
+        ),
     ]
 
 
