@@ -38,6 +38,22 @@ def is_custom_space(space: spaces.Space) -> bool:
     return False
 
 
+def _as_handed_over(check: LeafActionCheck, value: Any, arr: np.ndarray) -> bool:
+    """Whether the block reproduces the elements AsyncVectorEnv hands over for ``value``
+    (checked as ``arr``): a numpy array of the leaf's own dtype and shape."""
+    return (
+        type(value) is np.ndarray and value.dtype == check.leaf.dtype and value.shape == arr.shape
+    )
+
+
+def _put(view: np.ndarray, arr: np.ndarray, ids: list[int] | None) -> None:
+    """Write checked actions to the block's ``view``: every row, or the rows ``ids``."""
+    if ids is None:
+        view[...] = arr
+    else:
+        view[ids] = arr
+
+
 class ActionRouter:
     """Validates batches of actions and writes them to the shared block or returns them.
 
@@ -78,29 +94,19 @@ class ActionRouter:
         if self.single_leaf:  # the hot path of a Box or Discrete action: no list to build
             check = self.checks[0]
             arr = check(actions, count)
-            if not (
-                type(actions) is np.ndarray
-                and actions.dtype == check.leaf.dtype
-                and actions.shape == arr.shape
-            ):
+            if not _as_handed_over(check, actions, arr):
                 return self._iterate(actions, count)
-            if ids is None:
-                self.views[0][...] = arr
-            else:
-                self.views[0][ids] = arr
+            _put(self.views[0], arr, ids)
             return None
         values = self._split(actions)
         arrays = [check(v, count) for check, v in zip(self.checks, values, strict=True)]
         if not all(
-            type(v) is np.ndarray and v.dtype == check.leaf.dtype and v.shape == arr.shape
+            _as_handed_over(check, v, arr)
             for check, v, arr in zip(self.checks, values, arrays, strict=True)
-        ):  # the elements AsyncVectorEnv hands over, as it hands them
+        ):
             return self._iterate(actions, count)
         for view, arr in zip(self.views, arrays, strict=True):
-            if ids is None:
-                view[...] = arr
-            else:
-                view[ids] = arr
+            _put(view, arr, ids)
         return None
 
     def _split(self, actions: Any) -> list[Any]:
