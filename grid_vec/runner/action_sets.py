@@ -17,7 +17,6 @@ with its position, and the count does not depend on the number of processes.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 from collections.abc import Sequence
@@ -66,12 +65,11 @@ def _count_scenarios(
     counts = np.zeros(len(env.unwrapped.catalog), dtype=np.int64)
     for position in positions:
         _, info = env.reset(seed=int(position), options={"scenario_id": int(position)})
-        done = False
-        for _ in itertools.count() if max_steps is None else range(max_steps):
-            if done:
-                break
+        done, decisions = False, 0
+        while not done and (max_steps is None or decisions < max_steps):
             action = greedy_choice(env.unwrapped, info.get("action_mask"))
             counts[action] += 1
+            decisions += 1
             _, _, terminated, truncated, info = env.step(action)
             done = terminated or truncated
     env.close()
