@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,13 @@ from gymnasium.envs.registration import EnvSpec
 
 from grid_vec._untrusted import file_stamp
 from grid_vec.chronics.scenario import ScenarioSource
+from grid_vec.env.datasets import (
+    DATA_DIR_VARIABLE,
+    DatasetNotFoundError,
+    find_dataset,
+    is_dataset_name,
+    is_grid2op_sample,
+)
 from grid_vec.env.dispatch import GeneratorLimits
 from grid_vec.env.embedded import EMBEDDED, embedded_model
 from grid_vec.env.grid_env import GridEnv
@@ -177,12 +185,7 @@ def env_factory(
         source = SyntheticSource(model, seed=seed)
         env_id, target = _EMBEDDED_IDS[name], name
     else:
-        path = Path(id_or_path)
-        if not path.is_dir():
-            raise ValueError(
-                f"id_or_path must be one of {sorted(EMBEDDED) + sorted(GYM_IDS)} or a "
-                f"grid2op-format folder; {str(id_or_path)!r} is neither"
-            )
+        path = _folder_of(str(id_or_path))
         if scenario_seed is not None:
             raise ValueError("scenario_seed only applies to embedded (synthetic) environments")
         env_id = "grid_vec/" + re.sub(r"[^\w.-]", "_", path.resolve().name)
@@ -204,6 +207,34 @@ def env_factory(
             kwargs["dispatch_limits"] = _with_ramps(kwargs["dispatch_limits"], kwargs["gen_ramp"])
     spec = _spec(env_id, target, backend, explicit, user_kwargs)
     return GridEnvFactory(model, source, {"backend": backend, **kwargs}, spec)
+
+
+def _folder_of(id_or_path: str) -> Path:
+    """The folder ``id_or_path`` names: itself when it is a directory, else, for a grid2op
+    dataset's name, the dataset where grid2op keeps it
+    (:func:`~grid_vec.env.datasets.find_dataset`, grid2op's bundled samples included, with a
+    warning that a sample is what grid2op's ``test=True`` plays)."""
+    path = Path(id_or_path)
+    if path.is_dir():
+        return path
+    known = ", ".join(sorted(EMBEDDED) + sorted(GYM_IDS) + sorted(TASKS))
+    if not is_dataset_name(id_or_path):
+        raise ValueError(
+            f"id_or_path must be one of {known}, a grid2op dataset's name or a grid2op-format "
+            f"folder; {id_or_path!r} is none of them (no such folder)"
+        )
+    try:
+        folder = find_dataset(id_or_path, samples=True)
+    except DatasetNotFoundError as exc:
+        raise DatasetNotFoundError(exc.dataset, exc.looked_in, "make(FOLDER)") from None
+    if is_grid2op_sample(folder):
+        warnings.warn(
+            f"{id_or_path}: playing the small sample grid2op's package ships ({folder}), as "
+            f"grid2op.make({id_or_path!r}, test=True) does; the full dataset is found once it "
+            f"is in ~/data_grid2op or ${DATA_DIR_VARIABLE}",
+            stacklevel=4,
+        )
+    return folder
 
 
 def _task_factory(task_id: str, backend: str, explicit: dict, user_kwargs: dict) -> GridEnvFactory:

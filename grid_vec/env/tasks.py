@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grid_vec.env.datasets import find_dataset
 from grid_vec.env.heuristics import Heuristics
 
 ACTION_SET_DIR = Path(__file__).parent / "data" / "action_sets"
@@ -61,8 +62,6 @@ _MAX_ACTION_SET_BYTES = 1 << 20
 SPLITS = {"test": range(0, 32), "validation": range(32, 64), "train": range(64, 1024)}
 # a dataset task's train split runs from 64 to the dataset's last scenario (Task.split_ids)
 DATASET_SPLITS = {"test": range(0, 32), "validation": range(32, 64), "train": range(64, 65)}
-DATA_DIR_VARIABLE = "GRID_VEC_DATA_DIR"
-GRID2OP_DATA_DIR = Path("~/data_grid2op")  # where grid2op.make downloads its datasets
 
 
 @dataclass(frozen=True)
@@ -153,27 +152,16 @@ TASKS: dict[str, Task] = {
 
 
 def dataset_folder(dataset: str, data_dir: str | os.PathLike | None = None) -> Path:
-    """The folder of a grid2op dataset: ``data_dir`` itself when given, else
-    ``$GRID_VEC_DATA_DIR/<dataset>``, else grid2op's download place ``~/data_grid2op/<dataset>``.
+    """The folder of a dataset task's grid2op dataset: ``data_dir`` itself when given, else
+    ``$GRID_VEC_DATA_DIR/<dataset>``, else grid2op's download place ``~/data_grid2op/<dataset>``
+    (:func:`grid_vec.env.datasets.find_dataset`; grid2op's bundled samples are too small for
+    a task's splits and are not tried).
 
     Raises:
-        ValueError: no such folder (the message says where it was looked for and how to get
-            the dataset).
+        DatasetNotFoundError: (a ValueError) no such folder; the message says where it was
+            looked for and how to get the dataset.
     """
-    if data_dir is not None:
-        candidates = [Path(data_dir).expanduser()]
-    else:
-        roots = [os.environ.get(DATA_DIR_VARIABLE), GRID2OP_DATA_DIR]
-        candidates = [Path(r).expanduser() / dataset for r in roots if r]
-    for folder in candidates:
-        if folder.is_dir():
-            return folder
-    where = ", ".join(str(c) for c in candidates)
-    raise ValueError(
-        f"the grid2op dataset {dataset!r} is not in {where}; download it with "
-        f'python -c "import grid2op; grid2op.make({dataset!r})", or pass data_dir= (or set '
-        f"${DATA_DIR_VARIABLE}) to where it is"
-    )
+    return find_dataset(dataset, data_dir)
 
 
 def task_split(task_id: str, split: str, n_scenarios: int | None = None) -> tuple[Task, range]:
