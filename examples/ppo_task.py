@@ -240,9 +240,13 @@ def main() -> None:
     torch.save({"agent": agent.state_dict(), "mean": norm.mean, "var": norm.var}, out / "ppo.pt")
     scores = [
         evaluate_task(
-            args.task, GreedyPolicy(agent, norm), agent_name="ppo", split=args.eval_split
+            args.task,
+            GreedyPolicy(agent, norm),
+            agent_name="ppo",
+            split=args.eval_split,
+            pbar="auto",
         ),
-        evaluate_task(args.task, "do_nothing", split=args.eval_split),
+        evaluate_task(args.task, "do_nothing", split=args.eval_split, pbar="auto"),
     ]
     print(format_scores(scores))
     result = {

@@ -8,9 +8,11 @@ The task's vector env (batched, SAME_STEP autoreset as SB3 wants) is handed to S
 ``VecNormalize``. Works for discrete and continuous (``Box``) tasks. SB3's PPO has no
 action masks (sb3-contrib's MaskablePPO has them): an illegal action is played as
 do-nothing by the env. Training stops at the wall-clock budget; the trained policy is then
-scored by the Runner beside do-nothing. Writes
-``<out>/result.json`` and ``<out>/curve.csv`` (seconds, timesteps, mean time steps survived by
-the training episodes ended since the last line).
+scored by the Runner beside do-nothing (progress shown as it goes). Writes
+``<out>/result.json``, ``<out>/curve.csv`` (seconds, timesteps, mean time steps survived by
+the training episodes ended since the last line), and the trained model: ``<out>/model.zip``
+(``PPO.load``) with its observation statistics ``<out>/vecnormalize.pkl``
+(``VecNormalize.load``; SB3's own format, a pickle: load only files you wrote).
 """
 
 from __future__ import annotations
@@ -101,9 +103,12 @@ def main() -> None:
     model.learn(10**9, callback=Budget(args.minutes * 60, out / "curve.csv"))
     train_seconds = time.perf_counter() - start
     venv.training = False
+    model.save(out / "model.zip")
+    venv.save(str(out / "vecnormalize.pkl"))
+    print(f"saved the model to {out / 'model.zip'} (normalisation: {out / 'vecnormalize.pkl'})")
     scores = [
-        evaluate_task(args.task, Policy(model, venv), agent_name="sb3-ppo"),
-        evaluate_task(args.task, "do_nothing"),
+        evaluate_task(args.task, Policy(model, venv), agent_name="sb3-ppo", pbar="auto"),
+        evaluate_task(args.task, "do_nothing", pbar="auto"),
     ]
     venv.close()
     print(format_scores(scores))
@@ -111,6 +116,7 @@ def main() -> None:
         "settings": vars(args),
         "train_seconds": train_seconds,
         "timesteps": model.num_timesteps,
+        "model": str(out / "model.zip"),
         "scores": [s.row() for s in scores],
     }
     (out / "result.json").write_text(json.dumps(result, indent=1) + "\n")
