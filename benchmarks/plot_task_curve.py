@@ -1,4 +1,4 @@
-"""Plot a task's PPO learning curve beside its baselines (the README's figure).
+"""Plot a task's PPO learning curve beside its baselines (the figure of docs/tasks.md).
 
     cd benchmarks/results/tasks && python ../../plot_task_curve.py \
         --curve ppo_case14topology_curve.csv --baselines baselines_case14topology.json \

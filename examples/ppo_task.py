@@ -13,7 +13,7 @@ What it does, and why:
 * the env asks for a decision only when the grid needs one (the task's heuristics), so one
   agent step may cover hundreds of time steps; the return is the task's reward summed;
 * illegal actions are masked out of the policy with the env's ``info["action_mask"]``
-  (at evaluation the greedy action is taken unmasked, as when the README's figures were
+  (at evaluation the greedy action is taken unmasked, as when the figures of docs/tasks.md were
   measured; the env plays an illegal one as do-nothing. A Runner agent may read the masks:
   give it ``takes_infos = True`` and it is called with the infos);
 * the policy starts close to do-nothing (a bias on action 0's logit, ``--noop-bias``): most
