@@ -7,27 +7,25 @@ Run: ``python benchmarks/bench_backends.py`` (options: ``--repeats``, ``--steps`
 Every step sets freshly perturbed loads (+-5 %), so the solver really iterates. Each
 repetition times every step and keeps its median; the table shows the median over the
 repetitions, and the pandapower / lightsim2grid ratio measured in the same run.
-Writes ``benchmarks/results/bench_backends.json``.
+Writes ``OUT/bench_backends.json`` (with ``--out OUT``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
+from grid_vec.bench import add_out_argument, write_result
 from grid_vec.grid import make_backend
 from grid_vec.grid.backend import flow_slices
 from grid_vec.grid.compile import compile_net
 from grid_vec.grid.networks import load_network
 
 CASES = ("case14", "case118")
-RESULTS = Path(__file__).parent / "results" / "bench_backends.json"
 
 
 def time_steps(backend, injections: list[tuple[np.ndarray, ...]]) -> np.ndarray:
@@ -85,6 +83,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--steps", type=int, default=2000, help="lightsim2grid steps per repeat")
     parser.add_argument("--pp-steps", type=int, default=20, help="pandapower steps per repeat")
+    add_out_argument(parser)
     args = parser.parse_args(argv)
     steps = {"lightsim2grid": args.steps, "pandapower": args.pp_steps}
 
@@ -105,9 +104,7 @@ def main(argv: list[str] | None = None) -> dict:
         "steps": steps,
         "results": results,
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {RESULTS}")
+    write_result(report, args.out, "bench_backends.json", indent=2)
     return report
 
 

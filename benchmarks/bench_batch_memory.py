@@ -6,7 +6,7 @@ Each measurement runs in a fresh process: it builds a batch of N envs, resets it
 resident set size (``VmRSS``). The cost of an extra env is the slope between N = 1 and
 N = 65 (the parent process holds pandapower, imported to compile the grid; workers never
 import it). The worker's figure is its ``VmRSS`` after the same 50 steps.
-JSON: benchmarks/results/bench_batch_memory.json.
+JSON: OUT/bench_batch_memory.json (with --out OUT).
 
     python benchmarks/bench_batch_memory.py [--grids case14 case118]
 """
@@ -14,12 +14,10 @@ JSON: benchmarks/results/bench_batch_memory.json.
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
-from pathlib import Path
 
-RESULTS = Path(__file__).parent / "results"
+from grid_vec.bench import add_out_argument, write_result
 
 PROBE = """
 import sys, warnings
@@ -67,6 +65,7 @@ def rss_mb(grid: str, n: int, probe: str = PROBE) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--grids", nargs="+", default=["case14", "case118"])
+    add_out_argument(parser)
     args = parser.parse_args()
     rows = []
     for grid in args.grids:
@@ -78,8 +77,7 @@ def main() -> None:
         print(f"{grid}: batch of 1 {one:.1f} MB, 16 {sixteen:.1f} MB, 65 {many:.1f} MB: "
               f"{per_env * 1024:.0f} KB per extra env; a GridVecEnv worker of 16 envs "
               f"{worker:.1f} MB")  # fmt: skip
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "bench_batch_memory.json").write_text(json.dumps(rows, indent=2))
+    write_result(rows, args.out, "bench_batch_memory.json", indent=2)
 
 
 if __name__ == "__main__":

@@ -33,34 +33,32 @@ so machine noise hits all alike.
     python benchmarks/bench_batched.py [--reps 5] [--seconds 2] [--grids case14 ...] [--quick]
         [--reward flat|dataset|<name>]
 
-JSON: benchmarks/results/bench_batched.json.
+JSON: OUT/bench_batched.json (with --out OUT).
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import multiprocessing as mp
 import statistics
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 import grid_vec
 from grid_vec._argtypes import positive_float, positive_int
+from grid_vec.bench import add_out_argument, write_result
 from grid_vec.bench.protocol import describe_machine
 from grid_vec.bench.subjects import action_table
 from grid_vec.bench.workloads import SANDBOX, sandbox_path
 from grid_vec.grid._lightsim_cpp import lightsim_cpp
 from grid_vec.grid.lightsim import MAX_ITER, TOLERANCE, LightSimBackend
 
-RESULTS = Path(__file__).parent / "results" / "bench_batched.json"
 GRIDS = (SANDBOX, "case14", "case118")
 MODES = ("do-nothing", "random")
 ROWS = 32  # envs of the batched engine, rows of a ScenarioSweep batch
@@ -383,6 +381,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--reward", default="flat", help="grid_vec's reward (default flat; dataset: the folder's)"
     )
+    add_out_argument(parser)
     args = parser.parse_args(argv)
     reps = args.reps or (1 if args.quick else 5)
     seconds = args.seconds or (0.25 if args.quick else 2.0)
@@ -408,9 +407,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     doc = {"command": " ".join(command), "machine": describe_machine().as_dict(), "reps": reps,
            "seconds": seconds, "reward": args.reward, "rows": rows, "ratios": ratio_rows,
            "checks": log}  # fmt: skip
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(doc, indent=1) + "\n")
-    print(f"wrote {RESULTS}")
+    write_result(doc, args.out, "bench_batched.json")
     return doc
 
 

@@ -19,13 +19,12 @@ repetitions (min..max) in env-steps/s, and steps per episode.
     python benchmarks/bench_continuous.py [--folder l2rpn_wcci_2022_dev] [--reps 3]
         [--seconds 5] [--batch 8] [--act 0.1] [--scale 0.3]
 
-Needs the ``grid2op`` extra. JSON: benchmarks/results/bench_continuous_<folder>.json.
+Needs the ``grid2op`` extra. JSON: OUT/bench_continuous_<folder>.json (with --out OUT).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -36,10 +35,9 @@ import numpy as np
 
 import grid_vec
 from grid_vec._argtypes import positive_float, positive_int
+from grid_vec.bench import add_out_argument, write_result
 from grid_vec.bench.grid2op_reference import grid2op_env
 from grid_vec.bench.protocol import describe_machine
-
-RESULTS = Path(__file__).parent / "results" / "bench_continuous.json"  # + _<folder>
 
 
 class Actions:
@@ -146,6 +144,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--batch", type=positive_int, default=8)
     parser.add_argument("--act", type=float, default=0.1)
     parser.add_argument("--scale", type=float, default=0.3)
+    add_out_argument(parser)
     args = parser.parse_args(argv)
     try:
         import grid2op
@@ -191,9 +190,7 @@ def main(argv: list[str] | None = None) -> dict:
     command = ["python", "benchmarks/bench_continuous.py", *(argv or sys.argv[1:])]
     doc = {"command": " ".join(command), "machine": describe_machine().as_dict(),
            "folder": args.folder, "results": rows}  # fmt: skip
-    out = RESULTS.with_name(f"{RESULTS.stem}_{args.folder}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    write_result(doc, args.out, f"bench_continuous_{args.folder}.json")
     return doc
 
 

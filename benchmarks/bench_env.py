@@ -14,7 +14,6 @@ episodes that end are reset (resets are not timed).
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import time
@@ -23,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import grid_vec
+from grid_vec.bench import add_out_argument, write_result
 
 GRID2OP = "grid2op+LightSimBackend l2rpn_case14_sandbox"
 
@@ -76,6 +76,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--repeats", type=int, default=5)
+    add_out_argument(parser)
     args = parser.parse_args()
     runners: dict[str, Callable[[], float]] = {
         "grid_vec embedded case14": grid_vec_runner("case14", args.steps)
@@ -103,23 +104,15 @@ def main() -> None:
     for name, value in medians.items():
         ratio = f"{value / reference:10.1f}" if reference else f"{'-':>10s}"
         print(f"{name:46s} {value:17,.0f} {ratio}")
-    out = Path(__file__).parent / "results" / "bench_env.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(
-        json.dumps(
-            {
-                "steps": args.steps,
-                "repeats": args.repeats,
-                "machine": platform.processor() or platform.machine(),
-                "runs_steps_per_s": rows,
-                "median_steps_per_s": medians,
-                "ratio_vs_grid2op": (
-                    {k: v / reference for k, v in medians.items()} if reference else None
-                ),
-            },
-            indent=1,
-        )
-    )
+    doc = {
+        "steps": args.steps,
+        "repeats": args.repeats,
+        "machine": platform.processor() or platform.machine(),
+        "runs_steps_per_s": rows,
+        "median_steps_per_s": medians,
+        "ratio_vs_grid2op": ({k: v / reference for k, v in medians.items()} if reference else None),
+    }
+    write_result(doc, args.out, "bench_env.json")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ too). Note that ``import grid2op`` loads pandapower, outside grid2op's ``run`` w
 whereas grid_vec without its cache loads it when it compiles the folder's grid, inside its
 own.
 Medians over ``--reps`` repetitions, their spread, and the ratios grid2op / grid_vec. JSON:
-benchmarks/results/bench_eval_grid2op.json.
+OUT/bench_eval_grid2op.json (with --out OUT).
 
     python benchmarks/bench_eval_grid2op.py [--reps 7]
 """
@@ -44,7 +44,8 @@ import tempfile
 import time
 from pathlib import Path
 
-RESULTS = Path(__file__).parent / "results"
+from grid_vec.bench import add_out_argument, write_result
+
 EPISODES, PROCESSES, MAX_ITER = 4, 2, 288
 
 # Each probe prints one JSON line: {"run_s": ..., "steps": [steps of each episode]}.
@@ -150,6 +151,7 @@ def _summary(values: list[float]) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--reps", type=int, default=7)
+    add_out_argument(parser)
     args = parser.parse_args(argv)
     if args.reps < 1:
         parser.error("--reps must be at least 1")
@@ -201,7 +203,6 @@ def main(argv: list[str] | None = None) -> None:
         f"(whole process); without the compiled-grid cache: {cold['run']:.2f}x, "
         f"{cold['process']:.2f}x"
     )
-    RESULTS.mkdir(exist_ok=True)
     document = {
         "episodes": EPISODES,
         "processes": PROCESSES,
@@ -214,7 +215,7 @@ def main(argv: list[str] | None = None) -> None:
         "ratio_process_no_model_cache": cold["process"],
         "samples": runs,
     }
-    (RESULTS / "bench_eval_grid2op.json").write_text(json.dumps(document, indent=2) + "\n")
+    write_result(document, args.out, "bench_eval_grid2op.json", indent=2)
 
 
 if __name__ == "__main__":

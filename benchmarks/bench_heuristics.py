@@ -11,16 +11,14 @@ in turn; medians of the repetitions.
 
     python benchmarks/bench_heuristics.py [--reps 3] [--seconds 3] [--threshold 0.9]
 
-JSON: benchmarks/results/bench_heuristics.json.
+JSON: OUT/bench_heuristics.json (with --out OUT).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,6 +26,7 @@ from gymnasium.vector import AutoresetMode
 
 import grid_vec
 from grid_vec._argtypes import positive_float, positive_int
+from grid_vec.bench import add_out_argument, write_result
 from grid_vec.env.heuristics import Heuristics
 
 
@@ -78,6 +77,7 @@ def main() -> None:
     parser.add_argument("--reps", type=positive_int, default=3)
     parser.add_argument("--seconds", type=positive_float, default=3.0)
     parser.add_argument("--threshold", type=positive_float, default=0.9)
+    add_out_argument(parser)
     args = parser.parse_args()
     idle = Heuristics(idle_below_rho=args.threshold)
     idle_reconnect = Heuristics(idle_below_rho=args.threshold, reconnect_lines=True)
@@ -108,9 +108,12 @@ def main() -> None:
             "env_steps_per_s": steps_s,
         }
         print(f"{name:28} {per_decision:19.1f} {decisions_s:12.0f} {steps_s:12.0f}")
-    out = Path(__file__).parent / "results" / "bench_heuristics.json"
-    out.write_text(json.dumps({"threshold": args.threshold, "results": results}, indent=2))
-    print(f"written: {out}")
+    write_result(
+        {"threshold": args.threshold, "results": results},
+        args.out,
+        "bench_heuristics.json",
+        indent=2,
+    )
 
 
 if __name__ == "__main__":

@@ -7,13 +7,12 @@ All rows play the same seeded do-nothing episodes: the local Runner over a GridV
 ``--workers`` sub-envs (worker processes), over one in-process env (SyncVectorEnv: the work
 of one actor, for scale), and the Ray Runner over ``--workers`` actors. Ray start-up and
 actor creation are timed apart (paid once per campaign, not per episode). Medians of
-``--repeat`` runs. Writes benchmarks/results/bench_ray.json.
+``--repeat`` runs. Writes OUT/bench_ray.json (with --out OUT).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import tempfile
@@ -23,11 +22,10 @@ from pathlib import Path
 import ray
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
+from grid_vec.bench import add_out_argument, write_result
 from grid_vec.env.make import env_factory
 from grid_vec.integrations.ray import RayExecutor
 from grid_vec.runner import DoNothingAgent, Runner
-
-RESULTS = Path(__file__).parent / "results" / "bench_ray.json"
 
 
 def timed_runs(runner: Runner, args: argparse.Namespace) -> list[float]:
@@ -53,6 +51,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="sub-envs / actors")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--recorded", action="store_true", help="record every episode too")
+    add_out_argument(parser)
     args = parser.parse_args()
     factory = env_factory(args.env)
 
@@ -92,7 +91,6 @@ def main() -> None:
         rate = args.episodes / seconds * 3600
         print(f"{name:<38}{seconds:>8.3f}{rate:>12.0f}{base / seconds:>10.2f}")
     print(f"one-off: ray.init {ray_start:.2f} s, {args.workers} actors ready {actors_start:.2f} s")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
     report = {
         "config": vars(args),
         "seconds": {"local": local, "local_sync_1env": in_process, "ray": remote},
@@ -101,8 +99,7 @@ def main() -> None:
         "ray_vs_local": base / rows["Ray Runner (local instance)"],
         "one_off_s": {"ray_init": ray_start, "actors_ready": actors_start},
     }
-    RESULTS.write_text(json.dumps(report, indent=1))
-    print(f"wrote {RESULTS}")
+    write_result(report, args.out, "bench_ray.json")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ scenario parsed in the process's scenario cache, or (``GRID_VEC_SCENARIO_CACHE_M
 reference, what every reset paid before the cache) parses the scenario's CSV files again.
 Each repetition runs one GridEnv for ``--seconds`` in a fresh process, alternating between
 the two settings; medians of steps/s and of the time per reset, with their spread.
-JSON: benchmarks/results/bench_resets.json.
+JSON: OUT/bench_resets.json (with --out OUT).
 
     python benchmarks/bench_resets.py [--reps 5] [--seconds 3]
 """
@@ -14,14 +14,12 @@ JSON: benchmarks/results/bench_resets.json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
 import sys
-from pathlib import Path
 
-RESULTS = Path(__file__).parent / "results"
+from grid_vec.bench import add_out_argument, write_result
 
 PROBE = """
 import importlib.util, os, sys, time, warnings
@@ -70,6 +68,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=3.0)
+    add_out_argument(parser)
     args = parser.parse_args(argv)
     samples: dict[str, list[tuple[float, float]]] = {name: [] for name in SETTINGS}
     for _ in range(args.reps):
@@ -92,9 +91,8 @@ def main(argv: list[str] | None = None) -> None:
         )
     ratio = table["scenario cache"]["steps_per_s"] / table["no cache (reference)"]["steps_per_s"]
     print(f"scenario cache / no cache: {ratio:.2f}x steps/s, random actions, resets included")
-    RESULTS.mkdir(exist_ok=True)
     document = {"reps": args.reps, "seconds": args.seconds, "results": table, "ratio": ratio}
-    (RESULTS / "bench_resets.json").write_text(json.dumps(document, indent=2) + "\n")
+    write_result(document, args.out, "bench_resets.json", indent=2)
 
 
 if __name__ == "__main__":

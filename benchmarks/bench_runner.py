@@ -5,13 +5,12 @@ loop over the same vector env, medians of several repetitions.
     python benchmarks/bench_runner.py --env case14 --vector gridvec
 
 The toy env mimics an embedded case14 GridEnv: a 550-float observation, one-day episodes of
-288 steps, ~80 µs of work per step. Writes benchmarks/results/bench_runner.json.
+288 steps, ~80 µs of work per step. Writes OUT/bench_runner.json (with --out OUT).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import tempfile
@@ -24,9 +23,8 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
 
+from grid_vec.bench import add_out_argument, write_result
 from grid_vec.runner import DoNothingAgent, Runner, derive_seed
-
-RESULTS = Path(__file__).parent / "results" / "bench_runner.json"
 
 
 class BusyEnv(gym.Env):
@@ -123,6 +121,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=8)
     parser.add_argument("--max-iter", type=int, default=288)
     parser.add_argument("--repeats", type=int, default=7)
+    add_out_argument(parser)
     args = parser.parse_args()
 
     env = make_vector(args.vector, make_factory(args.env), args.num_envs)
@@ -156,19 +155,14 @@ def main() -> None:
     for name, value in medians.items():
         print(f"{name:<18}{value:>10.4f}{1e6 * value / steps:>10.1f}{value / base:>8.3f}")
     print(f"recorded size per episode: {saved_bytes / args.episodes / 1024:.0f} KiB")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(
-        json.dumps(
-            {
-                "args": vars(args),
-                "median_seconds": medians,
-                "ratio_to_hand_loop": {k: v / base for k, v in medians.items()},
-                "all_seconds": times,
-                "recorded_bytes_per_episode": saved_bytes / args.episodes,
-            },
-            indent=1,
-        )
-    )
+    doc = {
+        "args": vars(args),
+        "median_seconds": medians,
+        "ratio_to_hand_loop": {k: v / base for k, v in medians.items()},
+        "all_seconds": times,
+        "recorded_bytes_per_episode": saved_bytes / args.episodes,
+    }
+    write_result(doc, args.out, "bench_runner.json")
 
 
 if __name__ == "__main__":

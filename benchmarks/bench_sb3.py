@@ -5,7 +5,7 @@ Each contender runs the same GridEnv factories (case14, 8 envs by default) under
 policy forward pass, env steps, buffer writes), training in between is not timed. The first
 rollout of each repetition is a warm-up. Repetitions alternate between contenders (machine
 noise hits all alike); the table shows the median steps/s and the ratio to SubprocVecEnv;
-the JSON goes to benchmarks/results/bench_sb3.json.
+the JSON goes to OUT/bench_sb3.json (with --out OUT).
 
     python benchmarks/bench_sb3.py                      # case14, 8 envs, 3 repetitions
     python benchmarks/bench_sb3.py --envs 16 --reps 5 --with-dummy
@@ -14,12 +14,10 @@ the JSON goes to benchmarks/results/bench_sb3.json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -27,10 +25,9 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
+from grid_vec.bench import add_out_argument, write_result
 from grid_vec.env.make import env_factory
 from grid_vec.integrations.sb3 import make_sb3_vec_env
-
-RESULTS = Path(__file__).parent / "results"
 
 
 class RolloutTimer(BaseCallback):
@@ -84,6 +81,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--with-dummy", action="store_true", help="also DummyVecEnv")
     parser.add_argument("--name", default="bench_sb3")
+    add_out_argument(parser)
     args = parser.parse_args()
     torch.set_num_threads(1)
 
@@ -102,7 +100,6 @@ def main() -> None:
             {"contender": name, "steps_per_s": med, "samples": values, "x_subproc": med / ref}
         )
         print(f"{name:<30}{med:>10.0f}{med / ref:>11.2f}")
-    RESULTS.mkdir(exist_ok=True)
     out = {
         "env": "case14",
         "n_envs": args.envs,
@@ -112,7 +109,7 @@ def main() -> None:
         "cpus": os.cpu_count(),
         "rows": rows,
     }
-    (RESULTS / f"{args.name}.json").write_text(json.dumps(out, indent=2))
+    write_result(out, args.out, f"{args.name}.json", indent=2)
 
 
 if __name__ == "__main__":

@@ -9,14 +9,13 @@ Also the handler's per-step cost (``advance`` + ``current``), paid on every env 
 
     /work/venv/bin/python benchmarks/bench_scenarios.py [--reps 7]
 
-Prints a table and writes benchmarks/results/scenarios.json.
+Prints a table and writes OUT/scenarios.json (with --out OUT).
 """
 
 from __future__ import annotations
 
 import argparse
 import bz2
-import json
 import statistics
 import sys
 import tempfile
@@ -26,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from grid_vec.bench import add_out_argument, write_result
 from grid_vec.chronics import FolderSource, ScenarioHandler, SyntheticSource, load_folder
 from grid_vec.chronics.scenario_cache import shared_cache
 from grid_vec.chronics.synthetic import BLOCK
@@ -116,6 +116,7 @@ def bench_folder(path: Path, reps: int, rows: list[dict]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--reps", type=int, default=7)
+    add_out_argument(parser)
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     rows: list[dict] = []
@@ -176,10 +177,8 @@ def main() -> None:
         ratio = f"{ref / r['grid_vec_ms']:.1f}x" if ref else "-"
         ref_s = f"{ref:.3f}" if ref else "-"
         print(f"{r['case']:<52} {r['grid_vec_ms']:>12.3f} {ref_s:>13} {ratio:>7}  {r['reference']}")
-    out = Path(__file__).parent / "results" / "scenarios.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"reps": args.reps, "numpy": np.__version__, "rows": rows}, indent=2))
-    print(f"wrote {out}")
+    doc = {"reps": args.reps, "numpy": np.__version__, "rows": rows}
+    write_result(doc, args.out, "scenarios.json", indent=2)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ Measured side by side, alternating:
   ``spawn``.
 
 Medians over ``--reps`` repetitions and their spread. JSON:
-benchmarks/results/bench_startup.json.
+OUT/bench_startup.json (with --out OUT).
 
     python benchmarks/bench_startup.py [--envs 8] [--reps 5]
 """
@@ -27,15 +27,15 @@ benchmarks/results/bench_startup.json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
-RESULTS = Path(__file__).parent / "results"
+from grid_vec.bench import add_out_argument, write_result
 
 MAKE = """
 import time
@@ -97,9 +97,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--envs", type=int, default=8)
     parser.add_argument("--reps", type=int, default=5)
+    add_out_argument(parser)
     args = parser.parse_args(argv)
-    workdir = RESULTS / "startup_tmp"
-    workdir.mkdir(parents=True, exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix="grid_vec_startup_"))  # the probes' scripts
     samples: dict[str, list[float]] = {
         "import grid_vec": [],
         "make, first call": [],
@@ -136,7 +136,6 @@ def main(argv: list[str] | None = None) -> None:
     spawn = table["AsyncVectorEnv, spawn"]["median_s"] / grid
     print(f"  AsyncVectorEnv (default start method) / GridVecEnv to the first step: {ratio:.2f}x")
     print(f"  AsyncVectorEnv (spawn) / GridVecEnv: {spawn:.2f}x")
-    RESULTS.mkdir(exist_ok=True)
     document = {
         "envs": args.envs,
         "reps": args.reps,
@@ -144,7 +143,7 @@ def main(argv: list[str] | None = None) -> None:
         "ratio": ratio,
         "ratio_spawn": spawn,
     }
-    (RESULTS / "bench_startup.json").write_text(json.dumps(document, indent=2) + "\n")
+    write_result(document, args.out, "bench_startup.json", indent=2)
 
 
 if __name__ == "__main__":

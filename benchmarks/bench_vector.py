@@ -6,7 +6,7 @@ work in step), so the time measured is the vector env's own overhead. Each confi
 process per env) builds every contender once; repetitions then alternate between them
 within one run (machine noise hits all alike), each of up to ``--steps`` batch steps or
 ``--rep-seconds``. The table shows medians and the spread (min-max) in µs per batch step;
-the JSON goes to benchmarks/results/bench_vector.json. The resident memory of the parent and
+the JSON goes to OUT/bench_vector.json (with --out OUT). The resident memory of the parent and
 of one GridVecEnv worker carrying 1 and 16 envs is reported too.
 
 GridVecEnv runs twice: as built by default (``copy=True``: fresh observation arrays every
@@ -47,10 +47,10 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 
+from grid_vec.bench import add_out_argument, write_result
 from grid_vec.vector import GridVecEnv
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = Path(__file__).parent / "results"
 TRIVIAL = "grid_vec.bench.workloads:TrivialEnv"
 
 
@@ -241,6 +241,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--puffer-python", default=None, help="interpreter with pufferlib-core")
     parser.add_argument("--with-sync", action="store_true", help="also time SyncVectorEnv")
     parser.add_argument("--name", default="bench_vector", help="results file name")
+    add_out_argument(parser)
     args = parser.parse_args(argv)
     args.puffer_python = puffer_python(args.puffer_python)
     if args.puffer_python is None:
@@ -266,8 +267,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "rows": rows,
         "memory": mem,
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{args.name}.json").write_text(json.dumps(result, indent=2))
+    write_result(result, args.out, f"{args.name}.json", indent=2)
     return result
 
 

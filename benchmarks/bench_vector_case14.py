@@ -7,7 +7,7 @@ repetitions: on a noisy machine, a second in which a core is slow then hits both
 pair. Also measured: the same GridVecEnv in pool mode (``send``/``recv`` of one worker's
 envs: they come back as soon as they are done, without waiting for the other worker). Then
 the resident memory (VmRSS) of the parent and of one worker carrying 1 and 16 case14 envs.
-JSON: benchmarks/results/bench_vector_case14.json.
+JSON: OUT/bench_vector_case14.json (with --out OUT).
 
     python benchmarks/bench_vector_case14.py [--envs 32] [--workers 2] [--reps 15]
 """
@@ -15,21 +15,19 @@ JSON: benchmarks/results/bench_vector_case14.json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from gymnasium.vector import SyncVectorEnv, VectorEnv
 
+from grid_vec.bench import add_out_argument, write_result
 from grid_vec.env.make import env_factory
 from grid_vec.vector import GridVecEnv
 
-RESULTS = Path(__file__).parent / "results"
 SYNC, LOCKSTEP, POOL = "SyncVectorEnv", "GridVecEnv", "GridVecEnv pool mode"
 
 
@@ -81,6 +79,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--steps", type=int, default=100, help="batch steps per repetition")
     parser.add_argument("--reps", type=int, default=15)
+    add_out_argument(parser)
     args = parser.parse_args(argv)
 
     factory = env_factory("case14")
@@ -139,8 +138,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             **memory
         )
     )
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "bench_vector_case14.json").write_text(json.dumps(result, indent=2))
+    write_result(result, args.out, "bench_vector_case14.json", indent=2)
     return result
 
 

@@ -17,10 +17,10 @@ import argparse
 import json
 import time
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 
+from grid_vec.bench import add_out_argument, write_result
 from grid_vec.chronics.synthetic import SyntheticSource
 from grid_vec.env.embedded import EMBEDDED, do_nothing_survival, embedded_model
 from grid_vec.env.grid_env import GridEnv
@@ -74,6 +74,7 @@ def main() -> None:
     parser.add_argument("grid", choices=sorted(EMBEDDED))
     parser.add_argument("--check", action="store_true", help="only evaluate embedded limits")
     parser.add_argument("--floor", type=float, default=0.3)
+    add_out_argument(parser)
     args = parser.parse_args()
     model = embedded_model(args.grid)
     t0 = time.perf_counter()
@@ -105,9 +106,7 @@ def main() -> None:
         "seconds": round(time.perf_counter() - t0, 1),
     }
     print(json.dumps(summary, indent=1))
-    out = Path(__file__).parent / "results" / f"calibrate_{args.grid}.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(summary, indent=1))
+    write_result(summary, args.out, f"calibrate_{args.grid}.json")
 
 
 if __name__ == "__main__":

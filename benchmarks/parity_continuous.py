@@ -25,13 +25,12 @@ largest |difference| of ``actual_dispatch``, ``gen_p`` (MW), ``storage_charge`` 
         [--scale 0.5] [--folder l2rpn_case14_sandbox]
         [--types redispatch curtailment storage continuous]
 
-Needs the ``grid2op`` extra. JSON: benchmarks/results/parity_continuous_<folder>.json.
+Needs the ``grid2op`` extra. JSON: OUT/parity_continuous_<folder>.json (with --out OUT).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -40,9 +39,9 @@ import numpy as np
 
 import grid_vec
 from grid_vec._argtypes import positive_int
+from grid_vec.bench import add_out_argument, write_result
 from grid_vec.bench.grid2op_reference import grid2op_env
 
-RESULTS = Path(__file__).parent / "results" / "parity_continuous.json"  # + _<folder>
 TYPES = ("redispatch", "curtailment", "storage", "continuous", "combined")
 COMPARED = ("actual_dispatch", "gen_p", "storage_charge", "storage_power")
 
@@ -125,6 +124,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--scale", type=float, default=0.5, help="share of the box drawn from")
     parser.add_argument("--folder", default="l2rpn_case14_sandbox", help="a bundled folder")
     parser.add_argument("--types", nargs="+", choices=TYPES, help="default: those the folder has")
+    add_out_argument(parser)
     args = parser.parse_args(argv)
     try:
         import grid2op
@@ -169,9 +169,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"{time.perf_counter() - start:.0f} s")
     command = ["python", "benchmarks/parity_continuous.py", *(argv or sys.argv[1:])]
     doc = {"command": " ".join(command), "folder": args.folder, "groups": groups}
-    results = RESULTS.with_name(f"{RESULTS.stem}_{args.folder}.json")
-    results.parent.mkdir(parents=True, exist_ok=True)
-    results.write_text(json.dumps(doc, indent=1) + "\n")
+    write_result(doc, args.out, f"parity_continuous_{args.folder}.json")
     return doc
 
 

@@ -16,14 +16,13 @@ agrees, and for the others the first step where legality, line status or rho (1e
     python benchmarks/parity_random_actions.py [--runs 100] [--steps 576] [--act 0.3]
         [--folder l2rpn_case14_sandbox]
 
-Needs the ``grid2op`` extra. JSON: benchmarks/results/parity_random_actions_<folder>_act<p>.json.
+Needs the ``grid2op`` extra. JSON: OUT/parity_random_actions_<folder>_act<p>.json (with --out OUT).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 import time
 from pathlib import Path
@@ -32,9 +31,8 @@ import numpy as np
 
 import grid_vec
 from grid_vec._argtypes import positive_int
+from grid_vec.bench import add_out_argument, write_result
 from grid_vec.bench.grid2op_reference import grid2op_env
-
-RESULTS = Path(__file__).parent / "results" / "parity_random_actions.json"  # + _<folder>_act<p>
 
 
 def pair(folder: Path, cooldown: int | None):
@@ -87,6 +85,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--steps", type=positive_int, default=576, help="most steps per run")
     parser.add_argument("--act", type=float, default=0.3, help="probability of acting per step")
     parser.add_argument("--folder", default="l2rpn_case14_sandbox", help="a bundled folder")
+    add_out_argument(parser)
     args = parser.parse_args(argv)
     try:
         import grid2op
@@ -123,9 +122,7 @@ def main(argv: list[str] | None = None) -> dict:
     command = ["python", "benchmarks/parity_random_actions.py", *(argv or sys.argv[1:])]
     doc = {"command": " ".join(command), "folder": args.folder, "groups": groups,
            "same_end": total, "runs": count}  # fmt: skip
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    results = RESULTS.with_name(f"{RESULTS.stem}_{args.folder}_act{args.act}.json")
-    results.write_text(json.dumps(doc, indent=1) + "\n")
+    write_result(doc, args.out, f"parity_random_actions_{args.folder}_act{args.act}.json")
     return doc
 
 

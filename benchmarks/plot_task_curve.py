@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-COLORS = {"do_nothing": "k", "greedy": "g", "random": "r"}
+COLORS = {"do-nothing": "k", "do_nothing": "k", "greedy": "g", "random": "r"}  # both spellings
 
 
 def main() -> None:

@@ -1,9 +1,12 @@
 """The ``grid-vec`` command line: ``run`` evaluates an agent, ``replay`` summarises a saved run,
 ``bench`` times, ``eval`` and ``actions`` work on the named tasks (:mod:`grid_vec.task_commands`).
 
-Every mistake of the user (arguments, ``--env``, ``--save``, a resume with other settings, a
-missing or damaged run to replay) ends in one line on stderr and exit status 2, found before
-any worker is built; Ctrl-C ends with exit status 130 and one line saying how to resume.
+Every mistake of the user (arguments, ``--env``, ``--save``, a resume with other settings or
+that can never complete, a missing or damaged run to replay, a damaged dataset file met
+mid-run) ends in one line on stderr and exit status 2, found before any worker is built where
+it can be; Ctrl-C, at any moment from the first line of :func:`main` (the sub-commands'
+modules are imported inside it), ends with exit status 130 and one line, saying how to resume
+for ``run``. Agent names are spelled ``do-nothing`` (``do_nothing`` is accepted too).
 """
 
 from __future__ import annotations
@@ -21,8 +24,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from grid_vec import __version__
-from grid_vec._argtypes import non_empty_path, non_empty_text, non_negative_int, positive_int
-from grid_vec._untrusted import quote, shorten
+from grid_vec._argtypes import (
+    UsageError,
+    cli_name,
+    non_empty_path,
+    non_empty_text,
+    non_negative_int,
+    positive_int,
+    positive_int_up_to,
+)
+from grid_vec._untrusted import UntrustedFileError, quote
 
 if TYPE_CHECKING:
     from grid_vec.runner import ResumeError
@@ -36,6 +47,9 @@ AGENTS = {
 }
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for a Ctrl-C
+# Episodes of one run at most: the episodes are planned up front (and each is a directory),
+# so a typo such as 10**21 would hang before the first step.
+MAX_EPISODES = 100_000
 
 # Recorded metadata entry -> the option that sets it (to name a resume's difference).
 _OPTION_OF = {
@@ -51,12 +65,7 @@ _OPTION_OF = {
 }
 
 
-class UsageError(Exception):
-    """A mistake of the user: ``main`` prints it as one line on stderr and returns 2."""
-
-    def __init__(self, prog: str, message: str) -> None:
-        # One short line, whatever the message quotes (an exception, a file's content).
-        super().__init__(f"{prog}: {shorten(message, 300)}")
+__all__ = ["AGENTS", "EXIT_INTERRUPTED", "EXIT_USAGE", "MAX_EPISODES", "UsageError", "main"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -92,8 +101,19 @@ def build_parser() -> argparse.ArgumentParser:
         default="case14",
         help="case14, case118, a gymnasium id or a grid2op-format folder (default: case14)",
     )
-    run.add_argument("--agent", choices=tuple(AGENTS), default="do-nothing")
-    run.add_argument("--episodes", type=positive_int, default=4)
+    run.add_argument(
+        "--agent",
+        type=cli_name,
+        choices=tuple(AGENTS),
+        default="do-nothing",
+        help="do_nothing is accepted for do-nothing (default: do-nothing)",
+    )
+    run.add_argument(
+        "--episodes",
+        type=positive_int_up_to(MAX_EPISODES),
+        default=4,
+        help=f"episodes to play (default 4, at most {MAX_EPISODES})",
+    )
     run.add_argument("--num-envs", type=positive_int, default=2)
     run.add_argument(
         "--max-iter",
@@ -122,6 +142,13 @@ def build_parser() -> argparse.ArgumentParser:
         "missing or damaged ones",
     )
     run.add_argument("--backend", choices=("lightsim2grid", "pandapower"), default="lightsim2grid")
+    run.add_argument(
+        "--action-set",
+        type=non_empty_path,
+        default=None,
+        help="with --env TASK (a named task with discrete actions): play the action set in this "
+        "file (written by `grid-vec actions TASK --out DIR`) instead of the task's shipped one",
+    )
     run.add_argument(
         "--no-progress",
         action="store_true",
@@ -180,9 +207,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         The exit status: 0 on success, 2 for a mistake of the user (one line on stderr),
         130 when interrupted by Ctrl-C.
     """
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
+    # The guard comes first: building the parser and running a command import the heavy
+    # modules, and a Ctrl-C during an import must not end in a traceback.
     try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except KeyboardInterrupt:
+        print("grid-vec: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: list[str]) -> int:
+    try:
+        parser = build_parser()
         args = parser.parse_args(argv)
         if args.command == "run":
             return _run(args, argv)
@@ -203,9 +239,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except SystemExit as exc:  # --help and --version
         return exc.code if isinstance(exc.code, int) else 0
-    except KeyboardInterrupt:
-        print("grid-vec: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
 
 
 def _run(args: argparse.Namespace, argv: list[str]) -> int:
@@ -214,21 +247,23 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
     from grid_vec.runner.recording import prepare_run_dir
 
     path = _run_path(args)
-    factory = _env_factory(args)
-    if path is not None and args.resume:
-        _check_resumable(args, path, factory)
-    if path is not None:
-        try:
-            prepare_run_dir(path)
-        except ValueError as exc:
-            raise UsageError("grid-vec run", f"--save: {exc}") from exc
     try:
+        factory = _env_factory(args)
+        if path is not None and args.resume:
+            _check_resumable(args, path, factory)
+        if path is not None:
+            try:
+                prepare_run_dir(path)
+            except ValueError as exc:
+                raise UsageError("grid-vec run", f"--save: {exc}") from exc
         results = _evaluate(args, factory, path)
     except KeyboardInterrupt:
         print(_interrupted(args, argv, path), file=sys.stderr)
         return EXIT_INTERRUPTED
     except ResumeError as exc:  # settings only the built env tells (its spaces)
         raise UsageError("grid-vec run", _resume_mismatch(exc, args)) from exc
+    except UntrustedFileError as exc:  # a damaged dataset file met mid-run, named
+        raise UsageError("grid-vec run", str(exc)) from exc
     print(format_results_table(results))
     if path is not None:
         print(f"\nsaved {len(results)} episodes under {path}  (grid-vec replay {path})")
@@ -273,10 +308,19 @@ def _run_path(args: argparse.Namespace) -> Path | None:
 
 def _env_factory(args: argparse.Namespace) -> Any:
     """The env factory of ``--env`` (compiles the grid here, in this process, once)."""
+    from grid_vec.env.datasets import DatasetNotFoundError
     from grid_vec.env.make import env_factory
+    from grid_vec.env.tasks import TASKS
 
+    kwargs: dict[str, Any] = {}
+    if args.action_set is not None:
+        if args.env not in TASKS:
+            raise UsageError("grid-vec run", "--action-set needs --env TASK (a named task)")
+        kwargs["action_set"] = str(args.action_set)
     try:
-        return env_factory(args.env, backend=args.backend)
+        return env_factory(args.env, backend=args.backend, **kwargs)
+    except DatasetNotFoundError as exc:  # worded with the option the user types
+        raise UsageError("grid-vec run", f"--env: {exc.message('--env FOLDER')}") from exc
     except (ValueError, TypeError, OSError, ImportError) as exc:
         # FolderFormatError (a ValueError) names the file and the place in it.
         raise UsageError("grid-vec run", f"--env {quote(args.env, 120)}: {exc}") from exc
@@ -285,7 +329,7 @@ def _env_factory(args: argparse.Namespace) -> Any:
 def _check_resumable(args: argparse.Namespace, path: Path, factory: Any) -> None:
     """Refuse, before anything is built, a run under ``path`` recorded with other options
     (reads only the episodes' ``meta.json``; the Runner checks their arrays when it starts)."""
-    from grid_vec.runner import ResumeError
+    from grid_vec.runner import EpisodeDataError, ResumeError
     from grid_vec.runner.episodes import episode_identity, plan_episodes
     from grid_vec.runner.resume import plan_resume
 
@@ -301,6 +345,8 @@ def _check_resumable(args: argparse.Namespace, path: Path, factory: Any) -> None
         plan_resume(path, expected, load_arrays=False)
     except ResumeError as exc:
         raise UsageError("grid-vec run", _resume_mismatch(exc, args)) from exc
+    except EpisodeDataError as exc:  # an entry no resume can replace (a file, a symlink)
+        raise UsageError("grid-vec run", f"--resume: {exc}") from exc
 
 
 def _resume_mismatch(exc: ResumeError, args: argparse.Namespace) -> str:

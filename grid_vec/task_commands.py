@@ -2,19 +2,35 @@
 
 ``eval`` scores baseline agents on a task's split (:mod:`grid_vec.runner.evaluate`) and
 prints a Markdown table (``--json`` also writes the rows); ``actions`` writes a task's reduced
-action set (:mod:`grid_vec.runner.action_sets`). Mistakes (an unknown task, split or agent)
-are found before anything is played and reported by ``grid_vec.cli`` as one line, exit
-status 2.
+action set (:mod:`grid_vec.runner.action_sets`) into the working directory or ``--out``,
+never into the package. Mistakes (an unknown task, split or agent, an output that cannot be
+written, too many scenarios, a damaged dataset file met mid-run) are one line and exit
+status 2, found before anything is played where they can be.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
-from grid_vec._argtypes import positive_int
+from grid_vec._argtypes import (
+    UsageError,
+    cli_name,
+    non_empty_path,
+    non_negative_int,
+    positive_int,
+    writable_dir,
+    writable_file,
+)
+from grid_vec._untrusted import UntrustedFileError
+
+ACTION_SET_HELP = (
+    "play the action set in this file (written by `grid-vec actions TASK --out DIR`) "
+    "instead of the task's shipped one"
+)
 
 
 def add_task_commands(commands: Any) -> None:
@@ -22,6 +38,7 @@ def add_task_commands(commands: Any) -> None:
     from grid_vec.env.tasks import TASKS
     from grid_vec.runner.evaluate import BASELINES
 
+    agents = [cli_name(name) for name in BASELINES]
     evaluate = commands.add_parser(
         "eval",
         help="score baseline agents on a named task's test split",
@@ -33,20 +50,24 @@ def add_task_commands(commands: Any) -> None:
     evaluate.add_argument(
         "--agent",
         action="append",
-        choices=BASELINES,
-        help=f"baseline to score (repeatable; default: every one of {', '.join(BASELINES)} "
-        "the task's action space allows)",
+        type=cli_name,
+        choices=agents,
+        help=f"baseline to score (repeatable; default: every one of {', '.join(agents)} "
+        "the task's action space allows; do_nothing is accepted for do-nothing)",
     )
     evaluate.add_argument("--split", default="test", choices=["test", "validation", "train"])
     evaluate.add_argument("--num-envs", type=positive_int, default=8)
     evaluate.add_argument("--scenarios", type=positive_int, default=None)
-    evaluate.add_argument("--seed", type=int, default=0)
+    evaluate.add_argument("--seed", type=non_negative_int, default=0)
     evaluate.add_argument(
         "--full-catalog",
         action="store_true",
         help="play the whole catalog instead of the task's reduced action set",
     )
-    evaluate.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    evaluate.add_argument("--action-set", type=non_empty_path, default=None, help=ACTION_SET_HELP)
+    evaluate.add_argument(
+        "--json", type=writable_file, default=None, help="also write the rows to this file"
+    )
     evaluate.add_argument(
         "--data-dir",
         type=Path,
@@ -60,14 +81,22 @@ def add_task_commands(commands: Any) -> None:
         help="write a task's reduced action set (greedy-by-simulate picks)",
         description="Play greedy-by-simulate on the first training scenarios of a task with "
         "the whole catalog, count its picks and write do-nothing plus the most picked actions "
-        "as the task's action-set file.",
+        "as an action-set file under --out (the package's shipped sets are never touched); "
+        "play it with `grid-vec eval TASK --action-set FILE` or "
+        "grid_vec.make(TASK, action_set=FILE).",
     )
     embedded = [t for t, task in TASKS.items() if not task.dataset]
     actions.add_argument("task", choices=embedded, metavar="TASK", help=", ".join(embedded))
     actions.add_argument("--scenarios", type=positive_int, default=64)
     actions.add_argument("--size", type=positive_int, default=30)
     actions.add_argument("--workers", type=positive_int, default=2)
-    actions.add_argument("--out", type=Path, default=None, help="directory (default: package)")
+    actions.add_argument(
+        "--out",
+        type=writable_dir,
+        default=Path("."),
+        help="directory to write the set in (created if needed; default: the working "
+        "directory); the file name is printed",
+    )
     actions.add_argument(
         "--max-steps",
         type=positive_int,
@@ -77,54 +106,96 @@ def add_task_commands(commands: Any) -> None:
 
 
 def run_task_command(args: argparse.Namespace) -> int:
-    """Run ``eval`` or ``actions``; returns the exit status."""
-    if args.command == "actions":
-        from grid_vec.runner.action_sets import write_action_set
+    """Run ``eval`` or ``actions``; returns the exit status.
 
-        path = write_action_set(
-            args.task, args.scenarios, args.size, args.workers, args.out, args.max_steps
+    Raises:
+        UsageError: a mistake of the user, or a damaged dataset file met while playing.
+    """
+    prog = f"grid-vec {args.command}"
+    try:
+        return _actions(args) if args.command == "actions" else _eval(args)
+    except UntrustedFileError as exc:  # a dataset or action-set file, named in the message
+        raise UsageError(prog, str(exc)) from exc
+
+
+def _actions(args: argparse.Namespace) -> int:
+    from grid_vec.env.tasks import TASKS
+    from grid_vec.runner.action_sets import action_set_output, write_action_set
+
+    n_train = len(TASKS[args.task].splits["train"])
+    if args.scenarios > n_train:
+        raise UsageError(
+            "grid-vec actions", f"--scenarios: the train split has {n_train} scenarios"
         )
-        print(f"wrote {path}")
-        return 0
-    from grid_vec.cli import UsageError
+    try:
+        action_set_output(args.task, args.out)
+    except ValueError as exc:
+        raise UsageError("grid-vec actions", f"--out: {exc}") from exc
+    path = write_action_set(
+        args.task, args.scenarios, args.size, args.workers, args.out, args.max_steps
+    )
+    print(f"wrote {path}  (play it with --action-set {path})")
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from grid_vec.env.datasets import DatasetNotFoundError
+    from grid_vec.env.make import env_factory
     from grid_vec.env.tasks import TASKS
     from grid_vec.runner.evaluate import BASELINES, evaluate_task, format_scores
 
-    kwargs: dict[str, Any] = {"action_subset": None} if args.full_catalog else {}
+    task = TASKS[args.task]
+    discrete = task.settings.get("action_type") == "discrete"
+    kwargs: dict[str, Any] = {}
+    if args.full_catalog and args.action_set is not None:
+        raise UsageError("grid-vec eval", "--full-catalog contradicts --action-set")
+    if args.full_catalog:
+        kwargs["action_subset"] = None
+    if args.action_set is not None:
+        if not discrete:
+            raise UsageError("grid-vec eval", f"--action-set: {args.task} has no discrete actions")
+        kwargs["action_set"] = str(args.action_set)
     if args.data_dir is not None:
-        if not TASKS[args.task].dataset:
+        if not task.dataset:
             raise UsageError("grid-vec eval", f"--data-dir: {args.task} plays no dataset")
         kwargs["data_dir"] = args.data_dir
     try:
-        from grid_vec.env.make import env_factory
-
         n_split = len(env_factory(args.task, split=args.split, **kwargs).source)
-    except ValueError as exc:  # a dataset missing or too small: one line, no traceback
+    except DatasetNotFoundError as exc:  # worded with the option the user types
+        raise UsageError("grid-vec eval", exc.message("--data-dir FOLDER")) from exc
+    except ValueError as exc:  # a dataset too small, a damaged file (named): one line
         raise UsageError("grid-vec eval", str(exc)) from exc
     if args.scenarios is not None and args.scenarios > n_split:
         raise UsageError(
             "grid-vec eval", f"--scenarios: the {args.split} split has {n_split} scenarios"
         )
-    agents = args.agent or [
-        name
-        for name in BASELINES
-        if name != "greedy" or TASKS[args.task].settings.get("action_type") == "discrete"
-    ]
-    if "greedy" in agents and TASKS[args.task].settings.get("action_type") != "discrete":
+    agents = list(dict.fromkeys(args.agent or [cli_name(name) for name in BASELINES]))
+    if args.agent is None and not discrete:
+        agents.remove("greedy")
+    if "greedy" in agents and not discrete:
         raise UsageError("grid-vec eval", "--agent greedy needs a task with discrete actions")
     scores = [
-        evaluate_task(
-            args.task,
-            name,
-            split=args.split,
-            num_envs=args.num_envs,
-            seed=args.seed,
-            scenarios=args.scenarios,
-            env_kwargs=kwargs,
+        # evaluate_task names its baselines as Python does (do_nothing); the CLI's spelling
+        # is the one printed and written.
+        dataclasses.replace(
+            evaluate_task(
+                args.task,
+                name.replace("-", "_"),
+                split=args.split,
+                num_envs=args.num_envs,
+                seed=args.seed,
+                scenarios=args.scenarios,
+                env_kwargs=kwargs,
+            ),
+            agent=name,
         )
         for name in agents
     ]
     print(format_scores(scores))
     if args.json is not None:
-        args.json.write_text(json.dumps([s.row() for s in scores], indent=1) + "\n")
+        try:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps([s.row() for s in scores], indent=1) + "\n")
+        except OSError as exc:  # checked writable before the run; changed since
+            raise UsageError("grid-vec eval", f"--json {args.json}: {exc.strerror}") from exc
     return 0

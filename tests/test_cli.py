@@ -83,7 +83,7 @@ def mistakes(tmp_path):
     (garbage_run / "episode_00000").mkdir(parents=True)
     (garbage_run / "episode_00000" / "meta.json").write_bytes(b"\x00\xff" * 100)
     return [
-        (["run", "--env", "nowhere"], "grid-vec run: --env 'nowhere': id_or_path must be"),
+        (["run", "--env", "nowhere"], "grid-vec run: --env: the grid2op dataset 'nowhere' is "),
         (["run", "--env", ""], "grid-vec run: argument --env: must not be empty"),
         (["run", "--env", str(not_a_dataset)], f"grid-vec run: --env '{not_a_dataset}': "),
         (["run", "--save", str(a_file)], f"grid-vec run: --save {a_file} is not a directory"),

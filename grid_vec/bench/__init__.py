@@ -2,21 +2,27 @@
 GridVecEnv side by side with gymnasium's vector envs, SB3's SubprocVecEnv and grid2op, on the
 same workloads, same machine, one run, medians.
 
-    grid-vec bench --quick            # about a minute: 1 and 2 envs, do-nothing
+    grid-vec bench --quick            # about 13 s: 1 and 2 envs, do-nothing
     grid-vec bench                    # full: 1..32 envs within --budget seconds
     grid-vec bench --markdown         # also print the README table
+    grid-vec bench --out t.json       # also write the JSON (and t.png)
+
+Results are written only where ``--out`` says (nothing is written without it): the record
+kept in the repository, ``benchmarks/results/``, changes only when asked to. The scripts of
+``benchmarks/`` follow the same rule with :func:`add_out_argument` and :func:`write_result`.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from grid_vec._argtypes import positive_float, positive_int
+from grid_vec._argtypes import positive_float, positive_int, writable_dir, writable_file
 from grid_vec.bench.protocol import Machine, Measurement, Protocol, describe_machine, measure
 from grid_vec.bench.report import format_markdown, format_table, plot, write_json
 from grid_vec.bench.subjects import ACTIONS, SUBJECTS
@@ -32,6 +38,7 @@ __all__ = [
     "Measurement",
     "Protocol",
     "add_arguments",
+    "add_out_argument",
     "config_from_args",
     "describe_machine",
     "format_markdown",
@@ -42,9 +49,8 @@ __all__ = [
     "run_from_args",
     "run_suite",
     "write_json",
+    "write_result",
 ]
-
-RESULTS = Path("benchmarks") / "results"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -72,10 +78,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of resets and random actions")
     parser.add_argument(
         "--out",
-        type=Path,
+        type=writable_file,
         default=None,
-        help="result JSON (default: benchmarks/results/throughput.json, "
-        "throughput_quick.json with --quick)",
+        metavar="FILE",
+        help="write the result JSON here, and its PNG plot next to it (default: nothing is "
+        "written; benchmarks/results/throughput.json updates the repository's record)",
     )
     parser.add_argument("--markdown", action="store_true", help="also print the README table")
     parser.add_argument(
@@ -120,8 +127,10 @@ def run_from_args(args: argparse.Namespace) -> int:
     if args.markdown:
         print()
         print(format_markdown(doc))
-    name = "throughput_quick.json" if config.mode == "quick" else "throughput.json"
-    out = write_json(doc, args.out if args.out is not None else RESULTS / name)
+    if args.out is None:
+        print(f"\n({doc['duration_s']:.0f} s; not written: pass --out FILE to keep the JSON)")
+        return 0
+    out = write_json(doc, args.out)
     print(f"\nwrote {out} ({doc['duration_s']:.0f} s)")
     if not args.no_plot and doc["results"]:
         try:
@@ -129,6 +138,36 @@ def run_from_args(args: argparse.Namespace) -> int:
         except ImportError as exc:
             print(f"no plot: {exc}")
     return 0
+
+
+def add_out_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--out DIR`` to a benchmark script: where it writes its JSON (nothing without it;
+    ``--out benchmarks/results`` updates the repository's record)."""
+    parser.add_argument(
+        "--out",
+        type=writable_dir,
+        default=None,
+        metavar="DIR",
+        help="directory to write the result JSON in (created if needed; default: nothing is "
+        "written; benchmarks/results updates the repository's record)",
+    )
+
+
+def write_result(doc: object, out: Path | None, name: str, **dumps: object) -> Path | None:
+    """Write a benchmark script's result ``doc`` as ``out / name`` (JSON, ``dumps`` passed
+    to ``json.dumps``) and say so; without ``out``, say that nothing was written.
+
+    Returns:
+        The file written, or None.
+    """
+    if out is None:
+        print(f"({name} not written: pass --out DIR to keep it)")
+        return None
+    path = out / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, **{"indent": 1, **dumps}) + "\n")
+    print(f"wrote {path}")
+    return path
 
 
 def _command_line() -> str:

@@ -40,9 +40,10 @@ The folder is found at ``data_dir=`` when given, else ``$GRID_VEC_DATA_DIR/<data
 where grid2op downloads it (``~/data_grid2op/<dataset>``); grid_vec downloads nothing.
 
 Case14Topology plays a reduced action set (``action_subset``): do-nothing and the catalog
-actions greedy-by-simulate picks most on the training scenarios, stored in
-``grid_vec/env/data/action_sets/`` and written by ``grid-vec actions TASK`` (see
-:mod:`grid_vec.runner.action_sets`). ``action_subset=None`` plays the whole catalog.
+actions greedy-by-simulate picks most on the training scenarios, shipped (read-only) in
+``grid_vec/env/data/action_sets/``. ``grid-vec actions TASK --out DIR`` writes a new one
+(see :mod:`grid_vec.runner.action_sets`), played with ``action_set=PATH`` (``--action-set``
+on the CLI). ``action_subset=None`` plays the whole catalog.
 """
 
 from __future__ import annotations
@@ -53,11 +54,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grid_vec._untrusted import UntrustedFileError, json_depth, quote, read_bytes
 from grid_vec.env.datasets import find_dataset
 from grid_vec.env.heuristics import Heuristics
 
 ACTION_SET_DIR = Path(__file__).parent / "data" / "action_sets"
 _MAX_ACTION_SET_BYTES = 1 << 20
+_MAX_ACTION_SET_DEPTH = 4  # an object of lists of numbers and strings
 
 SPLITS = {"test": range(0, 32), "validation": range(32, 64), "train": range(64, 1024)}
 # a dataset task's train split runs from 64 to the dataset's last scenario (Task.split_ids)
@@ -185,41 +188,65 @@ def action_set_path(task_id: str) -> Path:
 def task_settings(task_id: str, overrides: dict[str, Any]) -> dict[str, Any]:
     """A task's GridEnv settings, ``overrides`` winning; a reduced-action task gets its
     stored ``action_subset`` unless ``overrides`` has one (None: the whole catalog).
+    ``overrides["action_set"]``, the path of a set written by ``grid-vec actions``, plays
+    that set instead.
 
     Raises:
-        ValueError: an unknown task; the action-set file is missing or malformed.
+        ValueError: an unknown task; the action-set file is missing or malformed, or written
+            for another task; ``action_set`` with ``action_subset``, or on a task without
+            discrete actions.
     """
     task = TASKS.get(task_id)
     if task is None:
         raise ValueError(f"unknown task {task_id!r}; tasks: {', '.join(TASKS)}")
     settings = {**task.settings, **overrides}
-    if task.reduced_actions and "action_subset" not in overrides:
-        settings["action_subset"] = load_action_set(task_id)
+    written = settings.pop("action_set", None)
+    if written is not None:
+        if "action_subset" in overrides:
+            raise ValueError("pass action_set (a file) or action_subset (a list), not both")
+        if settings.get("action_type") != "discrete":
+            raise ValueError(f"action_set: {task_id} has no discrete actions to choose from")
+        settings["action_subset"] = read_action_set(Path(written), task_id)
+    elif task.reduced_actions and "action_subset" not in overrides:
+        settings["action_subset"] = read_action_set(action_set_path(task_id), task_id)
     return settings
 
 
 def load_action_set(task_id: str) -> list[int]:
-    """The stored reduced action set of a task (catalog indices, do-nothing first).
+    """The reduced action set shipped for a task (catalog indices, do-nothing first).
 
     Raises:
-        ValueError: the file is missing, too large, or holds no list of ints under
-            ``"actions"`` (naming the file).
+        ValueError: as :func:`read_action_set`.
     """
-    path = action_set_path(task_id)
+    return read_action_set(action_set_path(task_id), task_id)
+
+
+def read_action_set(path: Path, task_id: str) -> list[int]:
+    """The action set in the file ``path`` (as ``grid-vec actions`` writes it), for
+    ``task_id``. The file is untrusted input: read bounded, checked entry by entry.
+
+    Raises:
+        UntrustedFileError: (a ValueError, naming the file) the file is missing, not a
+            regular file, too large or not JSON; holds no non-empty list of catalog indices
+            under ``"actions"``; or its ``"task"`` is another task.
+    """
+    raw = read_bytes(path, _MAX_ACTION_SET_BYTES, error=UntrustedFileError, what="action set")
+    if json_depth(raw) > _MAX_ACTION_SET_DEPTH:
+        raise UntrustedFileError(f"{path}: nests deeper than an action set")
     try:
-        if path.stat().st_size > _MAX_ACTION_SET_BYTES:
-            raise ValueError(f"{path}: larger than {_MAX_ACTION_SET_BYTES} bytes")
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(
-            f"{path}: cannot read the action set of {task_id} ({exc}); write it with "
-            f"'grid-vec actions {task_id}'"
-        ) from None
-    actions = data.get("actions") if isinstance(data, dict) else None
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UntrustedFileError(f"{path}: not a JSON action set ({exc})") from None
+    if not isinstance(data, dict):
+        raise UntrustedFileError(f"{path}: an action set is a JSON object")
+    written_for = data.get("task", task_id)
+    if written_for != task_id:
+        raise UntrustedFileError(f"{path}: written for {quote(written_for)}, not {task_id}")
+    actions = data.get("actions")
     if (
         not isinstance(actions, list)
         or not actions
         or not all(type(a) is int and a >= 0 for a in actions)
     ):
-        raise ValueError(f"{path}: 'actions' must be a non-empty list of catalog indices")
+        raise UntrustedFileError(f"{path}: 'actions' must be a non-empty list of catalog indices")
     return actions

@@ -5,11 +5,15 @@ is hard to explore; published setups restrict the agent to the actions a good ex
 :func:`count_greedy_picks` plays the greedy baseline (each decision point: the legal action
 whose simulated step has the lowest maximum line loading, do-nothing on ties) on a task's
 training scenarios, with the whole catalog, and counts how often it picks each action;
-:func:`reduced_action_set` keeps do-nothing and the ``size`` most picked. The result is stored
-in the package (``grid_vec/env/data/action_sets/``) and read by the task
-(:mod:`grid_vec.env.tasks`). The command that writes it::
+:func:`reduced_action_set` keeps do-nothing and the ``size`` most picked. The set a task plays
+by default is shipped in the package (``grid_vec/env/data/action_sets/``, read-only data, read
+by :mod:`grid_vec.env.tasks`); the command that wrote it, which now writes into the working
+directory (or ``--out DIR``), never into the package::
 
     grid-vec actions grid_vec/Case14Topology-v0 --scenarios 64 --size 30
+
+A written set is played with ``grid_vec.make(task, action_set=PATH)`` or ``--action-set PATH``
+on ``grid-vec eval`` and ``grid-vec run``.
 
 Deterministic: the scenarios are the first ``scenarios`` of the training split, each seeded
 with its position, and the count does not depend on the number of processes.
@@ -26,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from grid_vec.env.tasks import ACTION_SET_DIR, TASKS, action_set_path
+from grid_vec.env.tasks import TASKS, action_set_path
 from grid_vec.runner.agents import simulated_score
 
 
@@ -128,26 +132,40 @@ def reduced_action_set(counts: np.ndarray, size: int) -> list[int]:
     return [0, *picked]
 
 
+def action_set_output(task_id: str, directory: str | os.PathLike[str]) -> Path:
+    """The file :func:`write_action_set` writes under ``directory``.
+
+    Raises:
+        ValueError: it is the set shipped in the package (read-only data).
+    """
+    path = Path(directory) / action_set_path(task_id).name
+    if path.resolve() == action_set_path(task_id).resolve():
+        raise ValueError(f"{path} is the action set shipped in the package: write elsewhere")
+    return path
+
+
 def write_action_set(
     task_id: str,
     scenarios: int,
     size: int,
     workers: int = 1,
-    directory: Path | None = None,
+    directory: str | os.PathLike[str] = ".",
     max_steps: int | None = None,
 ) -> Path:
-    """Count the greedy picks, keep the reduced set and write it as the task's data file.
+    """Count the greedy picks, keep the reduced set and write it under ``directory``, named
+    as the task's shipped file (``case14topology.json``), which is never overwritten.
 
     Args:
         task_id, scenarios, workers, max_steps: as :func:`count_greedy_picks`'s.
         size: as :func:`reduced_action_set`'s.
-        directory: where to write (default: the package's ``env/data/action_sets``).
+        directory: where to write (created if needed; default: the working directory).
 
     Returns:
         The file written (atomically: a temporary file renamed).
     """
     from grid_vec.env.make import make
 
+    path = action_set_output(task_id, directory)
     counts = count_greedy_picks(task_id, scenarios, workers, max_steps)
     actions = reduced_action_set(counts, size)
     env = make(task_id, split="train", action_subset=None)
@@ -162,11 +180,6 @@ def write_action_set(
         "described": [env.unwrapped.describe_action(a) for a in actions],
     }
     env.close()
-    path = (
-        action_set_path(task_id)
-        if directory is None
-        else directory / action_set_path(task_id).relative_to(ACTION_SET_DIR)
-    )
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=1) + "\n")

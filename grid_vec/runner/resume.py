@@ -1,5 +1,6 @@
 """Resuming a recorded run: keep the recorded episodes that load and were made with the
-settings asked now, play the damaged ones again, refuse a run recorded with other settings."""
+settings asked now, play the damaged ones again, refuse a run recorded with other settings
+and one holding an entry that no episode can replace (a file or a symbolic link)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 from grid_vec._untrusted import quote
 from grid_vec.runner.episode_data import EpisodeData, EpisodeDataError, read_meta
-from grid_vec.runner.recording import finished_episodes
+from grid_vec.runner.recording import episode_dirname, finished_episodes
 from grid_vec.runner.results import EpisodeResult, jsonable
 
 
@@ -57,7 +58,17 @@ def plan_resume(
 
     Raises:
         ResumeError: at the first loadable episode recorded with other settings.
+        EpisodeDataError: an episode's entry is a file or a symbolic link: the episode can be
+            neither kept (what a link points to is not part of the run) nor played again
+            (its directory is renamed into place, and cannot replace the entry).
     """
+    for index in sorted(expected):
+        entry = root / episode_dirname(index)
+        if entry.is_symlink() or (entry.exists() and not entry.is_dir()):
+            kind = "a symbolic link" if entry.is_symlink() else "not a directory"
+            raise EpisodeDataError(
+                f"{entry}: {kind}, not a recorded episode; move it away to resume this run"
+            )
     on_disk = finished_episodes(root)
     kept: dict[int, EpisodeResult] = {}
     damaged: dict[int, str] = {}
