@@ -26,6 +26,7 @@ refuse the same actions.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,23 @@ _CONTROLS = {
     "combined": ("redispatch", "curtailment", "storage"),
 }
 _TOL = 1e-5  # actions this far outside the box are accepted (float32 rounding)
+
+
+class RefusedActions(ValueError):
+    """Actions outside the action space; ``rows`` holds the positions, in the batch, of the
+    envs whose action is refused (``(0,)`` for one env's action), so that a vector env can
+    name them.
+
+    Args:
+        message: what is refused and why.
+        refused: a bool array, True where a value is refused: ``(k, ...)`` for a batch of
+            ``k`` actions, one dimension less for one action.
+    """
+
+    def __init__(self, message: str, refused: np.ndarray) -> None:
+        super().__init__(message)
+        rows = np.atleast_2d(refused)
+        self.rows = tuple(np.flatnonzero(rows.reshape(len(rows), -1).any(axis=1)).tolist())
 
 
 @dataclass(frozen=True, eq=False)
@@ -105,6 +123,16 @@ class ContinuousLayout:
     def size(self) -> int:
         return len(self.low)
 
+    # the bounds with their tolerance, finite (an infinite bound becomes the largest float):
+    # then values within them are finite too, and one test of the bounds makes the check
+    @cached_property
+    def _low_tol(self) -> np.ndarray:
+        return np.maximum(self.low - _TOL, np.finfo(self.low.dtype).min)
+
+    @cached_property
+    def _high_tol(self) -> np.ndarray:
+        return np.minimum(self.high + _TOL, np.finfo(self.high.dtype).max)
+
     def space(self) -> spaces.Box:
         return spaces.Box(low=self.low.copy(), high=self.high.copy(), dtype=np.float32)
 
@@ -127,15 +155,20 @@ class ContinuousLayout:
         return redispatch, curtail, storage
 
     def check(self, actions: np.ndarray, what: str) -> None:
-        """Raise ``ValueError`` (naming ``what``) unless ``actions`` (one, or a batch) are
-        finite and within the bounds, give or take 1e-5."""
-        if not np.isfinite(actions).all():
-            raise ValueError(f"{what} must be finite, got {actions}")
-        if (actions < self.low - _TOL).any() or (actions > self.high + _TOL).any():
-            raise ValueError(
+        """Raise :class:`RefusedActions` (naming ``what``) unless ``actions`` (one, or a
+        batch) are finite and within the bounds, give or take 1e-5."""
+        if ((actions >= self._low_tol) & (actions <= self._high_tol)).all():  # NaN, inf fail
+            return
+        finite = np.isfinite(actions)
+        if not finite.all():
+            raise RefusedActions(f"{what} must be finite, got {actions}", ~finite)
+        outside = (actions < self._low_tol) | (actions > self._high_tol)
+        if outside.any():  # always, past the checks above
+            raise RefusedActions(
                 f"{what} outside the action space (ramp limits, curtailment in [0, 1], "
                 "storage in [-max_p_prod, max_p_absorb]): "
-                f"low {self.low}, high {self.high}, got {actions}"
+                f"low {self.low}, high {self.high}, got {actions}",
+                outside,
             )
 
     def grid2op_action(self, action: np.ndarray) -> dict[str, list[tuple[int, float]]]:
@@ -182,12 +215,15 @@ class ContinuousLayout:
 Parsed = tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None]
 
 
-def batch_actions(batch: Any, space: spaces.Space, actions: Any) -> Parsed:
-    """Check the actions of ``k`` envs of ``batch`` (one env's action ``space``: the
-    ``Discrete`` catalog, a continuous ``Box`` or the combined ``Dict``).
+def batch_actions(layout: ContinuousLayout | None, space: spaces.Space, actions: Any) -> Parsed:
+    """Check the actions of ``k`` envs (one env's action ``space``: the ``Discrete`` catalog,
+    a continuous ``Box`` or the combined ``Dict``). The one check of a batch: the batched
+    vector env, a GridVecEnv worker's shared batch and GridVecEnv itself (the whole batch,
+    before any env steps) run it.
 
     Args:
-        batch: the ``GridBatch`` the envs are rows of.
+        layout: the continuous layout of the envs' batch (``GridBatch.continuous``; None for
+            ``"discrete"``).
         space: one env's action space.
         actions: ``k`` ints, a ``(k, size)`` float array, or a dict of both (``topology``,
             ``continuous``).
@@ -197,16 +233,18 @@ def batch_actions(batch: Any, space: spaces.Space, actions: Any) -> Parsed:
         None)``, as ``GridBatch.step`` takes them.
 
     Raises:
-        ValueError: actions of the wrong shape or type, or outside ``space``.
+        RefusedActions: actions outside ``space`` (naming the rows refused).
+        ValueError: actions of the wrong shape, type or keys.
     """
     if isinstance(space, spaces.Dict):
         if not isinstance(actions, dict) or set(actions) != {"topology", "continuous"}:
+            keys = f" with keys {sorted(actions, key=str)}" if isinstance(actions, dict) else ""
             raise ValueError(
-                f"combined actions must be a dict with keys 'topology' and 'continuous', got "
-                f"{type(actions).__name__}"
+                "combined actions must be a dict with keys 'topology' and 'continuous', got "
+                f"{type(actions).__name__}{keys}"
             )
-        indices, *_ = batch_actions(batch, space["topology"], actions["topology"])
-        _, *continuous = batch_actions(batch, space["continuous"], actions["continuous"])
+        indices, *_ = batch_actions(layout, space["topology"], actions["topology"])
+        _, *continuous = batch_actions(layout, space["continuous"], actions["continuous"])
         if len(indices) != len(np.asarray(actions["continuous"])):
             raise ValueError("combined actions: as many 'topology' as 'continuous' rows")
         return (indices, *continuous)
@@ -219,14 +257,16 @@ def batch_actions(batch: Any, space: spaces.Space, actions: Any) -> Parsed:
                 f"shape {arr.shape}"
             )
         if k and (arr.min() < 0 or arr.max() >= space.n):
-            raise ValueError(f"actions must be ints in [0, {space.n - 1}], got {arr}")
+            raise RefusedActions(
+                f"actions must be ints in [0, {space.n - 1}], got {arr}",
+                (arr < 0) | (arr >= space.n),
+            )
         return arr.astype(np.int64, copy=False), None, None, None
     if arr.ndim != 1 + len(space.shape) or arr.shape[1:] != space.shape or arr.dtype.kind != "f":
         raise ValueError(
             f"continuous actions must be floats of shape (k, {space.shape[0]}), got "
             f"{arr.dtype} of shape {arr.shape}"
         )
-    layout = batch.continuous
     layout.check(arr, "continuous actions")
     return (np.zeros(k, dtype=np.int64), *layout.split(arr))
 

@@ -5,6 +5,14 @@ Each sub-env takes the next episode as soon as its current one ends (a partial r
 only on its env seed, agent seed and reset options, never on the number of sub-envs or the
 schedule. Sub-envs with no episode left keep stepping with the idle action until the last
 episode ends; their steps are discarded.
+
+An episode lost to a crash (a GridVecEnv with ``restart_on_crash=True`` restarted the worker
+of its sub-env, which came back reset: ``infos["worker_restarted"]``) is played again from
+its start, as the Ray executor replays the episodes of an actor that died: since it depends
+only on its seeds and options, its result is the one a run without the crash gives, where
+recording it truncated would report a shortened episode as a result. An episode lost
+:data:`MAX_LOSSES` times (a crash it causes itself, not a failure of the machine) stops the
+run with an error naming it, its sub-env and its scenario.
 """
 
 from __future__ import annotations
@@ -30,11 +38,19 @@ from grid_vec.runner.recording import (
     package_versions,
 )
 from grid_vec.runner.results import EpisodeResult, EpisodeTimings, jsonable
+from grid_vec.vector.infos import RESTARTED
 
 if TYPE_CHECKING:
     from grid_vec.runner.executor import VectorEnvExecutor
 
 _ARRAY_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+
+MAX_LOSSES = 3
+"""Times one episode may be lost to a crash of its sub-env's worker; the last loss raises."""
+
+
+class EpisodeLostError(RuntimeError):
+    """An episode was lost to crashes of its sub-env's worker :data:`MAX_LOSSES` times."""
 
 
 class EpisodeLoop:
@@ -83,6 +99,7 @@ class EpisodeLoop:
         self.scenario: list[tuple[Any, Any, Any]] = [(None, None, None)] * n
         self.timing_start: list[dict[str, Any] | None] = [None] * n
         self.results: dict[int, EpisodeResult] = {}
+        self.losses: dict[int, int] = {}  # episode index: times lost to a worker's crash
         self.obs_space = env.single_observation_space
         self.act_space = env.single_action_space
         self.agents = (
@@ -121,6 +138,8 @@ class EpisodeLoop:
             self.last_infos = infos
             t2 = time.perf_counter()
             clock += (1.0, t1 - t0, t2 - t1)
+            if isinstance(infos, dict) and RESTARTED in infos:
+                self._requeue_lost(infos, queue)  # their sub-envs come back truncated: reset
             self.cum += rewards  # idle sub-envs accumulate too; their sums are never read
             self.env_steps += 1
             skipped = infos.get("skipped_steps") if isinstance(infos, dict) else None
@@ -144,6 +163,32 @@ class EpisodeLoop:
                 finished = self.active & (ended if cut is None else ended | cut)
                 restart = finished | (~self.active & ended)
                 obs = self._turnover(obs, queue, restart, finished, terminated, truncated, cut)
+
+    def _requeue_lost(self, infos: dict[str, Any], queue: deque[EpisodeSpec]) -> None:
+        """Put the episodes lost to a worker's crash this step back at the head of the queue.
+
+        Raises:
+            EpisodeLostError: an episode lost for the :data:`MAX_LOSSES`-th time.
+        """
+        lost = np.asarray(infos[RESTARTED], dtype=bool)
+        lost &= np.asarray(infos.get(f"_{RESTARTED}", True), dtype=bool) & self.active
+        for i in np.flatnonzero(lost).tolist():
+            spec = self.specs[i]
+            assert spec is not None
+            losses = self.losses[spec.index] = self.losses.get(spec.index, 0) + 1
+            if losses >= MAX_LOSSES:
+                scenario_id, name, _ = self.scenario[i]
+                raise EpisodeLostError(
+                    f"episode {spec.index} (scenario {name or scenario_id!r}, env seed "
+                    f"{spec.env_seed}) was lost {losses} times to a crash of the worker of "
+                    f"sub-env {i}; the env or the agent crashes it, see the worker's stderr"
+                )
+            self.active[i] = False
+            self.n_active -= 1
+            self.specs[i] = None
+            queue.appendleft(spec)
+            if self.recorders:
+                self.recorders[i].clear()
 
     def _actions(self, obs: Any) -> Any:
         executor = self.executor

@@ -6,6 +6,15 @@ shows progress; an executor plays the episodes: by default a
 depends only on its env seed, agent seed and reset options, never on the number of sub-envs
 or the schedule. Other executors (Ray actors: :class:`grid_vec.integrations.ray.RayExecutor`)
 give the same results.
+
+Crashes: an episode lost to a crash of the machinery is played again from its start, never
+recorded as a shortened (truncated) episode. The Ray executor replays the episodes of an actor
+that died; locally, over a GridVecEnv with ``restart_on_crash=True``, an episode whose
+sub-env's worker crashed (and came back restarted, ``infos["worker_restarted"]``) is played
+again, so the results are those of a run without the crash. An episode lost
+:data:`~grid_vec.runner.episode_loop.MAX_LOSSES` times crashes its worker itself: the run
+stops with an :class:`~grid_vec.runner.episode_loop.EpisodeLostError` naming the episode,
+its sub-env and its scenario.
 """
 
 from __future__ import annotations
@@ -129,6 +138,8 @@ class Runner:
                 ``path_save``; ``path_save`` is not a writable directory or already holds
                 episodes while ``resume`` is False.
             ResumeError: a recorded episode was played with other settings.
+            EpisodeLostError: an episode was lost to worker crashes ``MAX_LOSSES`` times
+                (see the module's notes on crashes).
             Exception: an error of the env or the agent, with its own type.
         """
         specs = plan_episodes(

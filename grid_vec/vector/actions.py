@@ -5,16 +5,23 @@ for it, as under ``AsyncVectorEnv`` (an env may depend on its type: ``time.sleep
 ``numpy.float32``). The shared block reproduces that element only when the batch is a numpy
 array of the space's own dtype, leaf by leaf; any other batch (a list, another dtype, a
 space without a fixed layout) travels pickled, one iterated element per sub-env.
+
+When every sub-env is a GridEnv, the whole batch also goes through the GridEnvs' own check
+(:func:`grid_env_check`) before anything is sent: a batch that one of them would refuse is
+refused whole, whatever its dtype or layout, so no sub-env plays a step of it.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import batch_space, create_shared_memory, iterate
 
+from grid_vec.vector.errors import naming_env
 from grid_vec.vector.shared_buffers import LeafActionCheck, flat_leaves, split
 
 
@@ -36,6 +43,15 @@ def is_custom_space(space: spaces.Space) -> bool:
     if isinstance(space, spaces.Graph):
         return any(is_custom_space(s) for s in (space.node_space, space.edge_space) if s)
     return False
+
+
+def grid_env_check(env: Any) -> Callable[[Any], Any]:
+    """The check a GridEnv's batch makes of a batch of actions for its action space
+    (``batch_actions`` of :mod:`grid_vec.env.action_input`, the one the batched vector env
+    and a worker's shared batch run), for ``env``, a GridEnv. It raises ``ValueError``."""
+    from grid_vec.env.action_input import batch_actions  # loaded already with the env
+
+    return functools.partial(batch_actions, env.batch_row[0].continuous, env.action_space)
 
 
 def _as_handed_over(check: LeafActionCheck, value: Any, arr: np.ndarray) -> bool:
@@ -62,6 +78,9 @@ class ActionRouter:
         num_envs: the number of sub-envs.
         views: the shared block's action arrays, one per flat leaf of ``single_space``
             (empty when the space has no fixed layout: every batch then travels pickled).
+
+    ``env_check`` (None: none) is the sub-envs' own check of a whole batch
+    (:func:`grid_env_check`), run before anything else.
     """
 
     def __init__(self, single_space: spaces.Space, num_envs: int, views: list[np.ndarray]):
@@ -72,6 +91,7 @@ class ActionRouter:
         self.single_leaf = len(self.checks) == 1 and self.checks[0].leaf is single_space
         self.custom = is_custom_space(single_space)
         self.batched = batch_space(single_space, num_envs)
+        self.env_check: Callable[[Any], Any] | None = None
 
     def write(self, actions: Any, ids: list[int] | None) -> list[Any] | None:
         """Check a batch of actions; write it to the shared block, or return it per sub-env.
@@ -85,9 +105,15 @@ class ActionRouter:
             of ``ids`` (or of all), in order, to send pickled.
 
         Raises:
-            ValueError: an action is outside the space, or the batch does not hold one action
-                per sub-env.
+            ValueError: an action is outside the space (or refused by ``env_check``: then,
+                when one sub-env's action is, its message and ``env_index`` name it), or the
+                batch does not hold one action per sub-env.
         """
+        if self.env_check is not None:
+            try:
+                self.env_check(actions)
+            except ValueError as exc:
+                raise naming_env(exc, range(self.num_envs) if ids is None else ids) from None
         count = self.num_envs if ids is None else len(ids)
         if not self.checks:
             return self._per_env(actions, count)

@@ -33,6 +33,7 @@ from gymnasium.vector.utils import batch_space
 from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 
 from grid_vec.env.action_input import Parsed, batch_actions
+from grid_vec.vector.errors import naming_env
 from grid_vec.vector.grid_commands import GridCommands
 
 _STEP_KEYS = ("is_illegal", "is_ambiguous", "tripped_branches", "attacked_branch")
@@ -144,7 +145,8 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
             SyncVectorEnv batches them.
 
         Raises:
-            ValueError: ``actions`` outside ``action_space`` (nothing is stepped).
+            ValueError: ``actions`` outside ``action_space`` (nothing is stepped; the message
+                and ``env_index`` name the first sub-env whose action is refused).
             RuntimeError: with ``DISABLED``, an env stepped after its episode ended.
         """
         self._check_open()
@@ -302,7 +304,10 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
         leaves = actions.values() if isinstance(actions, dict) else [actions]
         if any(len(np.shape(leaf)) == 0 or np.shape(leaf)[0] != n for leaf in leaves):
             raise ValueError(f"actions must be one per env ({n}), got {actions!r}")
-        return batch_actions(self._batch, self.single_action_space, actions)
+        try:
+            return batch_actions(self._batch.continuous, self.single_action_space, actions)
+        except ValueError as exc:
+            raise naming_env(exc, range(n)) from None
 
 
 def _mask(n: int, rows: np.ndarray) -> np.ndarray:

@@ -1,11 +1,13 @@
-"""Errors GridVecEnv raises besides gymnasium's own (AlreadyPendingCallError, ...), and the
-re-raising in the parent of an error raised in a worker."""
+"""Errors GridVecEnv raises besides gymnasium's own (AlreadyPendingCallError, ...), the
+re-raising in the parent of an error raised in a worker, and the naming of the sub-env whose
+action a batch check refused."""
 
 from __future__ import annotations
 
 import contextlib
 import pickle
 import traceback
+from collections.abc import Sequence
 from typing import NamedTuple, NoReturn
 
 from gymnasium import logger
@@ -68,6 +70,29 @@ def error_entry(env_id: int | None, exc: BaseException) -> ErrorEntry:
     except Exception:
         blob = None
     return ErrorEntry(env_id, blob, type(exc).__qualname__, str(exc), traceback.format_exc())
+
+
+def naming_env(exc: ValueError, env_ids: Sequence[int]) -> ValueError:
+    """A refusal of a batch of actions as the error of the first sub-env it refuses.
+
+    Args:
+        exc: the refusal; one naming rows of the batch (``rows``, as
+            ``grid_vec.env.action_input.RefusedActions`` does) becomes a ``ValueError``
+            whose message starts with ``sub-env <index>`` and whose ``env_index`` is that
+            index, as a sub-env's error re-raised from a worker. Any other (the batch's
+            shape, its keys: no one sub-env's) is returned as it is.
+        env_ids: the sub-env of each row of the batch.
+
+    Returns:
+        The error to raise.
+    """
+    rows = getattr(exc, "rows", None)
+    if not rows:
+        return exc
+    env_id = env_ids[rows[0]]
+    named = ValueError(f"sub-env {env_id}: {exc}")
+    named.env_index = env_id  # type: ignore[attr-defined]
+    return named
 
 
 def _source(entry: ErrorEntry) -> str:

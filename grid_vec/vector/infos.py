@@ -18,6 +18,10 @@ from typing import Any, NamedTuple
 import numpy as np
 from gymnasium.vector.vector_env import VectorEnv
 
+RESTARTED = "worker_restarted"
+"""Info key of a sub-env reset by a restart of its crashed worker during a step (its episode
+is lost; the step reports it truncated): True, in the batched infos with its ``_`` mask."""
+
 
 class BatchedInfo(dict):
     """Infos of a worker's whole slice, already in gymnasium's batched form.

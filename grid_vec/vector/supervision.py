@@ -131,7 +131,7 @@ class Supervisor:
     restart_on_crash: bool
     restarts: int
     _wait: Callable[..., tuple[dict[Worker, tuple[int, Any]], list[Worker], list[Worker]]]
-    _check_spaces: Callable[[list[Worker]], None]
+    _check_spaces: Callable[[list[Worker]], bool]
     context: str | None
 
     def _spawn(self, workers: list[Worker]) -> None:

@@ -54,7 +54,7 @@ from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 
 from grid_vec.vector import arguments
 from grid_vec.vector import protocol as p
-from grid_vec.vector.actions import ActionRouter, is_custom_space
+from grid_vec.vector.actions import ActionRouter, grid_env_check, is_custom_space
 from grid_vec.vector.doorbell import (
     IN_PIPE,
     STRONG_ORDER,
@@ -78,6 +78,7 @@ from grid_vec.vector.supervision import (
     sub_env_errors,
     timeout_error,
 )
+from grid_vec.vector.worker import is_grid_env
 
 StepResult = tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]
 """What :meth:`GridVecEnv.step` returns: ``(observations, rewards, terminations,
@@ -119,16 +120,19 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
             may leave a command unread or a reply half-written, before it is killed and
             handled as crashed (:class:`WorkerTimeoutError`).
         restart_on_crash: restart a dead (or timed-out) worker during ``step``/``reset``;
-            its sub-envs come back reset, with ``truncated=True`` on a step. Otherwise a
-            :class:`WorkerCrashedError` names the sub-envs lost. A restart that fails
-            raises too; the env stays usable and the next ``reset()`` restarts the worker.
+            its sub-envs come back reset, with ``truncated=True`` on a step and
+            ``infos["worker_restarted"]`` True (their episodes were lost: the Runner plays
+            them again). Otherwise a :class:`WorkerCrashedError` names the sub-envs lost. A
+            restart that fails raises too; the env stays usable and the next ``reset()``
+            restarts the worker.
         batch_size: number of envs :meth:`recv` returns in pool mode (default ``num_envs``).
         spin_us: microseconds the parent and the workers spin on the doorbell for a
             message (yielding the core at each turn) before sleeping on the pipe. It saves
             the system calls and the wake-up of a sleeping process, and on virtual machines
             it keeps a core that would otherwise idle from coming back slow (on the 2-core
             VM of the benchmarks, a batch of 16 case14 steps took about 1.4x longer right
-            after 1 ms of sleep than after none).
+            after 1 ms of sleep than after none). A wait never spins past its deadline
+            (its ``timeout``, else ``step_timeout``).
             Default: 1000 when there are no more workers than usable cores, else 0.
             Always 0 on processors other than x86-64, where every message takes the pipe
             (see :mod:`grid_vec.vector.doorbell`).
@@ -241,7 +245,8 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         self._exit_guard = weakref.finalize(self, stop_all, self._workers)
         try:
             self._spawn(self._workers)
-            self._check_spaces(self._workers)
+            if self._check_spaces(self._workers) and self._grid_check is not None:
+                self._actions.env_check = self._grid_check  # every sub-env is a GridEnv
         except BaseException:
             self.close(terminate=True)
             raise
@@ -249,6 +254,7 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
     # ----------------------------------------------------------------- construction
     def _read_spaces(self) -> None:
         dummy = self.env_fns[0]()
+        self._grid_check = grid_env_check(dummy) if is_grid_env(dummy) else None
         self.metadata = dict(dummy.metadata)
         self.metadata["autoreset_mode"] = self.autoreset_mode
         self.render_mode = dummy.render_mode
@@ -280,10 +286,15 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
             )
         dummy.close()
 
-    def _check_spaces(self, workers: list[Worker]) -> None:
+    def _check_spaces(self, workers: list[Worker]) -> bool:
+        """Check the spaces the sub-envs of ``workers`` report at start-up; True when every
+        one is a GridEnv.
+
+        Raises:
+            RuntimeError: a sub-env's observation or action space does not fit."""
         replies = self._gather(workers, None, name="startup", bound=False)
         flags = [f for w in workers for f in replies[w]]
-        if not all(same_obs for same_obs, _ in flags):
+        if not all(same_obs for same_obs, _, _ in flags):
             if self.observation_mode == "same":
                 raise RuntimeError(
                     "GridVecEnv(..., observation_mode='same') however some of the sub-environments "
@@ -294,12 +305,13 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
                 "GridVecEnv(..., observation_mode='different' or custom space) however the "
                 "sub-environment's observation spaces do not share a common shape and dtype."
             )
-        if not all(same_act for _, same_act in flags):
+        if not all(same_act for _, same_act, _ in flags):
             raise RuntimeError(
                 f"Some environments have an action space different from "
                 f"`{self.single_action_space}`. In order to batch actions, the action spaces "
                 "from all environments must be equal."
             )
+        return all(grid_env for _, _, grid_env in flags)
 
     # ------------------------------------------------------------------ public API
     @property
@@ -409,6 +421,11 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         as under AsyncVectorEnv. A sub-env whose episode ended is reset as ``autoreset_mode``
         says.
 
+        A batch refused is refused whole, before anything is sent: no sub-env plays a step of
+        it, whatever its dtype or layout. When every sub-env is a GridEnv, the whole batch is
+        checked here as GridEnvs check actions (``grid_vec.env.action_input.batch_actions``,
+        as ``BatchedGridVecEnv`` checks it); other sub-envs' own checks run in their ``step``.
+
         Args:
             actions: one action per sub-env, batched as in ``action_space``.
 
@@ -418,7 +435,8 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         Raises:
             ValueError: an action is outside ``single_action_space`` or the batch does not
                 hold ``num_envs`` actions (spaces of the user's own are checked only for the
-                count, as AsyncVectorEnv does).
+                count, as AsyncVectorEnv does); for GridEnvs, its message and ``env_index``
+                name the first sub-env whose action is refused.
             ClosedEnvironmentError, AlreadyPendingCallError, WorkerCrashedError,
                 WorkerTimeoutError, Exception: as :meth:`reset`.
 
@@ -462,7 +480,7 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
             WorkerCrashedError, WorkerTimeoutError, Exception: as :meth:`reset`.
         """
         self._expect(AsyncState.WAITING_STEP, "step_wait", "step_async")
-        spin_until = time.perf_counter() + self.spin_us * 1e-6
+        spin_until = self._spin_until(timeout if timeout is not None else self.step_timeout)
         if timeout is None and self._took_bare_oks(spin_until):
             infos: dict[str, Any] = {}  # no worker had an info to send
         else:
@@ -696,14 +714,14 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         spin_until: float | None = None,
     ) -> tuple[dict[Worker, tuple[int, Any]], list[Worker], list[Worker]]:
         """One reply per worker (or the first ones, without ``need_all``): rings are taken
-        as they come, spinning up to ``spin_us`` (or until ``spin_until``, a
-        ``perf_counter`` time); then the wait sleeps in ``poll`` on the reply pipes and
-        process sentinels until ``deadline``. Returns (replies, crashed workers, late
-        workers)."""
+        as they come, spinning up to ``spin_us`` or ``deadline`` if sooner (or until
+        ``spin_until``, a ``perf_counter`` time); then the wait sleeps in ``poll`` on the
+        reply pipes and process sentinels until ``deadline``. Returns (replies, crashed
+        workers, late workers)."""
         replies: dict[Worker, tuple[int, Any]] = {}
         crashed: list[Worker] = []
         if spin_until is None:
-            spin_until = time.perf_counter() + self.spin_us * 1e-6
+            spin_until = self._spin_until(None if deadline is None else deadline - time.monotonic())
         if need_all and self.spin_us > 0:
             left = self._take_rings(workers, replies, crashed, spin_until)
             if not left:
@@ -765,6 +783,13 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
                 break
         late = [w for w in workers if w in remaining]
         return replies, crashed, late
+
+    def _spin_until(self, limit: float | None) -> float:
+        """When a wait of at most ``limit`` seconds (None: no limit) stops spinning, as a
+        ``perf_counter`` time: after ``spin_us``, or ``limit`` if shorter, so that a long
+        spin never delays the wait's deadline (a clock read, no system call)."""
+        spin_s = self.spin_us * 1e-6
+        return time.perf_counter() + (spin_s if limit is None else min(spin_s, max(limit, 0.0)))
 
     def _take_rings(
         self,

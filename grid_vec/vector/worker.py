@@ -25,8 +25,8 @@ from gymnasium.vector.vector_env import AutoresetMode
 
 from grid_vec.vector import protocol as p
 from grid_vec.vector.doorbell import Doorbell, WorkerBell, spin
-from grid_vec.vector.errors import ProtocolError, error_entry
-from grid_vec.vector.infos import InfoPacker, batch_infos
+from grid_vec.vector.errors import ProtocolError, error_entry, naming_env
+from grid_vec.vector.infos import RESTARTED, InfoPacker, batch_infos
 from grid_vec.vector.shared_buffers import SharedBlock, join, split
 
 
@@ -242,13 +242,17 @@ class _Server:
         if not rows:
             return alone
         rows_arr = np.array(rows, dtype=np.intp)
+        ids = self.spec.env_ids
         try:
-            indices, redispatch, curtail, storage = batch_actions(
-                batch, self.spec.act_space, self.act_leaf[rows_arr]
-            )
-            result = batch.step(rows_arr, indices, redispatch, curtail, storage)
-        except Exception as exc:  # the batch's envs step together: the first one reports
-            errors.append(error_entry(self.spec.env_ids[rows[0]], exc))
+            try:
+                parsed = batch_actions(
+                    batch.continuous, self.spec.act_space, self.act_leaf[rows_arr]
+                )
+            except ValueError as exc:  # named as GridVecEnv's own check of a batch names it
+                raise naming_env(exc, [ids[k] for k in rows]) from None
+            result = batch.step(rows_arr, *parsed)
+        except Exception as exc:  # else the batch's envs step together: the first one reports
+            errors.append(error_entry(getattr(exc, "env_index", ids[rows[0]]), exc))
             return alone
         for j, k in enumerate(rows):
             obs, info = result.obs[j], env_info(result, j)
@@ -272,14 +276,16 @@ class _Server:
         for k, entry in enumerate(payload):
             if entry is None:
                 continue
-            seed, options, mark_done = entry
+            seed, options, restarted = entry  # restarted: the episode was lost to a crash
             try:
                 obs, info = self.envs[k].reset(seed=seed, options=options)
-                self._publish(k, obs, 0.0, False, mark_done)
+                self._publish(k, obs, 0.0, False, restarted)
             except Exception as exc:
                 errors.append(error_entry(self.spec.env_ids[k], exc))
                 continue
-            self.autoreset[k] = mark_done and self.spec.autoreset_mode == AutoresetMode.NEXT_STEP
+            self.autoreset[k] = restarted and self.spec.autoreset_mode == AutoresetMode.NEXT_STEP
+            if restarted:
+                info = {**info, RESTARTED: True}
             if info:
                 infos[k] = info
         return self._result(infos, range(len(payload)), errors, whole_slice=True)
@@ -308,7 +314,9 @@ class _Server:
                 errors.append(error_entry(self.spec.env_ids[k], exc))
         return (p.ERROR, errors) if errors else (p.OK, None)
 
-    def check_spaces(self) -> list[tuple[bool, bool]]:
+    def check_spaces(self) -> list[tuple[bool, bool, bool]]:
+        """Per env: whether its observation and action spaces fit the vector env's, and
+        whether it is a GridEnv (the parent then checks each batch as GridEnvs do)."""
         out = []
         mode = self.spec.observation_mode
         for env in self.envs:
@@ -316,7 +324,8 @@ class _Server:
                 same_obs = self.spec.obs_space == env.observation_space
             else:
                 same_obs = is_space_dtype_shape_equiv(self.spec.obs_space, env.observation_space)
-            out.append((bool(same_obs), bool(self.spec.act_space == env.action_space)))
+            same_act = self.spec.act_space == env.action_space
+            out.append((bool(same_obs), bool(same_act), is_grid_env(env)))
         return out
 
 
@@ -333,12 +342,15 @@ def _sharing_one_batch(env_fns: list[Callable[[], Env]]) -> list[Env]:
     return first.sharing_one_batch(len(env_fns))
 
 
+def is_grid_env(env: Any) -> bool:
+    """Whether ``env`` is a GridEnv itself (no wrapper: its ``step`` is the GridEnv's)."""
+    grid_env = sys.modules.get("grid_vec.env.grid_env")  # loaded by making such an env
+    return grid_env is not None and type(env) is grid_env.GridEnv
+
+
 def _shared_batch(envs: list[Env]) -> Any:
     """The batched core whose rows 0..n-1 are exactly ``envs`` (GridEnvs), or None."""
-    grid_env = sys.modules.get("grid_vec.env.grid_env")
-    if grid_env is None or len(envs) < 2:
-        return None
-    if any(type(env) is not grid_env.GridEnv for env in envs):
+    if len(envs) < 2 or not all(is_grid_env(env) for env in envs):
         return None
     batch = envs[0].batch_row[0]
     if batch.n != len(envs):
