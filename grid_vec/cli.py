@@ -320,7 +320,7 @@ def _env_factory(args: argparse.Namespace) -> Any:
     try:
         return env_factory(args.env, backend=args.backend, **kwargs)
     except DatasetNotFoundError as exc:  # worded with the option the user types
-        raise UsageError("grid-vec run", f"--env: {exc.message('--env FOLDER')}") from exc
+        raise UsageError("grid-vec run", f"--env: {exc.message('--env FOLDER', lead='')}") from exc
     except (ValueError, TypeError, OSError, ImportError) as exc:
         # FolderFormatError (a ValueError) names the file and the place in it.
         raise UsageError("grid-vec run", f"--env {quote(args.env, 120)}: {exc}") from exc

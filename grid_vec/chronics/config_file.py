@@ -24,24 +24,41 @@ from grid_vec.chronics.untrusted import (
     short,
 )
 
+# The smallest thermal limit accepted, in amperes: no conductor is rated below a milliamp
+# (grid2op's datasets go down to 7.4 A, four orders of magnitude above). A value like 1e-300
+# reads as a number, but every current is divided by it (rho): far below the flows, the
+# lines trip at the reset and the grid falls apart with an error that cannot name this file.
+MIN_THERMAL_LIMIT_A = 1e-3
+
 
 def _thermal_limits(path: Path, value: Any) -> list[float] | dict[str, float] | None:
-    """None, a list of positive numbers (branch order) or a dict branch name -> number."""
+    """None, a list of numbers >= ``MIN_THERMAL_LIMIT_A`` (branch order) or a dict branch
+    name -> such a number."""
     where = "config['thermal_limits']"
     if value is None:
         return None
     if isinstance(value, (list, tuple)):
-        return [check_number(v, path, f"{where}[{i}]", positive=True) for i, v in enumerate(value)]
+        return [_thermal_limit(v, path, f"{where}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, dict):
         limits = {}
         for name, v in value.items():
             if not isinstance(name, str):
                 raise FolderFormatError(f"{path}: {where}: key {short(name)} is not a string")
-            limits[name] = check_number(v, path, f"{where}[{short(name)}]", positive=True)
+            limits[name] = _thermal_limit(v, path, f"{where}[{short(name)}]")
         return limits
     raise FolderFormatError(
         f"{path}: {where}: expected a list or a dict of numbers, got {type(value).__name__}"
     )
+
+
+def _thermal_limit(value: Any, path: Path, where: str) -> float:
+    limit = check_number(value, path, where, positive=True)
+    if limit < MIN_THERMAL_LIMIT_A:
+        raise FolderFormatError(
+            f"{path}: {where}: a thermal limit of {short(value)} A is below the "
+            f"{MIN_THERMAL_LIMIT_A:g} A minimum"
+        )
+    return limit
 
 
 def _names_chronics_to_grid(path: Path, value: Any) -> dict[str, dict[str, str]] | None:

@@ -40,6 +40,7 @@ import csv
 import datetime as dt
 import hashlib
 import io
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,7 +67,7 @@ from grid_vec.chronics.outages import (
     outage_files,
 )
 from grid_vec.chronics.scenario import Injections, ScenarioInfo
-from grid_vec.chronics.scenario_cache import shared_cache
+from grid_vec.chronics.scenario_cache import ScenarioKey, shared_cache
 from grid_vec.chronics.storage_charac import (
     STORAGE_CHARAC_FILE,
     StorageCharac,
@@ -370,7 +371,7 @@ class FolderSource:
                 name=self._dirs[scenario_id],
                 # grid2op moves its clock one interval before it reads a row: row 0 is the
                 # state at start_datetime.info + one step (GridStateFromFile.load_next)
-                start=_read_start(_file(self.path, folder / "start_datetime.info")) + step,
+                start=_first_step(self.path, folder, step, length),
                 step_duration=step,
                 length=length,
             )
@@ -408,15 +409,20 @@ class FolderSource:
         )
         return whole.window(start, stop)
 
-    def _cache_key(self, info: ScenarioInfo, files: dict[str, Path]) -> tuple:
-        """What the parsed arrays of a scenario depend on: its files as they are now, the
-        grid's element order and defaults, the renaming and the negative-load rule."""
+    def _cache_key(self, info: ScenarioInfo, files: dict[str, Path]) -> ScenarioKey:
+        """What the parsed arrays of a scenario depend on: its files as they are now (a disk
+        entry is also tied to their content), the grid's element order and defaults, the
+        renaming and the negative-load rule; plain values only, equal in every process."""
         if self._model_key is None:
             m = self.model
             digest = hashlib.sha256()
-            for part in (m.load_names, m.gen_names, m.gen_kind, m.gen_p0, m.gen_v0, m.branch_names):
-                digest.update(np.ascontiguousarray(part).tobytes())
-            digest.update(repr(sorted(self._rename.items())).encode())
+            # names as text: an object array's bytes would be this process' pointers
+            for names in (m.load_names, m.gen_names, m.gen_kind, m.branch_names):
+                digest.update(json.dumps([str(n) for n in names]).encode())
+            for values in (m.gen_p0, m.gen_v0):
+                digest.update(np.ascontiguousarray(values, dtype=np.float64).tobytes())
+            rename = {k: {str(a): str(b) for a, b in v.items()} for k, v in self._rename.items()}
+            digest.update(json.dumps(rename, sort_keys=True).encode())
             self._model_key = digest.hexdigest()
         stats = []
         for name, path in sorted(files.items()):
@@ -424,10 +430,11 @@ class FolderSource:
                 stats.append((name, str(path), *file_stamp(path)))
             except OSError as e:  # removed since it was found
                 raise FolderFormatError(f"{path}: cannot be read ({e.strerror or e})") from None
-        return (
+        parts = (
             str(self.path), info.name, self.allow_negative_loads, self._model_key,
             self._horizons, *stats,
         )  # fmt: skip
+        return ScenarioKey(parts, tuple(str(path) for _, path in sorted(files.items())))
 
     def _parse(
         self, info: ScenarioInfo, files: dict[str, Path], start: int, stop: int
@@ -530,6 +537,23 @@ def _read_start(path: Path | None) -> dt.datetime:
         except ValueError:
             pass
     raise FolderFormatError(f"{path}: {short(text)} is not a date like '2019-01-05 23:55'")
+
+
+def _first_step(root: Path, folder: Path, step: dt.timedelta, length: int) -> dt.datetime:
+    """The date of row 0 of the scenario in ``folder`` (``start_datetime.info`` + one step),
+    refused when its last row, ``length`` steps after ``start_datetime.info``, is past year
+    9999 (the last date :mod:`datetime` has); the error names ``start_datetime.info``, or
+    ``time_interval.info`` when the start is the default one."""
+    start_file = _file(root, folder / "start_datetime.info")
+    start = _read_start(start_file)
+    try:
+        start + step * length
+    except OverflowError:
+        named = start_file or folder / "time_interval.info"
+        raise FolderFormatError(
+            f"{named}: {length} steps of {step} from {start} end after year 9999"
+        ) from None
+    return start + step
 
 
 def _read_step(path: Path | None) -> dt.timedelta:

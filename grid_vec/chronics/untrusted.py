@@ -13,7 +13,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from grid_vec._untrusted import MAX_JSON_DEPTH, UntrustedFileError, json_depth, quote, read_bytes
+from grid_vec._untrusted import (
+    MAX_JSON_DEPTH,
+    UntrustedFileError,
+    json_depth,
+    quote,
+    read_bytes,
+    shorten,
+)
 
 # grid.json: grid2op's 118-bus grids are ~5 MB; a 10x margin
 MAX_GRID_JSON_BYTES = 64 * 2**20
@@ -34,12 +41,28 @@ short = quote  # this layer's name for it: ``repr`` of file content, cut to 60 c
 
 
 def inside(root: Path, path: Path) -> Path:
-    """``path`` resolved (symlinks followed), refused when that leaves the folder ``root``.
+    """``path`` resolved (symlinks followed), refused unless it lies within the folder ``root``.
 
-    ``root`` must already be resolved.
+    Args:
+        root: the dataset folder, already resolved.
+        path: a file or folder under ``root``.
+
+    Returns:
+        The resolved path.
+
+    Raises:
+        FolderFormatError: (naming ``path``) a symlink loop, a path that cannot be resolved,
+            or one that leads out of ``root`` or back to ``root`` itself (a mix or scenario
+            folder linked to its own dataset folder would be read inside itself forever).
     """
-    resolved = path.resolve()
-    if resolved != root and not resolved.is_relative_to(root):
+    try:
+        resolved = path.resolve()
+    except (RuntimeError, OSError) as exc:  # Python < 3.13 raises RuntimeError on a loop
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "symlink loop"
+        raise FolderFormatError(f"{path}: cannot be resolved ({shorten(reason)})") from None
+    if resolved == root:
+        raise FolderFormatError(f"{path}: points back to the dataset folder {root} (symlink?)")
+    if not resolved.is_relative_to(root):
         raise FolderFormatError(f"{path}: points outside the dataset folder {root} (symlink?)")
     return resolved
 

@@ -31,21 +31,26 @@ class DatasetNotFoundError(ValueError):
         dataset: the name asked for.
         looked_in: every folder tried, in order.
         how_to_pass: how the caller gives a folder by hand (``"data_dir=FOLDER"``).
+        lead: what the message starts with (the caller's context), or nothing.
     """
 
-    def __init__(self, dataset: str, looked_in: tuple[Path, ...], how_to_pass: str) -> None:
+    def __init__(
+        self, dataset: str, looked_in: tuple[Path, ...], how_to_pass: str, lead: str = ""
+    ) -> None:
         self.dataset = dataset
         self.looked_in = looked_in
+        self.lead = lead
         super().__init__(self.message(how_to_pass))
 
-    def message(self, how_to_pass: str) -> str:
+    def message(self, how_to_pass: str, lead: str | None = None) -> str:
         """The message with ``how_to_pass`` as the way to give a folder (a CLI passes its
-        flag, ``"--data-dir FOLDER"``)."""
+        flag, ``"--data-dir FOLDER"``) and ``lead`` before it (default: the error's own)."""
         where = ", ".join(str(p) for p in self.looked_in) or "no folder"
         return (
-            f"the grid2op dataset {self.dataset!r} is not in {where}; download it with "
-            f'python -c "import grid2op; grid2op.make({self.dataset!r})", or give its folder '
-            f"as {how_to_pass} (or set ${DATA_DIR_VARIABLE} to the folder that holds it)"
+            f"{self.lead if lead is None else lead}the grid2op dataset {self.dataset!r} is not "
+            f'in {where}; download it with python -c "import grid2op; '
+            f'grid2op.make({self.dataset!r})", or give its folder as {how_to_pass} (or set '
+            f"${DATA_DIR_VARIABLE} to the folder that holds it)"
         )
 
 

@@ -10,6 +10,7 @@ and some scenarios end in an overflow cascade.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -253,21 +254,29 @@ EMBEDDED: dict[str, EmbeddedSpec] = {
 def embedded_model(name: str, *, calibrated: bool = True) -> GridModel:
     """Compile an embedded grid (imports pandapower, unless the cache of compiled grids,
     :mod:`grid_vec.grid.model_cache`, has it); ``calibrated=False`` keeps its ratings."""
-    from grid_vec.grid.compile import compile_net
     from grid_vec.grid.model_cache import cached_model
-    from grid_vec.grid.networks import load_network
 
     if name not in EMBEDDED:
         raise ValueError(f"unknown embedded grid {name!r}; allowed: {', '.join(EMBEDDED)}")
     spec = EMBEDDED[name]
     limits = spec.thermal_limits if calibrated else None
+    # a module-level function: a model from the cache keeps it to compile its pandapower
+    # state again, and ships to worker processes
     return cached_model(
         ("embedded", name, spec.network, repr(limits)),
-        lambda: compile_net(
-            load_network(spec.network),
-            name=name,
-            thermal_limits=None if limits is None else np.asarray(limits, dtype=np.float64),
-        ),
+        functools.partial(_compile_embedded, name, limits),
+    )
+
+
+def _compile_embedded(name: str, limits: tuple[float, ...] | None) -> GridModel:
+    """Compile the embedded grid ``name`` with ``limits`` (None: the network's ratings)."""
+    from grid_vec.grid.compile import compile_net
+    from grid_vec.grid.networks import load_network
+
+    return compile_net(
+        load_network(EMBEDDED[name].network),
+        name=name,
+        thermal_limits=None if limits is None else np.asarray(limits, dtype=np.float64),
     )
 
 

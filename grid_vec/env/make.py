@@ -7,6 +7,7 @@ GridEnv it returns, and any env rebuilt from the compiled model, does not need p
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 import warnings
@@ -218,15 +219,18 @@ def _folder_of(id_or_path: str) -> Path:
     if path.is_dir():
         return path
     known = ", ".join(sorted(EMBEDDED) + sorted(GYM_IDS) + sorted(TASKS))
+    lead = (
+        f"id_or_path must be one of {known}, a grid2op dataset's name or a grid2op-format "
+        f"folder; {id_or_path!r} is none of them"
+    )
     if not is_dataset_name(id_or_path):
-        raise ValueError(
-            f"id_or_path must be one of {known}, a grid2op dataset's name or a grid2op-format "
-            f"folder; {id_or_path!r} is none of them (no such folder)"
-        )
+        raise ValueError(f"{lead} (no such folder)")
     try:
         folder = find_dataset(id_or_path, samples=True)
     except DatasetNotFoundError as exc:
-        raise DatasetNotFoundError(exc.dataset, exc.looked_in, "make(FOLDER)") from None
+        raise DatasetNotFoundError(
+            exc.dataset, exc.looked_in, "make(FOLDER)", f"{lead}: "
+        ) from None
     if is_grid2op_sample(folder):
         warnings.warn(
             f"{id_or_path}: playing the small sample grid2op's package ships ({folder}), as "
@@ -380,16 +384,11 @@ def _load_folder(path: Path) -> tuple[GridModel, Any, GeneratorLimits, StorageUn
     from grid_vec.grid.model_cache import cached_model
 
     trafo_model = "pandapower_v2"  # as grid2op's LightSimBackend builds it
-    compiled: list = []  # the folder read along the way when the cache misses
-
-    def compile_folder() -> GridModel:
-        compiled.append(load_folder(path))
-        return _compile_folder_grid(compiled[0], trafo_model)
-
     inputs = ("folder", Path(path).resolve().name, grid_files_digest(path), trafo_model)
-    model = cached_model(inputs, compile_folder)
-    # the net is not needed any more: keep the rules files only
-    folder = dataclasses.replace(compiled[0], net=None) if compiled else load_folder(path, model)
+    # a partial of a module-level function: a model from the cache keeps it to compile its
+    # pandapower state again, and ships to worker processes
+    model = cached_model(inputs, functools.partial(_compile_folder, Path(path), trafo_model))
+    folder = load_folder(path, model)  # the rules files (grid.json is not read again)
     limits = GeneratorLimits.from_prods_charac(
         folder.prods_charac, model, folder.path / "prods_charac.csv"
     )
@@ -397,6 +396,13 @@ def _load_folder(path: Path) -> tuple[GridModel, Any, GeneratorLimits, StorageUn
     if folder.storage_charac is not None:  # in the grid's storage order, checked
         storage = StorageUnits.from_charac(folder.storage_charac)
     return _read_only(model), folder, limits, storage
+
+
+def _compile_folder(path: Path, trafo_model: str) -> GridModel:
+    """Read a folder's grid and compile it (what the cache of compiled grids stores)."""
+    from grid_vec.chronics.folder import load_folder
+
+    return _compile_folder_grid(load_folder(path), trafo_model)
 
 
 def _compile_folder_grid(folder, trafo_model: str) -> GridModel:

@@ -12,14 +12,32 @@ therefore never found; nothing is ever invalidated by hand.
 Where: ``$GRID_VEC_CACHE_DIR`` when set (an empty value or ``off`` turns the cache off),
 else ``$XDG_CACHE_HOME/grid_vec/models``, else ``~/.cache/grid_vec/models``.
 
-The cache is an optimisation and is treated as untrusted input all the same: a file is read
-only up to :data:`MAX_ENTRY_BYTES`, with ``numpy.load(allow_pickle=False)``, and only the
-expected fields of the expected kinds and consistent sizes are accepted (solver states are
-tagged JSON of plain values, not pickles). Any fault -- a missing, truncated, foreign or
-unreadable entry, a directory that cannot be written -- makes :func:`load_model` return
-``None`` (the caller compiles and stores anew) and :func:`store_model` do nothing: the cache
-never turns a working ``make`` into a failing one. Entries are written to a temporary file
-and renamed into place, so concurrent processes see a whole entry or none.
+An entry is a file like any other (a shared cache directory, a copied home folder, a damaged
+or planted entry), so it is read as a dataset file is, and guarantees:
+
+* nothing it holds is executed, imported or unpickled: it is read by
+  :func:`grid_vec._untrusted_npz.read_npz` (no object arrays), and it holds no pandapower
+  JSON (whose loader imports the modules it names). The lightsim2grid state is tagged JSON
+  of plain values and arrays. The pandapower state is never stored: a model read from the
+  cache carries a :class:`PandapowerRecompile` instead, which compiles the grid again from
+  its own source (the embedded network, the folder's files) the first time the pandapower
+  backend is built on it, and refuses a result that differs from the cached model;
+* memory is bounded: the file by :data:`MAX_ENTRY_BYTES`, every member's declared inflated
+  size (all together, by :data:`MAX_ENTRY_BYTES` too) before it is inflated, every header's
+  shape by its member's size;
+* it is what it claims: exactly the fields of a :class:`GridModel` of the expected kinds,
+  every value checked (:func:`grid_vec.grid.model_checks.check_model_values`: finite,
+  positive thermal limits and voltages, generator limits in order, element maps pointing at
+  substations), and the key it was written under recorded inside and verified (the key
+  hashes the content of the grid's files, so an entry copied under another grid's name, or
+  one left from other files, is refused). Its lightsim2grid state must build a backend and
+  run a power flow whose results have the model's sizes (tried at load: a poisoned state
+  that would raise ``IndexError`` or ``RuntimeError`` later is refused here);
+* a refused entry costs one warning naming the file and the reason; the grid is compiled
+  again and the entry rewritten. A directory that cannot be written (read-only, full, not a
+  directory) costs at most one warning; the cache never turns a working ``make`` into a
+  failing one. Entries are written to a temporary file and renamed into place, so
+  concurrent processes see a whole entry or none.
 """
 
 from __future__ import annotations
@@ -30,20 +48,26 @@ import importlib.util
 import io
 import json
 import os
+import re
 import tempfile
-import zipfile
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from grid_vec._untrusted import UntrustedFileError
+from grid_vec._untrusted_npz import read_npz
+from grid_vec.grid.lightsim import LightSimBackend
 from grid_vec.grid.model import GridModel
+from grid_vec.grid.model_checks import check_model_values
 
 CACHE_DIR_VARIABLE = "GRID_VEC_CACHE_DIR"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MAX_ENTRY_BYTES = 64 * 2**20
-"""Largest entry read (a compiled 118-bus grid takes about 0.5 MB)."""
+"""Largest entry read, and most bytes its arrays may inflate to (a compiled 118-bus grid takes
+about 0.5 MB)."""
 MAX_STATE_DEPTH = 16
 """Deepest nesting of a solver state (lightsim2grid's is 7 levels)."""
 
@@ -53,18 +77,70 @@ _DISTRIBUTIONS = ("pandapower", "lightsim2grid")
 _FIELDS = {f.name: f for f in dataclasses.fields(GridModel)}
 _SCALARS = {"name": str, "n_line": int}
 _STATES = "solver_states"
+_STORED_STATE = "lightsim2grid"  # the one solver state an entry holds (plain values)
+_KEY = "key"  # the member recording the key the entry was written under
+_STATE_ARRAY = re.compile(r"state_\d{1,6}")
 # array fields by kind: what numpy calls unicode, integer and floating
 _TEXT = ("sub_names", "branch_names", "load_names", "gen_names", "gen_kind", "storage_names")
 _INTEGER = ("branch_or_sub", "branch_ex_sub", "load_sub", "gen_sub", "storage_sub")
-# sizes: every array field has the length of the names of its element kind
-_SIZED_BY = {
-    "sub_names": ("sub_vn_kv",),
-    "branch_names": ("branch_or_sub", "branch_ex_sub", "thermal_limit_a"),
-    "load_names": ("load_sub", "load_p0", "load_q0"),
-    "gen_names": ("gen_sub", "gen_kind", "gen_p0", "gen_v0", "gen_pmin", "gen_pmax"),
-    "storage_names": ("storage_sub", "storage_p0"),
-}
-_SUBSTATION_INDICES = ("branch_or_sub", "branch_ex_sub", "load_sub", "gen_sub", "storage_sub")
+
+
+class CacheEntryError(UntrustedFileError):
+    """An entry of the cache that cannot be trusted; the message names the file and why."""
+
+
+class PandapowerRecompile:
+    """The pandapower solver state of a model read from the cache, computed when first asked.
+
+    The state is a pandapower net, whose only serialisation is pandapower JSON (its loader
+    imports the modules an entry names), so the cache never stores it: the pandapower
+    backend asks this object for it, and the grid is compiled again from its own source.
+
+    Args:
+        compile_model: compiles the grid as the cache's caller does (picklable -- a
+            module-level function or a ``functools.partial`` of one -- so that the model
+            still ships to worker processes).
+    """
+
+    def __init__(self, compile_model: Callable[[], GridModel]) -> None:
+        self.compile_model = compile_model
+        self._state: str | None = None  # computed once per process
+
+    def state(self, model: GridModel) -> str:
+        """The pandapower state of ``model``, compiled again (once per process).
+
+        Raises:
+            ValueError: the grid compiled now differs from ``model`` (its source changed
+                since the entry was written); and whatever ``compile_model`` raises.
+        """
+        if self._state is None:
+            fresh = self.compile_model()
+            if not same_model_arrays(fresh, model):
+                raise ValueError(
+                    f"grid {model.name!r} compiles differently from its cached model (its "
+                    "files changed since); make the environment again"
+                )
+            self._state = fresh.solver_states["pandapower"]
+        return self._state
+
+    def __getstate__(self) -> dict:
+        return {"compile_model": self.compile_model, "_state": None}
+
+
+def same_model_arrays(a: GridModel, b: GridModel) -> bool:
+    """Whether two models have equal names, sizes, maps and values (solver states aside;
+    names compare as text, whether object or unicode arrays)."""
+
+    def comparable(value: Any) -> Any:
+        if not isinstance(value, np.ndarray):
+            return np.asarray(value)
+        return value.astype(str) if value.dtype.kind in "OU" else value
+
+    return all(
+        np.array_equal(comparable(getattr(a, name)), comparable(getattr(b, name)))
+        for name in _FIELDS
+        if name != _STATES
+    )
 
 
 def cache_dir() -> Path | None:
@@ -84,7 +160,7 @@ def model_key(*inputs: str | bytes) -> str:
     Args:
         inputs: everything the compiled model depends on besides the library versions and
             the compiling code, which are added here (for example the embedded grid's name
-            and limits, or a folder's file contents and the transformer model).
+            and limits, or a digest of a folder's file contents and the transformer model).
 
     Returns:
         A hex digest: equal inputs, versions and code give the same key, anything else not.
@@ -104,16 +180,33 @@ def cached_model(
 
     Args:
         inputs: what :func:`model_key` hashes (everything the model depends on).
-        compile_model: compiles the model when the cache has no entry for ``inputs``.
+        compile_model: compiles the model when the cache has no usable entry for ``inputs``;
+            picklable (see :class:`PandapowerRecompile`, which a model from the cache keeps
+            as its pandapower state).
 
     Returns:
         The model; its errors are ``compile_model``'s.
+
+    Warns:
+        UserWarning: once, naming the file, for an entry refused (then compiled anew and
+            rewritten) or a cache directory that cannot be written.
     """
     key = model_key(*inputs)
-    model = load_model(key)
-    if model is None:
-        model = compile_model()
+    warned = False
+    try:
+        model = read_entry(key)
+    except CacheEntryError as e:
+        warnings.warn(f"{e}; compiling the grid again", stacklevel=2)
+        model, warned = None, True
+    if model is not None:
+        states = {**model.solver_states, "pandapower": PandapowerRecompile(compile_model)}
+        return dataclasses.replace(model, solver_states=states)
+    model = compile_model()
+    try:
         store_model(key, model)
+    except OSError as e:
+        if not warned:
+            warnings.warn(f"cannot write the cache of compiled grids ({e})", stacklevel=2)
     return model
 
 
@@ -124,47 +217,74 @@ def load_model(key: str) -> GridModel | None:
         key: from :func:`model_key`.
 
     Returns:
-        The model (its arrays writeable, as a fresh compile's), or None: no cache, no entry,
-        or an entry that is unreadable, too large or not exactly what :func:`store_model`
-        writes.
+        The model (its arrays writeable, as a fresh compile's; without a pandapower state),
+        or None: no cache, no entry, or a refused entry (with a warning naming the file and
+        the reason).
+    """
+    try:
+        return read_entry(key)
+    except CacheEntryError as e:
+        warnings.warn(str(e), stacklevel=2)
+        return None
+
+
+def read_entry(key: str) -> GridModel | None:
+    """The model stored under ``key``; None when the cache is off or holds no entry.
+
+    Raises:
+        CacheEntryError: naming the file and the reason, for an entry that is there but is
+            not exactly what :func:`store_model` writes under ``key`` (see the module's
+            guarantees).
     """
     path = _entry_path(key)
-    if path is None:
+    if path is None or not os.path.lexists(path):
         return None
+    arrays = read_npz(
+        path,
+        error=CacheEntryError,
+        max_file_bytes=MAX_ENTRY_BYTES,
+        max_array_bytes=MAX_ENTRY_BYTES,
+        what="compiled grid cache entry",
+    )
+    where = f"{path}: compiled grid cache entry"
     try:
-        if not path.is_file() or path.stat().st_size > MAX_ENTRY_BYTES:
-            return None
-        with np.load(path, allow_pickle=False) as archive:
-            return _decode({name: archive[name] for name in archive.files})
-    except (OSError, ValueError, KeyError, TypeError, RecursionError, zipfile.BadZipFile, EOFError):
-        return None
+        if _KEY not in arrays or arrays[_KEY].shape != () or str(arrays[_KEY]) != key:
+            raise ValueError("written under another key (another grid, or other files)")
+        model = _decode(arrays)
+    except (ValueError, KeyError, TypeError, RecursionError) as e:
+        raise CacheEntryError(f"{where}: {e}") from None
+    try:
+        check_model_values(model, where)
+    except ValueError as e:
+        raise CacheEntryError(str(e)) from None
+    _try_lightsim_state(model, where)
+    return model
 
 
 def store_model(key: str, model: GridModel) -> None:
-    """Store ``model`` under ``key`` (atomically); does nothing when the cache is off or its
-    directory cannot be written.
+    """Store ``model`` under ``key`` (atomically); does nothing when the cache is off.
 
     Args:
         key: from :func:`model_key`.
-        model: the compiled model.
+        model: the compiled model (its lightsim2grid state is stored, not its pandapower one).
+
+    Raises:
+        OSError: the directory cannot be made or written (the caller goes on without it).
     """
     path = _entry_path(key)
     if path is None:
         return
     buffer = io.BytesIO()
-    np.savez(buffer, **_encode(model))
+    np.savez(buffer, **_encode(model), **{_KEY: np.array(key)})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
-        try:
-            with os.fdopen(fd, "wb") as file:
-                file.write(buffer.getvalue())
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
-    except OSError:
-        return
+        with os.fdopen(fd, "wb") as file:
+            file.write(buffer.getvalue())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 def _entry_path(key: str) -> Path | None:
@@ -195,7 +315,7 @@ def _environment() -> tuple[str, ...]:
             digest = hashlib.sha256(name.encode())
             with os.scandir(package) as entries:
                 files = sorted((e.name, e.stat().st_size) for e in entries if e.is_file())
-            digest.update(repr(files).encode())
+            digest.update(json.dumps(files).encode())
             for version_file in ("__init__.py", "_version.py"):
                 if (package / version_file).is_file():
                     digest.update((package / version_file).read_bytes())
@@ -210,8 +330,9 @@ def _encode(model: GridModel) -> dict[str, np.ndarray]:
     arrays: dict[str, np.ndarray] = {}
     for name in _FIELDS:
         value = getattr(model, name)
-        if name == _STATES:
-            arrays[name] = np.array(json.dumps(_tagged(value, arrays)))
+        if name == _STATES:  # the lightsim2grid state only: plain values and arrays
+            stored = {_STORED_STATE: value[_STORED_STATE]}
+            arrays[name] = np.array(json.dumps(_tagged(stored, arrays)))
         elif name in _SCALARS:
             arrays[name] = np.array(value)
         else:  # names may be object arrays (from pandas): stored as unicode, pickle-free
@@ -241,30 +362,42 @@ def _tagged(value: Any, arrays: dict[str, np.ndarray]) -> Any:
 
 
 def _decode(arrays: dict[str, np.ndarray]) -> GridModel:
-    """The model of an entry; ValueError / KeyError / TypeError for anything unexpected."""
+    """The model of an entry; ValueError / KeyError / TypeError for anything unexpected
+    (its values are checked apart, by :func:`check_model_values`)."""
+    unknown = sorted(n for n in arrays if n not in _FIELDS and n != _KEY)
+    if any(not _STATE_ARRAY.fullmatch(n) for n in unknown):
+        raise ValueError(f"unexpected members {unknown[:5]}")
     values: dict[str, Any] = {}
     for name in _FIELDS:
+        if name not in arrays:
+            raise ValueError(f"no field {name}")
         array = arrays[name]
         if name == _STATES:
+            if array.dtype.kind != "U" or array.shape != ():
+                raise ValueError("the solver states are not one JSON text")
             values[name] = _untagged(json.loads(str(array[()])), arrays, 0)
         elif name in _SCALARS:
+            want = "U" if name == "name" else "i"
+            if array.shape != () or array.dtype.kind != want:
+                raise ValueError(f"field {name} is not a scalar of kind {want}")
             values[name] = _SCALARS[name](array[()].item())
         else:
             kind = "U" if name in _TEXT else "i" if name in _INTEGER else "f"
             if array.ndim != 1 or (array.dtype.kind != kind and array.size):
                 raise ValueError(f"field {name} is not a 1-d array of kind {kind}")
             values[name] = array
-    for names, sized in _SIZED_BY.items():
-        if any(len(values[s]) != len(values[names]) for s in sized):
-            raise ValueError(f"fields sized by {names} disagree")
-    n_sub = len(values["sub_names"])
-    for name in _SUBSTATION_INDICES:
-        if values[name].size and not (0 <= values[name].min() <= values[name].max() < n_sub):
-            raise ValueError(f"field {name} refers to no substation")
-    if not 0 <= values["n_line"] <= len(values["branch_names"]):
-        raise ValueError("n_line exceeds the number of branches")
-    if not isinstance(values[_STATES], dict):
-        raise ValueError("the solver states are not a mapping")
+    states = values[_STATES]
+    if not isinstance(states, dict) or set(states) != {_STORED_STATE}:
+        raise ValueError(f"the solver states are not one {_STORED_STATE!r} state")
+    state = states[_STORED_STATE]
+    if not isinstance(state, dict) or set(state) != {"grid", "v_init"}:
+        raise ValueError("the lightsim2grid state is not {grid, v_init}")
+    v_init = state["v_init"]
+    n_bus = 2 * len(values["sub_names"])
+    if not isinstance(v_init, np.ndarray) or v_init.dtype.kind != "c" or v_init.shape != (n_bus,):
+        raise ValueError(f"the first guess is not {n_bus} complex voltages")
+    if not np.isfinite(v_init).all():
+        raise ValueError("the first guess holds non-finite voltages")
     return GridModel(**values)
 
 
@@ -281,7 +414,7 @@ def _untagged(value: Any, arrays: dict[str, np.ndarray], depth: int) -> Any:
             return tuple(_untagged(v, arrays, depth + 1) for v in inner)
         if tag == "dict" and isinstance(inner, dict):
             return {k: _untagged(v, arrays, depth + 1) for k, v in inner.items()}
-        if tag == "array" and isinstance(inner, str) and inner.startswith("state_"):
+        if tag == "array" and isinstance(inner, str) and _STATE_ARRAY.fullmatch(inner):
             return arrays[inner]
         if tag == "complex" and isinstance(inner, list) and len(inner) == 2:
             return complex(float(inner[0]), float(inner[1]))
@@ -289,3 +422,21 @@ def _untagged(value: Any, arrays: dict[str, np.ndarray], depth: int) -> Any:
     if isinstance(value, (bool, int, float, str)) or value is None:
         return value
     raise ValueError(f"unexpected {type(value).__name__} in a solver state")
+
+
+def _try_lightsim_state(model: GridModel, where: str) -> None:
+    """Build the lightsim2grid backend of ``model`` and run one power flow, so that a state
+    lightsim2grid cannot use fails here, as one :class:`CacheEntryError`, rather than as an
+    ``IndexError`` or ``RuntimeError`` when an env is built. A milliseconds' trial: the state
+    is lightsim2grid's own serialisation, which only lightsim2grid can vouch for."""
+    try:
+        backend = LightSimBackend(model)
+        if backend.run_ac():
+            results = backend.results()
+            sizes = (len(results.p_or), len(results.load_p), len(results.gen_p))
+            if sizes != (model.n_branch, model.n_load, model.n_gen):
+                raise ValueError(f"its power flow gives {sizes} branches, loads, generators")
+    except Exception as e:  # lightsim2grid raises many kinds on a state it cannot use
+        raise CacheEntryError(
+            f"{where}: the lightsim2grid state is unusable ({type(e).__name__}: {e})"[:400]
+        ) from None

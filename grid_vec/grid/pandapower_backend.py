@@ -24,6 +24,7 @@ from grid_vec.grid._pandapower import import_pandapower
 from grid_vec.grid.backend import Backend, PowerFlowDivergedError, PowerFlowResults
 from grid_vec.grid.compile import numba_available
 from grid_vec.grid.model import GridModel
+from grid_vec.grid.model_cache import PandapowerRecompile
 
 TOLERANCE_MVA = 1e-8
 
@@ -39,6 +40,8 @@ class PandapowerBackend(Backend):
         state = model.solver_states.get("pandapower")
         if state is None:
             raise ValueError(f"model {model.name!r} has no 'pandapower' solver state")
+        if isinstance(state, PandapowerRecompile):  # a model from the disk cache
+            state = state.state(model)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.net = pandapower.from_json_string(state)

@@ -39,8 +39,10 @@ def assert_same_model(a: GridModel, b: GridModel) -> None:
         if isinstance(x, np.ndarray):
             assert x.shape == y.shape, field.name
             np.testing.assert_array_equal(x.astype(y.dtype) if x.dtype.kind == "O" else x, y)
-        else:  # solver states: nested tuples, floats, complex numbers, arrays, strings
-            assert pickle.dumps(x) == pickle.dumps(y), field.name
+        elif field.name == "solver_states":  # the cache keeps lightsim2grid's (plain values)
+            assert pickle.dumps(x["lightsim2grid"]) == pickle.dumps(y["lightsim2grid"])
+        else:
+            assert x == y, field.name
 
 
 def assert_same_rollouts(a, b) -> None:
