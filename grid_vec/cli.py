@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import datetime as dt
 import shlex
 import signal
@@ -60,6 +61,7 @@ _OPTION_OF = {
     "env_kwargs.backend": "--backend",
     "agent": "--agent",
     "max_iter": "--max-iter",
+    "reset_options": "--max-iter",  # the only reset option a run sets (_reset_options)
     "env_seed": "--seed",
     "agent_seed": "--seed",
 }
@@ -119,7 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-iter",
         type=positive_int,
         default=288,
-        help="steps per episode at most (default 288: one day)",
+        help="time steps per episode at most, those a task's heuristics play included "
+        "(default 288: one day of 5-minute steps)",
     )
     run.add_argument(
         "--seed",
@@ -339,7 +342,7 @@ def _check_resumable(args: argparse.Namespace, path: Path, factory: Any) -> None
         "agent": AGENTS[args.agent],
         "max_iter": args.max_iter,  # compared before the seeds, as the Runner does
     }
-    specs = plan_episodes(args.episodes, None, None, None, None, args.seed)
+    specs = plan_episodes(args.episodes, None, None, None, _reset_options(args), args.seed)
     expected = {s.index: {**run, **episode_identity(s, args.max_iter)} for s in specs}
     try:
         plan_resume(path, expected, load_arrays=False)
@@ -439,10 +442,18 @@ def _make_agent(name: str, action_space: Any, env_factory: Any) -> Any:
         probe.close()
 
 
+def _reset_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Every episode's reset options: ``--max-iter`` is a number of time steps, and the env
+    itself stops there (under a task's heuristics a decision may play many steps, which the
+    Runner's own cap, counted in time steps too, would only see once they are played)."""
+    return {"max_steps": args.max_iter}
+
+
 def _play(args: argparse.Namespace, runner: Any, path: Path | None) -> list[Any]:
     return runner.run(
         args.episodes,
         max_iter=args.max_iter,
+        reset_options=_reset_options(args),
         # tqdm's cursor codes would litter a log file or a pipe.
         pbar=not args.no_progress and sys.stderr.isatty(),
         path_save=path,
@@ -477,7 +488,11 @@ def _replay(args: argparse.Namespace) -> int:
         raise UsageError("grid-vec replay", str(exc)) from exc
     if not episodes:
         raise UsageError("grid-vec replay", f"no recorded episode under {args.path}")
-    print(format_results_table([e.result for e in episodes]))
+    view, branch_names = _recorded_grid(episodes[0].meta)
+    print(format_results_table([_with_reason(e) for e in episodes]))
+    print()
+    for episode in episodes:
+        print(_ending_line(episode, branch_names))
     if args.no_plot:
         return 0
     try:
@@ -485,32 +500,59 @@ def _replay(args: argparse.Namespace) -> int:
     except ImportError:
         print("\n(matplotlib is not installed: no plots; pip install 'grid_vec[bench]')")
         return 0
-    view = _view_of(episodes[0].meta)
     for episode in episodes:
         png = episode.path / "episode.png"
         try:
-            plot_episode(episode, view=view, path=png)
+            plot_episode(episode, view=view, path=png, branch_names=branch_names)
         except OSError as exc:
             raise UsageError("grid-vec replay", f"cannot write {png}: {exc}") from exc
         print(f"wrote {png}")
     return 0
 
 
-def _view_of(meta: dict[str, Any]) -> Any:
-    """The observation view of the recorded env when it is an embedded grid whose
-    observations have the recorded layout; None otherwise. Only known ids are built: a
-    recorded run is untrusted, and its env id must not name a path to load."""
+_TRIPS_SHOWN = 8  # tripped branches named per episode; the rest are counted
+
+
+def _with_reason(episode: Any) -> Any:
+    """The episode's result, with the game-over reason of its arrays when its metadata has
+    none (runs recorded before results kept it)."""
+    result = episode.result
+    if result.terminated and result.game_over_reason is None:
+        return dataclasses.replace(result, game_over_reason=episode.ending)
+    return result
+
+
+def _ending_line(episode: Any, branch_names: Any) -> str:
+    """``episode 3: load load_9_6 isolated after 183 steps; tripped: L1 (step 181), ...``"""
+    result = episode.result
+    line = f"episode {result.episode}: {episode.ending} after {result.steps} steps"
+    trips = [(step, b) for step, branches in episode.trips() for b in branches]
+    if not trips:
+        return line
+    named = [
+        f"{branch_names[b] if branch_names is not None and b < len(branch_names) else b} "
+        f"(step {step})"
+        for step, b in trips[:_TRIPS_SHOWN]
+    ]
+    more = f" and {len(trips) - _TRIPS_SHOWN} more" if len(trips) > _TRIPS_SHOWN else ""
+    return f"{line}; tripped: {', '.join(named)}{more}"
+
+
+def _recorded_grid(meta: dict[str, Any]) -> tuple[Any, Any]:
+    """The observation view and the branch names of the recorded env when it is an embedded
+    grid whose observations have the recorded layout; ``(None, None)`` otherwise. Only known
+    ids are built: a recorded run is untrusted, and its env id must not name a path to load."""
     import grid_vec
     from grid_vec.env.registration import GYM_IDS
 
     env_id = meta.get("env_id")
     if not isinstance(env_id, str) or env_id not in GYM_IDS:
-        return None
+        return None, None
     env = grid_vec.make(env_id)
     try:
         if repr(env.observation_space) != meta.get("observation_space"):
-            return None
-        return env.view
+            return None, None
+        return env.view, env.model.branch_names
     finally:
         env.close()
 

@@ -45,7 +45,9 @@ def test_run_prints_the_results_it_records_and_replay_prints_them_again(tmp_path
     assert out.rstrip().endswith(f"saved 3 episodes under {save}  (grid-vec replay {save})")
 
     assert main(["replay", str(save), "--no-plot"]) == 0
-    assert capsys.readouterr().out.rstrip("\n") == table
+    replayed = capsys.readouterr().out.rstrip("\n").split("\n\n")
+    assert replayed[0] == table  # then how each episode ended
+    assert replayed[1].splitlines() == [f"episode {k}: truncated after 20 steps" for k in range(3)]
 
     # resuming a finished run plays nothing new and prints the same table
     assert main([*args, "--save", str(save), "--resume"]) == 0
@@ -149,14 +151,15 @@ def test_no_progress_bars_or_cursor_codes_when_stderr_is_not_a_terminal(tmp_path
 
 def test_replay_plots_rho_only_for_a_known_env_with_the_recorded_layout(tmp_path, capsys):
     pytest.importorskip("matplotlib")
-    from grid_vec.cli import _view_of
+    from grid_vec.cli import _recorded_grid
 
     save = tmp_path / "run"
     assert main([*RUN, "--episodes", "1", "--save", str(save)]) == 0
     meta = load_run(save)[0].meta
-    assert _view_of(meta) is not None
-    assert _view_of({**meta, "observation_space": "Box(0, 1, (3,), float32)"}) is None
-    assert _view_of({**meta, "env_id": str(tmp_path)}) is None  # a path is never loaded
+    view, branch_names = _recorded_grid(meta)
+    assert view is not None and len(branch_names) == 20
+    assert _recorded_grid({**meta, "observation_space": "Box(0, 1, (3,), float32)"}) == (None, None)
+    assert _recorded_grid({**meta, "env_id": str(tmp_path)}) == (None, None)  # never a path
     capsys.readouterr()
     assert main(["replay", str(save)]) == 0
     png = save / "episode_00000" / "episode.png"

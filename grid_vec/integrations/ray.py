@@ -247,7 +247,7 @@ class RayExecutor(EpisodeExecutor):
 
         Args:
             specs: the episodes to play (chunks of ``chunk_size`` go to each actor).
-            max_iter: the step cap of each episode, or None.
+            max_iter: the cap of each episode in time steps (see :meth:`Runner.run`), or None.
             root: the run directory, or None to record nothing.
             ep_bar: progress in episodes (anything with ``update(n)``).
             step_bar: progress in steps (anything with ``update(n)``).

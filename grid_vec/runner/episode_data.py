@@ -88,6 +88,29 @@ class EpisodeData:
         return [values[a:b] for a, b in itertools.pairwise(offsets)]
 
     @property
+    def ending(self) -> str:
+        """How the episode ended, in words: its game-over reason (the last step's
+        ``game_over_reason`` info, cut to one line of 120 characters: the file is shared),
+        ``"terminated"`` when none was recorded, ``"truncated"``, or ``"scenario played to
+        the end"``."""
+        if self.result.terminated:
+            reasons = self.info("game_over_reason")
+            reason = "" if reasons is None or not len(reasons) else str(reasons[-1])
+            return " ".join(reason.split())[:120] or "terminated"
+        return "truncated" if self.result.truncated else "scenario played to the end"
+
+    def trips(self) -> list[tuple[int, list[int]]]:
+        """``(step, branches)`` for every step where the protections tripped branches
+        (``info["tripped_branches"]``; steps counted from 1), empty when not recorded."""
+        tripped = self.info("tripped_branches")
+        if not isinstance(tripped, np.ndarray) or tripped.ndim != 2:
+            return []
+        return [
+            (int(t) + 1, np.flatnonzero(tripped[t]).tolist())
+            for t in np.flatnonzero(tripped.any(1))
+        ]
+
+    @property
     def illegal(self) -> np.ndarray | None:
         """Per-step illegal-action flags, when the env reported ``is_illegal``."""
         return self.info("is_illegal")

@@ -59,7 +59,7 @@ class EpisodeLoop:
 
     Args:
         executor: the started local executor (its vector env, agent, idle action).
-        max_iter: the step cap of each episode, or None.
+        max_iter: the cap of each episode in time steps (see :meth:`Runner.run`), or None.
         root: the run directory episodes are recorded under, or None.
         ep_bar: progress in episodes (anything with ``update(n)``).
         step_bar: progress in steps (anything with ``update(n)``).
@@ -94,6 +94,10 @@ class EpisodeLoop:
         self.cum = np.zeros(n)
         self.env_steps = np.zeros(n, dtype=np.int64)  # time steps, skipped ones included
         self.other_sums: dict[str, np.ndarray] = {}  # info["other_rewards"] summed
+        # branches tripped (None until an env reports info["tripped_branches"]) and the
+        # game-over reason of each sub-env's last step
+        self.trips: np.ndarray | None = None
+        self.reasons: list[str | None] = [None] * n
         self.start_time = np.zeros(n)
         self.last_reward = np.zeros(n)
         self.scenario: list[tuple[Any, Any, Any]] = [(None, None, None)] * n
@@ -152,17 +156,34 @@ class EpisodeLoop:
                         sums = self.other_sums.setdefault(name, np.zeros(self.n))
                         sums += np.asarray(values, dtype=np.float64)
             self.last_reward[:] = rewards
+            if isinstance(infos, dict):
+                self._note_ending(infos, terminated)
             if self.recorders:
                 self._record(actions, obs, rewards, terminated, truncated, infos, t1 - t0, t2 - t1)
             step_bar.update(self.n_active)
             ended = terminated | truncated
             cut = None
-            if max_iter is not None:
-                cut = self.active & ~ended & (clock[0] - self.clock_start[:, 0] >= max_iter)
+            if max_iter is not None:  # time steps, those the env played on its own included
+                cut = self.active & ~ended & (self.env_steps >= max_iter)
             if ended.any() or (cut is not None and cut.any()):
                 finished = self.active & (ended if cut is None else ended | cut)
                 restart = finished | (~self.active & ended)
                 obs = self._turnover(obs, queue, restart, finished, terminated, truncated, cut)
+
+    def _note_ending(self, infos: dict[str, Any], terminated: np.ndarray) -> None:
+        """Count the branches tripped this step and keep the game-over reasons of the
+        sub-envs that terminated (what the results table says of how an episode ended)."""
+        tripped = infos.get("tripped_branches")
+        if isinstance(tripped, np.ndarray) and tripped.ndim == 2 and len(tripped) == self.n:
+            if self.trips is None:
+                self.trips = np.zeros(self.n, dtype=np.int64)
+            self.trips += np.count_nonzero(tripped, axis=1)
+        reasons = infos.get("game_over_reason")
+        if reasons is None or not terminated.any():
+            return
+        present = np.asarray(infos.get("_game_over_reason", np.ones(self.n, bool)), dtype=bool)
+        for i in np.flatnonzero(terminated & present).tolist():
+            self.reasons[i] = str(reasons[i])
 
     def _requeue_lost(self, infos: dict[str, Any], queue: deque[EpisodeSpec]) -> None:
         """Put the episodes lost to a worker's crash this step back at the head of the queue.
@@ -282,6 +303,9 @@ class EpisodeLoop:
         self.agent_reset_time[i] = 0.0
         self.cum[i] = 0.0
         self.env_steps[i] = 0
+        self.reasons[i] = None
+        if self.trips is not None:
+            self.trips[i] = 0
         for sums in self.other_sums.values():
             sums[i] = 0.0
         self.last_reward[i] = 0.0
@@ -336,6 +360,8 @@ class EpisodeLoop:
             ),
             env_steps=int(self.env_steps[i]),
             other_rewards={name: float(sums[i]) for name, sums in self.other_sums.items()},
+            game_over_reason=self.reasons[i] if terminated else None,
+            trips=None if self.trips is None else int(self.trips[i]),
         )
         self.results[spec.index] = result
         if self.writer is not None:

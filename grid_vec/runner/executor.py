@@ -95,7 +95,7 @@ class EpisodeExecutor(ABC):
 
         Args:
             specs: the episodes to play, each with its index, seeds and reset options.
-            max_iter: the step cap of each episode, or None.
+            max_iter: the cap of each episode in time steps (see :meth:`Runner.run`), or None.
             root: an existing, writable run directory where each episode is written, in the
                 layout of :mod:`grid_vec.runner.recording`, as it ends; None records nothing.
             ep_bar: progress in episodes (anything with ``update(n)``).

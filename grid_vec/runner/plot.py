@@ -52,7 +52,7 @@ def plot_episode(
             "plot_episode needs matplotlib: pip install 'grid_vec[bench]' or pip install matplotlib"
         ) from exc
     rho = None if view is None else getattr(episode.views(view), "rho", None)
-    trips = _trip_steps(episode)
+    trips = episode.trips()
     rows = 2 if rho is not None else 1
     fig, axes = plt.subplots(rows, 1, sharex=True, figsize=(9, 3 * rows), squeeze=False)
     if rho is not None:
@@ -75,41 +75,12 @@ def plot_episode(
     result = episode.result
     fig.suptitle(
         f"episode {result.episode} ({result.scenario_name or result.scenario_id}): "
-        f"{result.steps} steps, reward {result.cum_reward:.2f}\nended: {ending(episode)}"
+        f"{result.steps} steps, reward {result.cum_reward:.2f}\nended: {episode.ending}"
     )
     fig.tight_layout()
     if path is not None:
         fig.savefig(path)
     return fig
-
-
-def ending(episode: EpisodeData) -> str:
-    """How ``episode`` ended, in words: its game-over reason (from its last step's
-    ``game_over_reason`` info), ``"truncated"``, or ``"scenario played to the end"``.
-
-    Args:
-        episode: the episode.
-
-    Returns:
-        The words (a reason recorded in a shared file is shortened to one line).
-    """
-    result = episode.result
-    if result.terminated:
-        reasons = episode.info("game_over_reason")
-        reason = "" if reasons is None or not len(reasons) else str(reasons[-1])
-        return " ".join(reason.split())[:120] or "terminated"
-    return "truncated" if result.truncated else "scenario played to the end"
-
-
-def _trip_steps(episode: EpisodeData) -> list[tuple[int, list[int]]]:
-    """``(step, branches)`` for every step where branches tripped on overflow (steps from 1,
-    as on the plot's axis)."""
-    tripped = episode.info("tripped_branches")
-    if not isinstance(tripped, np.ndarray) or tripped.ndim != 2:
-        return []
-    return [
-        (int(t) + 1, np.flatnonzero(tripped[t]).tolist()) for t in np.flatnonzero(tripped.any(1))
-    ]
 
 
 def _draw_rho(ax: Any, rho: np.ndarray, branch_names: Sequence[str] | None) -> None:

@@ -35,7 +35,11 @@ class EpisodeResult:
     env played, those it played on its own included (``1 + info["skipped_steps"]`` per call
     under grid_vec's heuristics; equal to ``steps`` for other envs; None in results recorded
     before it existed). ``other_rewards``: the episode's sum of each of the env's
-    ``info["other_rewards"]`` (empty when the env gives none).
+    ``info["other_rewards"]`` (empty when the env gives none). ``game_over_reason``: why a
+    terminated episode ended, from its last step's ``info["game_over_reason"]`` (None when
+    the env gives none, or the episode was not terminated); ``trips``: how many branches the
+    protections tripped over the episode (``info["tripped_branches"]``; None when the env
+    does not report them).
     """
 
     episode: int
@@ -51,6 +55,8 @@ class EpisodeResult:
     timings: EpisodeTimings = field(compare=False)
     env_steps: int | None = None
     other_rewards: dict[str, float] = field(default_factory=dict)
+    game_over_reason: str | None = None
+    trips: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary (see :meth:`from_dict`)."""
@@ -70,7 +76,13 @@ class EpisodeResult:
             ValueError: naming the first entry that is missing, unknown or of the wrong type.
         """
         if isinstance(data, dict):  # results recorded before these entries existed
-            data = {"env_steps": None, "other_rewards": {}, **data}
+            data = {
+                "env_steps": None,
+                "other_rewards": {},
+                "game_over_reason": None,
+                "trips": None,
+                **data,
+            }
         values = _checked(data, _RESULT_TYPES, "result")
         bad = [k for k, v in values["other_rewards"].items() if not _is_number(v)]
         if bad:
@@ -98,6 +110,8 @@ _RESULT_TYPES = {
     "timings": "dict",
     "env_steps": _OPT_INT,
     "other_rewards": "dict",
+    "game_over_reason": "str or null",
+    "trips": _OPT_INT,
 }
 _TIMING_TYPES = {
     "agent": _NUMBER,
@@ -156,6 +170,15 @@ def jsonable(value: Any) -> Any:
     return repr(value)
 
 
+def ending(result: EpisodeResult) -> str:
+    """How an episode ended, for tables: its game-over reason (cut to 48 characters), else
+    ``"game over"`` or ``"truncated"``."""
+    if result.terminated:
+        reason = " ".join((result.game_over_reason or "").split())
+        return (reason[:45] + "...") if len(reason) > 48 else (reason or "game over")
+    return "truncated" if result.truncated else "-"
+
+
 def format_results_table(results: Sequence[EpisodeResult]) -> str:
     """Format results as a plain-text table.
 
@@ -163,7 +186,8 @@ def format_results_table(results: Sequence[EpisodeResult]) -> str:
         results: the Runner's results (any order).
 
     Returns:
-        The table: one row per episode, plus a mean row.
+        The table: one row per episode (how it ended last: the game-over reason, or
+        ``truncated``), plus a mean row.
     """
     header = (
         "episode",
@@ -175,6 +199,8 @@ def format_results_table(results: Sequence[EpisodeResult]) -> str:
         "agent s",
         "env s",
         "pf s",
+        "trips",
+        "ended",
     )
     rows = [
         (
@@ -187,26 +213,24 @@ def format_results_table(results: Sequence[EpisodeResult]) -> str:
             f"{r.timings.agent:.3f}",
             f"{r.timings.env:.3f}",
             "-" if r.timings.powerflow is None else f"{r.timings.powerflow:.3f}",
+            "-" if r.trips is None else str(r.trips),
+            ending(r),
         )
         for r in results
     ]
     if results:
-        rows.append(
-            (
-                "mean",
-                "",
-                f"{np.mean([r.cum_reward for r in results]):.2f}",
-                f"{np.mean([r.steps for r in results]):.1f}",
-                "",
-                "",
-                "",
-                "",
-                "",
-            )
-        )
+        mean_row = [""] * len(header)
+        mean_row[0] = "mean"
+        mean_row[2] = f"{np.mean([r.cum_reward for r in results]):.2f}"
+        mean_row[3] = f"{np.mean([r.steps for r in results]):.1f}"
+        rows.append(tuple(mean_row))
     widths = [max(len(row[c]) for row in [header, *rows]) for c in range(len(header))]
+    last = len(header) - 1  # the ending is text: left-aligned
     lines = [
-        "  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True))
+        "  ".join(
+            cell.ljust(w) if c == last else cell.rjust(w)
+            for c, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
         for row in [header, *rows]
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))

@@ -119,7 +119,12 @@ class Runner:
 
         Args:
             nb_episode: how many episodes (numbered from 0).
-            max_iter: the step cap of each episode (the Runner truncates it), or None.
+            max_iter: the cap of each episode in time steps (the Runner truncates it), or
+                None. A time step is a call of ``step`` plus the steps the env played on its
+                own in it (``info["skipped_steps"]``, grid_vec's heuristics); the Runner cuts
+                at the first call that reaches the cap, so an env that plays several steps a
+                call may pass it: give such an env its own cap as well (grid_vec's envs take
+                ``reset_options={"max_steps": max_iter}``, as ``grid-vec run`` does).
             env_seeds: one env seed per episode; default: derived from the master seed.
             agent_seeds: one agent seed per episode; default: derived from the master seed.
             episode_id: one scenario id per episode, passed to its reset as

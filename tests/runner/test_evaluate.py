@@ -89,7 +89,7 @@ def test_grid_vec_eval_prints_the_scores_and_refuses_mistakes(capsys, tmp_path):
     code = main(["eval", TASK, "--agent", "do_nothing", "--scenarios", "2", "--json", str(out)])
     assert code == 0
     text = capsys.readouterr().out
-    assert "| do_nothing |" in text and out.exists()
+    assert "| do-nothing |" in text and out.exists()
     assert main(["eval", "grid_vec/Nope-v0"]) == 2
     assert main(["eval", TASK, "--agent", "genius"]) == 2
     assert main(["eval", TASK, "--scenarios", "0"]) == 2

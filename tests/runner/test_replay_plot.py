@@ -11,7 +11,7 @@ import pytest
 import grid_vec
 from grid_vec.runner import Runner, load_run, plot_episode
 from grid_vec.runner.agents import DoNothingAgent
-from grid_vec.runner.plot import LEGEND_BRANCHES, ending
+from grid_vec.runner.plot import LEGEND_BRANCHES
 
 pytest.importorskip("matplotlib", reason="needs the bench extra (matplotlib)")
 
@@ -59,6 +59,6 @@ def test_the_replay_plot_marks_every_step_where_a_branch_tripped(tripping_episod
 def test_the_plot_title_and_ending_give_the_game_over_reason(tripping_episode):
     assert tripping_episode.result.terminated
     reason = str(tripping_episode.info("game_over_reason")[-1])
-    assert reason and ending(tripping_episode) == reason
+    assert reason and tripping_episode.ending == reason
     fig = plot_episode(tripping_episode)
     assert f"ended: {reason}" in fig.texts[0].get_text()

@@ -126,7 +126,7 @@ def test_results_table_has_one_row_per_episode_with_its_values_and_a_mean_row():
     lines = format_results_table(results).splitlines()
     assert lines[0].split() == [
         "episode", "scenario", "reward", "steps", "max", "env", "seed", "agent", "s", "env",
-        "s", "pf", "s",
+        "s", "pf", "s", "trips", "ended",
     ]  # fmt: skip
     assert len(lines) == 2 + 3 + 1
     for line, r in zip(lines[2:5], results, strict=True):
@@ -134,7 +134,10 @@ def test_results_table_has_one_row_per_episode_with_its_values_and_a_mean_row():
         assert cells[:6] == [
             str(r.episode), "toy-0", f"{r.cum_reward:.2f}", str(r.steps), "-", str(r.env_seed)
         ]  # fmt: skip
-        assert cells[6:] == [f"{r.timings.agent:.3f}", f"{r.timings.env:.3f}", "-"]
+        assert cells[6:9] == [f"{r.timings.agent:.3f}", f"{r.timings.env:.3f}", "-"]
+        # the toy env reports no trips; how the episode ended comes last
+        ended = "game over" if r.terminated else "truncated"
+        assert cells[9] == "-" and " ".join(cells[10:]) == ended
     mean = lines[5].split()
     assert mean == [
         "mean", f"{np.mean([r.cum_reward for r in results]):.2f}",
