@@ -9,6 +9,7 @@ from grid_vec.runner.agents import (
     default_action,
 )
 from grid_vec.runner.episode_data import EpisodeData, EpisodeDataError, load_run
+from grid_vec.runner.episode_loop import EpisodeLostError
 from grid_vec.runner.episodes import EpisodeSpec, derive_seed
 from grid_vec.runner.executor import EpisodeExecutor, VectorEnvExecutor, build_vector_env
 from grid_vec.runner.plot import plot_episode
@@ -21,6 +22,7 @@ __all__ = [
     "EpisodeData",
     "EpisodeDataError",
     "EpisodeExecutor",
+    "EpisodeLostError",
     "EpisodeResult",
     "EpisodeSpec",
     "EpisodeTimings",
