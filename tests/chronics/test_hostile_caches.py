@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -258,29 +259,61 @@ def test_a_poisoned_lightsim_state_is_refused(cache, reference14):
     _make_warns_and_equals(entry, reference14, "lightsim2grid state is unusable")
 
 
-def _read_only_directory(path: Path):
-    """Make ``path`` read-only; None where this user writes into it anyway (root)."""
-    path.chmod(0o555)
-    if os.access(path, os.W_OK):
-        path.chmod(0o755)
+_PROBE_MAKE14 = """
+    import json, warnings
+    from grid_vec.env.make import make
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        env = make("case14")
+    obs, _ = env.reset(seed=0, options={"scenario_id": 0})
+    print(json.dumps([str(w.message) for w in caught if w.category is UserWarning]))
+    print(json.dumps(obs.tolist()))
+"""
+
+
+def _read_only_command(directory: Path) -> list[str] | None:
+    """The command prefix that runs a process seeing ``directory`` read-only: a read-only bind
+    mount in a mount namespace of its own for root (whom permissions do not stop), else
+    nothing to add (the directory is made read-only by its mode). None where neither works."""
+    if os.geteuid() != 0:
+        directory.chmod(0o555)
+        return []
+    if shutil.which("unshare") is None:
         return None
-    return path
+    mount = (
+        f"mount --bind {shlex.quote(str(directory))} {shlex.quote(str(directory))} && "
+        f'mount -o remount,bind,ro {shlex.quote(str(directory))} && exec "$@"'
+    )
+    probe = subprocess.run(
+        ["unshare", "-m", "sh", "-c", mount, "sh", "true"], capture_output=True, timeout=30
+    )
+    return None if probe.returncode else ["unshare", "-m", "sh", "-c", mount, "sh"]
 
 
 def test_a_read_only_cache_with_a_damaged_entry_warns_once(cache, tmp_path, reference14):
     entry = _filled_entry(cache)
     entry.write_bytes(b"damaged")
-    if _read_only_directory(cache) is None:
-        # root writes into a read-only directory: the next two tests cover an unwritable one
-        pytest.skip("root writes into read-only directories")
+    prefix = _read_only_command(cache)
+    if prefix is None:
+        pytest.skip("root without a mount namespace cannot make a directory read-only")
     try:
-        with pytest.warns(UserWarning) as caught:
-            env = make("case14")
-        messages = [str(w.message) for w in caught if w.category is UserWarning]
-        assert len(messages) == 1 and str(entry) in messages[0], messages
-        np.testing.assert_array_equal(_first_obs(env), reference14[1])
+        out = subprocess.run(
+            [*prefix, sys.executable, "-c", textwrap.dedent(_PROBE_MAKE14)],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env={**os.environ, model_cache.CACHE_DIR_VARIABLE: str(cache),
+                 "PYTHONPATH": str(Path(__file__).parents[2])},
+            timeout=240,
+        )  # fmt: skip
     finally:
         cache.chmod(0o755)
+    assert out.returncode == 0, out.stderr[-3000:]
+    *_, messages, obs = out.stdout.strip().splitlines()
+    messages = json.loads(messages)
+    assert len(messages) == 1 and str(entry) in messages[0], messages
+    np.testing.assert_array_equal(json.loads(obs), reference14[1])
+    assert entry.read_bytes() == b"damaged"  # the read-only entry was left as it was
 
 
 def test_a_cache_directory_that_cannot_be_created_costs_at_most_one_warning(
@@ -306,19 +339,13 @@ def test_a_full_disk_with_a_damaged_entry_warns_once_and_builds_the_env(
     entry.write_bytes(b"damaged")
     # a "full" disk without root: a file-size limit of 4 kB makes every write past it fail
     # with EFBIG (SIGXFSZ ignored), as ENOSPC would
+    full_disk = """
+    import resource, signal
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.RLIM_INFINITY))
+    """
     out = _run(
-        """
-        import json, resource, signal, warnings
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.RLIM_INFINITY))
-        from grid_vec.env.make import make
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            env = make("case14")
-        obs, _ = env.reset(seed=0, options={"scenario_id": 0})
-        print(json.dumps([str(w.message) for w in caught if w.category is UserWarning]))
-        print(json.dumps(obs.tolist()))
-        """,
+        full_disk + _PROBE_MAKE14,
         tmp_path,
         {model_cache.CACHE_DIR_VARIABLE: str(cache)},
     )
