@@ -27,6 +27,7 @@ from grid_vec._argtypes import (
 )
 from grid_vec._untrusted import UntrustedFileError
 
+NO_PROGRESS_HELP = "show no progress (by default: a bar on a terminal, a line every 30 s elsewhere)"
 ACTION_SET_HELP = (
     "play the action set in this file (written by `grid-vec actions TASK --out DIR`) "
     "instead of the task's shipped one"
@@ -76,6 +77,8 @@ def add_task_commands(commands: Any) -> None:
         "else ~/data_grid2op/<dataset>)",
     )
 
+    evaluate.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
+
     actions = commands.add_parser(
         "actions",
         help="write a task's reduced action set (greedy-by-simulate picks)",
@@ -103,6 +106,7 @@ def add_task_commands(commands: Any) -> None:
         default=None,
         help="decisions per scenario at most (default: every scenario to its end)",
     )
+    actions.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
 
 
 def run_task_command(args: argparse.Namespace) -> int:
@@ -132,10 +136,21 @@ def _actions(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError("grid-vec actions", f"--out: {exc}") from exc
     path = write_action_set(
-        args.task, args.scenarios, args.size, args.workers, args.out, args.max_steps
+        args.task,
+        args.scenarios,
+        args.size,
+        args.workers,
+        args.out,
+        args.max_steps,
+        pbar=_progress(args),
     )
     print(f"wrote {path}  (play it with --action-set {path})")
     return 0
+
+
+def _progress(args: argparse.Namespace) -> Any:
+    """What the Runner's ``pbar`` takes for ``--no-progress``: nothing, else ``"auto"``."""
+    return False if args.no_progress else "auto"
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -186,6 +201,7 @@ def _eval(args: argparse.Namespace) -> int:
                 seed=args.seed,
                 scenarios=args.scenarios,
                 env_kwargs=kwargs,
+                pbar=_progress(args),
             ),
             agent=name,
         )

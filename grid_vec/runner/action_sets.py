@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ import numpy as np
 
 from grid_vec.env.tasks import TASKS, action_set_path
 from grid_vec.runner.agents import simulated_score
+from grid_vec.runner.progress import make_bars
 
 
 def greedy_choice(env: Any, mask: np.ndarray | None) -> int:
@@ -58,11 +59,11 @@ def greedy_choice(env: Any, mask: np.ndarray | None) -> int:
 
 
 def _count_scenarios(
-    task_id: str, positions: Sequence[int], max_steps: int | None = None
+    task_id: str, positions: Sequence[int], max_steps: int | None = None, bar: Any = None
 ) -> np.ndarray:
     """The greedy picks (one count per catalog action) over the training scenarios at
     ``positions`` (within the split), each played to its end or its first ``max_steps``
-    decisions."""
+    decisions; ``bar`` (a progress bar, or None) counts the scenarios played."""
     from grid_vec.env.make import make
 
     env = make(task_id, split="train", action_subset=None, action_mask=True)
@@ -76,12 +77,18 @@ def _count_scenarios(
             decisions += 1
             _, _, terminated, truncated, info = env.step(action)
             done = terminated or truncated
+        if bar is not None:
+            bar.update(1)
     env.close()
     return counts
 
 
 def count_greedy_picks(
-    task_id: str, scenarios: int, workers: int = 1, max_steps: int | None = None
+    task_id: str,
+    scenarios: int,
+    workers: int = 1,
+    max_steps: int | None = None,
+    pbar: Any = False,
 ) -> np.ndarray:
     """How often greedy-by-simulate picks each catalog action on the first ``scenarios`` of
     the task's training split.
@@ -91,6 +98,8 @@ def count_greedy_picks(
         scenarios: how many training scenarios to play (from the first).
         workers: processes to play them in (the counts do not depend on it).
         max_steps: decisions per scenario at most (None: each scenario to its end).
+        pbar: progress in scenarios played, as :meth:`~grid_vec.runner.Runner.run` takes it
+            (``"auto"``: tqdm on a terminal, a plain line elsewhere).
 
     Returns:
         (n_catalog,) int64 counts.
@@ -110,12 +119,24 @@ def count_greedy_picks(
         raise ValueError(f"workers must be >= 1, got {workers}")
     if max_steps is not None and max_steps < 1:
         raise ValueError(f"max_steps must be >= 1 or None, got {max_steps}")
-    chunks = [list(range(k, scenarios, workers)) for k in range(min(workers, scenarios))]
-    if len(chunks) == 1:
-        return _count_scenarios(task_id, chunks[0], max_steps)
-    with ProcessPoolExecutor(len(chunks)) as pool:
-        n = len(chunks)
-        return sum(pool.map(_count_scenarios, [task_id] * n, chunks, [max_steps] * n))
+    bar, _, owned = make_bars(pbar, scenarios, desc="scenarios")
+    try:
+        if workers == 1:
+            return _count_scenarios(task_id, range(scenarios), max_steps, bar)
+        # one job a scenario, so that progress is seen as scenarios end (a job builds its
+        # env from the compiled-grid cache: milliseconds)
+        counts = None
+        with ProcessPoolExecutor(min(workers, scenarios)) as pool:
+            jobs = [
+                pool.submit(_count_scenarios, task_id, [p], max_steps) for p in range(scenarios)
+            ]
+            for job in as_completed(jobs):
+                counts = job.result() if counts is None else counts + job.result()
+                bar.update(1)
+        return counts
+    finally:
+        if owned:
+            bar.close()
 
 
 def reduced_action_set(counts: np.ndarray, size: int) -> list[int]:
@@ -151,12 +172,13 @@ def write_action_set(
     workers: int = 1,
     directory: str | os.PathLike[str] = ".",
     max_steps: int | None = None,
+    pbar: Any = False,
 ) -> Path:
     """Count the greedy picks, keep the reduced set and write it under ``directory``, named
     as the task's shipped file (``case14topology.json``), which is never overwritten.
 
     Args:
-        task_id, scenarios, workers, max_steps: as :func:`count_greedy_picks`'s.
+        task_id, scenarios, workers, max_steps, pbar: as :func:`count_greedy_picks`'s.
         size: as :func:`reduced_action_set`'s.
         directory: where to write (created if needed; default: the working directory).
 
@@ -166,7 +188,7 @@ def write_action_set(
     from grid_vec.env.make import make
 
     path = action_set_output(task_id, directory)
-    counts = count_greedy_picks(task_id, scenarios, workers, max_steps)
+    counts = count_greedy_picks(task_id, scenarios, workers, max_steps, pbar)
     actions = reduced_action_set(counts, size)
     env = make(task_id, split="train", action_subset=None)
     command = f"grid-vec actions {task_id} --scenarios {scenarios} --size {size}"

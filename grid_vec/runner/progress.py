@@ -77,7 +77,7 @@ def is_terminal(stream: TextIO | None = None) -> bool:
     return bool(isatty and isatty())
 
 
-def make_bars(pbar: Any, nb_episode: int) -> tuple[Any, Any, bool]:
+def make_bars(pbar: Any, nb_episode: int, desc: str = "episodes") -> tuple[Any, Any, bool]:
     """The progress bars a Runner's ``pbar`` argument asks for.
 
     Args:
@@ -85,6 +85,7 @@ def make_bars(pbar: Any, nb_episode: int) -> tuple[Any, Any, bool]:
             else a :class:`LineBar` of episodes), a bar class called with ``total`` and
             ``desc`` (used for both bars), or a bar instance with ``update`` (episodes only).
         nb_episode: the total of the episode bar.
+        desc: what the first bar counts.
 
     Returns:
         ``(episode bar, step bar, whether the Runner owns and must close them)``.
@@ -95,17 +96,17 @@ def make_bars(pbar: Any, nb_episode: int) -> tuple[Any, Any, bool]:
         if is_terminal():
             pbar = True
         else:
-            return LineBar(total=nb_episode, desc="episodes"), NoBar(), True
+            return LineBar(total=nb_episode, desc=desc), NoBar(), True
     if pbar is True:
         from tqdm.auto import tqdm
 
         return (
-            tqdm(total=nb_episode, desc="episodes", unit="ep"),
+            tqdm(total=nb_episode, desc=desc, unit="ep"),
             tqdm(desc="steps", unit="step", leave=False),
             True,
         )
     if isinstance(pbar, type):
-        return pbar(total=nb_episode, desc="episodes"), pbar(total=None, desc="steps"), True
+        return pbar(total=nb_episode, desc=desc), pbar(total=None, desc="steps"), True
     if callable(getattr(pbar, "update", None)):
         return pbar, NoBar(), False
     raise TypeError(

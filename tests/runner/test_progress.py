@@ -68,17 +68,20 @@ _RUN_WITH_AUTO = textwrap.dedent(
 def _stderr_of_runner(tmp_path, *, terminal: bool) -> str:
     script = tmp_path / "run_auto.py"
     script.write_text(_RUN_WITH_AUTO, encoding="utf-8")
+    return _stderr_of([sys.executable, str(script)], terminal=terminal)
+
+
+def _stderr_of(argv: list[str], *, terminal: bool) -> str:
+    """The standard error of ``argv`` run to its end, written to a pipe or to a terminal."""
     if not terminal:
-        done = subprocess.run(
-            [sys.executable, str(script)], capture_output=True, text=True, timeout=120
-        )
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr[-2000:]
         return done.stderr
     parent, child = pty.openpty()
     # a terminal of 100 columns (a fresh pseudo-terminal has 0, where tqdm draws nothing)
     fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
     try:
-        process = subprocess.Popen([sys.executable, str(script)], stderr=child)
+        process = subprocess.Popen(argv, stderr=child, stdout=subprocess.DEVNULL)
         os.close(child)
         chunks = []
         while True:
@@ -105,3 +108,23 @@ def test_auto_off_a_terminal_writes_the_final_count_as_a_plain_line(tmp_path):
     stderr = _stderr_of_runner(tmp_path, terminal=False)
     assert "episodes: 2/2 (100%)" in stderr
     assert "\r" not in stderr
+
+
+_EVAL = [sys.executable, "-m", "grid_vec_launcher", "eval", "grid_vec/Case14Topology-v0"]
+_EVAL_ARGS = ["--agent", "do-nothing", "--scenarios", "2", "--num-envs", "1"]
+
+
+def test_grid_vec_eval_shows_its_progress_on_a_terminal():
+    stderr = _stderr_of([*_EVAL, *_EVAL_ARGS], terminal=True)
+    assert "episodes: 100%" in stderr and "2/2" in stderr
+
+
+def test_grid_vec_eval_off_a_terminal_writes_progress_lines_and_no_progress_silences_them():
+    assert "episodes: 2/2 (100%)" in _stderr_of([*_EVAL, *_EVAL_ARGS], terminal=False)
+    assert "episodes" not in _stderr_of([*_EVAL, *_EVAL_ARGS, "--no-progress"], terminal=False)
+
+
+def test_grid_vec_actions_counts_the_scenarios_it_played(tmp_path):
+    argv = [sys.executable, "-m", "grid_vec_launcher", "actions", "grid_vec/Case14Topology-v0"]
+    argv += ["--scenarios", "2", "--max-steps", "2", "--workers", "2", "--out", str(tmp_path)]
+    assert "scenarios: 2/2 (100%)" in _stderr_of(argv, terminal=False)
