@@ -125,7 +125,15 @@ def test_eval_meeting_a_damaged_scenario_mid_run_is_one_line_naming_the_file(tmp
         shutil.copytree(chronics[k % len(chronics)], root / "chronics" / f"{k:04d}")
     damaged = root / "chronics" / "0001" / "load_p.csv.bz2"
     damaged.write_bytes(b"not bz2 at all")
-    argv = ["eval", SANDBOX_TOPOLOGY, "--data-dir", str(root), "--agent", "do-nothing"]
+    argv = [
+        "eval",
+        SANDBOX_TOPOLOGY,
+        "--data-dir",
+        str(root),
+        "--agent",
+        "do-nothing",
+        "--no-progress",
+    ]
     proc = grid_vec_cli(*argv, "--scenarios", "2", "--num-envs", "1")
     assert_one_line_exit_2(proc, "grid-vec eval: ")
     assert "0001" in proc.stderr and "load_p" in proc.stderr
@@ -145,7 +153,17 @@ def test_the_missing_dataset_error_names_the_cli_option(tmp_path, monkeypatch):
 @pytest.mark.parametrize("delay", [0.2, 0.4, 1.0, 2.5])
 def test_ctrl_c_at_any_moment_exits_130_without_a_traceback(delay):
     # eval plays in this one process (no worker is forked): the moment is the CLI's alone.
-    argv = ["eval", TOPOLOGY, "--agent", "greedy", "--scenarios", "8", "--num-envs", "1"]
+    argv = [
+        "eval",
+        TOPOLOGY,
+        "--agent",
+        "greedy",
+        "--scenarios",
+        "8",
+        "--num-envs",
+        "1",
+        "--no-progress",
+    ]
     proc = subprocess.Popen(
         [*COMMAND, *argv],
         stdout=subprocess.PIPE,
