@@ -132,7 +132,7 @@ def test_grid_vec_eval_scores_a_dataset_task_and_answers_a_missing_one_in_one_li
          "--scenarios", "2", "--num-envs", "2"]
     )  # fmt: skip
     assert code == 0
-    assert "| do_nothing |" in capsys.readouterr().out
+    assert "| do-nothing |" in capsys.readouterr().out
     assert main(["eval", SANDBOX_TOPOLOGY, "--data-dir", str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and err.count("\n") == 1 and "grid2op.make" in err
