@@ -27,7 +27,7 @@ from gymnasium.vector import AutoresetMode
 import grid_vec
 from grid_vec._argtypes import positive_float, positive_int
 from grid_vec.bench import add_out_argument, write_result
-from grid_vec.env.heuristics import Heuristics
+from grid_vec.core.rules.heuristics import Heuristics
 
 
 def _single(heuristics: Heuristics | None) -> Any:

@@ -22,9 +22,9 @@ import numpy as np
 
 from grid_vec.bench import add_out_argument, write_result
 from grid_vec.chronics.synthetic import SyntheticSource
+from grid_vec.core.parameters import Parameters
 from grid_vec.env.embedded import EMBEDDED, do_nothing_survival, embedded_model
 from grid_vec.env.grid_env import GridEnv
-from grid_vec.env.parameters import Parameters
 
 REFERENCE_IDS = range(100, 120)
 EVAL_IDS = range(20)

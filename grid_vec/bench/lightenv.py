@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from grid_vec.bench.subjects import _TABLE, action_table
-from grid_vec.env.actions import KIND_LINE, KIND_SUB
+from grid_vec.core.actions import KIND_LINE, KIND_SUB
 from grid_vec.grid._lightsim_cpp import lightsim_cpp
 from grid_vec.grid.lightsim import LightSimBackend
 

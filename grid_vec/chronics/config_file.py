@@ -20,6 +20,7 @@ from grid_vec.chronics.untrusted import (
     MAX_SMALL_FILE_BYTES,
     FolderFormatError,
     check_number,
+    inside,
     read_text,
     short,
 )
@@ -197,6 +198,20 @@ def read_config_name(path: Path, key: str) -> str | None:
         if isinstance(key_node, ast.Constant) and key_node.value == key:
             return class_name(value_node)
     return None
+
+
+def folder_config(root: Path) -> Path | None:
+    """The ``config.py`` of the dataset folder ``root``, None when it has none.
+
+    Raises:
+        FolderFormatError: the file resolves outside the folder (a link out of it).
+    """
+    root = root.resolve()
+    path = root / "config.py"
+    if not path.is_file() and not path.is_symlink():
+        return None
+    inside(root, path)
+    return path
 
 
 MAX_FORECAST_HORIZONS = 288  # a day of 5-minute forecasts per step, far above any dataset's

@@ -36,10 +36,8 @@ generated with, and grid2op's ``make`` ignores it too.
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import hashlib
-import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +64,7 @@ from grid_vec.chronics.outages import (
     outage_arrays,
     outage_files,
 )
+from grid_vec.chronics.prods_charac import read_prods_charac
 from grid_vec.chronics.scenario import Injections, ScenarioInfo
 from grid_vec.chronics.scenario_cache import ScenarioKey, shared_cache
 from grid_vec.chronics.storage_charac import (
@@ -132,9 +131,9 @@ def load_folder(path: str | Path, model: GridModel | None = None) -> GridFolder:
     net = None
     if model is None:
         net = read_grid_json(_grid_file(root))
-        from grid_vec.grid.compile import _branch_names, storage_names  # compile_net's names
+        from grid_vec.grid.compile import net_branch_names, storage_names  # compile_net's names
 
-        branch_names, storage = _branch_names(net), storage_names(net)
+        branch_names, storage = net_branch_names(net), storage_names(net)
     else:
         branch_names, storage = model.branch_names, model.storage_names
 
@@ -143,7 +142,7 @@ def load_folder(path: str | Path, model: GridModel | None = None) -> GridFolder:
     if config_path is not None:
         config = read_config_values(config_path, ("thermal_limits", "names_chronics_to_grid"))
     charac_path = _file(root, root / "prods_charac.csv")
-    charac = None if charac_path is None else _read_prods_charac(charac_path)
+    charac = None if charac_path is None else read_prods_charac(charac_path)
     return GridFolder(
         path=root,
         name=root.name,
@@ -230,34 +229,6 @@ def _thermal_limits(value: Any, branch_names: np.ndarray, config_path: Path) -> 
             f"the grid has {n_branch} branches (lines then transformers)"
         )
     return limits
-
-
-def _read_prods_charac(path: Path) -> dict[str, np.ndarray]:
-    """Columns by header name: float arrays where every cell is a number, else str arrays."""
-    text = read_text(path, MAX_SMALL_FILE_BYTES)
-    first = text.split("\n", 1)[0]
-    delimiter = ";" if ";" in first and "," not in first else ","
-    try:
-        rows = list(csv.reader(io.StringIO(text), delimiter=delimiter))
-    except csv.Error as e:
-        raise FolderFormatError(f"{path}: not a CSV table ({short(str(e))})") from None
-    rows = [r for r in rows if r]
-    if not rows:
-        raise FolderFormatError(f"{path}: empty file")
-    header, body = rows[0], rows[1:]
-    for i, row in enumerate(body):
-        if len(row) != len(header):
-            raise FolderFormatError(
-                f"{path}: line {i + 2} has {len(row)} columns, the header has {len(header)}"
-            )
-    columns: dict[str, np.ndarray] = {}
-    for j, name in enumerate(header):
-        cells = [row[j].strip() for row in body]
-        try:
-            columns[name.strip()] = np.array([float(c) for c in cells])
-        except ValueError:
-            columns[name.strip()] = np.array(cells, dtype=str)
-    return columns
 
 
 class FolderSource:

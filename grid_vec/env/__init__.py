@@ -1,4 +1,6 @@
-"""env layer: GridEnv and its parts (see docs/architecture.md, the game layer).
+"""env layer: the gymnasium face of the game (GridEnv, make, tasks, registration, multi-mix;
+see docs/architecture.md); the game itself is :mod:`grid_vec.core`, some of whose names are
+exported here too.
 
 Names are loaded on first use so that importing ``grid_vec`` (which registers the gymnasium
 ids through ``grid_vec.env.registration``) stays light.
@@ -11,12 +13,12 @@ from typing import Any
 
 _EXPORTS = {
     "GridEnv": "grid_vec.env.grid_env",
-    "Heuristics": "grid_vec.env.heuristics",
-    "Parameters": "grid_vec.env.parameters",
-    "GeometricOpponent": "grid_vec.env.opponent",
-    "RandomLineOpponent": "grid_vec.env.opponent",
-    "WeightedRandomOpponent": "grid_vec.env.opponent",
-    "ObservationView": "grid_vec.env.observation",
+    "Heuristics": "grid_vec.core.rules.heuristics",
+    "Parameters": "grid_vec.core.parameters",
+    "GeometricOpponent": "grid_vec.core.rules.opponent",
+    "RandomLineOpponent": "grid_vec.core.rules.opponent",
+    "WeightedRandomOpponent": "grid_vec.core.rules.opponent",
+    "ObservationView": "grid_vec.core.observation",
     "make": "grid_vec.env.make",
 }
 

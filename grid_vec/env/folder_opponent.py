@@ -1,7 +1,7 @@
 """The opponent of a grid2op-format folder: its ``config.py`` entries mapped to grid_vec's.
 
 :func:`grid_vec.chronics.opponent_config.read_opponent_config` reads the entries as data
-(class names as strings); here they become an :class:`~grid_vec.env.opponent.Opponent`, as
+(class names as strings); here they become an :class:`~grid_vec.core.rules.opponent.Opponent`, as
 grid2op's ``make`` would build it:
 
 * no ``opponent_class``, ``BaseOpponent``, a ``NeverAttackBudget`` (grid2op's default budget
@@ -31,9 +31,10 @@ from typing import Any
 
 import numpy as np
 
+from grid_vec.chronics.config_file import folder_config
 from grid_vec.chronics.opponent_config import OpponentConfig, read_opponent_config
-from grid_vec.chronics.untrusted import FolderFormatError, inside, short
-from grid_vec.env.opponent import (
+from grid_vec.chronics.untrusted import FolderFormatError, short
+from grid_vec.core.rules.opponent import (
     GeometricOpponent,
     Opponent,
     RandomLineOpponent,
@@ -76,11 +77,9 @@ def folder_opponent(
     Raises:
         FolderFormatError: a malformed ``config.py`` or opponent entry (naming the key).
     """
-    root = root.resolve()
-    path = root / "config.py"
-    if not path.is_file() and not path.is_symlink():
+    path = folder_config(root)
+    if path is None:
         return None
-    inside(root, path)
     return opponent_of(read_opponent_config(path), branch_names, step_seconds)
 
 

@@ -1,11 +1,11 @@
 """GridEnv: operate a power grid through a scenario, as a ``gymnasium.Env``.
 
-A GridEnv is the batch of one of :class:`~grid_vec.env.batch.GridBatch`, where the game is
+A GridEnv is the batch of one of :class:`~grid_vec.core.batch.GridBatch`, where the game is
 written (once, for any number of envs): one step checks the action's legality with the
 current timers (an illegal action becomes do-nothing, flagged in ``info``), moves the
 scenario one step, lets the opponent choose its attack, applies the action, the scenario's
 maintenance and hazards, the attack and the new injections, solves and cascades (see
-:mod:`grid_vec.env.state`), moves the timers, and builds the observation, reward and info.
+:mod:`grid_vec.core.state`), moves the timers, and builds the observation, reward and info.
 This module holds what is per env: the gymnasium API, the validation of one action, the
 info dict and the look-ahead budget.
 
@@ -28,17 +28,18 @@ import numpy as np
 from gymnasium import spaces
 
 from grid_vec.chronics.scenario import ScenarioInfo, ScenarioSource
-from grid_vec.env.action_input import ACTION_TYPES, Parsed, one_action
-from grid_vec.env.batch import GridBatch, env_info
-from grid_vec.env.dispatch import GeneratorLimits
-from grid_vec.env.grid2op_rewards import dataset_reward
-from grid_vec.env.heuristics import Heuristics
-from grid_vec.env.observation import ObservationView
-from grid_vec.env.opponent import Opponent
-from grid_vec.env.parameters import Parameters
-from grid_vec.env.reset_options import RESET_OPTIONS
-from grid_vec.env.rewards import RewardFn, make_reward
-from grid_vec.env.storage import StorageUnits
+from grid_vec.core.batch import GridBatch
+from grid_vec.core.observation import ObservationView
+from grid_vec.core.parameters import Parameters
+from grid_vec.core.records import env_info
+from grid_vec.core.reset_options import RESET_OPTIONS
+from grid_vec.core.rewards.base import RewardFn
+from grid_vec.core.rewards.registry import dataset_reward, make_reward
+from grid_vec.core.rules.dispatch import GeneratorLimits
+from grid_vec.core.rules.heuristics import Heuristics
+from grid_vec.core.rules.opponent import Opponent
+from grid_vec.core.rules.storage import StorageUnits
+from grid_vec.env.action_input import ACTION_TYPES, Parsed, box, one_action
 from grid_vec.grid.model import GridModel
 
 __all__ = ["ACTION_TYPES", "RESET_OPTIONS", "GridEnv"]
@@ -51,7 +52,7 @@ class GridEnv(gym.Env):
     ``action_type``: ``"discrete"`` (the topology catalog), ``"redispatch"``,
     ``"curtailment"``, ``"storage"`` or ``"continuous"`` (all three), played by grid2op's
     dispatch and storage rules (see :mod:`grid_vec.env.action_input`,
-    :mod:`grid_vec.env.dispatch` and :mod:`grid_vec.env.storage`). ``dispatch_limits``
+    :mod:`grid_vec.core.rules.dispatch` and :mod:`grid_vec.core.rules.storage`). ``dispatch_limits``
     are the generators' characteristics those rules use (a folder's ``prods_charac.csv``;
     :func:`grid_vec.make` passes them); without them, the net's pmin / pmax, ``gen_ramp``
     (MW per step, one per generator; by default 5% of each generator's ``pmax``) both ways,
@@ -62,10 +63,10 @@ class GridEnv(gym.Env):
     ``reward`` and the values of ``other_rewards`` (a list of names, or a dict name ->
     reward; their values go to ``info["other_rewards"]``) are reward names (grid_vec's:
     ``"flat"``, ``"line_margin"``, ``"redispatch_cost"``; grid2op's, with grid2op's formulas:
-    ``"L2RPNReward"``, ``"RedispReward"``, ... see :mod:`grid_vec.env.grid2op_rewards`),
+    ``"L2RPNReward"``, ``"RedispReward"``, ... see :mod:`grid_vec.core.rewards.grid2op`),
     reward objects (``RedispReward(alpha_redisp=3)``) or custom callables
     ``fn(inputs, terminated) -> float``, called once per env and step with that env's
-    :class:`~grid_vec.env.rewards.RewardInputs`: the flows after the step, the action asked
+    :class:`~grid_vec.core.rewards.base.RewardInputs`: the flows after the step, the action asked
     for (``inputs.action``, ``inputs.redispatch``, ``inputs.acted_line``,
     ``inputs.acted_sub``), whether it was refused (``inputs.is_illegal``,
     ``inputs.is_ambiguous``), ``inputs.done``, ``inputs.step`` / ``inputs.max_steps``, the
@@ -74,16 +75,16 @@ class GridEnv(gym.Env):
     as grid2op does; any other env plays ``"flat"``.
 
     ``maintenance=False`` leaves out the line outages the scenarios plan (maintenance and
-    hazards, see :mod:`grid_vec.env.maintenance`), as grid2op's scenario classes without
+    hazards, see :mod:`grid_vec.core.rules.outages`), as grid2op's scenario classes without
     maintenance do.
 
     ``observation_attributes`` (a list of names) makes the flat observation of these
     attributes only, in this order, as grid2op's ``gym_compat`` lets users choose: the
-    default ones (see :mod:`grid_vec.env.observation`) and grid2op's ``target_dispatch``,
+    default ones (see :mod:`grid_vec.core.observation`) and grid2op's ``target_dispatch``,
     ``current_step``, ``max_step``, ``delta_time``, ``timestep_protection_engaged``,
     ``theta_or``, ``theta_ex``, ``load_theta``, ``gen_theta``, ``storage_charge``,
     ``storage_power_target``, ``storage_power``, ``storage_theta`` (see
-    :mod:`grid_vec.env.observation_select`). ``env.view(obs)`` names them.
+    :mod:`grid_vec.core.observation_select`). ``env.view(obs)`` names them.
 
     ``action_mask=True`` (``"discrete"`` and ``"combined"`` action types) puts in the info
     of every reset and step ``action_mask``, a ``(n_catalog,)`` bool array: True where the
@@ -93,10 +94,10 @@ class GridEnv(gym.Env):
     ``max_line_status_changed``); do-nothing is always legal. An illegal action is played as
     do-nothing (``info["is_illegal"]``): a maskable policy never picks one.
 
-    ``heuristics`` (a :class:`~grid_vec.env.heuristics.Heuristics`) lets the env play steps
+    ``heuristics`` (a :class:`~grid_vec.core.rules.heuristics.Heuristics`) lets the env play steps
     on its own while the grid is safe, and reconnect lines: a ``step`` then returns at the
     next decision point, with the rewards summed and ``info["skipped_steps"]`` (see
-    :mod:`grid_vec.env.heuristics`).
+    :mod:`grid_vec.core.rules.heuristics`).
 
     ``action_subset`` (catalog indices, do-nothing ``0`` first) restricts the discrete
     actions to these: action ``k`` is catalog action ``action_subset[k]``, and the
@@ -204,7 +205,7 @@ class GridEnv(gym.Env):
         self.topology = batch.topology
         self.catalog = batch.catalog
         self.obs_layout = batch.obs_layout
-        self.observation_space = self.obs_layout.space()
+        self.observation_space = spaces.Box(*self.obs_layout.bounds(), dtype=np.float32)
         self.redispatchable = batch.redispatchable
         self.dispatch_limits = dispatch_limits
         self.storage_units = batch.storage  # None: the grid has none
@@ -214,11 +215,11 @@ class GridEnv(gym.Env):
             self.action_space = spaces.Dict(
                 {
                     "topology": spaces.Discrete(batch.n_actions),
-                    "continuous": batch.continuous.space(),
+                    "continuous": box(batch.continuous),
                 }
             )
         else:
-            self.action_space = batch.continuous.space()
+            self.action_space = box(batch.continuous)
         # a bare int action is a catalog index below this (0 otherwise: no int is one)
         self._n_discrete = batch.n_actions if action_type == "discrete" else 0
         self._bind(batch, 0)

@@ -20,6 +20,9 @@ from gymnasium.envs.registration import EnvSpec
 
 from grid_vec._untrusted import file_stamp
 from grid_vec.chronics.scenario import ScenarioSource
+from grid_vec.core.parameters import Parameters
+from grid_vec.core.rules.dispatch import GeneratorLimits
+from grid_vec.core.rules.storage import StorageUnits
 from grid_vec.env.datasets import (
     DATA_DIR_VARIABLE,
     DatasetNotFoundError,
@@ -27,13 +30,10 @@ from grid_vec.env.datasets import (
     is_dataset_name,
     is_grid2op_sample,
 )
-from grid_vec.env.dispatch import GeneratorLimits
 from grid_vec.env.embedded import EMBEDDED, embedded_model
 from grid_vec.env.grid_env import GridEnv
 from grid_vec.env.multimix import MultiMixEnv, MultiMixFactory
-from grid_vec.env.parameters import Parameters
 from grid_vec.env.registration import GYM_IDS
-from grid_vec.env.storage import StorageUnits
 from grid_vec.env.tasks import TASKS, dataset_folder, task_settings, task_split
 from grid_vec.grid.model import GridModel
 
@@ -93,7 +93,7 @@ def make(
     :class:`~grid_vec.env.multimix.MultiMixEnv`: one GridEnv per mix (the keywords apply to
     each), one mix per episode, chosen on reset as grid2op's ``MultiMixEnvironment`` chooses
     it. A folder whose grid has storage units plays them by grid2op's rules
-    (:mod:`grid_vec.env.storage`), with the characteristics of its
+    (:mod:`grid_vec.core.rules.storage`), with the characteristics of its
     ``storage_units_charac.csv``.
 
     The env's ``spec`` names it (the registered gymnasium id of an embedded grid,

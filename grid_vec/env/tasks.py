@@ -55,8 +55,8 @@ from pathlib import Path
 from typing import Any
 
 from grid_vec._untrusted import UntrustedFileError, json_depth, quote, read_bytes
+from grid_vec.core.rules.heuristics import Heuristics
 from grid_vec.env.datasets import find_dataset
-from grid_vec.env.heuristics import Heuristics
 
 ACTION_SET_DIR = Path(__file__).parent / "data" / "action_sets"
 _MAX_ACTION_SET_BYTES = 1 << 20

@@ -126,7 +126,7 @@ def compile_net(
         name=name,
         sub_names=np.array([f"sub_{i}" for i in range(n_sub)]),
         sub_vn_kv=vn_kv,
-        branch_names=_branch_names(net),
+        branch_names=net_branch_names(net),
         branch_or_sub=np.concatenate(
             [net.line["from_bus"].to_numpy(int), net.trafo["hv_bus"].to_numpy(int)]
         ),
@@ -259,7 +259,8 @@ def _gen_names(net) -> np.ndarray:
     )
 
 
-def _branch_names(net) -> np.ndarray:
+def net_branch_names(net) -> np.ndarray:
+    """The names of a net's branches, lines then transformers, as ``compile_net`` names them."""
     n_line = len(net.line)
     if _has_names(net.line):
         lines = net.line["name"].astype(str).tolist()

@@ -5,7 +5,7 @@ readable: per episode, the **survival fraction** is the time steps played (those
 played on its own under the task's heuristics included, ``EpisodeResult.env_steps``) over
 the steps the scenario has (1 for an episode no game over ended); the task's **score** is
 100 times the mean survival fraction; the **operational cost** is the energy lost or
-redispatched (MWh, the ``operational_cost`` reward of :mod:`grid_vec.env.rewards`, summed
+redispatched (MWh, the ``operational_cost`` reward of :mod:`grid_vec.core.rewards.builtin`, summed
 over the steps played), reported per step played so that an agent surviving longer is not
 charged more for it.
 

@@ -1,7 +1,7 @@
 """BatchedGridVecEnv: N GridEnvs of one grid stepped together in this process.
 
 A natively vectorized ``gymnasium.vector.VectorEnv`` over the batched core
-(:class:`~grid_vec.env.batch.GridBatch`): one call steps every env with array operations and
+(:class:`~grid_vec.core.batch.GridBatch`): one call steps every env with array operations and
 one power flow per env, with no process, pipe or per-env Python ``step``. Its trajectories,
 rewards and infos are those of N separate GridEnvs with the same seeds and actions (under
 SyncVectorEnv, in every autoreset mode), and it has the grid commands of GridVecEnv.
@@ -32,12 +32,10 @@ from gymnasium import Env
 from gymnasium.vector.utils import batch_space
 from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 
-from grid_vec.env.action_input import Parsed, batch_actions
+from grid_vec.core.records import INFO_COLUMNS, REASONS, Parsed
+from grid_vec.env.action_input import batch_actions
 from grid_vec.vector.errors import naming_env
 from grid_vec.vector.grid_commands import GridCommands
-
-_STEP_KEYS = ("is_illegal", "is_ambiguous", "tripped_branches", "attacked_branch")
-_REASONS = ("illegal_reason", "ambiguous_reason", "game_over_reason", "failed_redispatch_reason")
 
 
 class BatchedGridVecEnv(GridCommands, VectorEnv):
@@ -323,14 +321,11 @@ def _step_infos(result: Any, positions: np.ndarray, rows: np.ndarray, n: int) ->
         return {}
     mask = _mask(n, rows)
     infos: dict[str, Any] = {}
-    for key, values in (
-        ("is_illegal", result.is_illegal),
-        ("is_ambiguous", result.is_ambiguous),
-        ("tripped_branches", result.tripped),
-    ):
-        array = np.zeros((n, *values.shape[1:]), dtype=bool)
+    for column in INFO_COLUMNS:
+        values = getattr(result, column.field)
+        array = np.zeros((n, *values.shape[1:]), dtype=column.dtype)
         array[rows] = values[positions]
-        infos[key], infos[f"_{key}"] = array, mask.copy()
+        infos[column.key], infos[f"_{column.key}"] = array, mask.copy()
     if result.other_rewards:
         others: dict[str, Any] = {}
         for name, values in result.other_rewards.items():
@@ -338,7 +333,7 @@ def _step_infos(result: Any, positions: np.ndarray, rows: np.ndarray, n: int) ->
             array[rows] = values[positions]
             others[name], others[f"_{name}"] = array, mask.copy()
         infos["other_rewards"], infos["_other_rewards"] = others, mask.copy()
-    for key in _REASONS:
+    for key in REASONS:
         reasons = getattr(result, key)
         pairs = zip(positions.tolist(), rows.tolist(), strict=True)
         present = [(r, reasons[j]) for j, r in pairs if j in reasons]
@@ -348,9 +343,6 @@ def _step_infos(result: Any, positions: np.ndarray, rows: np.ndarray, n: int) ->
             for r, text in present:
                 array[r], where[r] = text, True
             infos[key], infos[f"_{key}"] = array, where
-    attacked = np.zeros(n, dtype=int)
-    attacked[rows] = result.attacked[positions]
-    infos["attacked_branch"], infos["_attacked_branch"] = attacked, mask.copy()
     infos.update(_masks(result.action_mask, positions, rows, n))
     if result.skipped is not None:
         skipped = np.zeros(n, dtype=int)

@@ -227,8 +227,8 @@ class _Server:
         the running episodes in one batch step. Each env gets the transition and info its
         own ``step`` would give. Returns the envs to step one by one instead (with
         ``DISABLED``, those whose episode is over: their ``step`` raises as it should)."""
+        from grid_vec.core.records import env_info
         from grid_vec.env.action_input import batch_actions  # loaded already with the envs
-        from grid_vec.env.batch import env_info
 
         batch, mode = self.batch, self.spec.autoreset_mode
         rows, alone = [], []

@@ -19,8 +19,8 @@ from grid_vec.chronics.outages import (
     read_maintenance_plan,
 )
 from grid_vec.chronics.scenario_cache import DiskTier, shared_cache
+from grid_vec.core.parameters import Parameters
 from grid_vec.env.grid_env import GridEnv
-from grid_vec.env.parameters import Parameters
 
 # grid2op's documented examples (GridValue.get_maintenance_time_1d and friends)
 FLAGS = np.array([0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0], dtype=bool)

@@ -12,9 +12,9 @@ from env_helpers import loose_limits
 from gymnasium.vector import AutoresetMode
 
 from grid_vec.chronics.synthetic import SyntheticSource
-from grid_vec.env.actions import KIND_LINE, KIND_SUB
+from grid_vec.core.actions import KIND_LINE, KIND_SUB
+from grid_vec.core.parameters import Parameters
 from grid_vec.env.grid_env import GridEnv
-from grid_vec.env.parameters import Parameters
 from grid_vec.vector.batched import BatchedGridVecEnv
 
 COOLDOWNS = Parameters(nb_timestep_cooldown_line=3, nb_timestep_cooldown_sub=3)

@@ -9,7 +9,7 @@ import pytest
 
 import grid_vec
 from grid_vec.chronics.synthetic import SyntheticSource
-from grid_vec.env.actions import KIND_LINE, KIND_SUB
+from grid_vec.core.actions import KIND_LINE, KIND_SUB
 from grid_vec.env.grid_env import GridEnv
 
 

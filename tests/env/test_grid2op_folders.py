@@ -22,7 +22,7 @@ from env_helpers import grid2op_env
 
 import grid_vec
 from grid_vec.chronics import FolderFormatError, load_folder
-from grid_vec.env.parameters import _GRID2OP_KEYS
+from grid_vec.core.parameters import _GRID2OP_KEYS
 
 pytestmark = pytest.mark.grid2op
 

@@ -19,7 +19,7 @@ import pytest
 from env_helpers import grid2op_env
 
 import grid_vec
-from grid_vec.env.actions import KIND_LINE
+from grid_vec.core.actions import KIND_LINE
 
 pytestmark = pytest.mark.grid2op
 

@@ -243,7 +243,7 @@ def test_budget_and_cooldown_rules_are_grid2op_opponent_spaces(data, income, dur
     connected: the same attacks, budgets and cooldown counters, step by step."""
     from grid2op.Opponent.opponentSpace import OpponentSpace
 
-    from grid_vec.env.opponent import OpponentBatch, RandomLineOpponent
+    from grid_vec.core.rules.opponent import OpponentBatch, RandomLineOpponent
 
     class Attack:
         def get_topological_impact(self, *args, **kwargs):
@@ -332,7 +332,7 @@ GEOMETRIC_KWARGS = {
 def test_geometric_schedule_is_grid2op_given_the_same_draws(data):
     """grid2op's GeometricOpponent and grid_vec's draw the same schedule (waits, durations,
     which attacks fit in the episode) from the same geometric draws, with the same rates."""
-    from grid_vec.env.opponent import GeometricOpponent
+    from grid_vec.core.rules.opponent import GeometricOpponent
 
     names = [f"l{i}" for i in range(4)]
     draws = np.random.default_rng(0).integers(1, 40, 4000).tolist()
@@ -365,7 +365,7 @@ def test_geometric_rules_are_grid2op_step_by_step(data, targets, income, duratio
     budgets, cooldown counters and attacks used up, step by step."""
     from grid2op.Opponent.opponentSpace import OpponentSpace
 
-    from grid_vec.env.opponent import _UNSET, GeometricOpponent, OpponentBatch
+    from grid_vec.core.rules.opponent import _UNSET, GeometricOpponent, OpponentBatch
 
     class OnePerAttack:  # BaseActionBudget's cost of a one-line attack
         action_space = type("ActionSpace", (), {})

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import grid_vec
-from grid_vec.env.parameters import Parameters
+from grid_vec.core.parameters import Parameters
 
 pytestmark = pytest.mark.grid2op
 
@@ -104,7 +104,7 @@ def test_time_features_and_hard_overflow_at_reset_as_grid2op(sandbox):
 def test_topo_vect_layout_and_substation_actions_as_grid2op(sandbox):
     """grid2op's layout arrays are ours, and a substation configuration written in grid2op's
     element order moves the same elements: same topo_vect, same flows, same legality."""
-    from grid_vec.env.actions import KIND_SUB
+    from grid_vec.core.actions import KIND_SUB
 
     ours = grid_vec.make(sandbox)
     theirs, g_obs = _grid2op_env(sandbox, ours.thermal_limit)

@@ -24,9 +24,9 @@ import numpy as np
 import pytest
 
 import grid_vec
-from grid_vec.env.actions import KIND_SUB
-from grid_vec.env.grid2op_rewards import GRID2OP_REWARDS
-from grid_vec.env.parameters import Parameters
+from grid_vec.core.actions import KIND_SUB
+from grid_vec.core.parameters import Parameters
+from grid_vec.core.rewards.grid2op import GRID2OP_REWARDS
 
 pytestmark = pytest.mark.grid2op
 

@@ -14,8 +14,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import grid_vec
-from grid_vec.env.opponent import RandomLineOpponent
-from grid_vec.env.parameters import Parameters
+from grid_vec.core.parameters import Parameters
+from grid_vec.core.rules.opponent import RandomLineOpponent
 
 
 def test_check_env_passes(make_env):
@@ -448,7 +448,7 @@ def test_building_envs_prints_no_warning_about_numba():
 def test_time_features_match_datetime():
     import datetime as dt
 
-    from grid_vec.env.observation import time_features
+    from grid_vec.core.observation import time_features
 
     rng = np.random.default_rng(0)
     for _ in range(50):
@@ -483,8 +483,8 @@ def test_make_again_reads_scenario_files_edited_since_the_last_make(tmp_path):
 def test_catalog_actions_in_grid2ops_vocabulary(case14):
     """do-nothing is {}, a toggle change_line_status, a configuration set_bus on the whole
     substation in topo_vect order."""
-    from grid_vec.env.actions import KIND_LINE, KIND_SUB, ActionCatalog
-    from grid_vec.env.topology import layout_of
+    from grid_vec.core.actions import KIND_LINE, KIND_SUB, ActionCatalog
+    from grid_vec.core.topology import layout_of
 
     layout = layout_of(case14)
     catalog = ActionCatalog.from_model(case14, layout)

@@ -14,10 +14,10 @@ from batch_compare import compare, factory
 from gymnasium.vector import AutoresetMode
 
 from grid_vec.chronics.synthetic import SyntheticSource
-from grid_vec.env.actions import KIND_LINE, KIND_SUB
+from grid_vec.core.actions import KIND_LINE, KIND_SUB
+from grid_vec.core.parameters import Parameters
+from grid_vec.core.rules.heuristics import Heuristics
 from grid_vec.env.grid_env import GridEnv
-from grid_vec.env.heuristics import Heuristics
-from grid_vec.env.parameters import Parameters
 
 COOLDOWNS = Parameters(nb_timestep_cooldown_line=3, nb_timestep_cooldown_sub=3)
 THRESHOLD = 0.9  # on case14's limits: long safe stretches, decision points, trips

@@ -7,9 +7,9 @@ import pytest
 from env_helpers import loose_limits
 
 from grid_vec.chronics.synthetic import SyntheticSource
+from grid_vec.core.parameters import Parameters
 from grid_vec.env.grid_env import GridEnv
 from grid_vec.env.multimix import MultiMixEnv
-from grid_vec.env.parameters import Parameters
 
 
 def _mixes(case14, n: int = 3) -> list[tuple[str, GridEnv]]:

@@ -15,13 +15,13 @@ import pytest
 
 from grid_vec.chronics.opponent_config import read_opponent_config
 from grid_vec.chronics.untrusted import FolderFormatError
-from grid_vec.env.folder_opponent import UnsupportedOpponentWarning, opponent_of
-from grid_vec.env.opponent import (
+from grid_vec.core.rules.opponent import (
     GeometricOpponent,
     OpponentBatch,
     RandomLineOpponent,
     WeightedRandomOpponent,
 )
+from grid_vec.env.folder_opponent import UnsupportedOpponentWarning, opponent_of
 
 BRANCHES = np.array([f"line_{i}" for i in range(6)])
 

@@ -9,10 +9,10 @@ import pytest
 import grid_vec
 from grid_vec.chronics.config_file import read_config_name
 from grid_vec.chronics.untrusted import FolderFormatError
-from grid_vec.env.actions import KIND_LINE
-from grid_vec.env.grid2op_rewards import RedispReward, count_bridges
-from grid_vec.env.parameters import Parameters
-from grid_vec.env.rewards import make_reward
+from grid_vec.core.actions import KIND_LINE
+from grid_vec.core.parameters import Parameters
+from grid_vec.core.rewards.grid2op import RedispReward, count_bridges
+from grid_vec.core.rewards.registry import make_reward
 
 
 def test_a_custom_reward_sees_the_action_flags_and_position():

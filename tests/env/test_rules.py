@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from env_helpers import loose_limits
 
-from grid_vec.env.parameters import Parameters
-from grid_vec.env.topology import TopologyLayout, _isolated_elements, isolated_elements
+from grid_vec.core.parameters import Parameters
+from grid_vec.core.topology import TopologyLayout, _isolated_elements, isolated_elements
 
 BRANCH = 0  # line 0-1: meshed, its loss isolates nothing
 

@@ -1,6 +1,6 @@
-"""Storage units in the env: grid2op's rules (grid_vec.env.storage) by hand on case14 with two
-units, the action and observation spaces, batches against single envs, and side by side with
-grid2op + LightSimBackend on its storage folders (do-nothing in test_grid2op_folders.py)."""
+"""Storage units in the env: grid2op's rules (grid_vec.core.rules.storage) by hand on case14
+with two units, the action and observation spaces, batches against single envs, and side by side
+with grid2op + LightSimBackend on its storage folders (do-nothing in test_grid2op_folders.py)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from env_helpers import grid2op_env
 
 import grid_vec
 from grid_vec.chronics.synthetic import SyntheticSource
+from grid_vec.core.parameters import Parameters
+from grid_vec.core.rules.storage import StorageUnits
 from grid_vec.env.grid_env import GridEnv
 from grid_vec.env.make import GridEnvFactory
-from grid_vec.env.parameters import Parameters
-from grid_vec.env.storage import StorageUnits
 from grid_vec.grid.compile import compile_net
 from grid_vec.grid.networks import load_network
 

@@ -19,9 +19,13 @@ from gymnasium.vector import AutoresetMode
 
 from grid_vec.chronics.outages import Events, MaintenancePlan, outage_window
 from grid_vec.chronics.synthetic import SyntheticSource
+from grid_vec.core.rules.opponent import (
+    GeometricOpponent,
+    RandomLineOpponent,
+    WeightedRandomOpponent,
+)
 from grid_vec.env.embedded import embedded_model
 from grid_vec.env.make import GridEnvFactory
-from grid_vec.env.opponent import GeometricOpponent, RandomLineOpponent, WeightedRandomOpponent
 from grid_vec.vector.batched import BatchedGridVecEnv
 
 
@@ -134,7 +138,7 @@ def _refusals(inputs, terminated: bool) -> float:
 
 
 def _grid2op_rewards(model) -> dict:
-    from grid_vec.env.grid2op_rewards import GRID2OP_REWARDS
+    from grid_vec.core.rewards.grid2op import GRID2OP_REWARDS
 
     # the embedded grid has no generator costs, and an unbounded slack
     priced = {"gen_cost_per_MW": np.arange(1.0, model.n_gen + 1) * 10, "gen_pmax": [300.0] * 5}
@@ -338,7 +342,7 @@ def pickle_roundtrip(cloudpickle, obj):
 
 
 def test_envs_sharing_a_batch_share_their_rules(case14):
-    from grid_vec.env.parameters import Parameters
+    from grid_vec.core.parameters import Parameters
 
     first, second = _factory(case14).sharing_one_batch(2)
     rules = Parameters(nb_timestep_cooldown_line=3)

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grid_vec.env.state import BatchState
-from grid_vec.env.topology import TopologyLayout
+from grid_vec.core.state import BatchState
+from grid_vec.core.topology import TopologyLayout
 from grid_vec.grid.model import GridModel
 
 DO_NOTHING = 0

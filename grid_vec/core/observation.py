@@ -37,7 +37,6 @@ from __future__ import annotations
 import datetime as dt
 
 import numpy as np
-from gymnasium import spaces
 
 from grid_vec.grid.model import GridModel
 
@@ -117,8 +116,9 @@ class ObservationLayout:
     def names(self) -> tuple[str, ...]:
         return tuple(self.slices)
 
-    def space(self) -> spaces.Box:
-        """The Box: non-negative segments are bounded below by 0, the rest unbounded."""
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """The (low, high) float32 bounds of the observation (the env's ``Box``): non-negative
+        segments are bounded below by 0, the rest unbounded."""
         low = np.full(self.size, -np.inf, dtype=np.float32)
         for name in _NONNEGATIVE:
             low[self.slices[name]] = 0.0
@@ -127,7 +127,7 @@ class ObservationLayout:
         high = np.full(self.size, np.inf, dtype=np.float32)
         high[self.slices["line_status"]] = 1.0
         high[self.slices["topo_vect"]] = 2.0
-        return spaces.Box(low=low, high=high, dtype=np.float32)
+        return low, high
 
 
 class ObservationView:

@@ -46,14 +46,38 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-from grid_vec.env.actions import KIND_LINE, KIND_SUB, ActionCatalog
+from grid_vec.core.actions import KIND_LINE, KIND_SUB, ActionCatalog
+from grid_vec.core.parameters import Parameters
+from grid_vec.core.records import INFO_COLUMNS, REASONS, StepBatch
+from grid_vec.core.state import BatchState
+from grid_vec.core.topology import TopologyLayout
 
-if TYPE_CHECKING:
-    from grid_vec.env.batch import GridBatch, StepBatch
+
+class GridBatch(Protocol):
+    """What the heuristics use of the batched core (:class:`~grid_vec.core.batch.GridBatch`
+    is one): written here so that this module, which the core calls, needs no import of it."""
+
+    parameters: Parameters
+    state: BatchState
+    topology: TopologyLayout
+    inv_limit: np.ndarray
+    line_toggles: np.ndarray
+    reference_actions: np.ndarray
+
+    def play_step(
+        self,
+        rows: np.ndarray,
+        actions: np.ndarray,
+        redispatch: np.ndarray | None = None,
+        curtail: np.ndarray | None = None,
+        storage: np.ndarray | None = None,
+    ) -> StepBatch: ...
+
+    def legal_actions(self, rows: np.ndarray) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -207,10 +231,13 @@ def step_with_heuristics(
     # the fields the env's steps replace or add to: own copies (some are shared read-only)
     result.reward = result.reward.copy()
     result.terminated, result.truncated = result.terminated.copy(), result.truncated.copy()
-    result.tripped, result.attacked = result.tripped.copy(), result.attacked.copy()
+    for column in INFO_COLUMNS:
+        if column.merge != "keep":
+            setattr(result, column.field, getattr(result, column.field).copy())
     result.other_rewards = {name: v.copy() for name, v in result.other_rewards.items()}
-    result.game_over_reason = dict(result.game_over_reason)
-    result.failed_redispatch_reason = dict(result.failed_redispatch_reason)
+    for key, merge in REASONS.items():
+        if merge != "keep":
+            setattr(result, key, dict(getattr(result, key)))
     while len(idle):
         sub = rows[idle]
         own = (
@@ -240,18 +267,23 @@ def _idle(batch: GridBatch, rows: np.ndarray, step: StepBatch, threshold: float)
 
 
 def _merge(result: StepBatch, step: StepBatch, at: np.ndarray) -> None:
-    """Fold ``step`` (the env's step of ``result``'s rows ``at``) into ``result``."""
+    """Fold ``step`` (the env's step of ``result``'s rows ``at``) into ``result``, each info
+    entry as its layout says (:mod:`grid_vec.core.records`)."""
     result.obs[at] = step.obs
     result.reward[at] += step.reward
     result.terminated[at] = step.terminated
     result.truncated[at] = step.truncated
-    result.tripped[at] |= step.tripped
-    result.attacked[at] = step.attacked
+    for column in INFO_COLUMNS:
+        if column.merge == "set":
+            getattr(result, column.field)[at] = getattr(step, column.field)
+        elif column.merge == "or":
+            getattr(result, column.field)[at] |= getattr(step, column.field)
     for name, values in step.other_rewards.items():
         result.other_rewards[name][at] += values
     if step.action_mask is not None:
         result.action_mask[at] = step.action_mask
-    for j, text in step.game_over_reason.items():
-        result.game_over_reason[int(at[j])] = text
-    for j, text in step.failed_redispatch_reason.items():
-        result.failed_redispatch_reason[int(at[j])] = text
+    for key, merge in REASONS.items():
+        if merge == "set":
+            into = getattr(result, key)
+            for j, text in getattr(step, key).items():
+                into[int(at[j])] = text

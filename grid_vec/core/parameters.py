@@ -47,12 +47,12 @@ class Parameters:
       ``nb_timestep_cooldown_line`` / ``nb_timestep_cooldown_sub`` steps;
     * at most ``max_line_status_changed`` branches and ``max_sub_changed`` substations per step;
     * ``max_simulate_per_step`` / ``max_simulate_per_episode``: -1 means unlimited;
-    * the dispatch rules (:mod:`grid_vec.env.dispatch`): ``env_does_redispatching`` (False:
+    * the dispatch rules (:mod:`grid_vec.core.rules.dispatch`): ``env_does_redispatching`` (False:
       the actual dispatch is the target, nothing made up for),
       ``limit_infeasible_curtailment_storage_action`` (shrink a curtailment the generators
       cannot make up for), ``allow_dispatch_gen_switch_off`` (False: redispatching a
       generator scheduled at 0 fails), ``ignore_min_up_down_time`` (only True is played);
-    * the storage rules (:mod:`grid_vec.env.storage`): each unit starts an episode charged
+    * the storage rules (:mod:`grid_vec.core.rules.storage`): each unit starts an episode charged
       at ``init_storage_capacity`` x its Emax (a ratio in [0, 1]); ``activate_storage_loss``
       (False: no efficiencies, no standing loss).
     """

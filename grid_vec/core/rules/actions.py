@@ -1,8 +1,9 @@
 """The rules of the agent's actions in the batched core: which are legal (cooldowns, the
 limits of changes per step), and how a legal one changes the topology of its env (branch
 toggles, substation configurations), for many envs at once; the redispatch and curtailment
-rules are :mod:`grid_vec.env.dispatch`'s, the storage rules :mod:`grid_vec.env.storage`'s.
-:class:`~grid_vec.env.batch.GridBatch` calls them each step and in ``simulate``.
+rules are :mod:`grid_vec.core.rules.dispatch`'s, the storage rules
+:mod:`grid_vec.core.rules.storage`'s.
+:class:`~grid_vec.core.batch.GridBatch` calls them each step and in ``simulate``.
 
 A substation configuration reconnects the disconnected branches with an end at its
 substation, as grid2op's ``set_bus`` on a disconnected end does: that end on the configured
@@ -17,10 +18,10 @@ from functools import cached_property
 
 import numpy as np
 
-from grid_vec.env.actions import KIND_LINE, KIND_SUB, ActionCatalog, SubstationTable
-from grid_vec.env.parameters import Parameters
-from grid_vec.env.state import BatchState, _any, disconnect, reconnect
-from grid_vec.env.topology import TopologyLayout
+from grid_vec.core.actions import KIND_LINE, KIND_SUB, ActionCatalog, SubstationTable
+from grid_vec.core.parameters import Parameters
+from grid_vec.core.state import BatchState, any_true, disconnect, reconnect
+from grid_vec.core.topology import TopologyLayout
 from grid_vec.grid.model import GridModel
 
 _FALSE = np.zeros(256, dtype=bool)
@@ -66,7 +67,7 @@ class ActionRules:
         is always legal (grid2op's rules); none is ambiguous here: the action spaces keep
         them within the ramps, on the generators they may act on."""
         k = len(rows)
-        if not _any(actions):  # no topology action anywhere
+        if not any_true(actions):  # no topology action anywhere
             none = false_flags(k)
             return none, none, ({}, {})
         illegal = np.zeros(k, dtype=bool)
@@ -74,7 +75,7 @@ class ActionRules:
         why_illegal: dict[int, str] = {}
         why_ambiguous: dict[int, str] = {}
         m, cat = self.model, self.catalog
-        if _any(actions):
+        if any_true(actions):
             kind, target = cat.kind[actions], cat.target[actions]
             line, sub = kind == KIND_LINE, kind == KIND_SUB
             if line.any():
@@ -172,7 +173,7 @@ class ActionRules:
         """Apply legal catalog actions; return (N,) acted branch and acted substation (-1:
         none), or None when no env acted on the topology, and the (N, n_branch) branches a
         substation configuration reconnected (or None)."""
-        if not _any(actions):
+        if not any_true(actions):
             return None, None, None
         acted_line = np.full(state.n, -1, dtype=np.int64)
         acted_sub = np.full(state.n, -1, dtype=np.int64)

@@ -1,4 +1,5 @@
-"""Rewards of a GridEnv, chosen by name or given as callables.
+"""What a reward is given and how a batch of envs calls it (the rewards themselves are in
+the modules of this package, chosen by name through :mod:`grid_vec.core.rewards.registry`).
 
 A reward is a callable ``reward(inputs, terminated) -> float``: ``inputs`` is the step's
 :class:`RewardInputs` of one env, ``terminated`` whether the step was a game over. The
@@ -26,22 +27,10 @@ and costs, the step duration, the topology layout). A custom reward, for example
 A reward object with an ``initialize(context)`` method gets it called once, with the env's
 :class:`RewardContext`, when the env is built (grid2op's ``BaseReward.initialize``); such an
 object is copied first, so one instance can serve several envs.
-
-grid_vec's own rewards:
-
-* ``"flat"`` (alias ``"survival"``): 1 per step played without game over, else 0;
-* ``"line_margin"``: mean over branches of ``max(0, 1 - rho)`` (a disconnected branch counts
-  0), in [0, 1];
-* ``"redispatch_cost"``: ``1 - (losses + redispatch_weight * |redispatched MW|) / total load``,
-  clipped to [0, 1] (no per-generator prices are needed).
-
-grid2op's rewards, under grid2op's names and with grid2op's formulas (``"L2RPNReward"``,
-``"RedispReward"``, ...), are in :mod:`grid_vec.env.grid2op_rewards`.
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 from collections.abc import Callable
@@ -49,6 +38,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from grid_vec.chronics.prods_charac import folder_generators
 
 
 class RewardContext:
@@ -74,8 +65,6 @@ class RewardContext:
 
     @functools.cached_property
     def _folder_generators(self) -> dict[str, np.ndarray]:
-        from grid_vec.env.grid2op_rewards import folder_generators
-
         return folder_generators(self.source, self.model)
 
     @property
@@ -151,55 +140,6 @@ def _target(inputs: RewardInputs, kind: int) -> Any:
 RewardFn = Callable[[RewardInputs, bool], float]
 
 
-def flat_reward(state: RewardInputs, terminated: bool | np.ndarray) -> float | np.ndarray:
-    """1 per step survived."""
-    if isinstance(terminated, np.ndarray):
-        return 1.0 - terminated  # float64: 1 - True is 0
-    return 0.0 if terminated else 1.0
-
-
-def line_margin_reward(state: RewardInputs, terminated: bool | np.ndarray) -> float | np.ndarray:
-    """Mean head-room of the branches."""
-    margin = (np.maximum(1.0 - state.rho, 0.0) * state.line_status).mean(axis=-1)
-    return np.where(terminated, 0.0, margin)[()]
-
-
-class RedispatchCostReward:
-    """Survival minus the relative cost of losses and redispatching."""
-
-    batched = True
-
-    def __init__(self, redispatch_weight: float = 2.0) -> None:
-        if not np.isfinite(redispatch_weight) or redispatch_weight < 0:
-            raise ValueError(f"redispatch_weight must be finite and >= 0, got {redispatch_weight}")
-        self.redispatch_weight = float(redispatch_weight)
-
-    def __call__(self, state: RewardInputs, terminated: bool | np.ndarray) -> float | np.ndarray:
-        total_load = state.load_p.sum(axis=-1)
-        losses = state.gen_p.sum(axis=-1) - total_load
-        moved = np.abs(state.actual_dispatch).sum(axis=-1)
-        cost = (np.maximum(losses, 0.0) + self.redispatch_weight * moved) / np.maximum(
-            total_load, 1e-6
-        )
-        return np.where(terminated, 0.0, np.clip(1.0 - cost, 0.0, 1.0))[()]
-
-
-def operational_cost(state: RewardInputs, terminated: bool | np.ndarray) -> float | np.ndarray:
-    """The energy the step costs to operate, MWh: the losses (production minus consumption)
-    plus the energy redispatched; 0 on a game over. A cost to minimise, not a reward: the
-    task scores (:mod:`grid_vec.runner.evaluate`) sum it, unpriced, as the embedded grids
-    have no generator prices."""
-    hours = state.context.delta_time_seconds / 3600.0
-    losses = state.gen_p.sum(axis=-1) - state.load_p.sum(axis=-1)
-    moved = np.abs(state.actual_dispatch).sum(axis=-1)
-    return np.where(terminated, 0.0, (np.maximum(losses, 0.0) + moved) * hours)[()]
-
-
-operational_cost.batched = True  # type: ignore[attr-defined]
-flat_reward.batched = True  # type: ignore[attr-defined]
-line_margin_reward.batched = True  # type: ignore[attr-defined]
-
-
 def batch_rewards(fn: RewardFn, inputs: RewardInputs, terminated: np.ndarray) -> np.ndarray:
     """``fn`` over a batch: one call when it is batched, else one call per env with that
     env's rows. Returns float64 rewards, one per env."""
@@ -212,44 +152,6 @@ def batch_rewards(fn: RewardFn, inputs: RewardInputs, terminated: np.ndarray) ->
         [float(fn(inputs.row(i), bool(terminated[i]))) for i in range(len(terminated))],
         dtype=np.float64,
     )
-
-
-REWARDS: dict[str, Callable[[], RewardFn]] = {
-    "flat": lambda: flat_reward,
-    "survival": lambda: flat_reward,
-    "line_margin": lambda: line_margin_reward,
-    "redispatch_cost": RedispatchCostReward,
-    "operational_cost": lambda: operational_cost,
-}
-
-
-def reward_names() -> list[str]:
-    """Every reward name :func:`make_reward` accepts."""
-    from grid_vec.env.grid2op_rewards import GRID2OP_REWARDS
-
-    return [*REWARDS, *GRID2OP_REWARDS]
-
-
-def make_reward(spec: str | RewardFn | type, *, argument: str = "reward") -> RewardFn:
-    """A reward from its name (grid_vec's or grid2op's), a reward class (built with its
-    defaults) or a callable ``(RewardInputs, terminated) -> float`` (copied when it has an
-    ``initialize`` method, so that each env initializes its own)."""
-    from grid_vec.env.grid2op_rewards import GRID2OP_REWARDS
-
-    if isinstance(spec, str) and spec in REWARDS:
-        fn = REWARDS[spec]()
-    elif isinstance(spec, str) and spec in GRID2OP_REWARDS:
-        fn = GRID2OP_REWARDS[spec]()
-    elif isinstance(spec, type):  # a reward class, as grid2op takes them: built with defaults
-        fn = spec()
-    elif callable(spec):
-        fn = copy.copy(spec) if hasattr(spec, "initialize") else spec
-    else:
-        raise ValueError(
-            f"{argument}: unknown reward {spec!r}; allowed names: {', '.join(reward_names())} "
-            "(or a callable)"
-        )
-    return fn
 
 
 def initialize_rewards(fns: Any, context: RewardContext) -> None:

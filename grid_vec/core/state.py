@@ -28,18 +28,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grid_vec.env.parameters import Parameters
-from grid_vec.env.topology import TopologyLayout, isolated_elements
+from grid_vec.core.parameters import Parameters
+from grid_vec.core.topology import TopologyLayout, isolated_elements
 from grid_vec.grid.backend import Backend, flow_slices
 from grid_vec.grid.model import GridModel
 
 # count_nonzero is several times cheaper than ndarray.any() on the small arrays of the step
 # hot path, and np.count_nonzero is a Python wrapper (array-function dispatch) costing three
-# times its C function: call the C function where numpy exposes it.
+# times its C function: call the C function where numpy exposes it. ``any_true(x)``: whether
+# any element of ``x`` is nonzero (the count, truthy), for every module of the core.
 try:
-    from numpy._core.multiarray import count_nonzero as _any  # numpy >= 2
+    from numpy._core.multiarray import count_nonzero as any_true  # numpy >= 2
 except ImportError:  # pragma: no cover - numpy 1.x
-    _any = getattr(np.core.multiarray, "count_nonzero", np.count_nonzero)
+    any_true = getattr(np.core.multiarray, "count_nonzero", np.count_nonzero)
 
 
 @dataclass
@@ -57,7 +58,7 @@ class BatchState:
     cooldown_line: np.ndarray  # (N, n_branch) steps before the status can be changed
     cooldown_sub: np.ndarray  # (N, n_sub)
     protection_counter: np.ndarray  # (N, n_branch) consecutive steps above the soft limit
-    # the dispatch rules' (grid_vec.env.dispatch), float32 as grid2op keeps them
+    # the dispatch rules' (grid_vec.core.rules.dispatch), float32 as grid2op keeps them
     target_dispatch: np.ndarray  # (N, n_gen) MW asked by the agent (cumulative)
     actual_dispatch: np.ndarray  # (N, n_gen) MW really applied
     already_redispatched: np.ndarray  # (N, n_gen) bool: redispatched this episode
@@ -68,7 +69,7 @@ class BatchState:
     # (N, 3): MW curtailment removed this step (vs the step before), in all, held back
     curtailment_mw: np.ndarray
     dispatching: np.ndarray  # (N,) bool: a dispatch, curtailment or storage is under way
-    # the storage rules' (grid_vec.env.storage), float32 as grid2op keeps them
+    # the storage rules' (grid_vec.core.rules.storage), float32 as grid2op keeps them
     storage_charge: np.ndarray  # (N, n_storage) MWh
     storage_charge_prev: np.ndarray  # (N, n_storage) MWh at the start of the step
     storage_target: np.ndarray  # (N, n_storage) MW asked by the agent this step
@@ -185,7 +186,7 @@ def initial_state(model: GridModel, layout: TopologyLayout, backends: list[Backe
 def disconnect(state: BatchState, layout: TopologyLayout, branches: np.ndarray) -> None:
     """Disconnect the branches of an ``(N, n_branch)`` mask, remembering their bus bars."""
     off = branches & state.line_status
-    if not _any(off):
+    if not any_true(off):
         return
     rows, idx = np.nonzero(off)
     topo = state.topo
@@ -280,7 +281,7 @@ def solve(
             break
         sub_a = a_or[selector(todo, n)]
         soft = sub_a > limits.soft
-        if not _any(soft):  # hard >= soft: no soft overflow, no trip (the usual step)
+        if not any_true(soft):  # hard >= soft: no soft overflow, no trip (the usual step)
             break
         engaged = soft.any(axis=1)
         todo, soft, sub_a = todo[engaged], soft[engaged], sub_a[engaged]
@@ -319,7 +320,7 @@ def _run_power_flows(
     backends, flows = state.backends, state.flows
     todo = rows.tolist()
     reasons: dict[int, str] = {}
-    if _any(state.topo_dirty):  # rarely: a changed topology somewhere in the batch
+    if any_true(state.topo_dirty):  # rarely: a changed topology somewhere in the batch
         for row in rows[state.topo_dirty[rows]].tolist():
             reason = push_topology(state, model, layout, row)
             if reason is not None:
@@ -380,9 +381,9 @@ def update_timers(
     if (
         soft_is_thermal
         and acted_line is None
-        and not _any(state.timers[sel])
-        and not _any(outcome.overflow)
-        and not _any(outcome.tripped)
+        and not any_true(state.timers[sel])
+        and not any_true(outcome.overflow)
+        and not any_true(outcome.tripped)
     ):
         return  # nothing runs, nothing starts: the usual step
     moving = rows
@@ -402,7 +403,7 @@ def update_timers(
         state.protection_counter[msel] = (state.protection_counter[msel] + 1) * engaged
         state.timestep_overflow[msel] = (state.timestep_overflow[msel] + 1) * over
     tripped = outcome.tripped[sel]
-    if _any(tripped):
+    if any_true(tripped):
         cd = state.cooldown_line[sel]
         cd[tripped] = params.nb_timestep_reconnection
         state.cooldown_line[sel] = cd

@@ -1,7 +1,7 @@
 """Choosing which attributes make the flat observation, as grid2op's ``gym_compat`` lets users
 choose theirs (``BoxGymObsSpace(attr_to_keep=...)``).
 
-The default observation (:class:`~grid_vec.env.observation.ObservationLayout`) is grid_vec's
+The default observation (:class:`~grid_vec.core.observation.ObservationLayout`) is grid_vec's
 fixed set. ``GridEnv(observation_attributes=[...])`` names the attributes to keep, in the
 order wanted, among the default ones and these further grid2op attributes:
 
@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from grid_vec.env.observation import ObservationLayout
+from grid_vec.core.observation import ObservationLayout
 
 DISPATCH = (
     "gen_margin_up", "gen_margin_down", "gen_p_before_curtail", "curtailment",
@@ -80,7 +80,7 @@ THETAS = ("theta_or", "theta_ex", "load_theta", "gen_theta")
 
 class SelectedLayout(ObservationLayout):
     """The layout of a chosen list of attributes (same interface as the default layout:
-    ``slices``, ``size``, ``names``, ``space()``)."""
+    ``slices``, ``size``, ``names``, ``bounds()``)."""
 
     def __init__(self, default: ObservationLayout, model: Any, attributes: Sequence[str]) -> None:
         self.slices = {}
@@ -95,22 +95,20 @@ class SelectedLayout(ObservationLayout):
         self.size = start
         self._default = default
 
-    def space(self) -> Any:
-        from gymnasium import spaces
-
-        full = self._default.space()
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        full_low, full_high = self._default.bounds()
         low = np.full(self.size, -np.inf, dtype=np.float32)
         high = np.full(self.size, np.inf, dtype=np.float32)
         for name, where in self.slices.items():
             if name in self._default.slices:
-                low[where] = full.low[self._default.slices[name]]
-                high[where] = full.high[self._default.slices[name]]
+                low[where] = full_low[self._default.slices[name]]
+                high[where] = full_high[self._default.slices[name]]
             elif name in (
                 "current_step", "max_step", "delta_time", "timestep_protection_engaged",
                 "storage_charge",
             ):  # fmt: skip
                 low[where] = 0.0
-        return spaces.Box(low=low, high=high, dtype=np.float32)
+        return low, high
 
 
 class ObservationSelection:

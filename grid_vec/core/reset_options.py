@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from grid_vec.env.state import BatchState, disconnect
-from grid_vec.env.topology import TopologyLayout
+from grid_vec.core.state import BatchState, disconnect
+from grid_vec.core.topology import TopologyLayout
 from grid_vec.grid.model import GridModel
 
 RESET_OPTIONS = ("scenario_id", "fast_forward", "max_steps", "init_state", "maintenance")

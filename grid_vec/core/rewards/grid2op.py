@@ -2,7 +2,7 @@
 
 Each class computes what the grid2op class of the same name gives at every step (checked
 side by side with grid2op + LightSimBackend in ``tests/env/test_grid2op_rewards.py``), from
-:class:`~grid_vec.env.rewards.RewardInputs`: ``has_error`` is ``terminated`` (a game over),
+:class:`~grid_vec.core.rewards.base.RewardInputs`: ``has_error`` is ``terminated`` (a game over),
 ``is_done`` is ``inputs.done`` (a game over or the episode's last step), ``is_illegal`` /
 ``is_ambiguous`` are the step's flags, and the env's ``nb_time_step`` is ``inputs.step``. Every
 class is batched (one call for a whole batch), and has grid2op's ``reward_min`` /
@@ -23,16 +23,12 @@ alarm / alert rewards and scores (grid_vec has no alarms nor alerts).
 
 from __future__ import annotations
 
-import csv
-import io
-import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from grid_vec.env.rewards import RewardContext, RewardInputs
-from grid_vec.env.state import _any
+from grid_vec.core.rewards.base import RewardContext, RewardInputs
+from grid_vec.core.state import any_true
 
 # the ufuncs' reductions, called directly: what ndarray.sum / np.max call (the same floats),
 # without their Python wrappers (a batch of one pays mostly for those)
@@ -254,7 +250,7 @@ class RedispReward(_Priced):
         self._no_redispatch = self.alpha_redisp * (0.0 * hours)
 
     def __call__(self, inputs: RewardInputs, terminated: Any) -> Any:
-        if _any(terminated) or _any(inputs.is_illegal) or _any(inputs.is_ambiguous):
+        if any_true(terminated) or any_true(inputs.is_illegal) or any_true(inputs.is_ambiguous):
             refused = _refused(inputs)
             with np.errstate(divide="ignore", invalid="ignore"):  # game-over rows: zero flows
                 value = self._value(inputs)
@@ -263,7 +259,7 @@ class RedispReward(_Priced):
         return self._value(inputs)[()]
 
     def _value(self, inputs: RewardInputs) -> np.ndarray:
-        if _any(inputs.actual_dispatch):
+        if any_true(inputs.actual_dispatch):
             redispatched = _sum(np.abs(inputs.actual_dispatch), axis=-1) * self._hours
             redispatch_term = self.alpha_redisp * redispatched
         else:  # the usual step: the same zero, without computing it
@@ -434,87 +430,3 @@ GRID2OP_REWARDS: dict[str, type[Grid2opReward]] = {
         L2RPNSandBoxScore,
     )
 }
-
-
-def folder_generators(source: Any, model: Any) -> dict[str, np.ndarray]:
-    """Each generator's ``marginal_cost`` and ``Pmax`` (the columns present of the two) from
-    the ``prods_charac.csv`` of the dataset folder ``source`` plays (a source with a
-    ``path``), by generator name; empty when there is no such file.
-
-    Raises:
-        FolderFormatError: a malformed file, or a generator of the grid it does not list.
-    """
-    from grid_vec.chronics.untrusted import (
-        MAX_SMALL_FILE_BYTES,
-        FolderFormatError,
-        check_number,
-        inside,
-        read_text,
-        short,
-    )
-
-    root = getattr(source, "path", None)
-    if not isinstance(root, Path):
-        return {}
-    root = root.resolve()
-    path = root / "prods_charac.csv"
-    if not path.is_file() and not path.is_symlink():
-        return {}
-    inside(root, path)
-    text = read_text(path, MAX_SMALL_FILE_BYTES)
-    first = text.split("\n", 1)[0]
-    delimiter = ";" if ";" in first and "," not in first else ","
-    try:
-        rows = [r for r in csv.reader(io.StringIO(text), delimiter=delimiter) if r]
-    except csv.Error as e:
-        raise FolderFormatError(f"{path}: not a CSV table ({short(str(e))})") from None
-    header = [h.strip() for h in rows[0]] if rows else []
-    wanted = [c for c in ("marginal_cost", "Pmax") if c in header]
-    if "name" not in header or not wanted:
-        return {}
-    values: dict[str, dict[str, float]] = {c: {} for c in wanted}
-    for line, row in enumerate(rows[1:], start=2):
-        if len(row) != len(header):
-            raise FolderFormatError(
-                f"{path}: line {line} has {len(row)} columns, not {len(header)}"
-            )
-        name = row[header.index("name")].strip()
-        for column in wanted:
-            cell, where = row[header.index(column)], f"line {line}, column {column!r}"
-            try:
-                value = float(cell)
-            except ValueError:
-                raise FolderFormatError(f"{path}: {where}: {short(cell)} is not a number") from None
-            values[column][name] = check_number(value, path, where)
-    names = [str(n) for n in model.gen_names]
-    missing = [n for n in names if n not in values[wanted[0]]]
-    if missing:
-        raise FolderFormatError(f"{path}: generator {short(missing[0])} is not listed")
-    return {c: np.array([values[c][n] for n in names], dtype=np.float64) for c in wanted}
-
-
-def dataset_reward(source: Any) -> str | None:
-    """The reward class a dataset folder's ``config.py`` names (``"reward_class"``), when
-    grid_vec has it under that name; None otherwise (no folder, no such entry, or a class
-    grid_vec does not implement)."""
-    from grid_vec.chronics.config_file import read_config_name
-    from grid_vec.chronics.untrusted import inside
-
-    root = getattr(source, "path", None)
-    if not isinstance(root, Path):
-        return None
-    root = root.resolve()
-    path = root / "config.py"
-    if not path.is_file() and not path.is_symlink():
-        return None
-    inside(root, path)
-    name = read_config_name(path, "reward_class")
-    if name is not None and name not in GRID2OP_REWARDS:
-        warnings.warn(
-            f"{path}: reward_class {name} is not one of grid_vec's grid2op rewards "
-            f"({', '.join(sorted(GRID2OP_REWARDS))}): the env plays 'flat'; pass reward= to "
-            "choose another",
-            stacklevel=4,
-        )
-        return None
-    return name

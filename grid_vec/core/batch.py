@@ -1,7 +1,7 @@
 """GridBatch: the game of N envs of one compiled grid, played together (the batched core).
 
-Every rule is written once here, in :mod:`grid_vec.env.state` (solve, cascades, timers) and
-:mod:`grid_vec.env.action_rules` (legality and effect of actions), as numpy operations over
+Every rule is written once here, in :mod:`grid_vec.core.state` (solve, cascades, timers) and
+:mod:`grid_vec.core.rules.actions` (legality and effect of actions), as numpy operations over
 a leading env axis; only what is per env by nature runs once per env (its scenario handler's
 step, its power flow, the draws of its opponent). :class:`~grid_vec.env.grid_env.GridEnv` is
 the batch of one, and :class:`~grid_vec.vector.batched.BatchedGridVecEnv` the batch of N.
@@ -9,7 +9,7 @@ the batch of one, and :class:`~grid_vec.vector.batched.BatchedGridVecEnv` the ba
 One step (grid2op's order), for the envs stepped together: check each action's legality with
 the current timers (an illegal action becomes do-nothing, flagged), move each scenario one
 step, let the opponent choose its attack, apply the actions, the scenario's maintenance and
-hazards (:mod:`grid_vec.env.maintenance`), the attacks and the new injections, solve and
+hazards (:mod:`grid_vec.core.rules.outages`), the attacks and the new injections, solve and
 cascade, move the timers, build the observations, rewards and infos.
 
 Reset solves the first state as grid2op's reset does: a branch above the hard overflow
@@ -20,14 +20,13 @@ env's trajectory depends only on its seed, options and actions, not on the batch
 
 Over 600 lines: reset, step and simulate of the game in grid2op's order, and the building of
 their results, read best in one place; the rules themselves live in the modules this one
-calls (``state``, ``action_rules``, ``dispatch``, ``storage``, ``maintenance``, ``opponent``,
-``heuristics``, ``rewards``), each written once.
+calls (``state``, ``rules/``: ``actions``, ``dispatch``, ``storage``, ``outages``, ``opponent``,
+``heuristics``; ``rewards/``), each written once; its records are ``records``'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
 
@@ -35,39 +34,41 @@ import numpy as np
 
 from grid_vec.chronics.handler import Rows, ScenarioHandler
 from grid_vec.chronics.scenario import ScenarioSource
-from grid_vec.env import maintenance as maintenance_
-from grid_vec.env.action_input import ContinuousLayout
-from grid_vec.env.action_rules import ActionRules, Legality, false_flags, neutralise
-from grid_vec.env.actions import ActionCatalog
-from grid_vec.env.dispatch import GeneratorLimits, dispatch_rows, register_redispatch
-from grid_vec.env.heuristics import (
-    Heuristics,
-    line_toggles,
-    reference_actions,
-    step_with_heuristics,
-)
-from grid_vec.env.observation import ObservationLayout, time_features
-from grid_vec.env.observation_select import ObservationSelection, extra_values
-from grid_vec.env.opponent import Opponent, OpponentBatch
-from grid_vec.env.parameters import Parameters
-from grid_vec.env.reset_options import (
+from grid_vec.core.actions import ActionCatalog
+from grid_vec.core.continuous import ContinuousLayout
+from grid_vec.core.observation import ObservationLayout, time_features
+from grid_vec.core.observation_select import ObservationSelection, extra_values
+from grid_vec.core.parameters import Parameters
+from grid_vec.core.records import StepBatch
+from grid_vec.core.reset_options import (
     apply_init_state,
     check_init_state,
     check_maintenance,
     check_options,
 )
-from grid_vec.env.rewards import (
+from grid_vec.core.rewards.base import (
     RewardContext,
     RewardFn,
     RewardInputs,
     batch_rewards,
     initialize_rewards,
 )
-from grid_vec.env.state import (
+from grid_vec.core.rules import outages as outages_
+from grid_vec.core.rules.actions import ActionRules, Legality, false_flags, neutralise
+from grid_vec.core.rules.dispatch import GeneratorLimits, dispatch_rows, register_redispatch
+from grid_vec.core.rules.heuristics import (
+    Heuristics,
+    line_toggles,
+    reference_actions,
+    step_with_heuristics,
+)
+from grid_vec.core.rules.opponent import Opponent, OpponentBatch
+from grid_vec.core.rules.storage import StepLength, StorageUnits, reset_storage, storage_step
+from grid_vec.core.state import (
     BatchState,
     OverflowLimits,
     StepOutcome,
-    _any,
+    any_true,
     disconnect,
     initial_state,
     push_topology,
@@ -75,8 +76,7 @@ from grid_vec.env.state import (
     solve,
     update_timers,
 )
-from grid_vec.env.storage import StepLength, StorageUnits, reset_storage, storage_step
-from grid_vec.env.topology import TopologyLayout, layout_of
+from grid_vec.core.topology import TopologyLayout, layout_of
 from grid_vec.grid import make_backend
 from grid_vec.grid.model import GridModel
 
@@ -84,28 +84,6 @@ _NO_ATTACK = np.full(256, -1, dtype=np.int64)
 _NO_ATTACK.flags.writeable = False
 _TIME_BLOCK = 288  # steps of time features computed at once (a day of 5-minute steps)
 _CALM_NONE = 2**62  # no env running: no step is due for a check
-
-
-@dataclass
-class StepBatch:
-    """What a step (or reset, or simulate) of some envs gives, one row per env played."""
-
-    obs: np.ndarray  # (k, obs size) float32
-    reward: np.ndarray  # (k,) float64
-    terminated: np.ndarray  # (k,) bool
-    truncated: np.ndarray  # (k,) bool
-    is_illegal: np.ndarray  # (k,) bool
-    is_ambiguous: np.ndarray  # (k,) bool
-    tripped: np.ndarray  # (k, n_branch) bool: branches the protections tripped
-    attacked: np.ndarray  # (k,) int64: branch the opponent attacked this step, -1: none
-    other_rewards: dict[str, np.ndarray] = field(default_factory=dict)
-    # the reasons, only for the rows they explain: row -> text
-    illegal_reason: dict[int, str] = field(default_factory=dict)
-    ambiguous_reason: dict[int, str] = field(default_factory=dict)
-    game_over_reason: dict[int, str] = field(default_factory=dict)
-    failed_redispatch_reason: dict[int, str] = field(default_factory=dict)  # action undone
-    action_mask: np.ndarray | None = None  # (k, n_catalog) bool: legal now (if asked for)
-    skipped: np.ndarray | None = None  # (k,) int64: steps the heuristics played (if any)
 
 
 class GridBatch:
@@ -183,7 +161,7 @@ class GridBatch:
             ScenarioHandler(s, chunk_size=chunk_size, max_iter=max_iter, outages=maintenance)
             for s in sources
         ]
-        self.outages = maintenance_.OutageBatch(self.handlers, model.n_branch, maintenance)
+        self.outages = outages_.OutageBatch(self.handlers, model.n_branch, maintenance)
         self.set_parameters(parameters)
         self.opponent = None if opponent is None else OpponentBatch(opponent, self.n)
         self._rules = ActionRules.of(model, self.catalog, self.topology)
@@ -328,7 +306,7 @@ class GridBatch:
         self.outages.reset(rows)
         outages = self.outages.now(rows)
         if outages is not None:
-            maintenance_.take_out(state, self.topology, rows, outages)
+            outages_.take_out(state, self.topology, rows, outages)
         if self.storage is not None:
             reset_storage(state, rows, self.storage, self.parameters, self._length(rows))
         dead = self._inject(state, rows, self._rows_now(rows), None, first=True)
@@ -374,7 +352,7 @@ class GridBatch:
         storage: np.ndarray | None = None,
     ) -> StepBatch:
         """Play the agent's step of ``rows`` (sorted env indices, episodes running), then,
-        with heuristics, the steps the env plays on its own (:mod:`grid_vec.env.heuristics`).
+        with heuristics, the steps the env plays on its own (:mod:`grid_vec.core.rules.heuristics`).
 
         Args:
             rows: the envs to step.
@@ -458,10 +436,10 @@ class GridBatch:
         else:
             truncated = played >= self.max_steps[sel]
             times = self._time_features(rows)
-        if _any(terminated):
+        if any_true(terminated):
             truncated = truncated & ~terminated
             self.done[sel] = terminated | truncated
-        elif _any(truncated):
+        elif any_true(truncated):
             self.done[sel] = truncated  # the rows stepped were running
         if not calm:
             self._calm = self._calm_steps(np.flatnonzero(~self.done))
@@ -599,7 +577,7 @@ class GridBatch:
         actions: np.ndarray,
         curtail: np.ndarray | None,
         injections: list[Rows],
-        outages: maintenance_.OutageRows | None = None,
+        outages: outages_.OutageRows | None = None,
         attack: np.ndarray | None = None,
         batch_row: int | None = None,
     ) -> StepOutcome:
@@ -608,7 +586,7 @@ class GridBatch:
         injections; solve, cascade, move the timers (grid2op's order)."""
         acted_line, acted_sub, reconnected = self._rules.apply(state, rows, actions)
         if outages is not None:
-            maintenance_.take_out(state, self.topology, rows, outages)
+            outages_.take_out(state, self.topology, rows, outages)
         if attack is not None:
             disconnect(state, self.topology, attack)
         dead = self._inject(state, rows, injections, curtail, batch_row=batch_row)
@@ -616,12 +594,12 @@ class GridBatch:
             state, self.model, self.topology, self.parameters, self.limits, rows, failed=dead
         )
         ended = outcome.ended  # False outside rows
-        alive = rows[~ended[rows]] if _any(ended) else rows
+        alive = rows[~ended[rows]] if any_true(ended) else rows
         update_timers(
             state, self.parameters, self.limits, outcome, alive, acted_line, acted_sub, reconnected
         )
         if outages is not None:
-            maintenance_.hold_cooldowns(state, rows, outages, ~ended[rows])
+            outages_.hold_cooldowns(state, rows, outages, ~ended[rows])
         return outcome
 
     def _inject(
@@ -635,7 +613,7 @@ class GridBatch:
         batch_row: int | None = None,
     ) -> dict[int, str]:
         """Give each env's backend its step's (load_p, load_q, gen_p, gen_v), the
-        generators' after curtailment and dispatch (:mod:`grid_vec.env.dispatch`) where one
+        generators' after curtailment and dispatch (:mod:`grid_vec.core.rules.dispatch`) where one
         is under way; return the rows (batch indices) with no feasible dispatch, and why.
         ``batch_row``: ``state`` is a look-ahead copy of this one row of the batch."""
         dead: dict[int, str] = {}
@@ -645,7 +623,7 @@ class GridBatch:
             owing = (state.storage_amount[rows] != 0).any(axis=1)
             if owing.any():  # the units move the balance: the generators dispatch
                 self._wake(state, rows[owing], batch_row)
-        if curtail is not None or _any(state.dispatching[selector(rows, state.n)]):
+        if curtail is not None or any_true(state.dispatching[selector(rows, state.n)]):
             scheduled = np.array([injection[2] for injection in injections])
             self._wake(state, rows, batch_row)
             step = dispatch_rows(
@@ -700,7 +678,7 @@ class GridBatch:
         attacked: np.ndarray,
         *,
         max_steps: np.ndarray | None = None,
-        outages: maintenance_.OutageRows | None = None,
+        outages: outages_.OutageRows | None = None,
         clock_rows: np.ndarray | None = None,
         ahead: int = 0,
         failed: dict[int, str] | None = None,
@@ -713,7 +691,7 @@ class GridBatch:
         sel = selector(rows, state.n)
         actions, redispatch = asked
         illegal, ambiguous, (why_illegal, why_ambiguous) = legal
-        done = terminated | truncated if _any(truncated) else terminated
+        done = terminated | truncated if any_true(truncated) else terminated
         inputs = RewardInputs(
             self._rho, state.line_status[sel], state.load_p[sel], state.gen_p[sel],
             state.actual_dispatch[sel], actions, redispatch, illegal, ambiguous, terminated,
@@ -729,7 +707,7 @@ class GridBatch:
                 for name, fn in self.other_rewards.items()
             }
         reasons = {}
-        if _any(terminated):
+        if any_true(terminated):
             reasons = {j: outcome.game_over[rows[j]] for j in np.flatnonzero(terminated).tolist()}
         return StepBatch(
             obs, reward, terminated, truncated, illegal, ambiguous, outcome.tripped[sel],
@@ -758,7 +736,7 @@ class GridBatch:
         rows: np.ndarray,
         times: np.ndarray,
         played: np.ndarray,
-        outages: maintenance_.OutageRows | None = None,
+        outages: outages_.OutageRows | None = None,
         clock_rows: np.ndarray | None = None,
         ahead: int = 0,
     ) -> np.ndarray:
@@ -803,7 +781,7 @@ class GridBatch:
         sel = selector(rows, self.n)
         pos = self._time_pos[sel] + ahead if ahead else self._time_pos[sel]
         late = np.greater_equal(pos, self._time_end[sel])
-        if _any(late):  # a block is used up: the next starts at the env's current step
+        if any_true(late):  # a block is used up: the next starts at the env's current step
             for row in rows[late].tolist():
                 self._fill_times(row)
             pos = self._time_pos[sel] + ahead
@@ -818,39 +796,6 @@ class GridBatch:
             info.start, info.step_duration, first, _TIME_BLOCK
         )
         self._time_pos[row] = start
-
-
-def env_info(result: StepBatch, j: int) -> dict[str, Any]:
-    """The info dict of row ``j`` of a step, as a single env gives it: fixed-shape entries
-    only, so that vector envs batch it cheaply: ``is_illegal``, ``is_ambiguous``,
-    ``tripped_branches`` (a mask per branch) and ``attacked_branch`` always;
-    ``other_rewards`` when some are configured; the reasons (``illegal_reason``,
-    ``ambiguous_reason``, ``game_over_reason``, ``failed_redispatch_reason``: grid2op's
-    ``failed_redispatching``, the action was played as do-nothing) only on the steps they
-    explain; ``action_mask`` (the legal catalog actions now) when the env gives it;
-    ``skipped_steps`` (the steps the env played on its own) under heuristics."""
-    info: dict[str, Any] = {
-        "is_illegal": bool(result.is_illegal[j]),
-        "is_ambiguous": bool(result.is_ambiguous[j]),
-        "tripped_branches": result.tripped[j].copy(),
-    }
-    if result.other_rewards:
-        info["other_rewards"] = {k: float(v[j]) for k, v in result.other_rewards.items()}
-    # the reasons are usually all empty: test that first
-    if result.illegal_reason and j in result.illegal_reason:
-        info["illegal_reason"] = result.illegal_reason[j]
-    if result.ambiguous_reason and j in result.ambiguous_reason:
-        info["ambiguous_reason"] = result.ambiguous_reason[j]
-    if result.game_over_reason and j in result.game_over_reason:
-        info["game_over_reason"] = result.game_over_reason[j]
-    if result.failed_redispatch_reason and j in result.failed_redispatch_reason:
-        info["failed_redispatch_reason"] = result.failed_redispatch_reason[j]
-    info["attacked_branch"] = int(result.attacked[j])
-    if result.action_mask is not None:
-        info["action_mask"] = result.action_mask[j].copy()
-    if result.skipped is not None:
-        info["skipped_steps"] = int(result.skipped[j])
-    return info
 
 
 def _no_attack(k: int) -> np.ndarray:

@@ -18,7 +18,7 @@ grid2op's rules (``BaseEnv.step`` and its ``dispatch`` modules), restated for an
   start point and tolerances), so the trajectories agree with grid2op's to the solver's
   precision. No solution is a game over.
 * **Storage units.** The change of the units' total power since the step before
-  (:mod:`grid_vec.env.storage`, computed before this) adds to what the generators make up
+  (:mod:`grid_vec.core.rules.storage`, computed before this) adds to what the generators make up
   for: they produce more when the units absorb more.
 * ``limit_infeasible_curtailment_storage_action`` shrinks a curtailment and a storage action
   the generators cannot make up for within their ramps, before the programme is solved
@@ -39,12 +39,11 @@ from typing import Any
 
 import numpy as np
 
-from grid_vec.env.parameters import Parameters
-from grid_vec.env.storage import StepLength, StorageUnits, limit_storage
+from grid_vec.core.parameters import Parameters
+from grid_vec.core.rules.storage import TOL, StepLength, StorageUnits, limit_storage
 from grid_vec.grid.model import GridModel
 
 EPSILON = np.float32(1e-4)  # grid2op's epsilon_poly: the programme's precision (MW)
-TOL = np.float32(1e-2)  # grid2op's tol_poly: a dispatch this far off is solved again (MW)
 ZERO = 1e-7  # below this, a value counts as 0 (grid2op's threshold)
 _F32 = np.float32
 # columns grid2op also requires of prods_charac.csv before it plays any dispatch

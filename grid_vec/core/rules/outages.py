@@ -4,7 +4,7 @@ Each step, after the agent's action and before the power flow (grid2op's order: 
 agent's action, then the environment's, then the opponent's attack, which grid_vec plays
 first on lines that were connected, so the order changes nothing), every line that a
 maintenance or a hazard takes out at this step is disconnected, whatever the agent asked
-for it. After the power flow and the timers of the step (:func:`~grid_vec.env.state.
+for it. After the power flow and the timers of the step (:func:`~grid_vec.core.state.
 update_timers`), a line in maintenance gets ``time_before_cooldown_line`` of at least the
 steps its maintenance still lasts, and a line hit by a hazard at least the steps the hazard
 still lasts; so the agent cannot reconnect it (illegal) while the outage lasts, and once it
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from grid_vec.chronics.handler import ScenarioHandler
-from grid_vec.env.state import BatchState, _any, disconnect
-from grid_vec.env.topology import TopologyLayout
+from grid_vec.core.state import BatchState, any_true, disconnect
+from grid_vec.core.topology import TopologyLayout
 
 
 @dataclass
@@ -72,7 +72,7 @@ class OutageBatch:
 
     def now(self, rows: np.ndarray) -> OutageRows | None:
         """The outages of the current step of ``rows``, None when none of them has any."""
-        if not _any(self._planned) or not self._planned[rows].any():
+        if not any_true(self._planned) or not self._planned[rows].any():
             return None
         k, b = len(rows), self.n_branch
         time = np.full((k, b), -1, dtype=np.int64)
@@ -95,7 +95,7 @@ def take_out(
 ) -> None:
     """Disconnect the lines the outages of this step take out (the environment's action)."""
     out = outages.out
-    if not _any(out):
+    if not any_true(out):
         return
     mask = np.zeros_like(state.line_status)
     mask[rows] = out
@@ -108,7 +108,7 @@ def hold_cooldowns(
     """After the step's timers: a line in maintenance or hit by a hazard cannot change
     status while it lasts. ``alive``: (k,) the rows still playing (no game over)."""
     held = np.maximum(np.where(outages.time == 0, outages.duration, 0), outages.hazard)
-    if not _any(held[alive]):
+    if not any_true(held[alive]):
         return
     r = rows[alive]
     state.cooldown_line[r] = np.maximum(state.cooldown_line[r], held[alive])

@@ -15,7 +15,7 @@ Powers are in load convention (``> 0``: the unit absorbs, charging), energies in
   losses are on): the grid sees what the unit could really take or give.
 * **Balance.** The generators make up for the *change* of the units' total power since the
   step before (``storage_amount[:, 0]``; the total is ``storage_amount[:, 1]``), added to
-  what the dispatch rules (:mod:`grid_vec.env.dispatch`) solve for.
+  what the dispatch rules (:mod:`grid_vec.core.rules.dispatch`) solve for.
 * **Losses.** With ``activate_storage_loss``, every step ends by draining each unit's
   standing loss x ``hours`` from its charge (floored at 0, not at Emin), acting or not.
 * **Failed redispatch.** When a step's redispatch fails (its action played as do-nothing),
@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from grid_vec.env.parameters import Parameters
+from grid_vec.core.parameters import Parameters
 
 _F32 = np.float32
 ACTING = 1e-7  # below this |p|, a unit is not asked to act (grid2op's threshold)
@@ -44,6 +44,11 @@ _FIELDS = (
     "emax", "emin", "max_p_prod", "max_p_absorb", "loss", "charging_efficiency",
     "discharging_efficiency",
 )  # fmt: skip
+
+
+# grid2op's tol_poly, shared by the dispatch and the storage rules (MW): a dispatch this far
+# off is solved again; a storage power below it counts as none
+TOL = np.float32(1e-2)
 
 
 @dataclass(frozen=True, eq=False)
@@ -210,8 +215,6 @@ def limit_storage(
     """grid2op's ``LIMIT_INFEASIBLE_CURTAILMENT_STORAGE_ACTION``, the storage share: take
     ``total`` MW off the units' power of env ``row`` (in proportion to this step's powers,
     else to the step before's), and off their charges through the efficiencies."""
-    from grid_vec.env.dispatch import TOL
-
     power = state.storage_power[row]
     this_step = power.sum()
     if abs(this_step) > TOL and abs(total) <= abs(this_step) + TOL:

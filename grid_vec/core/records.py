@@ -1,0 +1,119 @@
+"""The named records at the batched core's seams: what a step is given (:data:`Parsed`), what
+it gives (:class:`StepBatch`), and the layout of its infos, defined once here for every reader
+(one env's info dict, the batched vector env's info columns, the heuristics' folding of the
+env's own steps into the agent's).
+
+The info of a step (:func:`env_info` for one env; the vector envs lay the same keys out as
+columns, gymnasium's ``_add_info`` way):
+
+* the fixed columns (:data:`INFO_COLUMNS`), on every step: ``is_illegal``, ``is_ambiguous``,
+  ``tripped_branches`` (a mask per branch), ``attacked_branch`` (-1: none);
+* the reasons (:data:`REASONS`), text only on the steps they explain: ``illegal_reason``,
+  ``ambiguous_reason``, ``game_over_reason``, ``failed_redispatch_reason`` (grid2op's
+  ``failed_redispatching``: the action was played as do-nothing);
+* ``other_rewards`` (a dict of floats) when some are configured, ``action_mask`` (the legal
+  catalog actions now) when the env gives it, ``skipped_steps`` (the steps the env played on
+  its own) under heuristics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+# (catalog indices, redispatch MW, curtailment limits, storage MW), None: not in the action
+Parsed = tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None]
+
+
+@dataclass
+class StepBatch:
+    """What a step (or reset, or simulate) of some envs gives, one row per env played."""
+
+    obs: np.ndarray  # (k, obs size) float32
+    reward: np.ndarray  # (k,) float64
+    terminated: np.ndarray  # (k,) bool
+    truncated: np.ndarray  # (k,) bool
+    is_illegal: np.ndarray  # (k,) bool
+    is_ambiguous: np.ndarray  # (k,) bool
+    tripped: np.ndarray  # (k, n_branch) bool: branches the protections tripped
+    attacked: np.ndarray  # (k,) int64: branch the opponent attacked this step, -1: none
+    other_rewards: dict[str, np.ndarray] = field(default_factory=dict)
+    # the reasons, only for the rows they explain: row -> text
+    illegal_reason: dict[int, str] = field(default_factory=dict)
+    ambiguous_reason: dict[int, str] = field(default_factory=dict)
+    game_over_reason: dict[int, str] = field(default_factory=dict)
+    failed_redispatch_reason: dict[int, str] = field(default_factory=dict)  # action undone
+    action_mask: np.ndarray | None = None  # (k, n_catalog) bool: legal now (if asked for)
+    skipped: np.ndarray | None = None  # (k,) int64: steps the heuristics played (if any)
+
+
+# How an env's own step (heuristics) folds into the agent's step it follows: "keep" the
+# agent's step's value (the legality of the agent's action), "set" the later step's, "or"
+# (the branches either step tripped).
+Merge = Literal["keep", "set", "or"]
+
+
+@dataclass(frozen=True)
+class InfoColumn:
+    """One fixed-layout entry of a step's info, present on every step.
+
+    Args:
+        key: the info key.
+        field: the :class:`StepBatch` attribute holding it, one row per env.
+        dtype: the type of one env's value (``bool`` or ``int``) and of the vector envs'
+            column.
+        per_branch: one value per branch (an array per env) instead of a scalar.
+        merge: how an env's own step folds into the agent's (see :data:`Merge`).
+    """
+
+    key: str
+    field: str
+    dtype: type
+    per_branch: bool = False
+    merge: Merge = "set"
+
+
+INFO_COLUMNS: tuple[InfoColumn, ...] = (
+    InfoColumn("is_illegal", "is_illegal", bool, merge="keep"),
+    InfoColumn("is_ambiguous", "is_ambiguous", bool, merge="keep"),
+    InfoColumn("tripped_branches", "tripped", bool, per_branch=True, merge="or"),
+    InfoColumn("attacked_branch", "attacked", int),
+)
+
+# the reasons (info key = StepBatch attribute: row -> text) and how they fold, as above
+REASONS: dict[str, Merge] = {
+    "illegal_reason": "keep",
+    "ambiguous_reason": "keep",
+    "game_over_reason": "set",
+    "failed_redispatch_reason": "set",
+}
+
+
+def env_info(result: StepBatch, j: int) -> dict[str, Any]:
+    """The info dict of row ``j`` of a step, as a single env gives it (see the module
+    docstring): fixed-shape entries only, so that vector envs batch it cheaply.
+
+    Args:
+        result: the step of some envs.
+        j: the row (position in ``result``) of the env.
+
+    Returns:
+        The env's info: the fixed columns, then what is present of the rest.
+    """
+    info: dict[str, Any] = {}
+    for column in INFO_COLUMNS:
+        value = getattr(result, column.field)[j]
+        info[column.key] = value.copy() if column.per_branch else column.dtype(value)
+    if result.other_rewards:
+        info["other_rewards"] = {k: float(v[j]) for k, v in result.other_rewards.items()}
+    for key in REASONS:
+        reasons = getattr(result, key)
+        if reasons and j in reasons:  # usually all empty: test that first
+            info[key] = reasons[j]
+    if result.action_mask is not None:
+        info["action_mask"] = result.action_mask[j].copy()
+    if result.skipped is not None:
+        info["skipped_steps"] = int(result.skipped[j])
+    return info
