@@ -54,8 +54,7 @@ import grid_vec
 from grid_vec._argtypes import positive_float, positive_int
 from grid_vec.bench import add_out_argument, write_result
 from grid_vec.bench.protocol import describe_machine
-from grid_vec.bench.subjects import action_table
-from grid_vec.bench.workloads import SANDBOX, sandbox_path
+from grid_vec.bench.workloads import SANDBOX, action_table, sandbox_path
 from grid_vec.grid._lightsim_cpp import lightsim_cpp
 from grid_vec.grid.lightsim import MAX_ITER, TOLERANCE, LightSimBackend
 

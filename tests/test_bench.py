@@ -21,7 +21,8 @@ from grid_vec.bench import (
     plot,
     run_suite,
 )
-from grid_vec.bench.subjects import SUBJECTS, Subject, action_table
+from grid_vec.bench.subjects import SUBJECTS, Subject
+from grid_vec.bench.workloads import action_table
 from grid_vec.cli import main
 
 ROW_KEYS = {

@@ -25,9 +25,9 @@ from pathlib import Path
 from grid_vec._argtypes import positive_float, positive_int, writable_dir, writable_file
 from grid_vec.bench.protocol import Machine, Measurement, Protocol, describe_machine, measure
 from grid_vec.bench.report import format_markdown, format_table, plot, write_json
-from grid_vec.bench.subjects import ACTIONS, SUBJECTS
+from grid_vec.bench.subjects import SUBJECTS
 from grid_vec.bench.suite import QUICK, SCHEMA, SCHEMA_VERSION, BenchConfig, run_suite
-from grid_vec.bench.workloads import WORKLOADS
+from grid_vec.bench.workloads import ACTIONS, WORKLOADS
 
 __all__ = [
     "QUICK",

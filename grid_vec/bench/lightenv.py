@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from grid_vec.bench.subjects import _TABLE, action_table
+from grid_vec.bench.workloads import ACTION_ROWS, action_table
 from grid_vec.core.actions import KIND_LINE, KIND_SUB
 from grid_vec.grid._lightsim_cpp import lightsim_cpp
 from grid_vec.grid.lightsim import LightSimBackend
@@ -142,7 +142,7 @@ class LightEnvSession:
         def run(k: int) -> int:
             t = turn[0]
             for i in range(t, t + k):
-                if step(table[i % _TABLE])[2]:
+                if step(table[i % ACTION_ROWS])[2]:
                     reset()
                     self.episodes += 1
             turn[0] = t + k

@@ -18,19 +18,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from grid_vec.bench.workloads import SANDBOX, Workload, sandbox_path
-
-ACTIONS = ("do-nothing", "random")
-_TABLE = 256  # batches of actions drawn once per session, cycled through
-
-
-def action_table(n_actions: int, num_envs: int, mode: str, seed: int) -> np.ndarray:
-    """``(256, num_envs)`` int64 actions: all 0 (do-nothing) or uniform over ``n_actions``."""
-    if mode not in ACTIONS:
-        raise ValueError(f"actions must be one of {ACTIONS}, got {mode!r}")
-    if mode == "do-nothing":
-        return np.zeros((_TABLE, num_envs), np.int64)
-    return np.random.default_rng(seed).integers(0, n_actions, (_TABLE, num_envs), np.int64)
+from grid_vec.bench.workloads import (
+    ACTION_ROWS,
+    SANDBOX,
+    Workload,
+    action_table,
+    sandbox_path,
+)
 
 
 class Session(Protocol):
@@ -60,7 +54,7 @@ class VectorSession:
         def run(k: int) -> int:
             t = turn[0]
             for i in range(t, t + k):
-                step(table[i % _TABLE])
+                step(table[i % ACTION_ROWS])
             turn[0] = t + k
             return k * self.num_envs
 
@@ -86,7 +80,7 @@ class PoolSession(VectorSession):
             t, done = turn[0], 0
             for i in range(t, t + k):
                 ids = recv()[-1]
-                send(table[i % _TABLE][: len(ids)], ids)
+                send(table[i % ACTION_ROWS][: len(ids)], ids)
                 done += len(ids)
             turn[0] = t + k
             return done
@@ -109,7 +103,7 @@ class SingleSession:
         def run(k: int) -> int:
             t = turn[0]
             for i in range(t, t + k):
-                _, _, terminated, truncated, _ = env.step(table[i % _TABLE])
+                _, _, terminated, truncated, _ = env.step(table[i % ACTION_ROWS])
                 if terminated or truncated:
                     env.reset()
             turn[0] = t + k

@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from grid_vec.bench.protocol import Protocol, describe_machine, measure
-from grid_vec.bench.subjects import ACTIONS, SUBJECTS, Subject
-from grid_vec.bench.workloads import WORKLOADS, Workload, sandbox_path
+from grid_vec.bench.subjects import SUBJECTS, Subject
+from grid_vec.bench.workloads import ACTIONS, WORKLOADS, Workload, sandbox_path
 
 SCHEMA = "grid_vec.bench.throughput"
 SCHEMA_VERSION = 1

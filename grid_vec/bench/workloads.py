@@ -11,6 +11,21 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
+ACTIONS = ("do-nothing", "random")
+ACTION_ROWS = (
+    256  # rows of an action table: batches of actions drawn once per session, cycled through
+)
+
+
+def action_table(n_actions: int, num_envs: int, mode: str, seed: int) -> np.ndarray:
+    """``(256, num_envs)`` int64 actions: all 0 (do-nothing) or uniform over ``n_actions``."""
+    if mode not in ACTIONS:
+        raise ValueError(f"actions must be one of {ACTIONS}, got {mode!r}")
+    if mode == "do-nothing":
+        return np.zeros((ACTION_ROWS, num_envs), np.int64)
+    return np.random.default_rng(seed).integers(0, n_actions, (ACTION_ROWS, num_envs), np.int64)
+
+
 SANDBOX = "l2rpn_case14_sandbox"
 
 

@@ -21,10 +21,11 @@ import copy
 import time
 from collections import deque
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 
 from grid_vec.runner.agents import merge_rows, takes_infos
@@ -40,8 +41,20 @@ from grid_vec.runner.recording import (
 from grid_vec.runner.results import EpisodeResult, EpisodeTimings, jsonable
 from grid_vec.vector.infos import RESTARTED
 
-if TYPE_CHECKING:
-    from grid_vec.runner.executor import VectorEnvExecutor
+
+class LoopHost(Protocol):
+    """What the loop reads of the local executor that runs it
+    (:class:`~grid_vec.runner.executor.VectorEnvExecutor` is one): written here so that this
+    module, which the executor calls, needs no import of it."""
+
+    env: VectorEnv | None
+    agent: Any
+    kind: str  # "batch" or "episode" (:func:`~grid_vec.runner.agents.agent_kind`)
+    idle_action: Any
+    autoreset_mode: AutoresetMode
+
+    def probe(self) -> dict[str, bool]: ...
+
 
 _ARRAY_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
 
@@ -67,7 +80,7 @@ class EpisodeLoop:
 
     def __init__(
         self,
-        executor: VectorEnvExecutor,
+        executor: LoopHost,
         max_iter: int | None,
         root: Path | None,
         ep_bar: Any,
