@@ -26,6 +26,7 @@ A malformed value (a negative budget, a line name not on the grid, ...) is a
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +42,6 @@ from grid_vec.core.rules.opponent import (
     WeightedRandomOpponent,
 )
 
-CLASSES: dict[str, type[Opponent]] = {
-    "RandomLineOpponent": RandomLineOpponent,
-    "WeightedRandomOpponent": WeightedRandomOpponent,
-    "GeometricOpponent": GeometricOpponent,
-}
 # GeometricOpponent's kwargs_opponent numbers and grid2op's defaults
 GEOMETRIC = {
     "attack_every_xxx_hour": 24,
@@ -96,15 +92,15 @@ def opponent_of(
         return None
     if values.get("opponent_action_class") == "DontAct":
         return None
-    if name not in CLASSES or budget_class != "BaseActionBudget":
+    if name not in OPPONENTS or budget_class != "BaseActionBudget":
         what = (
             f"opponent_class {name!r}"
-            if name not in CLASSES
+            if name not in OPPONENTS
             else f"opponent_budget_class {budget_class!r}"
         )
         warnings.warn(
             f"{config.path}: {what} is not supported by grid_vec (supported: "
-            f"{', '.join(CLASSES)} with BaseActionBudget): this env plays without an "
+            f"{', '.join(OPPONENTS)} with BaseActionBudget): this env plays without an "
             "opponent, unlike grid2op. Pass opponent=None to play without one knowingly, or "
             "opponent=<a grid_vec Opponent> to play another.",
             UnsupportedOpponentWarning,
@@ -130,22 +126,48 @@ def opponent_of(
         "attack_cooldown": _int(config, values, "opponent_attack_cooldown"),
         "attack_cost": 1.0,  # BaseActionBudget: one per line attacked, each step
     }
-    if name == "WeightedRandomOpponent":
-        norm = kwargs.get("rho_normalization", [])
-        if not isinstance(norm, list):
-            raise FolderFormatError(
-                f"{config.where('kwargs_opponent')}['rho_normalization']: expected a list"
-            )
-        args["rho_normalization"] = norm
-        args["attack_period"] = _int(config, kwargs, "attack_period", 12 * 24, "kwargs_opponent")
-    if name == "GeometricOpponent":
-        for key, default in GEOMETRIC.items():
-            args[key] = _number(config, {key: kwargs.get(key, default)}, key, "kwargs_opponent")
-        args["step_seconds"] = step_seconds
+    cls, extra = OPPONENTS[name]
+    args.update(extra(config, kwargs, step_seconds))
     try:
-        return CLASSES[name](lines, **args)
+        return cls(lines, **args)
     except ValueError as e:
         raise FolderFormatError(f"{config.path}: the opponent's entries: {e}") from None
+
+
+def _no_arguments(config: OpponentConfig, kwargs: dict, step_seconds: float) -> dict[str, Any]:
+    return {}
+
+
+def _weighted_arguments(
+    config: OpponentConfig, kwargs: dict, step_seconds: float
+) -> dict[str, Any]:
+    norm = kwargs.get("rho_normalization", [])
+    if not isinstance(norm, list):
+        raise FolderFormatError(
+            f"{config.where('kwargs_opponent')}['rho_normalization']: expected a list"
+        )
+    period = _int(config, kwargs, "attack_period", 12 * 24, "kwargs_opponent")
+    return {"rho_normalization": norm, "attack_period": period}
+
+
+def _geometric_arguments(
+    config: OpponentConfig, kwargs: dict, step_seconds: float
+) -> dict[str, Any]:
+    args: dict[str, Any] = {
+        key: _number(config, {key: kwargs.get(key, default)}, key, "kwargs_opponent")
+        for key, default in GEOMETRIC.items()
+    }
+    args["step_seconds"] = step_seconds
+    return args
+
+
+# grid2op's class name -> grid_vec's class and the reader of its own kwargs_opponent entries
+# (besides the budgets every class takes): a new opponent is its class and one line here
+OPPONENTS: dict[str, tuple[type[Opponent], Callable[..., dict[str, Any]]]] = {
+    "RandomLineOpponent": (RandomLineOpponent, _no_arguments),
+    "WeightedRandomOpponent": (WeightedRandomOpponent, _weighted_arguments),
+    "GeometricOpponent": (GeometricOpponent, _geometric_arguments),
+}
 
 
 def _line_names(config: OpponentConfig, value: Any, branch_names: np.ndarray) -> list[str]:
