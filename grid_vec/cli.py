@@ -211,12 +211,79 @@ def main(argv: Sequence[str] | None = None) -> int:
         130 when interrupted by Ctrl-C.
     """
     # The guard comes first: building the parser and running a command import the heavy
-    # modules, and a Ctrl-C during an import must not end in a traceback.
+    # modules, and a Ctrl-C during an import must not end in a traceback. A Ctrl-C does not
+    # always surface as a KeyboardInterrupt: one that lands in a C extension's import leaves
+    # it half-built, and the next import of it fails with an ImportError. So the handler
+    # notes each Ctrl-C, and whatever error a command ends with after one is the interruption.
+    _INTERRUPTED.clear()
+    with _noting_interrupts():
+        try:
+            return _main(list(sys.argv[1:] if argv is None else argv))
+        except KeyboardInterrupt:
+            _interrupt_handled()
+        except BaseException:
+            if not _INTERRUPTED.is_set():
+                raise
+            _interrupt_handled()
+    print("grid-vec: interrupted", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
+_INTERRUPTED = threading.Event()
+"""Set by the SIGINT handler of :func:`main` at each Ctrl-C."""
+
+
+REPEAT_INTERRUPT_S = 2.0
+"""After a Ctrl-C, seconds until it is raised again should the first KeyboardInterrupt have
+been swallowed (raised inside a finalizer or a fork hook, it is printed as "Exception
+ignored" and the command goes on); while SIGINT is ignored (workers being closed), later."""
+
+
+@contextlib.contextmanager
+def _noting_interrupts() -> Iterator[None]:
+    """For the duration of the block (main thread only; the previous handlers are put back):
+    a SIGINT handler that sets :data:`_INTERRUPTED` before raising KeyboardInterrupt, and
+    raises it again every :data:`REPEAT_INTERRUPT_S` until :func:`_interrupt_handled` (at once
+    when Python reports it swallowed, instead of printing "Exception ignored")."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        _INTERRUPTED.set()
+        signal.setitimer(signal.ITIMER_REAL, REPEAT_INTERRUPT_S)
+        raise KeyboardInterrupt
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            signal.setitimer(signal.ITIMER_REAL, REPEAT_INTERRUPT_S)
+            return
+        on_sigint(signal.SIGINT, frame)
+
+    previous_hook = sys.unraisablehook
+
+    def on_unraisable(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):  # swallowed: raise it again
+            signal.setitimer(signal.ITIMER_REAL, 0.001)
+            return
+        previous_hook(unraisable)
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    previous_alarm = signal.signal(signal.SIGALRM, on_alarm)
+    sys.unraisablehook = on_unraisable
     try:
-        return _main(list(sys.argv[1:] if argv is None else argv))
-    except KeyboardInterrupt:
-        print("grid-vec: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        yield
+    finally:
+        _interrupt_handled()
+        sys.unraisablehook = previous_hook
+        signal.signal(signal.SIGALRM, previous_alarm)
+        signal.signal(signal.SIGINT, previous)
+
+
+def _interrupt_handled() -> None:
+    """A KeyboardInterrupt was caught where it is answered: it is not raised again."""
+    if threading.current_thread() is threading.main_thread():
+        signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def _main(argv: list[str]) -> int:
@@ -238,6 +305,8 @@ def _main(argv: list[str]) -> int:
         parser.print_help()
         return 0
     except UsageError as exc:
+        if _INTERRUPTED.is_set():  # an error the Ctrl-C caused (a half-built import)
+            raise KeyboardInterrupt from exc
         print(exc, file=sys.stderr)
         return EXIT_USAGE
     except SystemExit as exc:  # --help and --version
@@ -261,6 +330,7 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
                 raise UsageError("grid-vec run", f"--save: {exc}") from exc
         results = _evaluate(args, factory, path)
     except KeyboardInterrupt:
+        _interrupt_handled()
         print(_interrupted(args, argv, path), file=sys.stderr)
         return EXIT_INTERRUPTED
     except ResumeError as exc:  # settings only the built env tells (its spaces)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -236,3 +237,19 @@ def test_both_agent_spellings_on_run_and_eval(spelling, tmp_path, capsys):
     assert main([*argv, "--json", str(rows)]) == 0
     assert [r["agent"] for r in json.loads(rows.read_text())] == ["do-nothing"]
     assert "| do-nothing |" in capsys.readouterr().out
+
+
+def test_a_ctrl_c_swallowed_in_a_finalizer_is_raised_again_at_once():
+    from grid_vec.cli import _noting_interrupts
+
+    class Finalised:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(10_000):  # the handler runs here, inside __del__: swallowed
+                pass
+
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt), _noting_interrupts():
+        Finalised()
+        time.sleep(10)  # the interrupt is raised again during this sleep
+    assert time.monotonic() - start < 1.0  # reported swallowed, not the 2 s repeat
