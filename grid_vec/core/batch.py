@@ -39,7 +39,7 @@ from grid_vec.core.continuous import ContinuousLayout
 from grid_vec.core.observation import ObservationLayout, time_features
 from grid_vec.core.observation_select import ObservationSelection, extra_values
 from grid_vec.core.parameters import Parameters
-from grid_vec.core.records import StepBatch
+from grid_vec.core.records import ActionBatch, StepBatch
 from grid_vec.core.reset_options import (
     apply_init_state,
     check_init_state,
@@ -49,13 +49,11 @@ from grid_vec.core.reset_options import (
 from grid_vec.core.rewards.base import (
     RewardContext,
     RewardFn,
-    RewardInputs,
-    batch_rewards,
     initialize_rewards,
 )
 from grid_vec.core.rules import outages as outages_
-from grid_vec.core.rules.actions import ActionRules, Legality, false_flags, neutralise
-from grid_vec.core.rules.dispatch import GeneratorLimits, dispatch_rows, register_redispatch
+from grid_vec.core.rules.actions import ActionRules, false_flags
+from grid_vec.core.rules.dispatch import GeneratorLimits
 from grid_vec.core.rules.heuristics import (
     Heuristics,
     line_toggles,
@@ -63,25 +61,21 @@ from grid_vec.core.rules.heuristics import (
     step_with_heuristics,
 )
 from grid_vec.core.rules.opponent import Opponent, OpponentBatch
-from grid_vec.core.rules.storage import StepLength, StorageUnits, reset_storage, storage_step
+from grid_vec.core.rules.storage import StepLength, StorageUnits, reset_storage
 from grid_vec.core.state import (
     BatchState,
     OverflowLimits,
-    StepOutcome,
     any_true,
-    disconnect,
     initial_state,
     push_topology,
     selector,
     solve,
-    update_timers,
 )
 from grid_vec.core.topology import TopologyLayout, layout_of
+from grid_vec.core.turn import Turn, TurnInputs
 from grid_vec.grid import make_backend
 from grid_vec.grid.model import GridModel
 
-_NO_ATTACK = np.full(256, -1, dtype=np.int64)
-_NO_ATTACK.flags.writeable = False
 _TIME_BLOCK = 288  # steps of time features computed at once (a day of 5-minute steps)
 _CALM_NONE = 2**62  # no env running: no step is due for a check
 
@@ -201,7 +195,6 @@ class GridBatch:
         self.max_steps = np.zeros(self.n, dtype=np.int64)  # steps each env may play
         self._step_seconds = np.zeros(self.n)  # each env's scenario's step duration
         self.inv_limit = 1.0 / thermal_limit[None]  # a row: see OverflowLimits
-        self._inv_limit_branch = self.inv_limit[0]  # the same, per branch (the opponent's)
         n_b = model.n_branch
         self._n_obs_timers = 2 * n_b + model.n_sub
         # the last two segments of an observation when no outage is planned for its env:
@@ -220,6 +213,7 @@ class GridBatch:
         self._simulated_at = np.zeros(self.n, dtype=np.int64)
         self.simulates_this_episode = np.zeros(self.n, dtype=np.int64)
         self.simulate_seconds = np.zeros(self.n)
+        self.turn = Turn(self, self._rules)  # the turn of a step and of a simulate
 
     # --- rules ------------------------------------------------------------------------
 
@@ -307,9 +301,13 @@ class GridBatch:
         outages = self.outages.now(rows)
         if outages is not None:
             outages_.take_out(state, self.topology, rows, outages)
+        length = None
         if self.storage is not None:
-            reset_storage(state, rows, self.storage, self.parameters, self._length(rows))
-        dead = self._inject(state, rows, self._rows_now(rows), None, first=True)
+            length = self._length(rows)
+            reset_storage(state, rows, self.storage, self.parameters, length)
+        dead = self.turn.inject(
+            state, rows, self._rows_now(rows), None, self._last_gen_p, length, first=True
+        )
         # grid2op's reset plays one step in which only hard overflows trip, then zeroes every
         # counter and timer: a branch tripped there starts disconnected, reconnectable at once
         outcome = solve(
@@ -331,14 +329,14 @@ class GridBatch:
         self.simulates_this_step[rows] = 0
         self.simulates_this_episode[rows] = 0
         k = len(rows)
-        obs = self._observe(
+        obs, _ = self.observe(
             state, rows, self._time_features(rows), np.zeros(k, dtype=np.int64), outages
         )
         zeros = np.zeros(k, dtype=bool)
         return StepBatch(
             obs, np.zeros(k), zeros, zeros.copy(), zeros.copy(), zeros.copy(),
             np.zeros((k, self.model.n_branch), dtype=bool), np.full(k, -1, dtype=np.int64),
-            action_mask=self._mask(state, rows),
+            action_mask=self.mask_of(state, rows),
         )  # fmt: skip
 
     # --- step ---------------------------------------------------------------------------
@@ -383,70 +381,18 @@ class GridBatch:
         storage: np.ndarray | None = None,
     ) -> StepBatch:
         """Play one step of ``rows``, without heuristics (arguments as :meth:`step`'s, the
-        actions as catalog indices)."""
+        actions as catalog indices): the turn (:mod:`grid_vec.core.turn`) on the batch's
+        state, its scenarios and clocks moved to the next step."""
         t0 = perf_counter()
-        state = self.state
-        handlers = self.handlers
-        legal = self._rules.legalise(state, rows, actions, redispatch, curtail, self.parameters)
-        asked = actions, redispatch
-        actions, redispatch, curtail, storage = neutralise(
-            actions, redispatch, curtail, legal, storage
-        )
-        sel = selector(rows, self.n)
-        for row in rows.tolist():
-            handlers[row].advance()
-        failed = self._register(state, rows, redispatch)
-        if self.storage is not None:  # before the failed redispatches: they roll it back
-            storage_step(
-                state, rows, storage, self.storage, self.parameters, self._length(rows), failed
-            )
-        if failed:  # grid2op plays the whole action as do-nothing
-            undone = np.array(list(failed))
-            actions = actions.copy()
-            actions[undone] = 0
-        # step in the scenario, steps played, steps counted, time-feature row: one more
-        if type(sel) is slice:  # every row: in place, no copy back
-            np.add(self._clock, 1, out=self._clock)
-        else:
-            self._clock[sel] += 1
-        attacks, attack = _no_attack(len(rows)), None
-        if self.opponent is not None:  # the attacked branch goes out after the action (_play)
-            attacks, under, remaining = self.opponent.step(
-                rows, state.line_status, state.a_or, self._inv_limit_branch
-            )
-            hit = under >= 0
-            if hit.any():
-                r, b = rows[hit], under[hit]
-                attack = np.zeros_like(state.line_status)
-                attack[r, b] = True
-                state.cooldown_line[r, b] = np.maximum(state.cooldown_line[r, b], remaining[hit])
-        t1 = perf_counter()
-        outages = self.outages.now(rows)  # maintenance and hazards of this step
-        outcome = self._play(state, rows, actions, curtail, self._rows_now(rows), outages, attack)
-        if outcome.no_dispatch:  # grid2op flags these as failed redispatches too
-            failed = {**failed, **_positions(rows, outcome.no_dispatch, outcome.game_over)}
-        t2 = perf_counter()
-        terminated = outcome.ended[sel]
-        played = self.played[sel]
-        calm = self._calm > 0
-        if calm:  # no row reaches its max_steps or the end of its time block
-            self._calm -= 1
-            truncated = false_flags(len(rows))
-            times = self._times.take(self._time_pos[sel], axis=0)
-        else:
-            truncated = played >= self.max_steps[sel]
-            times = self._time_features(rows)
-        if any_true(terminated):
-            truncated = truncated & ~terminated
-            self.done[sel] = terminated | truncated
-        elif any_true(truncated):
-            self.done[sel] = truncated  # the rows stepped were running
+        inputs, calm = self._next_step(rows)
+        action = ActionBatch(actions, redispatch, curtail, storage)
+        result = self.turn.play(self.state, rows, action, inputs)
+        terminated, truncated = result.terminated, result.truncated
+        if any_true(terminated) or any_true(truncated):
+            self.done[selector(rows, self.n)] = terminated | truncated
         if not calm:
             self._calm = self._calm_steps(np.flatnonzero(~self.done))
-        result = self._result(
-            state, rows, times, played, outcome, terminated, truncated, asked, legal, attacks,
-            outages=outages, failed=failed,
-        )  # fmt: skip
+        t1, t2 = self.turn.marks
         t3 = perf_counter()
         timings = self.timings
         timings["action"] += t1 - t0
@@ -454,6 +400,42 @@ class GridBatch:
         timings["observation"] += t3 - t2
         timings["total"] += t3 - t0
         return result
+
+    def _next_step(self, rows: np.ndarray) -> tuple[TurnInputs, bool]:
+        """Move the scenarios and clocks of ``rows`` one step on; the turn's inputs of that
+        step, and whether the step was calm (no row could reach its max_steps or the end of
+        its time block: neither is checked)."""
+        handlers = self.handlers
+        for row in rows.tolist():
+            handlers[row].advance()
+        sel = selector(rows, self.n)
+        # step in the scenario, steps played, steps counted, time-feature row: one more
+        if type(sel) is slice:  # every row: in place, no copy back
+            np.add(self._clock, 1, out=self._clock)
+        else:
+            self._clock[sel] += 1
+        played = self.played[sel]
+        calm = self._calm > 0
+        if calm:
+            self._calm -= 1
+            truncated = false_flags(len(rows))
+            times = self._times.take(self._time_pos[sel], axis=0)
+        else:
+            truncated = played >= self.max_steps[sel]
+            times = self._time_features(rows)
+        inputs = TurnInputs(
+            clock_rows=rows,
+            injections=self._rows_now(rows),
+            outages=self.outages.now(rows),  # maintenance and hazards of this step
+            setpoints=self._last_gen_p,
+            length=None if self.storage is None else self._length(rows),
+            opponent=self.opponent,
+            times=times,
+            played=played,
+            max_steps=self.max_steps[sel],
+            truncated=truncated,
+        )
+        return inputs, calm
 
     def simulate(
         self,
@@ -485,178 +467,40 @@ class GridBatch:
         self.simulates_this_step[row] += 1
         self.simulates_this_episode[row] += 1
         self.counts["simulates"][row] += 1
-        result = self._simulate(row, self.catalog_index(action), redispatch, curtail, storage)
+        topology = np.array([self.catalog_index(action)], dtype=np.int64)
+        played = ActionBatch(topology, redispatch, curtail, storage)
+        # the same turn as a step's, on a copy of the row's state and its look-ahead inputs
+        result = self.turn.play(
+            self.state.take([row]), np.zeros(1, dtype=np.intp), played, self._lookahead(row)
+        )
         self.simulate_seconds[row] += perf_counter() - t0
         return result
 
-    def _simulate(
-        self,
-        row: int,
-        action: int,
-        redispatch: np.ndarray | None,
-        curtail: np.ndarray | None,
-        storage: np.ndarray | None,
-    ) -> StepBatch:
-        state = self.state.take([row])
-        local = np.zeros(1, dtype=np.intp)
-        actions = np.array([action], dtype=np.int64)
-        forecast = self._rows_now(np.array([row]), forecast=True)
-        legal = self._rules.legalise(state, local, actions, redispatch, curtail, self.parameters)
-        asked = actions, redispatch
-        actions, redispatch, curtail, storage = neutralise(
-            actions, redispatch, curtail, legal, storage
-        )
-        failed = self._register(state, local, redispatch, forecast, batch_row=row)
-        if self.storage is not None:
-            length = self._length(np.array([row]))
-            storage_step(state, local, storage, self.storage, self.parameters, length, failed)
-        if failed:
-            actions = np.zeros(1, dtype=np.int64)
-        outages = self.outages.now(np.array([row]))
-        outages = None if outages is None else outages.next_step()
-        outcome = self._play(state, local, actions, curtail, forecast, outages, batch_row=row)
-        if outcome.no_dispatch:
-            failed = {**failed, **_positions(local, outcome.no_dispatch, outcome.game_over)}
-        handler = self.handlers[row]
-        return self._result(
-            state,
-            local,
-            self._time_features(np.array([row]), ahead=1),
-            np.array([handler.steps_played + 1]),
-            outcome,
-            outcome.ended,
-            false_flags(1),
-            asked,
-            legal,
-            _no_attack(1),
-            max_steps=self.max_steps[[row]],
-            outages=outages,
-            clock_rows=np.array([row]),
+    def _lookahead(self, row: int) -> TurnInputs:
+        """The inputs of env ``row``'s next step as far as its current one tells: the
+        forecast injections and outages, no attack, its clock one step ahead, setpoints
+        written to a throwaway list, nothing truncated."""
+        clock = np.array([row])
+        outages = self.outages.now(clock)
+        return TurnInputs(
+            clock_rows=clock,
+            injections=self._rows_now(clock, forecast=True),
+            outages=None if outages is None else outages.next_step(),
+            setpoints=[self._last_gen_p[row]],
+            length=None if self.storage is None else self._length(clock),
+            opponent=None,
+            times=self._time_features(clock, ahead=1),
+            played=np.array([self.handlers[row].steps_played + 1]),
+            max_steps=self.max_steps[clock],
+            truncated=false_flags(1),
             ahead=1,
-            failed=failed,
         )
 
     # --- the pieces of a step -----------------------------------------------------------
 
-    def _register(
-        self,
-        state: BatchState,
-        rows: np.ndarray,
-        redispatch: np.ndarray | None,
-        injections: list[Rows] | None = None,
-        batch_row: int | None = None,
-    ) -> dict[int, str]:
-        """The agent's redispatch into the targets (after the scenarios moved to the step);
-        the rows (by position) whose redispatch fails, and why."""
-        if redispatch is None:
-            return {}
-        self._wake(state, rows, batch_row)
-        scheduled = None
-        if not self.parameters.allow_dispatch_gen_switch_off:
-            if injections is None:
-                injections = self._rows_now(rows)
-            scheduled = np.array([injection[2] for injection in injections])
-        return register_redispatch(
-            state, rows, redispatch, scheduled, self.dispatch_limits, self.parameters
-        )
-
-    def _wake(self, state: BatchState, rows: np.ndarray, batch_row: int | None) -> None:
-        """Rows at rest about to dispatch start from the setpoints of their last step: their
-        schedule (grid2op updates them every step; a row at rest keeps them in
-        ``_last_gen_p``). ``batch_row``: ``state`` is a look-ahead copy of that row."""
-        own = rows.tolist() if batch_row is None else [batch_row]
-        for j, row in enumerate(own):
-            if not state.dispatching[rows[j]]:
-                state.gen_p_redisp[rows[j]] = self._last_gen_p[row]
-                state.dispatching[rows[j]] = True
-
-    def _play(
-        self,
-        state: BatchState,
-        rows: np.ndarray,
-        actions: np.ndarray,
-        curtail: np.ndarray | None,
-        injections: list[Rows],
-        outages: outages_.OutageRows | None = None,
-        attack: np.ndarray | None = None,
-        batch_row: int | None = None,
-    ) -> StepOutcome:
-        """Apply legal actions, then the step's outages (the environment's action, after the
-        agent's), then the opponent's ``attack`` ((N, n_branch) mask, or None), and the step's
-        injections; solve, cascade, move the timers (grid2op's order)."""
-        acted_line, acted_sub, reconnected = self._rules.apply(state, rows, actions)
-        if outages is not None:
-            outages_.take_out(state, self.topology, rows, outages)
-        if attack is not None:
-            disconnect(state, self.topology, attack)
-        dead = self._inject(state, rows, injections, curtail, batch_row=batch_row)
-        outcome = solve(
-            state, self.model, self.topology, self.parameters, self.limits, rows, failed=dead
-        )
-        ended = outcome.ended  # False outside rows
-        alive = rows[~ended[rows]] if any_true(ended) else rows
-        update_timers(
-            state, self.parameters, self.limits, outcome, alive, acted_line, acted_sub, reconnected
-        )
-        if outages is not None:
-            outages_.hold_cooldowns(state, rows, outages, ~ended[rows])
-        return outcome
-
-    def _inject(
-        self,
-        state: BatchState,
-        rows: np.ndarray,
-        injections: list[Rows],
-        curtail: np.ndarray | None,
-        *,
-        first: bool = False,
-        batch_row: int | None = None,
-    ) -> dict[int, str]:
-        """Give each env's backend its step's (load_p, load_q, gen_p, gen_v), the
-        generators' after curtailment and dispatch (:mod:`grid_vec.core.rules.dispatch`) where one
-        is under way; return the rows (batch indices) with no feasible dispatch, and why.
-        ``batch_row``: ``state`` is a look-ahead copy of this one row of the batch."""
-        dead: dict[int, str] = {}
-        length = None
-        if self.storage is not None:
-            length = self._length(rows if batch_row is None else np.array([batch_row]))
-            owing = (state.storage_amount[rows] != 0).any(axis=1)
-            if owing.any():  # the units move the balance: the generators dispatch
-                self._wake(state, rows[owing], batch_row)
-        if curtail is not None or any_true(state.dispatching[selector(rows, state.n)]):
-            scheduled = np.array([injection[2] for injection in injections])
-            self._wake(state, rows, batch_row)
-            step = dispatch_rows(
-                state, rows, scheduled, curtail, self.dispatch_limits, self.parameters,
-                first=first, storage=self.storage, length=length,
-            )  # fmt: skip
-            injections = [
-                (p, q, gen_p, v) for (p, q, _, v), gen_p in zip(injections, step.gen_p, strict=True)
-            ]
-            dead = {int(rows[j]): f"redispatch infeasible: {why}" for j, why in step.failed.items()}
-        if self.storage is not None:  # after the dispatch rules, which may limit the units
-            self._storage_setpoints(state, rows)
-        # the scenario sources hand out finite float64 rows of the model's sizes (the folder
-        # source checks its files as it reads them): no re-validation on the hot path
-        backends, last = state.backends, self._last_gen_p
-        if batch_row is None:
-            for row, injection in zip(rows.tolist(), injections, strict=True):
-                backends[row].set_injections_trusted(*injection)
-                last[row] = injection[2]
-        else:
-            backends[0].set_injections_trusted(*injections[0])
-        return dead
-
     def _length(self, clock_rows: np.ndarray) -> StepLength:
         """The step lengths of the batch's ``clock_rows`` (their scenarios')."""
         return StepLength.of(self._step_seconds[clock_rows])
-
-    def _storage_setpoints(self, state: BatchState, rows: np.ndarray) -> None:
-        """Send each row's storage power of the step to its backend (0 for a unit not
-        acting: setpoints do not persist)."""
-        power = state.storage_power[rows].astype(np.float64)
-        for j, row in enumerate(rows.tolist()):
-            state.backends[row].set_storage_p_trusted(power[j])
 
     def _rows_now(self, rows: np.ndarray, *, forecast: bool = False) -> list[Rows]:
         """Each row's (load_p, load_q, gen_p, gen_v) of the current step of its scenario
@@ -664,58 +508,7 @@ class GridBatch:
         handlers = self.handlers
         return [handlers[r].rows(forecast=forecast) for r in rows.tolist()]
 
-    def _result(
-        self,
-        state: BatchState,
-        rows: np.ndarray,
-        times: np.ndarray,
-        played: np.ndarray,
-        outcome: StepOutcome,
-        terminated: np.ndarray,
-        truncated: np.ndarray,
-        asked: tuple[np.ndarray, np.ndarray | None],
-        legal: Legality,
-        attacked: np.ndarray,
-        *,
-        max_steps: np.ndarray | None = None,
-        outages: outages_.OutageRows | None = None,
-        clock_rows: np.ndarray | None = None,
-        ahead: int = 0,
-        failed: dict[int, str] | None = None,
-    ) -> StepBatch:
-        """The step of ``rows``: observations, rewards and physics flags, with the given
-        ends, the actions and redispatch asked for (``asked``, before any refusal), their
-        legality (``ActionRules.legalise``'s), the attacks, the step's outages (None: none) and
-        the rows (by position) whose redispatch failed."""
-        obs = self._observe(state, rows, times, played, outages, clock_rows, ahead)
-        sel = selector(rows, state.n)
-        actions, redispatch = asked
-        illegal, ambiguous, (why_illegal, why_ambiguous) = legal
-        done = terminated | truncated if any_true(truncated) else terminated
-        inputs = RewardInputs(
-            self._rho, state.line_status[sel], state.load_p[sel], state.gen_p[sel],
-            state.actual_dispatch[sel], actions, redispatch, illegal, ambiguous, terminated,
-            done, played,
-            self.max_steps[sel] if max_steps is None else max_steps,
-            state.topo[sel], state.cooldown_line[sel], self.reward_context,
-        )  # fmt: skip
-        reward = batch_rewards(self.reward_fn, inputs, terminated)
-        others = {}
-        if self.other_rewards:
-            others = {
-                name: batch_rewards(fn, inputs, terminated)
-                for name, fn in self.other_rewards.items()
-            }
-        reasons = {}
-        if any_true(terminated):
-            reasons = {j: outcome.game_over[rows[j]] for j in np.flatnonzero(terminated).tolist()}
-        return StepBatch(
-            obs, reward, terminated, truncated, illegal, ambiguous, outcome.tripped[sel],
-            attacked, others, why_illegal, why_ambiguous, reasons, failed or {},
-            self._mask(state, rows),
-        )  # fmt: skip
-
-    def _mask(self, state: BatchState, rows: np.ndarray) -> np.ndarray | None:
+    def mask_of(self, state: BatchState, rows: np.ndarray) -> np.ndarray | None:
         """The legal agent actions of ``rows`` now, when the env gives them."""
         if not self.action_mask:
             return None
@@ -730,7 +523,7 @@ class GridBatch:
         """The catalog index of the agent's discrete action ``action`` (assumed valid)."""
         return int(action if self.action_subset is None else self.action_subset[action])
 
-    def _observe(
+    def observe(
         self,
         state: BatchState,
         rows: np.ndarray,
@@ -739,15 +532,15 @@ class GridBatch:
         outages: outages_.OutageRows | None = None,
         clock_rows: np.ndarray | None = None,
         ahead: int = 0,
-    ) -> np.ndarray:
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The (k, size) float32 observations of ``rows``, in one ``concatenate`` of every
         segment (a fresh array: the caller keeps it), the maintenance segments from
         ``outages`` (None: no outage planned), then the chosen attributes when the env chose
         them (``clock_rows``: the batch's rows whose clocks, ``ahead`` steps on, the
-        observations are of; default ``rows``). Leaves rho in ``self._rho`` for the
-        rewards."""
+        observations are of; default ``rows``), and their (k, n_branch) rho (the rewards
+        read it)."""
         sel = selector(rows, state.n)
-        self._rho = rho = state.a_or[sel] * self.inv_limit
+        rho = state.a_or[sel] * self.inv_limit
         k = len(rows)
         obs = np.empty((k, self._default_layout.size), dtype=np.float32)
         segments = [
@@ -765,7 +558,7 @@ class GridBatch:
             steps = self.step_index[clock_rows] + ahead
             extras = extra_values(self._selection, self, state, rows, steps, played, clock_rows)
             obs = self._selection.select(obs, extras)
-        return obs
+        return obs, rho
 
     def _calm_steps(self, rows: np.ndarray) -> int:
         """How many steps the given (running) rows surely play before one reaches its
@@ -796,16 +589,6 @@ class GridBatch:
             info.start, info.step_duration, first, _TIME_BLOCK
         )
         self._time_pos[row] = start
-
-
-def _no_attack(k: int) -> np.ndarray:
-    """(k,) -1: no branch attacked (read-only)."""
-    return _NO_ATTACK[:k] if k <= len(_NO_ATTACK) else np.full(k, -1, dtype=np.int64)
-
-
-def _positions(rows: np.ndarray, which: tuple[int, ...], reasons: list) -> dict[int, str]:
-    """``{position in rows: reason}`` of the batch rows ``which``."""
-    return {int(np.searchsorted(rows, row)): reasons[row] for row in which}
 
 
 def _checked_subset(subset: Sequence[int] | None, n_catalog: int) -> np.ndarray | None:

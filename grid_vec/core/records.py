@@ -1,7 +1,7 @@
-"""The named records at the batched core's seams: what a step is given (:data:`Parsed`), what
-it gives (:class:`StepBatch`), and the layout of its infos, defined once here for every reader
-(one env's info dict, the batched vector env's info columns, the heuristics' folding of the
-env's own steps into the agent's).
+"""The named records at the batched core's seams: what a step is given
+(:class:`ActionBatch`), what it gives (:class:`StepBatch`), and the layout of its infos,
+defined once here for every reader (one env's info dict, the batched vector env's info
+columns, the heuristics' folding of the env's own steps into the agent's).
 
 The info of a step (:func:`env_info` for one env; the vector envs lay the same keys out as
 columns, gymnasium's ``_add_info`` way):
@@ -22,6 +22,32 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+
+
+@dataclass(frozen=True, slots=True)
+class ActionBatch:
+    """The agents' actions of ``k`` envs, as the core plays them: a catalog action per env
+    and the continuous controls the action type has (None: not in the action).
+
+    Adding a control (an action type that acts on something new) adds one field here, its
+    split in :mod:`grid_vec.core.continuous` and its rule in a module of
+    :mod:`grid_vec.core.rules`; everything in between carries the record whole.
+    """
+
+    topology: np.ndarray  # (k,) int64: agent action indices (catalog ones past the subset)
+    redispatch: np.ndarray | None = None  # (k, n_gen) MW asked per generator
+    curtail: np.ndarray | None = None  # (k, n_gen) limits, ratio of pmax (NaN: unchanged)
+    storage: np.ndarray | None = None  # (k, n_storage) MW asked per unit (> 0 charges)
+
+    def rows(self, sel: slice | np.ndarray) -> ActionBatch:
+        """The actions of some of the envs (``sel``: a slice or positions)."""
+        return ActionBatch(
+            self.topology[sel],
+            None if self.redispatch is None else self.redispatch[sel],
+            None if self.curtail is None else self.curtail[sel],
+            None if self.storage is None else self.storage[sel],
+        )
+
 
 # (catalog indices, redispatch MW, curtailment limits, storage MW), None: not in the action
 Parsed = tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None]

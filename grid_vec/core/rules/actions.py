@@ -20,6 +20,7 @@ import numpy as np
 
 from grid_vec.core.actions import KIND_LINE, KIND_SUB, ActionCatalog, SubstationTable
 from grid_vec.core.parameters import Parameters
+from grid_vec.core.records import ActionBatch
 from grid_vec.core.state import BatchState, any_true, disconnect, reconnect
 from grid_vec.core.topology import TopologyLayout
 from grid_vec.grid.model import GridModel
@@ -210,24 +211,18 @@ class ActionRules:
         return touching & ~state.line_status[rows]
 
 
-def neutralise(
-    actions: np.ndarray,
-    redispatch: np.ndarray | None,
-    curtail: np.ndarray | None,
-    legal: Legality,
-    storage: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+def neutralise(action: ActionBatch, legal: Legality) -> ActionBatch:
     """Illegal or ambiguous actions (:meth:`ActionRules.legalise`'s verdict) are played as
     do-nothing: no catalog action, no redispatch, no curtailment, no storage power."""
     illegal, ambiguous, (why_illegal, why_ambiguous) = legal
     if not why_illegal and not why_ambiguous:  # every refused action has its reason
-        return actions, redispatch, curtail, storage
+        return action
     refused = illegal | ambiguous
-    actions = np.where(refused, 0, actions)
-    if redispatch is not None:
-        redispatch = np.where(refused[:, None], 0.0, redispatch)
-    if curtail is not None:
-        curtail = np.where(refused[:, None], np.nan, curtail)
-    if storage is not None:
-        storage = np.where(refused[:, None], 0.0, storage)
-    return actions, redispatch, curtail, storage
+    column = refused[:, None]
+    redispatch, curtail, storage = action.redispatch, action.curtail, action.storage
+    return ActionBatch(
+        np.where(refused, 0, action.topology),
+        None if redispatch is None else np.where(column, 0.0, redispatch),
+        None if curtail is None else np.where(column, np.nan, curtail),
+        None if storage is None else np.where(column, 0.0, storage),
+    )

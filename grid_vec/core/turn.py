@@ -1,0 +1,414 @@
+"""The turn of the game, written once: what one step of some envs does, phase by phase, in
+grid2op's order. :class:`~grid_vec.core.batch.GridBatch` plays it for ``step`` on its own
+state and for ``simulate`` on a copy of one env's state; what differs between the two is
+data, a :class:`TurnInputs` record (the injections of the next step or their forecast, the
+opponent or none, the clock moved on or one step ahead), never a mode tested inside a
+phase. A rule changed here changes both.
+
+:meth:`Turn.play` is the outline; each phase is one method:
+
+1. :meth:`Turn.legality`: illegal or ambiguous actions become do-nothing (flagged);
+2. :meth:`Turn.redispatch`: the agent's redispatch into the targets;
+3. :meth:`Turn.storage`: the storage units' step (rolled back where the redispatch failed);
+4. :meth:`Turn.undo_failed`: an action whose redispatch failed is played as do-nothing;
+5. :meth:`Turn.opponent`: the opponent chooses its attack (from the state the step starts
+   from);
+6. :meth:`Turn.apply`: the agent's topology actions;
+7. :meth:`Turn.outages`: the scenario's maintenance and hazards (the environment's action),
+   then the attack;
+8. :meth:`Turn.inject`: the step's injections, after curtailment and dispatch;
+9. :meth:`Turn.solve`: power flows and cascades;
+10. :meth:`Turn.timers`: overflow counters and cooldowns;
+11. :meth:`Turn.ends`: which episodes end (game over, or the given truncation);
+12. :meth:`Turn.observe`: the observations;
+13. :meth:`Turn.reward`: the rewards, then the step's record (:class:`StepBatch`).
+
+Reset uses :meth:`Turn.inject` too (the first state's injections).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from time import perf_counter
+from typing import Protocol
+
+import numpy as np
+
+from grid_vec.chronics.handler import Rows
+from grid_vec.core.parameters import Parameters
+from grid_vec.core.records import ActionBatch, StepBatch
+from grid_vec.core.rewards.base import RewardContext, RewardFn, RewardInputs, batch_rewards
+from grid_vec.core.rules import outages as outages_
+from grid_vec.core.rules.actions import ActionRules, Legality, neutralise
+from grid_vec.core.rules.dispatch import GeneratorLimits, dispatch_rows, register_redispatch
+from grid_vec.core.rules.opponent import OpponentBatch
+from grid_vec.core.rules.storage import StepLength, StorageUnits, storage_step
+from grid_vec.core.state import (
+    BatchState,
+    OverflowLimits,
+    StepOutcome,
+    any_true,
+    disconnect,
+    selector,
+    update_timers,
+)
+from grid_vec.core.state import solve as solve_state
+from grid_vec.core.topology import TopologyLayout
+from grid_vec.grid.model import GridModel
+
+_NO_ATTACK = np.full(256, -1, dtype=np.int64)
+_NO_ATTACK.flags.writeable = False
+
+# what the topology actions did: (N,) acted branch and substation (-1: none) or None, and the
+# (N, n_branch) branches a configuration reconnected, or None (ActionRules.apply's)
+Acted = tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]
+
+
+@dataclass(frozen=True, eq=False)
+class TurnInputs:
+    """What a turn is played on besides the state and the actions: the one place where a
+    step and a look-ahead differ.
+
+    For ``step`` the scenarios and clocks have moved to the step played; for ``simulate`` they
+    are one step behind (``ahead`` 1), the injections are the forecast, nobody attacks, the
+    setpoints written go to a throwaway list and nothing is truncated.
+    """
+
+    clock_rows: np.ndarray  # the batch rows whose clocks the state's rows follow
+    injections: list[Rows]  # each row's (load_p, load_q, gen_p, gen_v) of the step played
+    outages: outages_.OutageRows | None  # the step's maintenance and hazards (None: none)
+    # each state row's generator setpoints of its last step: read to wake a row at rest,
+    # written with the step's (the batch's own list for a step)
+    setpoints: list[np.ndarray]
+    length: StepLength | None  # the rows' step lengths (None: no storage unit)
+    opponent: OpponentBatch | None  # who attacks (None: nobody)
+    times: np.ndarray  # (k, 6) time features of the step played
+    played: np.ndarray  # (k,) steps played this episode, this one included
+    max_steps: np.ndarray  # (k,) steps each episode may play
+    truncated: np.ndarray  # (k,) the episode reaches its max_steps (before game overs)
+    ahead: int = 0  # steps from the rows' clocks to the step played
+
+
+class TurnHost(Protocol):
+    """What a turn reads of the batch it is played for (:class:`~grid_vec.core.batch.GridBatch`
+    is one), written here so that this module, which the batch calls, needs no import of it."""
+
+    model: GridModel
+    topology: TopologyLayout
+    parameters: Parameters
+    limits: OverflowLimits
+    storage: StorageUnits | None
+    dispatch_limits: GeneratorLimits
+    inv_limit: np.ndarray
+    reward_fn: RewardFn
+    other_rewards: dict[str, RewardFn]
+    reward_context: RewardContext
+
+    def observe(
+        self,
+        state: BatchState,
+        rows: np.ndarray,
+        times: np.ndarray,
+        played: np.ndarray,
+        outages: outages_.OutageRows | None = None,
+        clock_rows: np.ndarray | None = None,
+        ahead: int = 0,
+    ) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def mask_of(self, state: BatchState, rows: np.ndarray) -> np.ndarray | None: ...
+
+
+class Turn:
+    """The turn of a batch's game (see the module docstring), one method per phase.
+
+    Args:
+        host: the batch it plays for (its rules, parameters, rewards and observations).
+        rules: the legality and effect of its catalog actions.
+    """
+
+    def __init__(self, host: TurnHost, rules: ActionRules) -> None:
+        self.host = host
+        self.rules = rules
+        self._inv_limit_branch = host.inv_limit[0]  # per branch: the opponent's
+        # perf_counter at the end of the action phases and of the physics, for the batch's
+        # timings
+        self.marks = (0.0, 0.0)
+
+    def play(
+        self, state: BatchState, rows: np.ndarray, action: ActionBatch, inputs: TurnInputs
+    ) -> StepBatch:
+        """Play one turn of ``rows`` (indices of ``state``).
+
+        Args:
+            state: the state played on (the batch's, or a look-ahead copy).
+            rows: the envs played, sorted.
+            action: their actions (catalog indices).
+            inputs: the rest of what the turn is played on.
+
+        Returns:
+            The step of each row.
+        """
+        legal, played = self.legality(state, rows, action)
+        failed = self.redispatch(state, rows, played, inputs)
+        self.storage(state, rows, played, inputs, failed)
+        played = self.undo_failed(played, failed)
+        attacks, attack = self.opponent(state, rows, inputs)
+        t1 = perf_counter()
+        acted = self.apply(state, rows, played)
+        self.outages(state, rows, inputs, attack)
+        dead = self.inject(
+            state, rows, inputs.injections, played.curtail, inputs.setpoints, inputs.length
+        )
+        outcome = self.solve(state, rows, dead)
+        self.timers(state, rows, outcome, acted, inputs)
+        if outcome.no_dispatch:  # grid2op flags these as failed redispatches too
+            failed = {**failed, **_positions(rows, outcome.no_dispatch, outcome.game_over)}
+        self.marks = (t1, perf_counter())
+        terminated, truncated = self.ends(state, rows, outcome, inputs)
+        obs, rho = self.observe(state, rows, inputs)
+        return self.reward(
+            state, rows, obs, rho, outcome, terminated, truncated, action, legal, attacks,
+            inputs, failed,
+        )  # fmt: skip
+
+    # --- the phases, in grid2op's order ---------------------------------------------------
+
+    def legality(
+        self, state: BatchState, rows: np.ndarray, action: ActionBatch
+    ) -> tuple[Legality, ActionBatch]:
+        """Check the actions with the current timers; illegal or ambiguous ones become
+        do-nothing. Returns the verdict and the actions played."""
+        p = self.host.parameters
+        legal = self.rules.legalise(
+            state, rows, action.topology, action.redispatch, action.curtail, p
+        )
+        return legal, neutralise(action, legal)
+
+    def redispatch(
+        self, state: BatchState, rows: np.ndarray, action: ActionBatch, inputs: TurnInputs
+    ) -> dict[int, str]:
+        """The agent's redispatch into the targets (after the scenarios moved to the step);
+        the rows (by position) whose redispatch fails, and why."""
+        if action.redispatch is None:
+            return {}
+        host = self.host
+        _wake(state, rows, inputs.setpoints)
+        scheduled = None
+        if not host.parameters.allow_dispatch_gen_switch_off:
+            scheduled = np.array([injection[2] for injection in inputs.injections])
+        return register_redispatch(
+            state, rows, action.redispatch, scheduled, host.dispatch_limits, host.parameters
+        )
+
+    def storage(
+        self,
+        state: BatchState,
+        rows: np.ndarray,
+        action: ActionBatch,
+        inputs: TurnInputs,
+        failed: dict[int, str],
+    ) -> None:
+        """The storage units' step, before the failed redispatches: they roll it back."""
+        host = self.host
+        if host.storage is not None:
+            storage_step(
+                state, rows, action.storage, host.storage, host.parameters, inputs.length,
+                failed,
+            )  # fmt: skip
+
+    def undo_failed(self, action: ActionBatch, failed: dict[int, str]) -> ActionBatch:
+        """Grid2op plays an action whose redispatch failed as do-nothing (its topology part;
+        the targets were given back)."""
+        if not failed:
+            return action
+        topology = action.topology.copy()
+        topology[np.array(list(failed))] = 0
+        return ActionBatch(topology, action.redispatch, action.curtail, action.storage)
+
+    def opponent(
+        self, state: BatchState, rows: np.ndarray, inputs: TurnInputs
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """The opponent's choice from the state the step starts from: (k,) the branch newly
+        attacked per row (-1: none), and the (N, n_branch) branches under attack this step
+        (None: none), which go out after the agent's action (:meth:`outages`)."""
+        if inputs.opponent is None:
+            return _no_attack(len(rows)), None
+        attacks, under, remaining = inputs.opponent.step(
+            rows, state.line_status, state.a_or, self._inv_limit_branch
+        )
+        hit = under >= 0
+        attack = None
+        if hit.any():
+            r, b = rows[hit], under[hit]
+            attack = np.zeros_like(state.line_status)
+            attack[r, b] = True
+            state.cooldown_line[r, b] = np.maximum(state.cooldown_line[r, b], remaining[hit])
+        return attacks, attack
+
+    def apply(self, state: BatchState, rows: np.ndarray, action: ActionBatch) -> Acted:
+        """The agent's legal topology actions."""
+        return self.rules.apply(state, rows, action.topology)
+
+    def outages(
+        self,
+        state: BatchState,
+        rows: np.ndarray,
+        inputs: TurnInputs,
+        attack: np.ndarray | None,
+    ) -> None:
+        """The step's maintenance and hazards (the environment's action, after the agent's),
+        then the opponent's attack."""
+        if inputs.outages is not None:
+            outages_.take_out(state, self.host.topology, rows, inputs.outages)
+        if attack is not None:
+            disconnect(state, self.host.topology, attack)
+
+    def inject(
+        self,
+        state: BatchState,
+        rows: np.ndarray,
+        injections: list[Rows],
+        curtail: np.ndarray | None,
+        setpoints: list[np.ndarray],
+        length: StepLength | None,
+        *,
+        first: bool = False,
+    ) -> dict[int, str]:
+        """Give each row's backend its step's (load_p, load_q, gen_p, gen_v), the
+        generators' after curtailment and dispatch (:mod:`grid_vec.core.rules.dispatch`)
+        where one is under way, and record the setpoints in ``setpoints``; return the rows
+        (indices of ``state``) with no feasible dispatch, and why. ``first``: reset's."""
+        host = self.host
+        dead: dict[int, str] = {}
+        if host.storage is not None:
+            owing = (state.storage_amount[rows] != 0).any(axis=1)
+            if owing.any():  # the units move the balance: the generators dispatch
+                _wake(state, rows[owing], setpoints)
+        if curtail is not None or any_true(state.dispatching[selector(rows, state.n)]):
+            scheduled = np.array([injection[2] for injection in injections])
+            _wake(state, rows, setpoints)
+            step = dispatch_rows(
+                state, rows, scheduled, curtail, host.dispatch_limits, host.parameters,
+                first=first, storage=host.storage, length=length,
+            )  # fmt: skip
+            injections = [
+                (p, q, gen_p, v) for (p, q, _, v), gen_p in zip(injections, step.gen_p, strict=True)
+            ]
+            dead = {int(rows[j]): f"redispatch infeasible: {why}" for j, why in step.failed.items()}
+        if host.storage is not None:  # after the dispatch rules, which may limit the units
+            power = state.storage_power[rows].astype(np.float64)
+            for j, row in enumerate(rows.tolist()):  # 0 for a unit not acting: no persistence
+                state.backends[row].set_storage_p_trusted(power[j])
+        # the scenario sources hand out finite float64 rows of the model's sizes (the folder
+        # source checks its files as it reads them): no re-validation on the hot path
+        backends = state.backends
+        for row, injection in zip(rows.tolist(), injections, strict=True):
+            backends[row].set_injections_trusted(*injection)
+            setpoints[row] = injection[2]
+        return dead
+
+    def solve(self, state: BatchState, rows: np.ndarray, dead: dict[int, str]) -> StepOutcome:
+        """Power flows and cascades (the rows with no feasible dispatch are game overs)."""
+        host = self.host
+        return solve_state(
+            state, host.model, host.topology, host.parameters, host.limits, rows, failed=dead
+        )
+
+    def timers(
+        self,
+        state: BatchState,
+        rows: np.ndarray,
+        outcome: StepOutcome,
+        acted: Acted,
+        inputs: TurnInputs,
+    ) -> None:
+        """Overflow counters and cooldowns of the rows still playing; a line in maintenance
+        or hit by a hazard cannot change status while it lasts."""
+        host = self.host
+        ended = outcome.ended  # False outside rows
+        alive = rows[~ended[rows]] if any_true(ended) else rows
+        update_timers(state, host.parameters, host.limits, outcome, alive, *acted)
+        if inputs.outages is not None:
+            outages_.hold_cooldowns(state, rows, inputs.outages, ~ended[rows])
+
+    def ends(
+        self, state: BatchState, rows: np.ndarray, outcome: StepOutcome, inputs: TurnInputs
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(k,) terminated (a game over) and (k,) truncated (the given truncation, where the
+        episode did not end by a game over)."""
+        terminated = outcome.ended[selector(rows, state.n)]
+        truncated = inputs.truncated
+        if any_true(terminated):
+            truncated = truncated & ~terminated
+        return terminated, truncated
+
+    def observe(
+        self, state: BatchState, rows: np.ndarray, inputs: TurnInputs
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The observations of ``rows`` and their rho (the rewards read it)."""
+        return self.host.observe(
+            state, rows, inputs.times, inputs.played, inputs.outages, inputs.clock_rows,
+            inputs.ahead,
+        )  # fmt: skip
+
+    def reward(
+        self,
+        state: BatchState,
+        rows: np.ndarray,
+        obs: np.ndarray,
+        rho: np.ndarray,
+        outcome: StepOutcome,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+        asked: ActionBatch,
+        legal: Legality,
+        attacks: np.ndarray,
+        inputs: TurnInputs,
+        failed: dict[int, str],
+    ) -> StepBatch:
+        """The rewards of the step (from the actions as asked, before any refusal), then its
+        record: observations, rewards, ends, legality, trips, attacks and reasons."""
+        host = self.host
+        sel = selector(rows, state.n)
+        illegal, ambiguous, (why_illegal, why_ambiguous) = legal
+        done = terminated | truncated if any_true(truncated) else terminated
+        inputs_ = RewardInputs(
+            rho, state.line_status[sel], state.load_p[sel], state.gen_p[sel],
+            state.actual_dispatch[sel], asked.topology, asked.redispatch, illegal, ambiguous,
+            terminated, done, inputs.played, inputs.max_steps, state.topo[sel],
+            state.cooldown_line[sel], host.reward_context,
+        )  # fmt: skip
+        reward = batch_rewards(host.reward_fn, inputs_, terminated)
+        others = {}
+        if host.other_rewards:
+            others = {
+                name: batch_rewards(fn, inputs_, terminated)
+                for name, fn in host.other_rewards.items()
+            }
+        reasons = {}
+        if any_true(terminated):
+            reasons = {j: outcome.game_over[rows[j]] for j in np.flatnonzero(terminated).tolist()}
+        return StepBatch(
+            obs, reward, terminated, truncated, illegal, ambiguous, outcome.tripped[sel],
+            attacks, others, why_illegal, why_ambiguous, reasons, failed,
+            host.mask_of(state, rows),
+        )  # fmt: skip
+
+
+def _wake(state: BatchState, rows: np.ndarray, setpoints: list[np.ndarray]) -> None:
+    """Rows at rest about to dispatch start from the setpoints of their last step: their
+    schedule (grid2op updates them every step; a row at rest keeps them in ``setpoints``)."""
+    for row in rows.tolist():
+        if not state.dispatching[row]:
+            state.gen_p_redisp[row] = setpoints[row]
+            state.dispatching[row] = True
+
+
+def _no_attack(k: int) -> np.ndarray:
+    """(k,) -1: no branch attacked (read-only)."""
+    return _NO_ATTACK[:k] if k <= len(_NO_ATTACK) else np.full(k, -1, dtype=np.int64)
+
+
+def _positions(rows: np.ndarray, which: tuple[int, ...], reasons: list) -> dict[int, str]:
+    """``{position in rows: reason}`` of the batch rows ``which``."""
+    return {int(np.searchsorted(rows, row)): reasons[row] for row in which}
