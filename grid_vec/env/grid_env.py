@@ -29,7 +29,7 @@ from gymnasium import spaces
 
 from grid_vec.chronics.scenario import ScenarioInfo, ScenarioSource
 from grid_vec.env.action_input import ACTION_TYPES, Parsed, one_action
-from grid_vec.env.batch import GridBatch, env_info
+from grid_vec.env.batch import GridBatch, StepBatch, env_info
 from grid_vec.env.dispatch import GeneratorLimits
 from grid_vec.env.grid2op_rewards import dataset_reward
 from grid_vec.env.heuristics import Heuristics
@@ -356,6 +356,26 @@ class GridEnv(gym.Env):
             bool(result.truncated[0]),
             env_info(result, 0),
         )
+
+    def fixed_info(self) -> dict[str, Any]:
+        """The info of a step with no reason to give, zeroed: the entries every ``step``'s
+        info holds, each of one type and shape whatever the step (a vector env lays them
+        out in shared memory once, see :mod:`grid_vec.vector.slice_engine`)."""
+        batch, one = self._batch, np.zeros(1, dtype=bool)
+        quiet = StepBatch(
+            obs=np.zeros((1, 0), dtype=np.float32),
+            reward=np.zeros(1),
+            terminated=one,
+            truncated=one,
+            is_illegal=one,
+            is_ambiguous=one,
+            tripped=np.zeros((1, self.model.n_branch), dtype=bool),
+            attacked=np.full(1, -1, dtype=np.int64),
+            other_rewards={name: np.zeros(1) for name in batch.other_rewards},
+            action_mask=np.zeros((1, batch.n_actions), dtype=bool) if batch.action_mask else None,
+            skipped=None if batch.heuristics is None else np.zeros(1, dtype=np.int64),
+        )
+        return env_info(quiet, 0)
 
     # --- look-ahead -------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ import numpy as np
 from gymnasium import Env
 from gymnasium.vector.vector_env import AutoresetMode
 
-from grid_vec.env.action_input import Parsed
+from grid_vec.env.action_input import Parsed, batch_actions
 from grid_vec.env.batch import GridBatch, StepBatch
 from grid_vec.env.grid_env import GridEnv
 
@@ -184,6 +184,21 @@ class SliceEngine:
             "_scenario_name": _mask(n, rows),
             **_masks(result.action_mask, self.all[: len(rows)], rows, n),
         }
+
+
+def parse(batch: GridBatch, space: Any, actions: np.ndarray, *, checked: bool) -> Parsed:
+    """The batch's form of a slice's actions (a ``Discrete`` or ``Box`` space's array),
+    checked as GridEnvs check them (``batch_actions``) unless ``checked`` already (by
+    GridVecEnv, for the whole batch, before sending it): then only parsed.
+
+    Raises:
+        ValueError: unchecked actions outside ``space``.
+    """
+    if not checked:
+        return batch_actions(batch.continuous, space, actions)
+    if batch.continuous is None:
+        return actions.astype(np.int64, copy=False), None, None, None
+    return (np.zeros(len(actions), dtype=np.int64), *batch.continuous.split(actions))
 
 
 def is_grid_env(env: Any) -> bool:
