@@ -36,9 +36,9 @@ def _count_bare_oks(env: GridVecEnv) -> list[int]:
     counts = [0, 0]
     took = env._took_bare_oks
 
-    def counted(spin_until: float) -> Any:
+    def counted(spin_until: float) -> bool:
         result = took(spin_until)
-        counts[0 if result is not None and result is not False else 1] += 1
+        counts[0 if result else 1] += 1
         return result
 
     env._took_bare_oks = counted

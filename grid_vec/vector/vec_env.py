@@ -235,6 +235,7 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         self._ready_info: dict[int, dict] = {}
         self._busy: set[int] = set()
         self._schemas: dict[InfoSchema, InfoSchema] = {}
+        self._in_block: list[Worker] = []  # workers whose last bare reply was OK_BLOCK
         if self._info_schema is not None:  # one object per schema: the block's too
             self._schemas[self._info_schema] = self._info_schema
         self.restarts = 0
@@ -489,9 +490,8 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         """
         self._expect(AsyncState.WAITING_STEP, "step_wait", "step_async")
         spin_until = self._spin_until(timeout if timeout is not None else self.step_timeout)
-        bare = self._took_bare_oks(spin_until) if timeout is None else None
-        if bare is not None:
-            infos = bare  # no worker had an info to send but in the block
+        if timeout is None and self._took_bare_oks(spin_until):
+            infos = self._bare_step_infos()  # no worker had an info to send but in the block
         else:
             replies = self._gather(self._pending, timeout, name="step_wait", spin_until=spin_until)
             infos = self._merge(replies)
@@ -822,31 +822,36 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         spin(all_taken, spin_until - time.perf_counter())
         return left
 
-    def _took_bare_oks(self, spin_until: float) -> dict[str, Any] | None:
+    def _took_bare_oks(self, spin_until: float) -> bool:
         """The hot path of :meth:`step_wait`: every worker answers its ring with a bare
         ``OK`` (its envs had no info to send) or ``OK_BLOCK`` (their infos are records in
-        the block), the observations in the block.
+        the block: those workers are left in ``_in_block``), the observations in the block.
 
-        Spins for the rings until ``spin_until``; once every one is taken, returns the
-        infos (those in the block); None, taking none, when a reply is not bare or not there
-        yet (:meth:`_gather` then reads every reply)."""
+        Spins for the rings until ``spin_until``; True once every one is taken; False,
+        taking none, when a reply is not bare or not there yet (:meth:`_gather` then reads
+        every reply)."""
         bells = [w.bell for w in self._pending]
         if self.spin_us == 0 or not all(b.ringing for b in bells):
-            return None
+            return False
         # the cheapest check per turn: it decides how soon a ring is seen
         ready = bells[0].rang if len(bells) == 1 else lambda: all(map(ParentBell.rang, bells))
         if not spin(ready, spin_until - time.perf_counter()):
-            return None
+            return False
         codes = [b.rung_code() for b in bells]
         if not all(code in _BARE for code in codes):
-            return None
+            return False
         for b in bells:
             b.rung_reply()
-        if p.OK_BLOCK not in codes:
+        self._in_block = [w for w, c in zip(self._pending, codes, strict=True) if c == p.OK_BLOCK]
+        return True
+
+    def _bare_step_infos(self) -> dict[str, Any]:
+        """The infos of a step that :meth:`_took_bare_oks`: those in the block."""
+        in_block = self._in_block
+        if not in_block:
             return {}
-        if all(code == p.OK_BLOCK for code in codes) and len(bells) == len(self._workers):
+        if len(in_block) == len(self._workers):
             return self._info_schema.unpack(self._block.info)  # every env's, in one read
-        in_block = [w for w, code in zip(self._pending, codes, strict=True) if code == p.OK_BLOCK]
         return merge_slices([(w.env_ids[0], self._block_infos(w)) for w in in_block], self.num_envs)
 
     def _block_infos(self, w: Worker) -> ColumnBatch:
