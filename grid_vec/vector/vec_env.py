@@ -838,11 +838,18 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         if not spin(ready, spin_until - time.perf_counter()):
             return False
         codes = [b.rung_code() for b in bells]
-        if not all(code in _BARE for code in codes):
+        if p.OK_BLOCK in codes:
+            if not all(code in _BARE for code in codes):
+                return False
+            self._in_block = [
+                w for w, c in zip(self._pending, codes, strict=True) if c == p.OK_BLOCK
+            ]
+        elif codes.count(p.OK) == len(codes):
+            self._in_block = []
+        else:
             return False
         for b in bells:
             b.rung_reply()
-        self._in_block = [w for w, c in zip(self._pending, codes, strict=True) if c == p.OK_BLOCK]
         return True
 
     def _bare_step_infos(self) -> dict[str, Any]:
