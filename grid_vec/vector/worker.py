@@ -82,11 +82,11 @@ class _Server:
         self.poller.register(fd_in, p.POLL_IN)
         self.step_infos = InfoPacker(len(envs))
         # GridEnvs that are the rows of one batched core: a lockstep step is one batch step
-        self.engine = self._slice_engine(rows)
+        self.engine = self._slice_engine()
         self.autoreset = [False] * len(envs) if self.engine is None else self.engine.autoreset
         self.info_rows = self._info_rows(rows)
 
-    def _slice_engine(self, rows: slice) -> Any:
+    def _slice_engine(self) -> Any:
         """The slice engine of GridEnvs that are the rows of one batch, or None (other envs,
         or actions or observations that do not travel as one array each)."""
         if self.act_leaf is None or (self.spec.obs_shared and not self.single_obs_leaf):
