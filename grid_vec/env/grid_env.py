@@ -31,7 +31,7 @@ from grid_vec.chronics.scenario import ScenarioInfo, ScenarioSource
 from grid_vec.core.batch import GridBatch
 from grid_vec.core.observation import ObservationView
 from grid_vec.core.parameters import Parameters
-from grid_vec.core.records import env_info
+from grid_vec.core.records import StepBatch, env_info
 from grid_vec.core.reset_options import RESET_OPTIONS
 from grid_vec.core.rewards.base import RewardFn
 from grid_vec.core.rewards.registry import dataset_reward, make_reward
@@ -357,6 +357,26 @@ class GridEnv(gym.Env):
             bool(result.truncated[0]),
             env_info(result, 0),
         )
+
+    def fixed_info(self) -> dict[str, Any]:
+        """The info of a step with no reason to give, zeroed: the entries every ``step``'s
+        info holds, each of one type and shape whatever the step (a vector env lays them
+        out in shared memory once, see :mod:`grid_vec.vector.slice_engine`)."""
+        batch, one = self._batch, np.zeros(1, dtype=bool)
+        quiet = StepBatch(
+            obs=np.zeros((1, 0), dtype=np.float32),
+            reward=np.zeros(1),
+            terminated=one,
+            truncated=one,
+            is_illegal=one,
+            is_ambiguous=one,
+            tripped=np.zeros((1, self.model.n_branch), dtype=bool),
+            attacked=np.full(1, -1, dtype=np.int64),
+            other_rewards={name: np.zeros(1) for name in batch.other_rewards},
+            action_mask=np.zeros((1, batch.n_actions), dtype=bool) if batch.action_mask else None,
+            skipped=None if batch.heuristics is None else np.zeros(1, dtype=np.int64),
+        )
+        return env_info(quiet, 0)
 
     # --- look-ahead -------------------------------------------------------------------
 

@@ -28,14 +28,14 @@ from copy import deepcopy
 from typing import Any
 
 import numpy as np
-from gymnasium import Env
 from gymnasium.vector.utils import batch_space
 from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 
-from grid_vec.core.records import INFO_COLUMNS, REASONS, Parsed
+from grid_vec.core.records import Parsed
 from grid_vec.env.action_input import batch_actions
 from grid_vec.vector.errors import naming_env
 from grid_vec.vector.grid_commands import GridCommands
+from grid_vec.vector.slice_engine import SliceEngine
 
 
 class BatchedGridVecEnv(GridCommands, VectorEnv):
@@ -76,8 +76,7 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
         self.render_mode = None
         self.spec = envs[0].spec
         self.copy = copy
-        self._obs = np.zeros((self.num_envs, *observation_space.shape), dtype=np.float32)
-        self._autoreset = np.zeros(self.num_envs, dtype=bool)
+        self._engine = SliceEngine(envs, self.autoreset_mode)
         self._all = np.arange(self.num_envs, dtype=np.intp)
         self._closed = False
 
@@ -125,10 +124,9 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
             rows = np.flatnonzero(mask)
         else:
             rows = self._all
-        result = self._reset_rows(rows, [seeds[r] for r in rows.tolist()], options or None)
-        self._obs[rows] = result.obs
-        self._autoreset[rows] = False
-        return self._out(self._obs), self._reset_infos(rows, result)
+        row_seeds = [seeds[r] for r in rows.tolist()]
+        infos = self._engine.reset(rows, row_seeds, [options or None] * len(rows))
+        return self._out(self._engine.obs), infos
 
     def step(
         self, actions: Any
@@ -148,59 +146,22 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
             RuntimeError: with ``DISABLED``, an env stepped after its episode ended.
         """
         self._check_open()
-        indices, redispatch, curtail, storage = self._parse(actions)
-        n = self.num_envs
-        rewards = np.zeros(n)
-        terminated = np.zeros(n, dtype=bool)
-        truncated = np.zeros(n, dtype=bool)
-        infos: dict[str, Any] = {}
-        batch = self._batch
-        if self.autoreset_mode == AutoresetMode.NEXT_STEP and self._autoreset.any():
-            resetting = np.flatnonzero(self._autoreset)
-            stepping = np.flatnonzero(~self._autoreset)
-            result = self._reset_rows(resetting, [None] * len(resetting), None)
-            self._obs[resetting] = result.obs
-            infos.update(self._reset_infos(resetting, result))
-        else:
-            stepping = self._all
-            if batch.done.any():
-                ended = int(np.argmax(batch.done))
-                raise RuntimeError(
-                    f"sub-env {ended}: the episode is over (or never started): reset it first"
-                )
-        if len(stepping):
-            sel = slice(None) if len(stepping) == n else stepping
-            result = batch.step(
-                stepping,
-                indices[sel],
-                None if redispatch is None else redispatch[sel],
-                None if curtail is None else curtail[sel],
-                None if storage is None else storage[sel],
+        parsed = self._parse(actions)
+        engine = self._engine
+        resets = self.autoreset_mode == AutoresetMode.NEXT_STEP and engine.autoreset.any()
+        if not resets and self._batch.done.any():
+            ended = int(np.argmax(self._batch.done))
+            raise RuntimeError(
+                f"sub-env {ended}: the episode is over (or never started): reset it first"
             )
-            rewards[sel], terminated[sel], truncated[sel] = (
-                result.reward, result.terminated, result.truncated
-            )  # fmt: skip
-            self._obs[sel] = result.obs
-            ended = result.terminated | result.truncated
-            if self.autoreset_mode == AutoresetMode.SAME_STEP and ended.any():
-                done_pos = np.flatnonzero(ended)
-                kept_pos = np.flatnonzero(~ended)
-                done_rows = stepping[done_pos]
-                final_obs = np.full(n, None, dtype=object)
-                for j, row in zip(done_pos.tolist(), done_rows.tolist(), strict=True):
-                    final_obs[row] = result.obs[j].copy()
-                infos["final_obs"] = final_obs
-                infos["_final_obs"] = _mask(n, done_rows)
-                infos["final_info"] = _step_infos(result, done_pos, done_rows, n)
-                infos["_final_info"] = _mask(n, done_rows)
-                _merge(infos, _step_infos(result, kept_pos, stepping[kept_pos], n))
-                again = self._reset_rows(done_rows, [None] * len(done_rows), None)
-                self._obs[done_rows] = again.obs
-                _merge(infos, self._reset_infos(done_rows, again))
-            else:
-                _merge(infos, _step_infos(result, self._all[: len(stepping)], stepping, n))
-        self._autoreset = terminated | truncated
-        return self._out(self._obs), rewards, terminated, truncated, infos
+        infos = engine.step(self._all, parsed).batched_infos()
+        return (
+            self._out(engine.obs),
+            engine.rewards.copy(),
+            engine.terminated.copy(),
+            engine.truncated.copy(),
+            infos,
+        )
 
     def close_extras(self, **kwargs: Any) -> None:
         self._closed = True
@@ -272,29 +233,6 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
         if self._closed:
             raise RuntimeError("the vector env is closed")
 
-    def _reset_rows(self, rows: np.ndarray, seeds: list[int | None], options: dict | None):
-        rngs = []
-        for row, seed in zip(rows.tolist(), seeds, strict=True):
-            env = self.envs[row]
-            Env.reset(env, seed=seed)  # the env's RNG, seeded as its own reset seeds it
-            rngs.append(env.np_random)
-        return self._batch.reset(rows, rngs, seeds, [options] * len(rows))
-
-    def _reset_infos(self, rows: np.ndarray, result: Any) -> dict[str, Any]:
-        n = self.num_envs
-        ids = np.zeros(n, dtype=int)
-        names = np.full(n, None, dtype=object)
-        for row in rows.tolist():
-            info = self._batch.handlers[row].info
-            ids[row], names[row] = info.id, info.name
-        return {
-            "scenario_id": ids,
-            "_scenario_id": _mask(n, rows),
-            "scenario_name": names,
-            "_scenario_name": _mask(n, rows),
-            **_masks(result.action_mask, self._all[: len(rows)], rows, n),
-        }
-
     def _parse(self, actions: Any) -> Parsed:
         """Validate a batch of actions: (catalog indices, redispatch MW or None,
         curtailment limits or None, storage MW or None)."""
@@ -306,76 +244,6 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
             return batch_actions(self._batch.continuous, self.single_action_space, actions)
         except ValueError as exc:
             raise naming_env(exc, range(n)) from None
-
-
-def _mask(n: int, rows: np.ndarray) -> np.ndarray:
-    mask = np.zeros(n, dtype=bool)
-    mask[rows] = True
-    return mask
-
-
-def _step_infos(result: Any, positions: np.ndarray, rows: np.ndarray, n: int) -> dict[str, Any]:
-    """The infos of the given rows of a step, laid out as gymnasium's ``_add_info`` lays out
-    the infos of N GridEnvs (an array per key, a ``_key`` mask of the envs that have it)."""
-    if not len(rows):
-        return {}
-    mask = _mask(n, rows)
-    infos: dict[str, Any] = {}
-    for column in INFO_COLUMNS:
-        values = getattr(result, column.field)
-        array = np.zeros((n, *values.shape[1:]), dtype=column.dtype)
-        array[rows] = values[positions]
-        infos[column.key], infos[f"_{column.key}"] = array, mask.copy()
-    if result.other_rewards:
-        others: dict[str, Any] = {}
-        for name, values in result.other_rewards.items():
-            array = np.zeros(n)
-            array[rows] = values[positions]
-            others[name], others[f"_{name}"] = array, mask.copy()
-        infos["other_rewards"], infos["_other_rewards"] = others, mask.copy()
-    for key in REASONS:
-        reasons = getattr(result, key)
-        pairs = zip(positions.tolist(), rows.tolist(), strict=True)
-        present = [(r, reasons[j]) for j, r in pairs if j in reasons]
-        if present:
-            array = np.full(n, None, dtype=object)
-            where = np.zeros(n, dtype=bool)
-            for r, text in present:
-                array[r], where[r] = text, True
-            infos[key], infos[f"_{key}"] = array, where
-    infos.update(_masks(result.action_mask, positions, rows, n))
-    if result.skipped is not None:
-        skipped = np.zeros(n, dtype=int)
-        skipped[rows] = result.skipped[positions]
-        infos["skipped_steps"], infos["_skipped_steps"] = skipped, mask.copy()
-    return infos
-
-
-def _masks(
-    action_mask: np.ndarray | None, positions: np.ndarray, rows: np.ndarray, n: int
-) -> dict[str, Any]:
-    """The ``action_mask`` infos of the given rows (none when the envs give none)."""
-    if action_mask is None:
-        return {}
-    array = np.zeros((n, action_mask.shape[1]), dtype=bool)
-    array[rows] = action_mask[positions]
-    return {"action_mask": array, "_action_mask": _mask(n, rows)}
-
-
-def _merge(infos: dict[str, Any], more: dict[str, Any]) -> None:
-    """Add the infos of other envs (``more``) to ``infos``, as gymnasium's ``_add_info``
-    adds them: a key both have (a reset's and a step's ``action_mask``) keeps each env's
-    value."""
-    for key, value in more.items():
-        if key.startswith("_") and key[1:] in more:
-            continue  # a mask: with its key
-        has = more[f"_{key}"]
-        if key in infos and not isinstance(value, dict):
-            infos[key][has] = value[has]
-            has = infos[f"_{key}"] | has
-        else:
-            infos[key] = value
-        infos[f"_{key}"] = has
 
 
 def _seeds(seed: Any, n: int) -> list[int | None]:

@@ -379,6 +379,12 @@ class InfoSchema:
                 return False
         return True
 
+    def put(self, records: np.ndarray, columns: dict[Any, Any]) -> None:
+        """Write batched ``columns`` (one row per record; nested dicts as the paths of this
+        schema) into ``records``: a slice's infos kept columns, no info per env between."""
+        for n, (path, _, _, _) in enumerate(self.leaves):
+            records[f"f{n}"] = _at(columns, path)
+
     def unpack(self, records: np.ndarray) -> dict[str, Any]:
         """The batched infos (``_add_info``'s form) of ``records``, one row per env."""
         count = len(records)

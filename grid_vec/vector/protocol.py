@@ -26,7 +26,18 @@ CALL = 3  # payload: (name, local ids, per-env args, per-env kwargs)
 SET_ATTR = 4  # payload: (name, local ids, per-env values)
 CLOSE = 5
 BUILD = 6  # payload: the cloudpickled env factories of the worker (first command)
-COMMANDS = {"STEP": STEP, "RESET": RESET, "CALL": CALL, "SET_ATTR": SET_ATTR, "CLOSE": CLOSE}
+# as STEP, its actions checked by the parent as GridEnvs check them: a worker hosting GridEnvs
+# plays them unchecked (the protocol is internal: a forged one can only make the step raise,
+# which the worker answers as any sub-env error)
+STEP_CHECKED = 7
+COMMANDS = {
+    "STEP": STEP,
+    "RESET": RESET,
+    "CALL": CALL,
+    "SET_ATTR": SET_ATTR,
+    "CLOSE": CLOSE,
+    "STEP_CHECKED": STEP_CHECKED,
+}
 """The commands a worker serves after BUILD; any other code is answered with a ProtocolError."""
 
 # Replies (worker -> parent); no code means two things.
@@ -36,6 +47,7 @@ ERROR = 12
 READY = 13
 OK_COLUMNS = 14  # payload: raw info records of the whole slice, in the last schema sent
 OK_SCHEMA = 15  # payload: (InfoSchema, raw info records): the slice's infos in a new schema
+OK_BLOCK = 17  # no payload: the slice's infos are records in the shared block (its schema)
 
 # Either way: the message is in the shared doorbell (:mod:`doorbell`), and the reader sleeps.
 WAKE = 16
@@ -44,7 +56,10 @@ _RAW = frozenset({OK_COLUMNS})  # codes whose payload is bytes as they are, not 
 
 POLL_IN = select.POLLIN | select.POLLHUP | select.POLLERR
 
-_FAST = {op: HEADER.pack(op, 0) for op in (STEP, RESET, CALL, SET_ATTR, CLOSE, OK)}
+_FAST = {
+    op: HEADER.pack(op, 0)
+    for op in (STEP, STEP_CHECKED, RESET, CALL, SET_ATTR, CLOSE, OK, OK_BLOCK)
+}
 WAKE_MESSAGE = HEADER.pack(WAKE, 0)
 
 

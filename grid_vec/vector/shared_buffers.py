@@ -92,8 +92,10 @@ class _Slot:
     dtype: np.dtype
 
 
-def _layout(num_envs: int, obs_leaves: list, act_leaves: list) -> tuple[dict[str, list], int]:
-    slots: dict[str, list[_Slot]] = {"obs": [], "act": [], "flags": []}
+def _layout(
+    num_envs: int, obs_leaves: list, act_leaves: list, info_dtype: np.dtype | None
+) -> tuple[dict[str, list], int]:
+    slots: dict[str, list[_Slot]] = {"obs": [], "act": [], "flags": [], "info": []}
     offset = 0
 
     def add(group: str, shape: tuple[int, ...], dtype: np.dtype) -> None:
@@ -109,6 +111,8 @@ def _layout(num_envs: int, obs_leaves: list, act_leaves: list) -> tuple[dict[str
     add("flags", (num_envs,), np.float64)
     add("flags", (num_envs,), np.bool_)
     add("flags", (num_envs,), np.bool_)
+    if info_dtype is not None:
+        add("info", (num_envs,), info_dtype)
     return slots, max(offset, _ALIGN)
 
 
@@ -133,17 +137,23 @@ class SharedBlock:
 
     ``obs`` and ``act`` hold one array of shape ``(num_envs, *leaf_shape)`` per flat leaf
     (empty when that space takes the pickled path); ``rewards`` (float64), ``terminated`` and
-    ``truncated`` (bool) have shape ``(num_envs,)``. ``fd`` is the descriptor of the buffer:
-    a pickled block maps it again, so it unpickles only in a process that inherited ``fd``
-    under the same number (a worker, see :mod:`launch`).
+    ``truncated`` (bool) have shape ``(num_envs,)``; ``info`` (None without ``info_dtype``)
+    holds one record of ``info_dtype`` per env: the infos of fixed layout, written by the
+    workers as they write observations (see :mod:`grid_vec.vector.slice_engine`). ``fd`` is
+    the descriptor of the buffer: a pickled block maps it again, so it unpickles only in a
+    process that inherited ``fd`` under the same number (a worker, see :mod:`launch`).
     """
 
     def __init__(
-        self, num_envs: int, obs_space: spaces.Space | None, act_space: spaces.Space | None
+        self,
+        num_envs: int,
+        obs_space: spaces.Space | None,
+        act_space: spaces.Space | None,
+        info_dtype: np.dtype | None = None,
     ) -> None:
         obs_leaves = (flat_leaves(obs_space) or []) if obs_space is not None else []
         act_leaves = (flat_leaves(act_space) or []) if act_space is not None else []
-        self._slots, self._size = _layout(num_envs, obs_leaves, act_leaves)
+        self._slots, self._size = _layout(num_envs, obs_leaves, act_leaves, info_dtype)
         self.fd = anonymous_file(self._size)
         self._attach()
 
@@ -159,6 +169,7 @@ class SharedBlock:
         self.obs = [view(s) for s in self._slots["obs"]]
         self.act = [view(s) for s in self._slots["act"]]
         self.rewards, self.terminated, self.truncated = (view(s) for s in self._slots["flags"])
+        self.info = view(self._slots["info"][0]) if self._slots["info"] else None
 
     def __getstate__(self) -> dict[str, Any]:
         return {"_slots": self._slots, "_size": self._size, "fd": self.fd}

@@ -155,6 +155,7 @@ class Supervisor:
                 observation_mode=self.observation_mode,
                 doorbell=w.bell.bell,
                 spin_s=self.spin_us * 1e-6,
+                info_schema=self._info_schema,
                 parent_pid=_parent_pid_for_workers(),
             )
             p.send(w.cmd_fd, p.encode(p.BUILD, (spec, w.blob)), w.sentinel, None)

@@ -86,6 +86,7 @@ truncations, infos)``, batched. A plain tuple, as AsyncVectorEnv returns (code c
 results by exact type, such as gymnasium's ``data_equivalence``, sees no difference)."""
 
 _DEFAULT_SPIN_US = 1000.0
+_BARE = (p.OK, p.OK_BLOCK)  # replies of a step that carry nothing (infos in the block)
 _RESERVED = ("reset", "step", "close", "_setattr", "_check_spaces")
 
 
@@ -204,10 +205,13 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
                 "shared_memory=False to send custom observations pickled"
             )
         self._obs_shared = shared_memory and flat_leaves(self.single_observation_space) is not None
+        # GridEnvs' infos of fixed layout travel in the block too, as observations do
+        self._info_schema = self._info_schema if self._obs_shared else None
         self._block = SharedBlock(
             self.num_envs,
             self.single_observation_space if self._obs_shared else None,
             self.single_action_space,  # a space without a fixed layout gets no array
+            None if self._info_schema is None else self._info_schema.dtype,
         )
         self._actions = ActionRouter(self.single_action_space, self.num_envs, self._block.act)
         if self._obs_shared:
@@ -231,6 +235,9 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         self._ready_info: dict[int, dict] = {}
         self._busy: set[int] = set()
         self._schemas: dict[InfoSchema, InfoSchema] = {}
+        self._in_block: list[Worker] = []  # workers whose last bare reply was OK_BLOCK
+        if self._info_schema is not None:  # one object per schema: the block's too
+            self._schemas[self._info_schema] = self._info_schema
         self.restarts = 0
 
         size = self.envs_per_worker
@@ -254,7 +261,9 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
     # ----------------------------------------------------------------- construction
     def _read_spaces(self) -> None:
         dummy = self.env_fns[0]()
-        self._grid_check = grid_env_check(dummy) if is_grid_env(dummy) else None
+        grid_env = is_grid_env(dummy)
+        self._grid_check = grid_env_check(dummy) if grid_env else None
+        self._info_schema = InfoSchema.of(dummy.fixed_info()) if grid_env else None
         self.metadata = dict(dummy.metadata)
         self.metadata["autoreset_mode"] = self.autoreset_mode
         self.render_mode = dummy.render_mode
@@ -457,8 +466,8 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         self._assert_idle("step_async")
         pickled = self._actions.write(actions, None)
         self._drain_stale()
-        if pickled is None:
-            self._send_all(p.STEP)
+        if pickled is None:  # STEP_CHECKED: the workers' GridEnvs need not check them again
+            self._send_all(p.STEP if self._actions.env_check is None else p.STEP_CHECKED)
         else:
             self._send_all(
                 p.STEP, lambda w: (range(len(w.env_ids)), [pickled[i] for i in w.env_ids])
@@ -482,7 +491,7 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         self._expect(AsyncState.WAITING_STEP, "step_wait", "step_async")
         spin_until = self._spin_until(timeout if timeout is not None else self.step_timeout)
         if timeout is None and self._took_bare_oks(spin_until):
-            infos: dict[str, Any] = {}  # no worker had an info to send
+            infos = self._bare_step_infos()  # no worker had an info to send but in the block
         else:
             replies = self._gather(self._pending, timeout, name="step_wait", spin_until=spin_until)
             infos = self._merge(replies)
@@ -815,11 +824,12 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
 
     def _took_bare_oks(self, spin_until: float) -> bool:
         """The hot path of :meth:`step_wait`: every worker answers its ring with a bare
-        ``OK`` (its envs had no info to send, and the observations are in the block).
+        ``OK`` (its envs had no info to send) or ``OK_BLOCK`` (their infos are records in
+        the block: those workers are left in ``_in_block``), the observations in the block.
 
         Spins for the rings until ``spin_until``; True once every one is taken; False,
-        taking none, when a reply is not a bare ``OK`` or not there yet (:meth:`_gather`
-        then reads every reply)."""
+        taking none, when a reply is not bare or not there yet (:meth:`_gather` then reads
+        every reply)."""
         bells = [w.bell for w in self._pending]
         if self.spin_us == 0 or not all(b.ringing for b in bells):
             return False
@@ -827,11 +837,34 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         ready = bells[0].rang if len(bells) == 1 else lambda: all(map(ParentBell.rang, bells))
         if not spin(ready, spin_until - time.perf_counter()):
             return False
-        if not all(b.rung_code() == p.OK for b in bells):
+        codes = [b.rung_code() for b in bells]
+        if p.OK_BLOCK in codes:
+            if not all(code in _BARE for code in codes):
+                return False
+            self._in_block = [
+                w for w, c in zip(self._pending, codes, strict=True) if c == p.OK_BLOCK
+            ]
+        elif codes.count(p.OK) == len(codes):
+            self._in_block = []
+        else:
             return False
         for b in bells:
             b.rung_reply()
         return True
+
+    def _bare_step_infos(self) -> dict[str, Any]:
+        """The infos of a step that :meth:`_took_bare_oks`: those in the block."""
+        in_block = self._in_block
+        if not in_block:
+            return {}
+        if len(in_block) == len(self._workers):
+            return self._info_schema.unpack(self._block.info)  # every env's, in one read
+        return merge_slices([(w.env_ids[0], self._block_infos(w)) for w in in_block], self.num_envs)
+
+    def _block_infos(self, w: Worker) -> ColumnBatch:
+        """The infos that ``w`` wrote in the block (its slice's records), copied out."""
+        records = self._block.info[w.env_ids[0] : w.env_ids[-1] + 1]
+        return ColumnBatch(self._info_schema, records.tobytes())
 
     def _sleep(
         self, poller: select.poll, bells: list[ParentBell], deadline: float | None
@@ -882,6 +915,8 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
             code, payload = read_skipping_wakes(w.reply_fd, self.step_timeout)
         else:
             payload = None
+        if code == p.OK_BLOCK:
+            return p.OK_DATA, (self._block_infos(w), None)
         if code == p.OK_SCHEMA:
             schema, payload = payload
             w.info_schema = self._schemas.setdefault(schema, schema)  # one object per schema

@@ -8,6 +8,7 @@ interpreter running :func:`main`.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import pickle
 import select
@@ -26,7 +27,7 @@ from gymnasium.vector.vector_env import AutoresetMode
 from grid_vec.vector import protocol as p
 from grid_vec.vector.doorbell import Doorbell, WorkerBell, spin
 from grid_vec.vector.errors import ProtocolError, error_entry, naming_env
-from grid_vec.vector.infos import RESTARTED, InfoPacker, batch_infos
+from grid_vec.vector.infos import RESTARTED, BatchedInfo, InfoPacker, InfoSchema, batch_infos
 from grid_vec.vector.shared_buffers import SharedBlock, join, split
 
 
@@ -44,6 +45,8 @@ class WorkerSpec:
     observation_mode: Any  # "same", "different" or a (batched, single) tuple of spaces
     doorbell: Doorbell  # the shared slots that signal commands and replies of the hot path
     spin_s: float  # seconds to spin on the doorbell for the next command before sleeping
+    # the layout of the block's info records (``block.info``): a GridEnv's fixed-layout infos
+    info_schema: InfoSchema | None = None
     # pid of the parent to die with (Linux), or None: the worker then notices a dead parent
     # only as end-of-file on its command pipe, between commands
     parent_pid: int | None = None
@@ -53,7 +56,6 @@ class _Server:
     def __init__(self, spec: WorkerSpec, envs: list[Env], fd_in: int, fd_out: int) -> None:
         self.spec = spec
         self.envs = envs
-        self.autoreset = [False] * len(envs)
         self.local_ids = list(range(len(envs)))
         self.last_obs: list[Any] = [None] * len(envs)
         # views of this worker's rows of the shared block (its env ids are contiguous)
@@ -80,7 +82,36 @@ class _Server:
         self.poller.register(fd_in, p.POLL_IN)
         self.step_infos = InfoPacker(len(envs))
         # GridEnvs that are the rows of one batched core: a lockstep step is one batch step
-        self.batch = _shared_batch(envs) if self.act_leaf is not None else None
+        self.engine = self._slice_engine()
+        self.autoreset = [False] * len(envs) if self.engine is None else self.engine.autoreset
+        self.info_rows = self._info_rows(rows)
+
+    def _slice_engine(self) -> Any:
+        """The slice engine of GridEnvs that are the rows of one batch, or None (other envs,
+        or actions or observations that do not travel as one array each)."""
+        if self.act_leaf is None or (self.spec.obs_shared and not self.single_obs_leaf):
+            return None
+        if _shared_batch(self.envs) is None:
+            return None
+        from grid_vec.vector.slice_engine import SliceEngine  # the core: loaded with the envs
+
+        obs = self.obs_rows[0] if self.spec.obs_shared else None
+        return SliceEngine(
+            self.envs,
+            AutoresetMode(self.spec.autoreset_mode),
+            obs=obs,
+            rewards=self.rewards,
+            terminated=self.terminated,
+            truncated=self.truncated,
+        )
+
+    def _info_rows(self, rows: slice) -> np.ndarray | None:
+        """This worker's rows of the block's info records, when its envs' fixed-layout infos
+        are laid out as the block's (else the infos travel in the reply)."""
+        schema, records = self.spec.info_schema, self.spec.block.info
+        if self.engine is None or schema is None or records is None:
+            return None
+        return records[rows] if InfoSchema.of(self.envs[0].fixed_info()) == schema else None
 
     def next_command(self) -> tuple[int, Any]:
         """Spin on the doorbell for the next command, then sleep on the command pipe.
@@ -104,6 +135,7 @@ class _Server:
     def serve(self) -> None:
         handlers: dict[int, Callable[[Any], tuple[int, Any]]] = {
             p.STEP: self.step,
+            p.STEP_CHECKED: functools.partial(self.step, checked=True),
             p.RESET: self.reset,
             p.CALL: self.call,
             p.SET_ATTR: self.set_attr,
@@ -191,17 +223,32 @@ class _Server:
             return p.OK_DATA, (batch_infos(infos, len(self.envs)), obs)
         return p.OK_DATA, (infos, obs)
 
-    def step(self, payload: Any) -> tuple[int, Any]:
+    def step(self, payload: Any, *, checked: bool = False) -> tuple[int, Any]:
+        """Step the envs: a lockstep step of a slice engine's envs is one batch step (actions
+        ``checked`` by the parent as GridEnvs check them are played unchecked); other envs,
+        and pool mode's sends, step one by one."""
+        if payload is None and self.engine is not None:
+            return self._step_slice(checked)
         if payload is None:
-            ids: Sequence[int] = range(len(self.envs))
+            ids: Sequence[int] = self.local_ids
             actions = None
         else:
             ids, actions = payload
         infos: dict[int, dict] = {}
-        errors = []
-        batched = actions is None and self.batch is not None
-        if batched:
-            ids = self._step_batch(infos, errors)  # the envs left to step one by one
+        errors: list = []
+        self._step_each(ids, actions, infos, errors)
+        whole_slice = payload is None or list(ids) == self.local_ids  # a pool send of all
+        if whole_slice and infos and not errors and self.spec.obs_shared:
+            packed = self.step_infos.pack(list(infos.values()))
+            if packed is not None:
+                schema, raw = packed
+                return (p.OK_COLUMNS, raw) if schema is None else (p.OK_SCHEMA, (schema, raw))
+        return self._result(infos, ids, errors, whole_slice=payload is None)
+
+    def _step_each(
+        self, ids: Sequence[int], actions: Any, infos: dict[int, dict], errors: list
+    ) -> None:
+        """Step the envs ``ids`` one by one (their actions pickled, or in the block)."""
         for n, k in enumerate(ids):
             try:
                 action = self._action(k) if actions is None else actions[n]
@@ -212,63 +259,44 @@ class _Server:
                 continue
             if info:
                 infos[k] = info
-        if batched:  # in env order, as the envs stepped one by one give them
-            infos = {k: infos[k] for k in sorted(infos)}
-        whole_slice = payload is None or list(ids) == self.local_ids  # a pool send of all
-        if whole_slice and infos and not errors and self.spec.obs_shared:
-            packed = self.step_infos.pack(list(infos.values()))
-            if packed is not None:
-                schema, raw = packed
-                return (p.OK_COLUMNS, raw) if schema is None else (p.OK_SCHEMA, (schema, raw))
-        return self._result(infos, ids, errors, whole_slice=payload is None)
 
-    def _step_batch(self, infos: dict[int, dict], errors: list) -> list[int]:
-        """Step the whole slice through its envs' shared batch: the autoresets env by env,
-        the running episodes in one batch step. Each env gets the transition and info its
-        own ``step`` would give. Returns the envs to step one by one instead (with
-        ``DISABLED``, those whose episode is over: their ``step`` raises as it should)."""
-        from grid_vec.core.records import env_info
-        from grid_vec.env.action_input import batch_actions  # loaded already with the envs
+    def _step_slice(self, checked: bool) -> tuple[int, Any]:
+        """Step the whole slice through its slice engine: each env gets the transition and
+        info its own ``step`` would give. The infos stay columns: records in the block when
+        they hold their fixed layout only (the reply is then a bare ``OK_BLOCK``), else the
+        batched infos. Envs whose episode is over (``DISABLED``) step alone: their ``step``
+        raises as it should."""
+        from grid_vec.vector import slice_engine as se  # loaded already with the envs
 
-        batch, mode = self.batch, self.spec.autoreset_mode
-        rows, alone = [], []
-        for k in range(len(self.envs)):
-            if mode == AutoresetMode.NEXT_STEP and self.autoreset[k]:
-                alone.append(k)  # a reset
-            elif batch.done[k]:
-                alone.append(k)
-            else:
-                rows.append(k)
-        if not rows:
-            return alone
-        rows_arr = np.array(rows, dtype=np.intp)
-        ids = self.spec.env_ids
-        try:
+        engine, ids = self.engine, self.spec.env_ids
+        errors: list = []
+        over = engine.batch.done & ~engine.autoreset  # NEXT_STEP's autoresets are no error
+        rows = engine.all
+        if over.any():
+            self._step_each(np.flatnonzero(over).tolist(), None, {}, errors)
+            rows = np.flatnonzero(~over)
+        step = None
+        if len(rows):
             try:
-                parsed = batch_actions(
-                    batch.continuous, self.spec.act_space, self.act_leaf[rows_arr]
-                )
-            except ValueError as exc:  # named as GridVecEnv's own check of a batch names it
-                raise naming_env(exc, [ids[k] for k in rows]) from None
-            result = batch.step(rows_arr, *parsed)
-        except Exception as exc:  # else the batch's envs step together: the first one reports
-            errors.append(error_entry(getattr(exc, "env_index", ids[rows[0]]), exc))
-            return alone
-        for j, k in enumerate(rows):
-            obs, info = result.obs[j], env_info(result, j)
-            terminated, truncated = bool(result.terminated[j]), bool(result.truncated[j])
-            try:
-                if terminated or truncated:
-                    if mode == AutoresetMode.SAME_STEP:
-                        obs, info = self._reset_now(k, obs, info)
-                    elif mode == AutoresetMode.NEXT_STEP:
-                        self.autoreset[k] = True
-                self._publish(k, obs, float(result.reward[j]), terminated, truncated)
-            except Exception as exc:
-                errors.append(error_entry(self.spec.env_ids[k], exc))
-                continue
-            infos[k] = info
-        return alone
+                actions = self.act_leaf[rows]  # a copy: the parent writes the next ones
+                try:
+                    parsed = se.parse(engine.batch, self.spec.act_space, actions, checked=checked)
+                except ValueError as exc:  # named as GridVecEnv's own check names it
+                    raise naming_env(exc, [ids[k] for k in rows.tolist()]) from None
+                step = engine.step(rows, parsed)
+            except Exception as exc:  # the batch's envs step together: the first one reports
+                errors.append(error_entry(getattr(exc, "env_index", ids[int(rows[0])]), exc))
+        if errors:
+            return p.ERROR, errors
+        obs = None
+        if not self.spec.obs_shared:
+            for k in rows.tolist():
+                self.last_obs[k] = engine.obs[k].copy()
+            obs = dict(enumerate(self.last_obs))
+        elif step.fixed is not None and self.info_rows is not None:
+            self.spec.info_schema.put(self.info_rows, se.info_columns(step.fixed))
+            return p.OK_BLOCK, None
+        return p.OK_DATA, (BatchedInfo(step.batched_infos()), obs)
 
     def reset(self, payload: list[tuple[Any, Any, bool] | None]) -> tuple[int, Any]:
         infos: dict[int, dict] = {}
@@ -343,22 +371,20 @@ def _sharing_one_batch(env_fns: list[Callable[[], Env]]) -> list[Env]:
 
 
 def is_grid_env(env: Any) -> bool:
-    """Whether ``env`` is a GridEnv itself (no wrapper: its ``step`` is the GridEnv's)."""
+    """Whether ``env`` is a GridEnv itself (no wrapper: its ``step`` is the GridEnv's).
+
+    Without importing the core: a worker of other envs never loads it."""
     grid_env = sys.modules.get("grid_vec.env.grid_env")  # loaded by making such an env
     return grid_env is not None and type(env) is grid_env.GridEnv
 
 
 def _shared_batch(envs: list[Env]) -> Any:
     """The batched core whose rows 0..n-1 are exactly ``envs`` (GridEnvs), or None."""
-    if len(envs) < 2 or not all(is_grid_env(env) for env in envs):
+    if not envs or not all(is_grid_env(env) for env in envs):
         return None
-    batch = envs[0].batch_row[0]
-    if batch.n != len(envs):
-        return None
-    for k, env in enumerate(envs):
-        if env.batch_row != (batch, k):
-            return None
-    return batch
+    from grid_vec.vector.slice_engine import shared_batch  # loaded already with the envs
+
+    return shared_batch(envs)
 
 
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
