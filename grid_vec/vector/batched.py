@@ -32,7 +32,7 @@ from gymnasium import Env
 from gymnasium.vector.utils import batch_space
 from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 
-from grid_vec.core.records import INFO_COLUMNS, REASONS, Parsed
+from grid_vec.core.records import INFO_COLUMNS, REASONS, ActionBatch
 from grid_vec.env.action_input import batch_actions
 from grid_vec.vector.errors import naming_env
 from grid_vec.vector.grid_commands import GridCommands
@@ -148,7 +148,7 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
             RuntimeError: with ``DISABLED``, an env stepped after its episode ended.
         """
         self._check_open()
-        indices, redispatch, curtail, storage = self._parse(actions)
+        action = self._parse(actions)
         n = self.num_envs
         rewards = np.zeros(n)
         terminated = np.zeros(n, dtype=bool)
@@ -170,13 +170,7 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
                 )
         if len(stepping):
             sel = slice(None) if len(stepping) == n else stepping
-            result = batch.step(
-                stepping,
-                indices[sel],
-                None if redispatch is None else redispatch[sel],
-                None if curtail is None else curtail[sel],
-                None if storage is None else storage[sel],
-            )
+            result = batch.step(stepping, action if len(stepping) == n else action.rows(sel))
             rewards[sel], terminated[sel], truncated[sel] = (
                 result.reward, result.terminated, result.truncated
             )  # fmt: skip
@@ -295,9 +289,8 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
             **_masks(result.action_mask, self._all[: len(rows)], rows, n),
         }
 
-    def _parse(self, actions: Any) -> Parsed:
-        """Validate a batch of actions: (catalog indices, redispatch MW or None,
-        curtailment limits or None, storage MW or None)."""
+    def _parse(self, actions: Any) -> ActionBatch:
+        """Validate a batch of actions (one per env)."""
         n = self.num_envs
         leaves = actions.values() if isinstance(actions, dict) else [actions]
         if any(len(np.shape(leaf)) == 0 or np.shape(leaf)[0] != n for leaf in leaves):

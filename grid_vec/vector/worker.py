@@ -245,12 +245,12 @@ class _Server:
         ids = self.spec.env_ids
         try:
             try:
-                parsed = batch_actions(
+                action = batch_actions(
                     batch.continuous, self.spec.act_space, self.act_leaf[rows_arr]
                 )
             except ValueError as exc:  # named as GridVecEnv's own check of a batch names it
                 raise naming_env(exc, [ids[k] for k in rows]) from None
-            result = batch.step(rows_arr, *parsed)
+            result = batch.step(rows_arr, action)
         except Exception as exc:  # else the batch's envs step together: the first one reports
             errors.append(error_entry(getattr(exc, "env_index", ids[rows[0]]), exc))
             return alone
