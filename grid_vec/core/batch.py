@@ -6,11 +6,11 @@ a leading env axis; only what is per env by nature runs once per env (its scenar
 step, its power flow, the draws of its opponent). :class:`~grid_vec.env.grid_env.GridEnv` is
 the batch of one, and :class:`~grid_vec.vector.batched.BatchedGridVecEnv` the batch of N.
 
-One step (grid2op's order), for the envs stepped together: check each action's legality with
-the current timers (an illegal action becomes do-nothing, flagged), move each scenario one
-step, let the opponent choose its attack, apply the actions, the scenario's maintenance and
-hazards (:mod:`grid_vec.core.rules.outages`), the attacks and the new injections, solve and
-cascade, move the timers, build the observations, rewards and infos.
+One step, for the envs stepped together: move each scenario and clock one step, then play
+the turn (:mod:`grid_vec.core.turn`, grid2op's order: legality, redispatch, storage, the
+opponent, the actions, maintenance and hazards, injections, solve and cascade, timers,
+observations, rewards and infos) on the batch's state. ``simulate`` plays the same turn on a
+copy of one env's state, with the forecast of its next step.
 
 Reset solves the first state as grid2op's reset does: a branch above the hard overflow
 threshold trips (soft overflows are not counted) and every timer starts at 0.
@@ -18,15 +18,16 @@ threshold trips (soft overflows are not counted) and every timer starts at 0.
 Each env has its own power-flow backend, scenario handler and RNG, so every float of an
 env's trajectory depends only on its seed, options and actions, not on the batch.
 
-Over 600 lines: reset, step and simulate of the game in grid2op's order, and the building of
-their results, read best in one place; the rules themselves live in the modules this one
-calls (``state``, ``rules/``: ``actions``, ``dispatch``, ``storage``, ``outages``, ``opponent``,
+Each env's resources, reset, and the inputs of a step and of a look-ahead are here; the
+turn is :mod:`grid_vec.core.turn`'s, the rules live in the modules it calls (``state``,
+``rules/``: ``actions``, ``dispatch``, ``storage``, ``outages``, ``opponent``,
 ``heuristics``; ``rewards/``), each written once; its records are ``records``'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from time import perf_counter
 from typing import Any
 
@@ -341,51 +342,31 @@ class GridBatch:
 
     # --- step ---------------------------------------------------------------------------
 
-    def step(
-        self,
-        rows: np.ndarray,
-        actions: np.ndarray,
-        redispatch: np.ndarray | None = None,
-        curtail: np.ndarray | None = None,
-        storage: np.ndarray | None = None,
-    ) -> StepBatch:
+    def step(self, rows: np.ndarray, action: ActionBatch) -> StepBatch:
         """Play the agent's step of ``rows`` (sorted env indices, episodes running), then,
         with heuristics, the steps the env plays on its own (:mod:`grid_vec.core.rules.heuristics`).
 
         Args:
             rows: the envs to step.
-            actions: (k,) int64 valid agent action indices: catalog indices, or positions in
-                ``action_subset`` when there is one (all 0 in continuous modes).
-            redispatch: (k, n_gen) MW asked per generator, or None.
-            curtail: (k, n_gen) curtailment limits (ratio of pmax, NaN: unchanged), or None.
-            storage: (k, n_storage) MW asked of each storage unit this step (> 0 charges),
-                or None.
+            action: their checked actions (``env.action_input``'s): the topology part as
+                agent action indices (catalog indices, or positions in ``action_subset``
+                when there is one; all 0 in continuous modes).
 
         Returns:
             The step of each row; ``done`` is updated.
         """
         if self.action_subset is not None:
-            actions = self.action_subset[actions]
+            action = replace(action, topology=self.action_subset[action.topology])
         if self.heuristics is None:
-            return self.play_step(rows, actions, redispatch, curtail, storage)
-        return step_with_heuristics(
-            self, self.heuristics, rows, actions, redispatch, curtail, storage
-        )
+            return self.play_step(rows, action)
+        return step_with_heuristics(self, self.heuristics, rows, action)
 
-    def play_step(
-        self,
-        rows: np.ndarray,
-        actions: np.ndarray,
-        redispatch: np.ndarray | None = None,
-        curtail: np.ndarray | None = None,
-        storage: np.ndarray | None = None,
-    ) -> StepBatch:
+    def play_step(self, rows: np.ndarray, action: ActionBatch) -> StepBatch:
         """Play one step of ``rows``, without heuristics (arguments as :meth:`step`'s, the
-        actions as catalog indices): the turn (:mod:`grid_vec.core.turn`) on the batch's
-        state, its scenarios and clocks moved to the next step."""
+        topology part as catalog indices): the turn (:mod:`grid_vec.core.turn`) on the
+        batch's state, its scenarios and clocks moved to the next step."""
         t0 = perf_counter()
         inputs, calm = self._next_step(rows)
-        action = ActionBatch(actions, redispatch, curtail, storage)
         result = self.turn.play(self.state, rows, action, inputs)
         terminated, truncated = result.terminated, result.truncated
         if any_true(terminated) or any_true(truncated):
@@ -437,16 +418,10 @@ class GridBatch:
         )
         return inputs, calm
 
-    def simulate(
-        self,
-        row: int,
-        action: int,
-        redispatch: np.ndarray | None = None,
-        curtail: np.ndarray | None = None,
-        storage: np.ndarray | None = None,
-    ) -> StepBatch:
-        """Play an action of env ``row`` on the forecast of its next step, on a copy of its
-        state: nothing of the env changes. No opponent attack is simulated.
+    def simulate(self, row: int, action: ActionBatch) -> StepBatch:
+        """Play an action of env ``row`` (a checked one-row record, its topology part an
+        agent action index) on the forecast of its next step, on a copy of its state:
+        nothing of the env changes. No opponent attack is simulated.
 
         Raises:
             RuntimeError: the episode is over, or ``max_simulate_per_step`` /
@@ -467,11 +442,11 @@ class GridBatch:
         self.simulates_this_step[row] += 1
         self.simulates_this_episode[row] += 1
         self.counts["simulates"][row] += 1
-        topology = np.array([self.catalog_index(action)], dtype=np.int64)
-        played = ActionBatch(topology, redispatch, curtail, storage)
+        if self.action_subset is not None:
+            action = replace(action, topology=self.action_subset[action.topology])
         # the same turn as a step's, on a copy of the row's state and its look-ahead inputs
         result = self.turn.play(
-            self.state.take([row]), np.zeros(1, dtype=np.intp), played, self._lookahead(row)
+            self.state.take([row]), np.zeros(1, dtype=np.intp), action, self._lookahead(row)
         )
         self.simulate_seconds[row] += perf_counter() - t0
         return result

@@ -18,39 +18,58 @@ columns, gymnasium's ``_add_info`` way):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 import numpy as np
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)  # not frozen: a frozen record costs 3 times as much to build
 class ActionBatch:
     """The agents' actions of ``k`` envs, as the core plays them: a catalog action per env
-    and the continuous controls the action type has (None: not in the action).
+    and the continuous controls the action type has (None: not in the action). Never
+    written once built: a rule that changes an action builds a new record.
 
-    Adding a control (an action type that acts on something new) adds one field here, its
-    split in :mod:`grid_vec.core.continuous` and its rule in a module of
-    :mod:`grid_vec.core.rules`; everything in between carries the record whole.
+    Adding a control (an action type that acts on something new) adds one field here, with
+    its do-nothing value (``neutral``: what a refused action plays), its columns in
+    :mod:`grid_vec.core.continuous` and its rule (a module of :mod:`grid_vec.core.rules`,
+    called by its phase of :mod:`grid_vec.core.turn`); everything in between carries the
+    record whole.
     """
 
     topology: np.ndarray  # (k,) int64: agent action indices (catalog ones past the subset)
-    redispatch: np.ndarray | None = None  # (k, n_gen) MW asked per generator
-    curtail: np.ndarray | None = None  # (k, n_gen) limits, ratio of pmax (NaN: unchanged)
-    storage: np.ndarray | None = None  # (k, n_storage) MW asked per unit (> 0 charges)
+    # (k, n_gen) MW asked per generator
+    redispatch: np.ndarray | None = field(default=None, metadata={"neutral": 0.0})
+    # (k, n_gen) curtailment limits, ratio of pmax (NaN: unchanged)
+    curtail: np.ndarray | None = field(default=None, metadata={"neutral": np.nan})
+    # (k, n_storage) MW asked per unit (> 0 charges)
+    storage: np.ndarray | None = field(default=None, metadata={"neutral": 0.0})
 
     def rows(self, sel: slice | np.ndarray) -> ActionBatch:
         """The actions of some of the envs (``sel``: a slice or positions)."""
         return ActionBatch(
             self.topology[sel],
-            None if self.redispatch is None else self.redispatch[sel],
-            None if self.curtail is None else self.curtail[sel],
-            None if self.storage is None else self.storage[sel],
+            **{name: None if v is None else v[sel] for name, v in self.controls().items()},
         )
 
+    def controls(self) -> dict[str, np.ndarray | None]:
+        """The continuous controls by field name (None: not in the action)."""
+        return {f.name: getattr(self, f.name) for f in _CONTROLS}
 
-# (catalog indices, redispatch MW, curtailment limits, storage MW), None: not in the action
-Parsed = tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None]
+    def neutralised(self, refused: np.ndarray) -> ActionBatch:
+        """The same actions with the ``refused`` (k,) rows played as do-nothing: no catalog
+        action, each control at its neutral value."""
+        column = refused[:, None]
+        played = {}
+        for f in _CONTROLS:
+            value = getattr(self, f.name)
+            played[f.name] = (
+                None if value is None else np.where(column, f.metadata["neutral"], value)
+            )
+        return ActionBatch(np.where(refused, 0, self.topology), **played)
+
+
+_CONTROLS = tuple(f for f in fields(ActionBatch) if "neutral" in f.metadata)
 
 
 @dataclass

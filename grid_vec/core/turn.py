@@ -64,10 +64,10 @@ _NO_ATTACK.flags.writeable = False
 Acted = tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(slots=True, eq=False)  # not frozen: built every step, a frozen one costs more
 class TurnInputs:
     """What a turn is played on besides the state and the actions: the one place where a
-    step and a look-ahead differ.
+    step and a look-ahead differ (never written once built).
 
     For ``step`` the scenarios and clocks have moved to the step played; for ``simulate`` they
     are one step behind (``ahead`` 1), the injections are the forecast, nobody attacks, the

@@ -1,6 +1,6 @@
 """Actions as users hand them to GridEnvs, checked against the env's gymnasium action space
-and turned into what the batched core plays (:data:`~grid_vec.core.records.Parsed`: catalog
-indices, redispatch MW and curtailment limits per generator, storage MW per unit).
+and turned into what the batched core plays (:class:`~grid_vec.core.records.ActionBatch`:
+catalog indices, redispatch MW and curtailment limits per generator, storage MW per unit).
 
 The action types and the layout of their continuous part (bounds, check, split) are
 :mod:`grid_vec.core.continuous`'s; this module builds the ``Box`` on a layout and checks
@@ -11,15 +11,16 @@ workers of GridVecEnv accept and refuse the same actions.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
 from grid_vec.core.continuous import ACTION_TYPES, ContinuousLayout, RefusedActions
-from grid_vec.core.records import Parsed
+from grid_vec.core.records import ActionBatch
 
-__all__ = ["ACTION_TYPES", "Parsed", "RefusedActions", "batch_actions", "box", "one_action"]
+__all__ = ["ACTION_TYPES", "ActionBatch", "RefusedActions", "batch_actions", "box", "one_action"]
 
 
 def box(layout: ContinuousLayout) -> spaces.Box:
@@ -27,7 +28,9 @@ def box(layout: ContinuousLayout) -> spaces.Box:
     return spaces.Box(low=layout.low.copy(), high=layout.high.copy(), dtype=np.float32)
 
 
-def batch_actions(layout: ContinuousLayout | None, space: spaces.Space, actions: Any) -> Parsed:
+def batch_actions(
+    layout: ContinuousLayout | None, space: spaces.Space, actions: Any
+) -> ActionBatch:
     """Check the actions of ``k`` envs (one env's action ``space``: the ``Discrete`` catalog,
     a continuous ``Box`` or the combined ``Dict``). The one check of a batch: the batched
     vector env, a GridVecEnv worker's shared batch and GridVecEnv itself (the whole batch,
@@ -41,8 +44,8 @@ def batch_actions(layout: ContinuousLayout | None, space: spaces.Space, actions:
             ``continuous``).
 
     Returns:
-        ``(catalog indices, redispatch MW or None, curtailment limits or None, storage MW or
-        None)``, as ``GridBatch.step`` takes them.
+        The actions as ``GridBatch.step`` takes them (agent action indices, redispatch MW,
+        curtailment limits, storage MW; None where the action type has no such control).
 
     Raises:
         RefusedActions: actions outside ``space`` (naming the rows refused).
@@ -55,11 +58,11 @@ def batch_actions(layout: ContinuousLayout | None, space: spaces.Space, actions:
                 "combined actions must be a dict with keys 'topology' and 'continuous', got "
                 f"{type(actions).__name__}{keys}"
             )
-        indices, *_ = batch_actions(layout, space["topology"], actions["topology"])
-        _, *continuous = batch_actions(layout, space["continuous"], actions["continuous"])
-        if len(indices) != len(np.asarray(actions["continuous"])):
+        topology = batch_actions(layout, space["topology"], actions["topology"])
+        continuous = batch_actions(layout, space["continuous"], actions["continuous"])
+        if len(topology.topology) != len(np.asarray(actions["continuous"])):
             raise ValueError("combined actions: as many 'topology' as 'continuous' rows")
-        return (indices, *continuous)
+        return replace(continuous, topology=topology.topology)
     arr = np.asarray(actions)
     k = len(arr) if arr.ndim else -1
     if isinstance(space, spaces.Discrete):
@@ -73,17 +76,17 @@ def batch_actions(layout: ContinuousLayout | None, space: spaces.Space, actions:
                 f"actions must be ints in [0, {space.n - 1}], got {arr}",
                 (arr < 0) | (arr >= space.n),
             )
-        return arr.astype(np.int64, copy=False), None, None, None
+        return ActionBatch(arr.astype(np.int64, copy=False))
     if arr.ndim != 1 + len(space.shape) or arr.shape[1:] != space.shape or arr.dtype.kind != "f":
         raise ValueError(
             f"continuous actions must be floats of shape (k, {space.shape[0]}), got "
             f"{arr.dtype} of shape {arr.shape}"
         )
     layout.check(arr, "continuous actions")
-    return (np.zeros(k, dtype=np.int64), *layout.split(arr))
+    return ActionBatch(np.zeros(k, dtype=np.int64), *layout.split(arr))
 
 
-def one_action(batch: Any, action_type: str, n_catalog: int, action: Any) -> Parsed:
+def one_action(batch: Any, action_type: str, n_catalog: int, action: Any) -> ActionBatch:
     """Check one env's action (``GridEnv.step``'s); the batch's form of it, for one row.
 
     Raises:
@@ -96,16 +99,16 @@ def one_action(batch: Any, action_type: str, n_catalog: int, action: Any) -> Par
             raise ValueError(f"action must be an int in [0, {n_catalog - 1}], got {action!r}")
         if not 0 <= action < n_catalog:
             raise ValueError(f"action must be an int in [0, {n_catalog - 1}], got {action}")
-        return np.array([action], dtype=np.int64), None, None, None
+        return ActionBatch(np.array([action], dtype=np.int64))
     if action_type == "combined":
         if not isinstance(action, dict) or set(action) != {"topology", "continuous"}:
             raise ValueError(
                 "combined action must be a dict with keys 'topology' (a catalog index) and "
                 f"'continuous' (a float array), got {action!r}"
             )
-        index, *_ = one_action(batch, "discrete", n_catalog, action["topology"])
-        _, *continuous = one_action(batch, "continuous", n_catalog, action["continuous"])
-        return (index, *continuous)
+        topology = one_action(batch, "discrete", n_catalog, action["topology"])
+        continuous = one_action(batch, "continuous", n_catalog, action["continuous"])
+        return replace(continuous, topology=topology.topology)
     layout = batch.continuous
     if not isinstance(action, np.ndarray) or action.dtype.kind != "f":
         raise ValueError(
@@ -117,4 +120,4 @@ def one_action(batch: Any, action_type: str, n_catalog: int, action: Any) -> Par
             f"{action_type} action must have shape ({layout.size},), got {action.shape}"
         )
     layout.check(action, f"{action_type} action")
-    return (np.zeros(1, dtype=np.int64), *layout.split(action[None]))
+    return ActionBatch(np.zeros(1, dtype=np.int64), *layout.split(action[None]))

@@ -39,7 +39,7 @@ from grid_vec.core.rules.dispatch import GeneratorLimits
 from grid_vec.core.rules.heuristics import Heuristics
 from grid_vec.core.rules.opponent import Opponent
 from grid_vec.core.rules.storage import StorageUnits
-from grid_vec.env.action_input import ACTION_TYPES, Parsed, box, one_action
+from grid_vec.env.action_input import ACTION_TYPES, ActionBatch, box, one_action
 from grid_vec.grid.model import GridModel
 
 __all__ = ["ACTION_TYPES", "RESET_OPTIONS", "GridEnv"]
@@ -348,8 +348,7 @@ class GridEnv(gym.Env):
         batch = self._batch
         if batch.done[self._k]:
             raise RuntimeError("the episode is over (or never started): call reset() first")
-        index, redispatch, curtail, storage = self._parse(action)
-        result = batch.step(self._row, index, redispatch, curtail, storage)
+        result = batch.step(self._row, self._parse(action))
         return (
             result.obs[0],
             float(result.reward[0]),
@@ -396,8 +395,7 @@ class GridEnv(gym.Env):
         """
         if self._batch.done[self._k]:
             raise RuntimeError("the episode is over (or never started): call reset() first")
-        index, redispatch, curtail, storage = self._parse(action)
-        result = self._batch.simulate(self._k, int(index[0]), redispatch, curtail, storage)
+        result = self._batch.simulate(self._k, self._parse(action))
         return (
             result.obs[0],
             float(result.reward[0]),
@@ -488,12 +486,11 @@ class GridEnv(gym.Env):
 
     # --- internals ----------------------------------------------------------------------
 
-    def _parse(self, action: Any) -> Parsed:
-        """Validate an action; return the batch's (catalog indices, redispatch MW,
-        curtailment limits, storage MW)."""
+    def _parse(self, action: Any) -> ActionBatch:
+        """Validate an action; return it as the batch plays it (one row)."""
         # the common cases, fast: a Python int, or the int64 a vector env reads from its batch
         if (type(action) is int or type(action) is np.int64) and 0 <= action < self._n_discrete:
-            return np.array([action], dtype=np.int64), None, None, None
+            return ActionBatch(np.array([action], dtype=np.int64))
         return one_action(self._batch, self.action_type, self._batch.n_actions, action)
 
 

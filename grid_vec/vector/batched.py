@@ -31,7 +31,7 @@ import numpy as np
 from gymnasium.vector.utils import batch_space
 from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 
-from grid_vec.core.records import Parsed
+from grid_vec.core.records import ActionBatch
 from grid_vec.env.action_input import batch_actions
 from grid_vec.vector.errors import naming_env
 from grid_vec.vector.grid_commands import GridCommands
@@ -233,9 +233,8 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
         if self._closed:
             raise RuntimeError("the vector env is closed")
 
-    def _parse(self, actions: Any) -> Parsed:
-        """Validate a batch of actions: (catalog indices, redispatch MW or None,
-        curtailment limits or None, storage MW or None)."""
+    def _parse(self, actions: Any) -> ActionBatch:
+        """Validate a batch of actions (one per env)."""
         n = self.num_envs
         leaves = actions.values() if isinstance(actions, dict) else [actions]
         if any(len(np.shape(leaf)) == 0 or np.shape(leaf)[0] != n for leaf in leaves):

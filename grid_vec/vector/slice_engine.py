@@ -22,7 +22,7 @@ from gymnasium import Env
 from gymnasium.vector.vector_env import AutoresetMode
 
 from grid_vec.core.batch import GridBatch
-from grid_vec.core.records import INFO_COLUMNS, REASONS, Parsed, StepBatch
+from grid_vec.core.records import INFO_COLUMNS, REASONS, ActionBatch, StepBatch
 from grid_vec.env.action_input import batch_actions
 from grid_vec.env.grid_env import GridEnv
 
@@ -109,7 +109,7 @@ class SliceEngine:
         self.autoreset[rows] = False
         return self._reset_infos(rows, result)
 
-    def step(self, rows: np.ndarray, actions: Parsed) -> SliceStep:
+    def step(self, rows: np.ndarray, actions: ActionBatch) -> SliceStep:
         """Step ``rows`` (sorted, their episodes running unless ``NEXT_STEP`` resets them
         now) with their parsed ``actions`` (row by row; checked already: the engine plays
         them as they are).
@@ -127,10 +127,10 @@ class SliceEngine:
                 reset_rows = rows[resetting]
                 infos = self.reset(reset_rows, [None] * len(reset_rows), [None] * len(reset_rows))
                 stepping = rows[kept]
-                actions = tuple(None if a is None else a[kept] for a in actions)  # type: ignore[assignment]
+                actions = actions.rows(kept)
         fixed = None
         if len(stepping):
-            result = self.batch.step(stepping, *actions)
+            result = self.batch.step(stepping, actions)
             self.obs[stepping] = result.obs
             self.rewards[stepping] = result.reward
             self.terminated[stepping] = result.terminated
@@ -185,7 +185,7 @@ class SliceEngine:
         }
 
 
-def parse(batch: GridBatch, space: Any, actions: np.ndarray, *, checked: bool) -> Parsed:
+def parse(batch: GridBatch, space: Any, actions: np.ndarray, *, checked: bool) -> ActionBatch:
     """The batch's form of a slice's actions (a ``Discrete`` or ``Box`` space's array),
     checked as GridEnvs check them (``batch_actions``) unless ``checked`` already (by
     GridVecEnv, for the whole batch, before sending it): then only parsed.
@@ -196,8 +196,8 @@ def parse(batch: GridBatch, space: Any, actions: np.ndarray, *, checked: bool) -
     if not checked:
         return batch_actions(batch.continuous, space, actions)
     if batch.continuous is None:
-        return actions.astype(np.int64, copy=False), None, None, None
-    return (np.zeros(len(actions), dtype=np.int64), *batch.continuous.split(actions))
+        return ActionBatch(actions.astype(np.int64, copy=False))
+    return ActionBatch(np.zeros(len(actions), dtype=np.int64), *batch.continuous.split(actions))
 
 
 def is_grid_env(env: Any) -> bool:

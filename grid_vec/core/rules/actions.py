@@ -217,12 +217,4 @@ def neutralise(action: ActionBatch, legal: Legality) -> ActionBatch:
     illegal, ambiguous, (why_illegal, why_ambiguous) = legal
     if not why_illegal and not why_ambiguous:  # every refused action has its reason
         return action
-    refused = illegal | ambiguous
-    column = refused[:, None]
-    redispatch, curtail, storage = action.redispatch, action.curtail, action.storage
-    return ActionBatch(
-        np.where(refused, 0, action.topology),
-        None if redispatch is None else np.where(column, 0.0, redispatch),
-        None if curtail is None else np.where(column, np.nan, curtail),
-        None if storage is None else np.where(column, 0.0, storage),
-    )
+    return action.neutralised(illegal | ambiguous)

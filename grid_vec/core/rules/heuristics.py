@@ -45,14 +45,14 @@ its loading.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import numpy as np
 
 from grid_vec.core.actions import KIND_LINE, KIND_SUB, ActionCatalog
 from grid_vec.core.parameters import Parameters
-from grid_vec.core.records import INFO_COLUMNS, REASONS, StepBatch
+from grid_vec.core.records import INFO_COLUMNS, REASONS, ActionBatch, StepBatch
 from grid_vec.core.state import BatchState
 from grid_vec.core.topology import TopologyLayout
 
@@ -68,14 +68,7 @@ class GridBatch(Protocol):
     line_toggles: np.ndarray
     reference_actions: np.ndarray
 
-    def play_step(
-        self,
-        rows: np.ndarray,
-        actions: np.ndarray,
-        redispatch: np.ndarray | None = None,
-        curtail: np.ndarray | None = None,
-        storage: np.ndarray | None = None,
-    ) -> StepBatch: ...
+    def play_step(self, rows: np.ndarray, action: ActionBatch) -> StepBatch: ...
 
     def legal_actions(self, rows: np.ndarray) -> np.ndarray: ...
 
@@ -198,10 +191,7 @@ def step_with_heuristics(
     batch: GridBatch,
     heuristics: Heuristics,
     rows: np.ndarray,
-    actions: np.ndarray,
-    redispatch: np.ndarray | None,
-    curtail: np.ndarray | None,
-    storage: np.ndarray | None,
+    action: ActionBatch,
 ) -> StepBatch:
     """The agent's step of ``rows``, then the env's own steps of the rows still idle, all
     stepped together until none is left (see the module docstring for what is returned).
@@ -209,17 +199,18 @@ def step_with_heuristics(
     Args:
         batch: the batched core (its ``play_step`` plays one step).
         heuristics: what to play.
-        rows, actions, redispatch, curtail, storage: as ``GridBatch.step``'s.
+        rows, action: as ``GridBatch.play_step``'s (catalog indices).
 
     Returns:
         One row per env of ``rows``, with ``skipped`` set.
     """
     toggles = batch.line_toggles
     if heuristics.reconnect_on_agent_steps:
-        nothing = actions == 0
+        nothing = action.topology == 0
         if nothing.any():
-            actions = np.where(nothing, reconnections(batch, rows, toggles), actions)
-    result = batch.play_step(rows, actions, redispatch, curtail, storage)
+            own = np.where(nothing, reconnections(batch, rows, toggles), action.topology)
+            action = replace(action, topology=own)
+    result = batch.play_step(rows, action)
     skipped = np.zeros(len(rows), dtype=np.int64)
     result.skipped = skipped
     threshold, cap = heuristics.idle_below_rho, heuristics.max_skipped
@@ -249,7 +240,7 @@ def step_with_heuristics(
             free = own == 0
             if free.any():
                 own[free] = recoveries(batch, sub[free], batch.reference_actions)
-        step = batch.play_step(sub, own)
+        step = batch.play_step(sub, ActionBatch(own))
         _merge(result, step, idle)
         skipped[idle] += 1
         still = _idle(batch, sub, step, threshold)
