@@ -3,7 +3,11 @@ test folders)."""
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import numpy as np
+import pytest
 
 
 def loose_limits(model, **tight: float) -> np.ndarray:
@@ -21,3 +25,15 @@ def grid2op_env(path, *, maintenance: bool = True, opponent: bool = True, **kwar
     from grid_vec.bench.grid2op_reference import grid2op_env as reference
 
     return reference(path, maintenance=maintenance, opponent=opponent, **kwargs)
+
+
+def grid2op_sample(name: str) -> Path:
+    """The folder of the sample of dataset ``name`` that grid2op's package ships; the test is
+    skipped without the grid2op extra or without that sample."""
+    spec = importlib.util.find_spec("grid2op")
+    if spec is None:
+        pytest.skip("needs the grid2op extra (its dataset samples)")
+    folder = Path(spec.origin).parent / "data" / name
+    if not folder.is_dir():
+        pytest.skip(f"grid2op ships no sample of {name}")
+    return folder

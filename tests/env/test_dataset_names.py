@@ -4,28 +4,17 @@ a name found nowhere says where it was looked for and how to get it."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
+from env_helpers import grid2op_sample
 
 import grid_vec
 from grid_vec.env.datasets import DatasetNotFoundError, find_dataset
 
 SANDBOX = "l2rpn_case14_sandbox"
-
-
-def _grid2op_sample(name: str) -> Path:
-    spec = importlib.util.find_spec("grid2op")
-    if spec is None:
-        pytest.skip("needs the grid2op extra (its dataset samples)")
-    folder = Path(spec.origin).parent / "data" / name
-    if not folder.is_dir():
-        pytest.skip(f"grid2op ships no sample of {name}")
-    return folder
 
 
 @pytest.fixture
@@ -42,7 +31,7 @@ def _first_observation(env) -> np.ndarray:
 
 
 def test_make_of_a_dataset_name_plays_grid2ops_bundled_sample_with_a_warning(no_user_datasets):
-    sample = _grid2op_sample(SANDBOX)
+    sample = grid2op_sample(SANDBOX)
     with pytest.warns(UserWarning, match=r"sample grid2op's package ships .*test=True"):
         by_name = grid_vec.make(SANDBOX)
     by_path = grid_vec.make(sample)
@@ -53,7 +42,7 @@ def test_make_of_a_dataset_name_plays_grid2ops_bundled_sample_with_a_warning(no_
 def test_make_of_a_dataset_name_prefers_the_data_dir_variable_and_does_not_warn(
     no_user_datasets, monkeypatch
 ):
-    sample = _grid2op_sample(SANDBOX)
+    sample = grid2op_sample(SANDBOX)
     copy = shutil.copytree(sample, no_user_datasets / "datasets" / SANDBOX)
     monkeypatch.setenv("GRID_VEC_DATA_DIR", str(copy.parent))
     assert find_dataset(SANDBOX, samples=True) == copy

@@ -9,12 +9,12 @@ grid2op extra (for its samples) and skip without it.
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+from env_helpers import grid2op_sample
 
 import grid_vec
 from grid_vec.cli import main
@@ -22,16 +22,6 @@ from grid_vec.env.tasks import TASKS, dataset_folder
 
 SANDBOX_TOPOLOGY = "grid_vec/Sandbox14Topology-v0"
 N_CHRONICS = 66  # test 32, validation 32, train 2
-
-
-def _grid2op_sample(name: str) -> Path:
-    spec = importlib.util.find_spec("grid2op")
-    if spec is None:
-        pytest.skip("needs the grid2op extra (its dataset samples)")
-    folder = Path(spec.origin).parent / "data" / name
-    if not folder.is_dir():
-        pytest.skip(f"grid2op ships no sample of {name}")
-    return folder
 
 
 def _stand_in(sample: Path, root: Path, n_chronics: int = N_CHRONICS) -> Path:
@@ -48,7 +38,7 @@ def _stand_in(sample: Path, root: Path, n_chronics: int = N_CHRONICS) -> Path:
 
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory):
-    sample = _grid2op_sample("l2rpn_case14_sandbox")
+    sample = grid2op_sample("l2rpn_case14_sandbox")
     return _stand_in(sample, tmp_path_factory.mktemp("data") / "l2rpn_case14_sandbox")
 
 
@@ -86,7 +76,7 @@ def test_the_continuous_dataset_task_steps_a_box_action(sandbox):
 
 
 def test_the_36_bus_task_keeps_the_datasets_maintenance_and_opponent(tmp_path):
-    sample = _grid2op_sample("l2rpn_neurips_2020_track1")
+    sample = grid2op_sample("l2rpn_neurips_2020_track1")
     data = _stand_in(sample, tmp_path / "l2rpn_neurips_2020_track1_small")
     env = grid_vec.make("grid_vec/Neurips36Topology-v0", split="test", data_dir=data)
     folder_env = grid_vec.make(data)
@@ -112,7 +102,7 @@ def test_the_dataset_is_found_under_the_data_dir_variable(sandbox, monkeypatch):
 
 
 def test_grid2ops_sample_is_too_small_and_says_so():
-    sample = _grid2op_sample("l2rpn_case14_sandbox")
+    sample = grid2op_sample("l2rpn_case14_sandbox")
     with pytest.raises(ValueError, match="has 3 scenarios; its tasks need at least 65"):
         grid_vec.make(SANDBOX_TOPOLOGY, split="test", data_dir=sample)
 
