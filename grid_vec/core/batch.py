@@ -333,12 +333,7 @@ class GridBatch:
         obs, _ = self.observe(
             state, rows, self._time_features(rows), np.zeros(k, dtype=np.int64), outages
         )
-        zeros = np.zeros(k, dtype=bool)
-        return StepBatch(
-            obs, np.zeros(k), zeros, zeros.copy(), zeros.copy(), zeros.copy(),
-            np.zeros((k, self.model.n_branch), dtype=bool), np.full(k, -1, dtype=np.int64),
-            action_mask=self.mask_of(state, rows),
-        )  # fmt: skip
+        return StepBatch.quiet(obs, self.model.n_branch, action_mask=self.mask_of(state, rows))
 
     # --- step ---------------------------------------------------------------------------
 

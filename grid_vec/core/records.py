@@ -72,7 +72,7 @@ class ActionBatch:
 _CONTROLS = tuple(f for f in fields(ActionBatch) if "neutral" in f.metadata)
 
 
-@dataclass
+@dataclass(kw_only=True)  # built by name: fourteen fields, several of one type
 class StepBatch:
     """What a step (or reset, or simulate) of some envs gives, one row per env played."""
 
@@ -92,6 +92,42 @@ class StepBatch:
     failed_redispatch_reason: dict[int, str] = field(default_factory=dict)  # action undone
     action_mask: np.ndarray | None = None  # (k, n_catalog) bool: legal now (if asked for)
     skipped: np.ndarray | None = None  # (k,) int64: steps the heuristics played (if any)
+
+    @classmethod
+    def quiet(
+        cls,
+        obs: np.ndarray,
+        n_branch: int,
+        *,
+        other_rewards: tuple[str, ...] = (),
+        action_mask: np.ndarray | None = None,
+        skipped: bool = False,
+    ) -> StepBatch:
+        """The record of ``len(obs)`` envs with nothing to report: rewards 0, nothing
+        flagged, tripped or attacked (a reset's, or the layout of every step's info).
+
+        Args:
+            obs: the (k, obs size) observations.
+            n_branch: branches of the grid (the width of ``tripped``).
+            other_rewards: the names of the other rewards (each 0).
+            action_mask: the legal catalog actions, when the env gives them.
+            skipped: give ``skipped`` (0), as an env with heuristics does.
+        """
+        k = len(obs)
+        zeros = np.zeros(k, dtype=bool)
+        return cls(
+            obs=obs,
+            reward=np.zeros(k),
+            terminated=zeros,
+            truncated=zeros.copy(),
+            is_illegal=zeros.copy(),
+            is_ambiguous=zeros.copy(),
+            tripped=np.zeros((k, n_branch), dtype=bool),
+            attacked=np.full(k, -1, dtype=np.int64),
+            other_rewards={name: np.zeros(k) for name in other_rewards},
+            action_mask=action_mask,
+            skipped=np.zeros(k, dtype=np.int64) if skipped else None,
+        )
 
 
 # How an env's own step (heuristics) folds into the agent's step it follows: "keep" the

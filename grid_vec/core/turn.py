@@ -28,7 +28,7 @@ Reset uses :meth:`Turn.inject` too (the first state's injections).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from time import perf_counter
 from typing import Protocol
 
@@ -223,7 +223,7 @@ class Turn:
             return action
         topology = action.topology.copy()
         topology[np.array(list(failed))] = 0
-        return ActionBatch(topology, action.redispatch, action.curtail, action.storage)
+        return replace(action, topology=topology)
 
     def opponent(
         self, state: BatchState, rows: np.ndarray, inputs: TurnInputs
@@ -373,11 +373,23 @@ class Turn:
         illegal, ambiguous, (why_illegal, why_ambiguous) = legal
         done = terminated | truncated if any_true(truncated) else terminated
         inputs_ = RewardInputs(
-            rho, state.line_status[sel], state.load_p[sel], state.gen_p[sel],
-            state.actual_dispatch[sel], asked.topology, asked.redispatch, illegal, ambiguous,
-            terminated, done, inputs.played, inputs.max_steps, state.topo[sel],
-            state.cooldown_line[sel], host.reward_context,
-        )  # fmt: skip
+            rho=rho,
+            line_status=state.line_status[sel],
+            load_p=state.load_p[sel],
+            gen_p=state.gen_p[sel],
+            actual_dispatch=state.actual_dispatch[sel],
+            action=asked.topology,
+            redispatch=asked.redispatch,
+            is_illegal=illegal,
+            is_ambiguous=ambiguous,
+            game_over=terminated,
+            done=done,
+            step=inputs.played,
+            max_steps=inputs.max_steps,
+            topo=state.topo[sel],
+            cooldown_line=state.cooldown_line[sel],
+            context=host.reward_context,
+        )
         reward = batch_rewards(host.reward_fn, inputs_, terminated)
         others = {}
         if host.other_rewards:
@@ -389,10 +401,21 @@ class Turn:
         if any_true(terminated):
             reasons = {j: outcome.game_over[rows[j]] for j in np.flatnonzero(terminated).tolist()}
         return StepBatch(
-            obs, reward, terminated, truncated, illegal, ambiguous, outcome.tripped[sel],
-            attacks, others, why_illegal, why_ambiguous, reasons, failed,
-            host.mask_of(state, rows),
-        )  # fmt: skip
+            obs=obs,
+            reward=reward,
+            terminated=terminated,
+            truncated=truncated,
+            is_illegal=illegal,
+            is_ambiguous=ambiguous,
+            tripped=outcome.tripped[sel],
+            attacked=attacks,
+            other_rewards=others,
+            illegal_reason=why_illegal,
+            ambiguous_reason=why_ambiguous,
+            game_over_reason=reasons,
+            failed_redispatch_reason=failed,
+            action_mask=host.mask_of(state, rows),
+        )
 
 
 def _wake(state: BatchState, rows: np.ndarray, setpoints: list[np.ndarray]) -> None:

@@ -361,19 +361,13 @@ class GridEnv(gym.Env):
         """The info of a step with no reason to give, zeroed: the entries every ``step``'s
         info holds, each of one type and shape whatever the step (a vector env lays them
         out in shared memory once, see :mod:`grid_vec.vector.slice_engine`)."""
-        batch, one = self._batch, np.zeros(1, dtype=bool)
-        quiet = StepBatch(
-            obs=np.zeros((1, 0), dtype=np.float32),
-            reward=np.zeros(1),
-            terminated=one,
-            truncated=one,
-            is_illegal=one,
-            is_ambiguous=one,
-            tripped=np.zeros((1, self.model.n_branch), dtype=bool),
-            attacked=np.full(1, -1, dtype=np.int64),
-            other_rewards={name: np.zeros(1) for name in batch.other_rewards},
+        batch = self._batch
+        quiet = StepBatch.quiet(
+            np.zeros((1, 0), dtype=np.float32),
+            self.model.n_branch,
+            other_rewards=tuple(batch.other_rewards),
             action_mask=np.zeros((1, batch.n_actions), dtype=bool) if batch.action_mask else None,
-            skipped=None if batch.heuristics is None else np.zeros(1, dtype=np.int64),
+            skipped=batch.heuristics is not None,
         )
         return env_info(quiet, 0)
 

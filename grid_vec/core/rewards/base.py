@@ -86,7 +86,7 @@ class RewardContext:
         return float(self.source.info(0).step_duration.total_seconds())
 
 
-@dataclass
+@dataclass(kw_only=True)  # built by name: sixteen fields, some of one type
 class RewardInputs:
     """What a reward may read about the step just played (see the module docstring).
 
