@@ -36,6 +36,7 @@ import numpy as np
 from grid_vec.chronics.handler import Rows, ScenarioHandler
 from grid_vec.chronics.scenario import ScenarioSource
 from grid_vec.core.actions import ActionCatalog
+from grid_vec.core.config import GameConfig
 from grid_vec.core.continuous import ContinuousLayout
 from grid_vec.core.observation import ObservationLayout, time_features
 from grid_vec.core.observation_select import ObservationSelection, extra_values
@@ -49,20 +50,17 @@ from grid_vec.core.reset_options import (
 )
 from grid_vec.core.rewards.base import (
     RewardContext,
-    RewardFn,
     initialize_rewards,
 )
 from grid_vec.core.rules import outages as outages_
 from grid_vec.core.rules.actions import ActionRules, false_flags
-from grid_vec.core.rules.dispatch import GeneratorLimits
 from grid_vec.core.rules.heuristics import (
-    Heuristics,
     line_toggles,
     reference_actions,
     step_with_heuristics,
 )
-from grid_vec.core.rules.opponent import Opponent, OpponentBatch
-from grid_vec.core.rules.storage import StepLength, StorageUnits, reset_storage
+from grid_vec.core.rules.opponent import OpponentBatch
+from grid_vec.core.rules.storage import StepLength, reset_storage
 from grid_vec.core.state import (
     BatchState,
     OverflowLimits,
@@ -87,38 +85,20 @@ class GridBatch:
     Args:
         model: the compiled grid.
         sources: one scenario source per env (the same object may be given for all).
-        backend: the power-flow backend of every env (``"lightsim2grid"`` or ``"pandapower"``).
-        parameters, thermal_limits, reward, other_rewards, opponent, max_iter, action_type,
-            chunk_size, gen_ramp, action_mask, heuristics, action_subset: as
-            :class:`~grid_vec.env.grid_env.GridEnv`'s.
+        config: the game's settings (:class:`~grid_vec.core.config.GameConfig`, checked).
 
     Raises:
-        TypeError, ValueError: an argument of the wrong type or value.
+        ValueError: a grid with storage units and settings without their characteristics,
+            or an ``action_subset`` that is not catalog indices with do-nothing first.
     """
 
     def __init__(
-        self,
-        model: GridModel,
-        sources: Sequence[ScenarioSource],
-        *,
-        backend: str,
-        parameters: Parameters,
-        thermal_limit: np.ndarray,
-        reward_fn: RewardFn,
-        other_rewards: dict[str, RewardFn],
-        opponent: Opponent | None,
-        max_iter: int | None,
-        action_type: str,
-        chunk_size: int | None,
-        dispatch_limits: GeneratorLimits,
-        maintenance: bool = True,
-        observation_attributes: Sequence[str] | None = None,
-        storage_units: StorageUnits | None = None,
-        action_mask: bool = False,
-        heuristics: Heuristics | None = None,
-        action_subset: Sequence[int] | None = None,
+        self, model: GridModel, sources: Sequence[ScenarioSource], config: GameConfig
     ) -> None:
         self.n = len(sources)
+        self.config = config
+        storage_units, dispatch_limits = config.storage_units, config.dispatch_limits
+        thermal_limit, action_subset = config.thermal_limit, config.action_subset
         if model.n_storage and (storage_units is None or storage_units.n != model.n_storage):
             raise ValueError(
                 f"the grid has {model.n_storage} storage units: storage_units must give their "
@@ -127,41 +107,47 @@ class GridBatch:
         # None: no storage unit, nothing of the storage rules runs
         self.storage = storage_units if model.n_storage else None
         self.model = model
-        self.backend_name = backend
+        self.backend_name = config.backend
         self.topology: TopologyLayout = layout_of(model)
         self.catalog = ActionCatalog.from_model(model, self.topology)
         # the default observation is always built; a chosen set of attributes is taken from it
         self._default_layout = ObservationLayout(model, self.topology.n_elem)
         self._selection = (
             None
-            if observation_attributes is None
-            else ObservationSelection(self._default_layout, model, observation_attributes)
+            if config.observation_attributes is None
+            else ObservationSelection(self._default_layout, model, config.observation_attributes)
         )
         self.obs_layout = (
             self._default_layout if self._selection is None else self._selection.layout
         )
-        self.action_type = action_type
+        self.action_type = config.action_type
         self.dispatch_limits = dispatch_limits
-        self.continuous = ContinuousLayout.of(action_type, dispatch_limits, self.storage)
+        self.continuous = ContinuousLayout.of(config.action_type, dispatch_limits, self.storage)
         self.redispatchable = np.flatnonzero(dispatch_limits.redispatchable)
         self.curtailable = np.flatnonzero(dispatch_limits.renewable)
         self.thermal_limit = thermal_limit
-        self.reward_fn = reward_fn
-        self.other_rewards = other_rewards
+        self.reward_fn = reward_fn = config.reward_fn
+        self.other_rewards = other_rewards = config.other_rewards
         self.reward_context = RewardContext(
             model, thermal_limit, self.topology, self.catalog, sources[0]
         )
         initialize_rewards((reward_fn, *other_rewards.values()), self.reward_context)
         self.handlers = [
-            ScenarioHandler(s, chunk_size=chunk_size, max_iter=max_iter, outages=maintenance)
+            ScenarioHandler(
+                s,
+                chunk_size=config.chunk_size,
+                max_iter=config.max_iter,
+                outages=config.maintenance,
+            )
             for s in sources
         ]
-        self.outages = outages_.OutageBatch(self.handlers, model.n_branch, maintenance)
-        self.set_parameters(parameters)
+        self.outages = outages_.OutageBatch(self.handlers, model.n_branch, config.maintenance)
+        self.set_parameters(config.parameters)
+        opponent = config.opponent
         self.opponent = None if opponent is None else OpponentBatch(opponent, self.n)
         self._rules = ActionRules.of(model, self.catalog, self.topology)
-        self.action_mask = action_mask  # each result carries the legal catalog actions
-        self.heuristics = heuristics
+        self.action_mask = config.action_mask  # each result carries the legal catalog actions
+        self.heuristics = config.heuristics
         self.line_toggles = line_toggles(self.catalog, model.n_branch)
         self.reference_actions = reference_actions(self.catalog, model.n_sub)
         # the agent's action k is the catalog's action_subset[k] (None: the whole catalog)
@@ -173,7 +159,7 @@ class GridBatch:
         # Each episode starts from a copy of this state: its backend has never solved, so the
         # solver's warm start (hence every float of a trajectory) depends only on the seed and
         # actions, and its initial topology is already pushed (and checked) once for all.
-        self._initial = initial_state(model, self.topology, [make_backend(model, backend)])
+        self._initial = initial_state(model, self.topology, [make_backend(model, config.backend)])
         reason = push_topology(self._initial, model, self.topology, 0)
         if reason is not None:
             raise ValueError(f"grid {model.name!r} cannot be solved as compiled: {reason}")

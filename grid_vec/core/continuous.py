@@ -26,21 +26,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
+from grid_vec.core.records import CONTROLS, Control
 from grid_vec.core.rules.dispatch import GeneratorLimits
 from grid_vec.core.rules.storage import StorageUnits
 
-ACTION_TYPES = ("discrete", "redispatch", "curtailment", "storage", "continuous", "combined")
-_CONTROLS = {
-    "redispatch": ("redispatch",),
-    "curtailment": ("curtailment",),
-    "storage": ("storage",),
-    "continuous": ("redispatch", "curtailment", "storage"),
-    "combined": ("redispatch", "curtailment", "storage"),
-}
+# one action type per control (its own), then all of them in one Box, then with the catalog
+ACTION_TYPES = (
+    "discrete",
+    *(control.action_type for control in CONTROLS.values()),
+    "continuous",
+    "combined",
+)
 _TOL = 1e-5  # actions this far outside the box are accepted (float32 rounding)
+# what a control acting on each kind of entity needs of the grid, and whether "continuous"
+# and "combined" may go without it (a grid without storage units has no storage columns)
+_NEEDS = {
+    "generator": (
+        "the generators' characteristics (prods_charac.csv), which this grid does not have",
+        False,
+    ),
+    "storage": ("storage units, this grid has none", True),
+}
 
 
 class RefusedActions(ValueError):
@@ -61,16 +71,24 @@ class RefusedActions(ValueError):
 
 
 @dataclass(frozen=True, eq=False)
+class ControlColumns:
+    """One control's columns in a flat continuous action."""
+
+    name: str  # its ActionBatch field
+    control: Control
+    entities: int  # the width of the core's array (generators or storage units)
+    columns: np.ndarray  # the entities with a column, in the columns' order
+    start: int  # its first column in the flat action
+    stop: int  # past its last
+
+
+@dataclass(frozen=True, eq=False)
 class ContinuousLayout:
     """Where each control lies in a continuous action, and its bounds."""
 
-    controls: tuple[str, ...]  # among "redispatch", "curtailment", "storage", in this order
-    n_gen: int
-    redispatch_gens: np.ndarray  # generators of the redispatch columns
-    curtail_gens: np.ndarray  # generators of the curtailment columns
+    parts: tuple[ControlColumns, ...]  # in the order of ActionBatch's fields
     low: np.ndarray  # (size,) float32
     high: np.ndarray  # (size,) float32
-    n_storage: int = 0  # storage columns (the last ones), one per unit
 
     @classmethod
     def of(
@@ -80,45 +98,66 @@ class ContinuousLayout:
         with these generators and storage units (None: none).
 
         Raises:
-            ValueError: an unknown action type, a redispatch or curtailment on a grid
-                without the generators' characteristics (a folder without
-                ``prods_charac.csv``), or ``"storage"`` on a grid without storage units.
+            ValueError: an unknown action type, a control acting on what the grid does not
+                describe: redispatch or curtailment on a grid without the generators'
+                characteristics (a folder without ``prods_charac.csv``), ``"storage"`` on a
+                grid without storage units.
         """
         if action_type not in ACTION_TYPES:
             raise ValueError(f"action_type must be one of {ACTION_TYPES}, got {action_type!r}")
         if action_type == "discrete":
             return None
-        has_storage = storage is not None and storage.n > 0
-        if action_type == "storage" and not has_storage:
-            raise ValueError("action_type='storage' needs storage units, this grid has none")
-        controls = tuple(c for c in _CONTROLS[action_type] if c != "storage" or has_storage)
-        if not limits.available and controls != ("storage",):
-            raise ValueError(
-                f"action_type={action_type!r} needs the generators' characteristics "
-                "(prods_charac.csv), which this grid does not have"
-            )
-        redisp = np.flatnonzero(limits.redispatchable) if "redispatch" in controls else []
-        curtail = np.flatnonzero(limits.renewable) if "curtailment" in controls else []
-        redisp, curtail = np.asarray(redisp, dtype=np.intp), np.asarray(curtail, dtype=np.intp)
-        n_storage = storage.n if "storage" in controls else 0
-        low = [-limits.ramp_down[redisp], np.zeros(len(curtail))]
-        high = [limits.ramp_up[redisp], np.ones(len(curtail))]
-        if n_storage:
-            low.append(-storage.max_p_prod)
-            high.append(storage.max_p_absorb)
+        alone = action_type not in ("continuous", "combined")
+        parts, low, high, start = [], [], [], 0
+        for name, control in CONTROLS.items():
+            if alone and control.action_type != action_type:
+                continue
+            of = _characteristics(control.on, limits, storage)
+            if of is None:
+                needs, optional = _NEEDS[control.on]
+                if optional and not alone:
+                    continue
+                raise ValueError(f"action_type={action_type!r} needs {needs}")
+            columns = np.asarray(control.columns(of), dtype=np.intp)
+            lo, hi = control.bounds(of, columns)
+            entities = len(limits.pmax) if control.on == "generator" else of.n
+            stop = start + len(columns)
+            parts.append(ControlColumns(name, control, entities, columns, start, stop))
+            low.append(lo)
+            high.append(hi)
+            start = stop
         return cls(
-            controls,
-            len(limits.pmax),
-            redisp,
-            curtail,
+            tuple(parts),
             np.concatenate(low).astype(np.float32),
             np.concatenate(high).astype(np.float32),
-            n_storage,
         )
 
     @property
     def size(self) -> int:
         return len(self.low)
+
+    @property
+    def controls(self) -> tuple[str, ...]:
+        """The action types of the controls it holds, in the columns' order."""
+        return tuple(part.control.action_type for part in self.parts)
+
+    def columns_of(self, action_type: str) -> np.ndarray:
+        """The entities (generators, storage units) with a column of the control of
+        ``action_type``, in the columns' order (empty: not in this layout)."""
+        for part in self.parts:
+            if part.control.action_type == action_type:
+                return part.columns
+        return np.zeros(0, dtype=np.intp)
+
+    @property
+    def redispatch_gens(self) -> np.ndarray:
+        """The generators of the redispatch columns."""
+        return self.columns_of("redispatch")
+
+    @property
+    def curtail_gens(self) -> np.ndarray:
+        """The generators of the curtailment columns."""
+        return self.columns_of("curtailment")
 
     # the bounds with their tolerance, finite (an infinite bound becomes the largest float):
     # then values within them are finite too, and one test of the bounds makes the check
@@ -130,23 +169,18 @@ class ContinuousLayout:
     def _high_tol(self) -> np.ndarray:
         return np.minimum(self.high + _TOL, np.finfo(self.high.dtype).max)
 
-    def split(
-        self, actions: np.ndarray
-    ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
-        """(k, size) checked actions -> (k, n_gen) redispatch MW, (k, n_gen) curtailment
-        limits (NaN off the renewables) and (k, n_storage) storage MW, None for a control
-        this layout does not have."""
-        k, n_r, n_c = len(actions), len(self.redispatch_gens), len(self.curtail_gens)
-        redispatch = curtail = storage = None
-        if "redispatch" in self.controls:
-            redispatch = np.zeros((k, self.n_gen))
-            redispatch[:, self.redispatch_gens] = actions[:, :n_r]
-        if "curtailment" in self.controls:
-            curtail = np.full((k, self.n_gen), np.nan)
-            curtail[:, self.curtail_gens] = actions[:, n_r : n_r + n_c]
-        if "storage" in self.controls:
-            storage = actions[:, n_r + n_c :].astype(np.float64)
-        return redispatch, curtail, storage
+    def split(self, actions: np.ndarray) -> dict[str, np.ndarray]:
+        """(k, size) checked actions -> each control's array as the core plays it, by
+        :class:`~grid_vec.core.records.ActionBatch` field (``(k, n_gen)`` MW of
+        redispatch, ``(k, n_gen)`` curtailment limits (NaN off the renewables), ``(k,
+        n_storage)`` MW of storage): an entity without a column at the control's neutral
+        value."""
+        split = {}
+        for part in self.parts:
+            values = np.full((len(actions), part.entities), part.control.neutral)
+            values[:, part.columns] = actions[:, part.start : part.stop]
+            split[part.name] = values
+        return split
 
     def check(self, actions: np.ndarray, what: str) -> None:
         """Raise :class:`RefusedActions` (naming ``what``) unless ``actions`` (one, or a
@@ -159,8 +193,8 @@ class ContinuousLayout:
         outside = (actions < self._low_tol) | (actions > self._high_tol)
         if outside.any():  # always, past the checks above
             raise RefusedActions(
-                f"{what} outside the action space (ramp limits, curtailment in [0, 1], "
-                "storage in [-max_p_prod, max_p_absorb]): "
+                f"{what} outside the action space "
+                f"({', '.join(part.control.limits for part in self.parts)}): "
                 f"low {self.low}, high {self.high}, got {actions}",
                 outside,
             )
@@ -169,37 +203,31 @@ class ContinuousLayout:
         """One continuous action in grid2op's vocabulary (the dict its ``action_space``
         takes): ``redispatch``, ``curtail`` and ``set_storage`` on every generator / unit of
         the box."""
-        n_r, n_c = len(self.redispatch_gens), len(self.curtail_gens)
-        out: dict[str, list[tuple[int, float]]] = {}
-        if "redispatch" in self.controls:
-            pairs = zip(self.redispatch_gens, action[:n_r], strict=True)
-            out["redispatch"] = [(int(g), float(v)) for g, v in pairs]
-        if "curtailment" in self.controls:
-            pairs = zip(self.curtail_gens, action[n_r : n_r + n_c], strict=True)
-            out["curtail"] = [(int(g), float(v)) for g, v in pairs]
-        if "storage" in self.controls and len(action) > n_r + n_c:
-            out["set_storage"] = [(i, float(v)) for i, v in enumerate(action[n_r + n_c :])]
-        return out
+        return {
+            part.control.grid2op_key: [
+                (int(e), float(v))
+                for e, v in zip(part.columns, action[part.start : part.stop], strict=True)
+            ]
+            for part in self.parts
+        }
 
     def describe(
         self, action: np.ndarray, gen_names: np.ndarray, storage_names: np.ndarray = ()
     ) -> str:
         """One continuous action in words: the generators it moves or curtails, the storage
         units it charges or discharges."""
-        n_r, n_c = len(self.redispatch_gens), len(self.curtail_gens)
-        parts = [
-            f"redispatch {gen_names[g]} {float(mw):+.2f} MW"
-            for g, mw in zip(self.redispatch_gens, action[:n_r], strict=True)
-            if mw != 0
-        ]
-        parts += [
-            f"curtail {gen_names[g]} to {float(r):.0%} of pmax"
-            for g, r in zip(self.curtail_gens, action[n_r : n_r + n_c], strict=True)
-            if r < 1
-        ]
-        parts += [
-            f"{'charge' if mw > 0 else 'discharge'} {storage_names[u]} {abs(float(mw)):.2f} MW"
-            for u, mw in enumerate(action[n_r + n_c :].tolist())
-            if mw != 0
-        ]
-        return "; ".join(parts) or "do nothing"
+        words = []
+        for part in self.parts:
+            names = gen_names if part.control.on == "generator" else storage_names
+            for e, value in zip(part.columns, action[part.start : part.stop].tolist(), strict=True):
+                said = part.control.words(str(names[e]), float(value))
+                if said is not None:
+                    words.append(said)
+        return "; ".join(words) or "do nothing"
+
+
+def _characteristics(on: str, limits: GeneratorLimits, storage: StorageUnits | None) -> Any:
+    """What a control acting on ``on`` reads of the grid, or None where the grid lacks it."""
+    if on == "generator":
+        return limits if limits.available else None
+    return storage if storage is not None and storage.n > 0 else None

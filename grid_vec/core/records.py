@@ -18,10 +18,91 @@ columns, gymnasium's ``_add_info`` way):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 import numpy as np
+
+
+@dataclass(frozen=True)
+class Control:
+    """What the layers between an agent and a control's rule know of a continuous control,
+    declared once with its field of :class:`ActionBatch`: the layout of its columns in a
+    flat continuous action (:mod:`grid_vec.core.continuous` reads these to build the
+    ``Box``, check actions and split them), its do-nothing value and its words.
+
+    Args:
+        action_type: the action type of this control alone (``GridEnv(action_type=...)``).
+        on: what it acts on, one value per entity: ``"generator"`` (the core's array is
+            ``(k, n_gen)``; the characteristics are a ``GeneratorLimits``) or
+            ``"storage"`` (``(k, n_storage)``; a ``StorageUnits``).
+        columns: characteristics -> the entities with a column (indices, in order).
+        bounds: (characteristics, columns) -> the (low, high) bounds of the columns.
+        neutral: the value of an entity without a column, and of a refused action.
+        grid2op_key: its key in grid2op's action dict (``action_space({...})``).
+        limits: its bounds in words, for the error refusing an action outside them.
+        words: (entity name, value) -> the value in words, None where it does nothing.
+    """
+
+    action_type: str
+    on: Literal["generator", "storage"]
+    columns: Callable[[Any], np.ndarray]
+    bounds: Callable[[Any, np.ndarray], tuple[np.ndarray, np.ndarray]]
+    neutral: float
+    grid2op_key: str
+    limits: str
+    words: Callable[[str, float], str | None]
+
+
+def _redispatch_bounds(limits: Any, gens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return -limits.ramp_down[gens], limits.ramp_up[gens]
+
+
+def _redispatch_words(name: str, mw: float) -> str | None:
+    return f"redispatch {name} {mw:+.2f} MW" if mw != 0 else None
+
+
+def _curtail_words(name: str, ratio: float) -> str | None:
+    return f"curtail {name} to {ratio:.0%} of pmax" if ratio < 1 else None
+
+
+def _storage_words(name: str, mw: float) -> str | None:
+    if mw == 0:
+        return None
+    return f"{'charge' if mw > 0 else 'discharge'} {name} {abs(mw):.2f} MW"
+
+
+REDISPATCH = Control(
+    action_type="redispatch",
+    on="generator",
+    columns=lambda limits: np.flatnonzero(limits.redispatchable),
+    bounds=_redispatch_bounds,
+    neutral=0.0,
+    grid2op_key="redispatch",
+    limits="ramp limits",
+    words=_redispatch_words,
+)
+CURTAILMENT = Control(
+    action_type="curtailment",
+    on="generator",
+    columns=lambda limits: np.flatnonzero(limits.renewable),
+    bounds=lambda limits, gens: (np.zeros(len(gens)), np.ones(len(gens))),
+    neutral=np.nan,  # NaN: the limit unchanged
+    grid2op_key="curtail",
+    limits="curtailment in [0, 1]",
+    words=_curtail_words,
+)
+STORAGE = Control(
+    action_type="storage",
+    on="storage",
+    columns=lambda units: np.arange(units.n),
+    bounds=lambda units, _: (-units.max_p_prod, units.max_p_absorb),
+    neutral=0.0,
+    grid2op_key="set_storage",
+    limits="storage in [-max_p_prod, max_p_absorb]",
+    words=_storage_words,
+)
 
 
 @dataclass(slots=True, eq=False)  # not frozen: a frozen record costs 3 times as much to build
@@ -30,20 +111,20 @@ class ActionBatch:
     and the continuous controls the action type has (None: not in the action). Never
     written once built: a rule that changes an action builds a new record.
 
-    Adding a control (an action type that acts on something new) adds one field here, with
-    its do-nothing value (``neutral``: what a refused action plays), its columns in
-    :mod:`grid_vec.core.continuous` and its rule (a module of :mod:`grid_vec.core.rules`,
-    called by its phase of :mod:`grid_vec.core.turn`); everything in between carries the
-    record whole.
+    A control is a field with its :class:`Control` (in the field's metadata); adding one
+    (an action type that acts on something new) is its field and declaration here, its rule
+    (a module of :mod:`grid_vec.core.rules`) and the rule's call in its phase of
+    :mod:`grid_vec.core.turn`. Everything in between (the spaces, the checks, the split of a
+    flat action, refusal, slicing by env, the vector envs) reads the declarations.
     """
 
     topology: np.ndarray  # (k,) int64: agent action indices (catalog ones past the subset)
     # (k, n_gen) MW asked per generator
-    redispatch: np.ndarray | None = field(default=None, metadata={"neutral": 0.0})
+    redispatch: np.ndarray | None = field(default=None, metadata={"control": REDISPATCH})
     # (k, n_gen) curtailment limits, ratio of pmax (NaN: unchanged)
-    curtail: np.ndarray | None = field(default=None, metadata={"neutral": np.nan})
+    curtail: np.ndarray | None = field(default=None, metadata={"control": CURTAILMENT})
     # (k, n_storage) MW asked per unit (> 0 charges)
-    storage: np.ndarray | None = field(default=None, metadata={"neutral": 0.0})
+    storage: np.ndarray | None = field(default=None, metadata={"control": STORAGE})
 
     def rows(self, sel: slice | np.ndarray) -> ActionBatch:
         """The actions of some of the envs (``sel``: a slice or positions)."""
@@ -54,22 +135,23 @@ class ActionBatch:
 
     def controls(self) -> dict[str, np.ndarray | None]:
         """The continuous controls by field name (None: not in the action)."""
-        return {f.name: getattr(self, f.name) for f in _CONTROLS}
+        return {name: getattr(self, name) for name in CONTROLS}
 
     def neutralised(self, refused: np.ndarray) -> ActionBatch:
         """The same actions with the ``refused`` (k,) rows played as do-nothing: no catalog
         action, each control at its neutral value."""
         column = refused[:, None]
         played = {}
-        for f in _CONTROLS:
-            value = getattr(self, f.name)
-            played[f.name] = (
-                None if value is None else np.where(column, f.metadata["neutral"], value)
-            )
+        for name, control in CONTROLS.items():
+            value = getattr(self, name)
+            played[name] = None if value is None else np.where(column, control.neutral, value)
         return ActionBatch(np.where(refused, 0, self.topology), **played)
 
 
-_CONTROLS = tuple(f for f in fields(ActionBatch) if "neutral" in f.metadata)
+# every continuous control by its ActionBatch field, in the columns' order
+CONTROLS: dict[str, Control] = {
+    f.name: f.metadata["control"] for f in fields(ActionBatch) if "control" in f.metadata
+}
 
 
 @dataclass(kw_only=True)  # built by name: fourteen fields, several of one type

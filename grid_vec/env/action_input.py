@@ -83,7 +83,7 @@ def batch_actions(
             f"{arr.dtype} of shape {arr.shape}"
         )
     layout.check(arr, "continuous actions")
-    return ActionBatch(np.zeros(k, dtype=np.int64), *layout.split(arr))
+    return ActionBatch(np.zeros(k, dtype=np.int64), **layout.split(arr))
 
 
 def one_action(batch: Any, action_type: str, n_catalog: int, action: Any) -> ActionBatch:
@@ -120,4 +120,4 @@ def one_action(batch: Any, action_type: str, n_catalog: int, action: Any) -> Act
             f"{action_type} action must have shape ({layout.size},), got {action.shape}"
         )
     layout.check(action, f"{action_type} action")
-    return ActionBatch(np.zeros(1, dtype=np.int64), *layout.split(action[None]))
+    return ActionBatch(np.zeros(1, dtype=np.int64), **layout.split(action[None]))

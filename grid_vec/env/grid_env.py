@@ -29,12 +29,12 @@ from gymnasium import spaces
 
 from grid_vec.chronics.scenario import ScenarioInfo, ScenarioSource
 from grid_vec.core.batch import GridBatch
+from grid_vec.core.config import GameConfig
 from grid_vec.core.observation import ObservationView
 from grid_vec.core.parameters import Parameters
 from grid_vec.core.records import StepBatch, env_info
 from grid_vec.core.reset_options import RESET_OPTIONS
 from grid_vec.core.rewards.base import RewardFn
-from grid_vec.core.rewards.registry import dataset_reward, make_reward
 from grid_vec.core.rules.dispatch import GeneratorLimits
 from grid_vec.core.rules.heuristics import Heuristics
 from grid_vec.core.rules.opponent import Opponent
@@ -130,74 +130,29 @@ class GridEnv(gym.Env):
         heuristics: Heuristics | None = None,
         action_subset: Sequence[int] | None = None,
     ) -> None:
-        if not isinstance(model, GridModel):
-            raise TypeError(f"model must be a GridModel, got {type(model).__name__}")
-        if action_type not in ACTION_TYPES:
-            raise ValueError(f"action_type must be one of {ACTION_TYPES}, got {action_type!r}")
-        if parameters is not None and not isinstance(parameters, Parameters):
-            raise TypeError(f"parameters must be a Parameters, got {type(parameters).__name__}")
-        if opponent is not None and (
-            not isinstance(opponent, Opponent) or type(opponent) is Opponent
-        ):
-            raise TypeError(
-                "opponent must be a RandomLineOpponent, a WeightedRandomOpponent, a "
-                "GeometricOpponent or None, "
-                f"got {type(opponent).__name__}"
-            )
-        if opponent is not None:
-            opponent.bind(model.branch_names)
-        if not isinstance(maintenance, bool):
-            raise TypeError(f"maintenance must be a bool, got {type(maintenance).__name__}")
-        if dispatch_limits is None:
-            dispatch_limits = GeneratorLimits.of_model(model, _check_ramp(gen_ramp, model))
-        elif not isinstance(dispatch_limits, GeneratorLimits):
-            raise TypeError(
-                f"dispatch_limits must be a GeneratorLimits, got {type(dispatch_limits).__name__}"
-            )
-        if storage_units is not None and not isinstance(storage_units, StorageUnits):
-            raise TypeError(
-                f"storage_units must be a StorageUnits, got {type(storage_units).__name__}"
-            )
-        if not isinstance(action_mask, bool):
-            raise TypeError(f"action_mask must be a bool, got {type(action_mask).__name__}")
-        if action_mask and action_type not in ("discrete", "combined"):
-            raise ValueError(
-                "action_mask needs a catalog of discrete actions: action_type 'discrete' or "
-                f"'combined', got {action_type!r}"
-            )
-        if heuristics is not None and not isinstance(heuristics, Heuristics):
-            raise TypeError(
-                f"heuristics must be a Heuristics or None, got {type(heuristics).__name__}"
-            )
-        self._source = source
-        if reward is None:
-            reward = dataset_reward(source) or "flat"
-        self._batch_kwargs = dict(
+        self.config = config = GameConfig.build(
+            model,
+            source,
             backend=backend,
-            parameters=parameters if parameters is not None else Parameters(),
-            thermal_limit=_check_limits(thermal_limits, model),
-            reward_fn=make_reward(reward),
-            other_rewards=_other_rewards(other_rewards),
+            parameters=parameters,
+            thermal_limits=thermal_limits,
+            reward=reward,
+            other_rewards=other_rewards,
             opponent=opponent,
             max_iter=max_iter,
             action_type=action_type,
             chunk_size=chunk_size,
+            gen_ramp=gen_ramp,
             dispatch_limits=dispatch_limits,
             maintenance=maintenance,
-            observation_attributes=(
-                None if observation_attributes is None else tuple(observation_attributes)
-            ),
+            observation_attributes=observation_attributes,
             storage_units=storage_units,
             action_mask=action_mask,
             heuristics=heuristics,
-            action_subset=None if action_subset is None else tuple(action_subset),
+            action_subset=action_subset,
         )
-        if action_subset is not None and action_type not in ("discrete", "combined"):
-            raise ValueError(
-                "action_subset needs a catalog of discrete actions: action_type 'discrete' or "
-                f"'combined', got {action_type!r}"
-            )
-        self._batch = batch = GridBatch(model, [source], **self._batch_kwargs)
+        self._source = source
+        self._batch = batch = GridBatch(model, [source], config)
         self.model = model
         self.backend_name = backend
         self.opponent = opponent
@@ -207,7 +162,7 @@ class GridEnv(gym.Env):
         self.obs_layout = batch.obs_layout
         self.observation_space = spaces.Box(*self.obs_layout.bounds(), dtype=np.float32)
         self.redispatchable = batch.redispatchable
-        self.dispatch_limits = dispatch_limits
+        self.dispatch_limits = config.dispatch_limits
         self.storage_units = batch.storage  # None: the grid has none
         if action_type == "discrete":
             self.action_space = spaces.Discrete(batch.n_actions)
@@ -266,7 +221,7 @@ class GridEnv(gym.Env):
         """
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be a positive int, got {n!r}")
-        return GridBatch(self.model, [self._source] * n, **self._batch_kwargs)
+        return GridBatch(self.model, [self._source] * n, self.config)
 
     @property
     def grid2op_layout(self) -> dict[str, np.ndarray]:
@@ -486,40 +441,3 @@ class GridEnv(gym.Env):
         if (type(action) is int or type(action) is np.int64) and 0 <= action < self._n_discrete:
             return ActionBatch(np.array([action], dtype=np.int64))
         return one_action(self._batch, self.action_type, self._batch.n_actions, action)
-
-
-def _check_limits(limits: Any, model: GridModel) -> np.ndarray:
-    if limits is None:
-        return np.asarray(model.thermal_limit_a, dtype=np.float64).copy()
-    arr = np.asarray(limits, dtype=np.float64)
-    if arr.shape != (model.n_branch,):
-        raise ValueError(
-            f"thermal_limits must have one value per branch ({model.n_branch}), got shape "
-            f"{arr.shape}"
-        )
-    if not np.isfinite(arr).all() or (arr <= 0).any():
-        bad = int(np.flatnonzero(~np.isfinite(arr) | (arr <= 0))[0])
-        raise ValueError(
-            f"thermal_limits must be finite and > 0 amperes; branch {bad} "
-            f"({model.branch_names[bad]}) has {arr[bad]}"
-        )
-    return arr
-
-
-def _check_ramp(ramp: Any, model: GridModel) -> np.ndarray:
-    if ramp is None:
-        return 0.05 * np.asarray(model.gen_pmax, dtype=np.float64)
-    arr = np.asarray(ramp, dtype=np.float64)
-    if arr.shape != (model.n_gen,) or not np.isfinite(arr).all() or (arr < 0).any():
-        raise ValueError(
-            f"gen_ramp must be {model.n_gen} finite values >= 0 (MW per step), got {ramp!r}"
-        )
-    return arr
-
-
-def _other_rewards(spec: Any) -> dict[str, RewardFn]:
-    if isinstance(spec, dict):
-        return {str(k): make_reward(v, argument=f"other_rewards[{k!r}]") for k, v in spec.items()}
-    if isinstance(spec, str):
-        raise TypeError("other_rewards must be a list of names or a dict name -> reward, not a str")
-    return {name: make_reward(name, argument="other_rewards") for name in spec}

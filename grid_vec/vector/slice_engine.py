@@ -197,7 +197,7 @@ def parse(batch: GridBatch, space: Any, actions: np.ndarray, *, checked: bool) -
         return batch_actions(batch.continuous, space, actions)
     if batch.continuous is None:
         return ActionBatch(actions.astype(np.int64, copy=False))
-    return ActionBatch(np.zeros(len(actions), dtype=np.int64), *batch.continuous.split(actions))
+    return ActionBatch(np.zeros(len(actions), dtype=np.int64), **batch.continuous.split(actions))
 
 
 def is_grid_env(env: Any) -> bool:

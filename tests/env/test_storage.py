@@ -146,7 +146,7 @@ def test_action_spaces_columns_and_refusals(model):
     action = both.action_space.high.copy()
     action[: n_r + n_c] = [0.0] * n_r + [1.0] * n_c
     action[n_r + n_c :] = [0.0, 4.0]
-    redispatch, curtail, storage = layout.split(action[None])
+    redispatch, curtail, storage = layout.split(action[None]).values()
     assert (
         not redispatch.any()
         and np.isnan(curtail[0, ~np.isin(np.arange(model.n_gen), layout.curtail_gens)]).all()
