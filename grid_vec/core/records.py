@@ -245,6 +245,9 @@ INFO_COLUMNS: tuple[InfoColumn, ...] = (
     InfoColumn("attacked_branch", "attacked", int),
 )
 
+# INFO_COLUMNS as plain tuples, for env_info's loop (run at every step of every GridEnv)
+_COLUMN_READS = tuple((c.key, c.field, c.dtype, c.per_branch) for c in INFO_COLUMNS)
+
 # the reasons (info key = StepBatch attribute: row -> text) and how they fold, as above
 REASONS: dict[str, Merge] = {
     "illegal_reason": "keep",
@@ -266,9 +269,9 @@ def env_info(result: StepBatch, j: int) -> dict[str, Any]:
         The env's info: the fixed columns, then what is present of the rest.
     """
     info: dict[str, Any] = {}
-    for column in INFO_COLUMNS:
-        value = getattr(result, column.field)[j]
-        info[column.key] = value.copy() if column.per_branch else column.dtype(value)
+    for key, name, dtype, per_branch in _COLUMN_READS:
+        value = getattr(result, name)[j]
+        info[key] = value.copy() if per_branch else dtype(value)
     if result.other_rewards:
         info["other_rewards"] = {k: float(v[j]) for k, v in result.other_rewards.items()}
     for key in REASONS:

@@ -148,11 +148,18 @@ class Turn:
         Returns:
             The step of each row.
         """
+        # the phases that have nothing to do on a step are not called (no redispatch asked,
+        # no storage unit, nothing failed, no opponent): most steps are such steps
         legal, played = self.legality(state, rows, action)
-        failed = self.redispatch(state, rows, played, inputs)
-        self.storage(state, rows, played, inputs, failed)
-        played = self.undo_failed(played, failed)
-        attacks, attack = self.opponent(state, rows, inputs)
+        failed = {} if played.redispatch is None else self.redispatch(state, rows, played, inputs)
+        if self.host.storage is not None:
+            self.storage(state, rows, played, inputs, failed)
+        if failed:
+            played = self.undo_failed(played, failed)
+        if inputs.opponent is None:
+            attacks, attack = _no_attack(len(rows)), None
+        else:
+            attacks, attack = self.opponent(state, rows, inputs)
         t1 = perf_counter()
         acted = self.apply(state, rows, played)
         self.outages(state, rows, inputs, attack)
