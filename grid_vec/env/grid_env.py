@@ -106,6 +106,9 @@ class GridEnv(gym.Env):
     """
 
     metadata: ClassVar[dict] = {"render_modes": []}
+    # a row of a batched core, stepped by the vector envs' slice engine with its batch (read
+    # on this class only, by grid_vec.vector.worker.is_grid_env: a subclass may step otherwise)
+    steps_as_batch_row: ClassVar[bool] = True
 
     def __init__(
         self,

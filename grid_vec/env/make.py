@@ -13,7 +13,7 @@ import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from gymnasium.envs.registration import EnvSpec
@@ -119,6 +119,10 @@ _EMBEDDED_IDS = {name: env_id for env_id, name in GYM_IDS.items()}
 @dataclass(frozen=True)
 class GridEnvFactory:
     """Builds a GridEnv from compiled pieces (picklable: no pandapower needed to call it)."""
+
+    # its envs can be built as the rows of one batched core (sharing_one_batch), which a
+    # vector env's worker then steps together (read by grid_vec.vector.worker)
+    makes_batch_rows: ClassVar[bool] = True
 
     model: GridModel
     source: ScenarioSource

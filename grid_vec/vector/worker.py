@@ -359,11 +359,10 @@ class _Server:
 
 def _sharing_one_batch(env_fns: list[Callable[[], Env]]) -> list[Env]:
     """The envs of a slice as the rows of one batched core, when every factory is one and the
-    same ``GridEnvFactory`` (as ``make_vec`` hands them out) and there are several; else
-    nothing (the envs are then built one by one)."""
-    make = sys.modules.get("grid_vec.env.make")  # loaded by unpickling such a factory
+    same factory of rows of a batch (a ``GridEnvFactory``, as ``make_vec`` hands them out)
+    and there are several; else nothing (the envs are then built one by one)."""
     first = env_fns[0] if env_fns else None
-    if make is None or len(env_fns) < 2 or type(first) is not make.GridEnvFactory:
+    if len(env_fns) < 2 or not _declares(type(first), "makes_batch_rows"):
         return []
     if any(fn is not first for fn in env_fns):
         return []
@@ -371,11 +370,14 @@ def _sharing_one_batch(env_fns: list[Callable[[], Env]]) -> list[Env]:
 
 
 def is_grid_env(env: Any) -> bool:
-    """Whether ``env`` is a GridEnv itself (no wrapper: its ``step`` is the GridEnv's).
+    """Whether ``env`` is a GridEnv itself (no wrapper, no subclass: its ``step`` is the
+    GridEnv's), by what its class declares: a worker of other envs never imports the core."""
+    return _declares(type(env), "steps_as_batch_row")
 
-    Without importing the core: a worker of other envs never loads it."""
-    grid_env = sys.modules.get("grid_vec.env.grid_env")  # loaded by making such an env
-    return grid_env is not None and type(env) is grid_env.GridEnv
+
+def _declares(cls: type, name: str) -> bool:
+    """Whether ``cls`` itself (not a base class) sets the class attribute ``name`` to True."""
+    return cls.__dict__.get(name) is True
 
 
 def _shared_batch(envs: list[Env]) -> Any:

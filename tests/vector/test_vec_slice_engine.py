@@ -171,3 +171,24 @@ def test_grid_env_fixed_info_is_the_layout_of_every_step(case14):
         env.reset(seed=0)
         info = env.step(0)[4]
         assert InfoSchema.of(env.fixed_info()) == InfoSchema.of(info), kwargs
+
+
+def test_only_a_bare_grid_env_is_stepped_as_a_batch_row(case14):
+    """The worker tells GridEnvs by what their class declares, without importing the core: a
+    wrapper or a subclass (whose step may differ) is stepped as any env."""
+    import gymnasium as gym
+
+    from grid_vec.env.grid_env import GridEnv
+    from grid_vec.vector.worker import is_grid_env
+
+    class Louder(GridEnv):
+        def step(self, action):
+            obs, reward, terminated, truncated, info = super().step(action)
+            return obs, 2 * reward, terminated, truncated, info
+
+    env = factory(case14)()
+    assert is_grid_env(env)
+    assert not is_grid_env(gym.wrappers.RecordEpisodeStatistics(env))
+    louder = Louder(case14, env.unwrapped._source)
+    assert not is_grid_env(louder)
+    assert slice_engine.shared_batch([louder]) is None
