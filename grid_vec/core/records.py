@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import Any, Literal
 
 import numpy as np
@@ -245,8 +246,10 @@ INFO_COLUMNS: tuple[InfoColumn, ...] = (
     InfoColumn("attacked_branch", "attacked", int),
 )
 
-# INFO_COLUMNS as plain tuples, for env_info's loop (run at every step of every GridEnv)
-_COLUMN_READS = tuple((c.key, c.field, c.dtype, c.per_branch) for c in INFO_COLUMNS)
+# INFO_COLUMNS as plain tuples and one reader of their fields, for env_info (run at every
+# step of every GridEnv)
+_COLUMN_READS = tuple((c.key, c.dtype, c.per_branch) for c in INFO_COLUMNS)
+_read_columns = attrgetter(*(c.field for c in INFO_COLUMNS))
 
 # the reasons (info key = StepBatch attribute: row -> text) and how they fold, as above
 REASONS: dict[str, Merge] = {
@@ -255,6 +258,7 @@ REASONS: dict[str, Merge] = {
     "game_over_reason": "set",
     "failed_redispatch_reason": "set",
 }
+_read_reasons = attrgetter(*REASONS)
 
 
 def env_info(result: StepBatch, j: int) -> dict[str, Any]:
@@ -269,15 +273,15 @@ def env_info(result: StepBatch, j: int) -> dict[str, Any]:
         The env's info: the fixed columns, then what is present of the rest.
     """
     info: dict[str, Any] = {}
-    for key, name, dtype, per_branch in _COLUMN_READS:
-        value = getattr(result, name)[j]
-        info[key] = value.copy() if per_branch else dtype(value)
+    for (key, dtype, per_branch), values in zip(_COLUMN_READS, _read_columns(result), strict=True):
+        info[key] = values[j].copy() if per_branch else dtype(values[j])
     if result.other_rewards:
         info["other_rewards"] = {k: float(v[j]) for k, v in result.other_rewards.items()}
-    for key in REASONS:
-        reasons = getattr(result, key)
-        if reasons and j in reasons:  # usually all empty: test that first
-            info[key] = reasons[j]
+    reasons = _read_reasons(result)
+    if any(reasons):  # usually all empty: test that first
+        for key, texts in zip(REASONS, reasons, strict=True):
+            if j in texts:
+                info[key] = texts[j]
     if result.action_mask is not None:
         info["action_mask"] = result.action_mask[j].copy()
     if result.skipped is not None:

@@ -180,6 +180,7 @@ class GridEnv(gym.Env):
             self.action_space = box(batch.continuous)
         # a bare int action is a catalog index below this (0 otherwise: no int is one)
         self._n_discrete = batch.n_actions if action_type == "discrete" else 0
+        self._parsed: dict[int, ActionBatch] = {}  # the bare int actions, parsed (see _parse)
         self._bind(batch, 0)
 
     def _bind(self, batch: GridBatch, row: int) -> None:
@@ -442,5 +443,10 @@ class GridEnv(gym.Env):
         """Validate an action; return it as the batch plays it (one row)."""
         # the common cases, fast: a Python int, or the int64 a vector env reads from its batch
         if (type(action) is int or type(action) is np.int64) and 0 <= action < self._n_discrete:
-            return ActionBatch(np.array([action], dtype=np.int64))
+            parsed = self._parsed.get(action)
+            if parsed is None:  # each catalog action parsed once (a record is never written)
+                topology = np.array([action], dtype=np.int64)
+                topology.flags.writeable = False
+                parsed = self._parsed[int(action)] = ActionBatch(topology)
+            return parsed
         return one_action(self._batch, self.action_type, self._batch.n_actions, action)
