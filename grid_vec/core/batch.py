@@ -184,11 +184,8 @@ class GridBatch:
         self.inv_limit = 1.0 / thermal_limit[None]  # a row: see OverflowLimits
         n_b = model.n_branch
         self._n_obs_timers = 2 * n_b + model.n_sub
-        # the last two segments of an observation when no outage is planned for its env:
-        # time_next_maintenance -1, duration_next_maintenance 0
-        self._no_maintenance = np.zeros((self.n, 2 * n_b), dtype=np.float32)
-        self._no_maintenance[:, :n_b] = -1.0
-        self._no_maintenance.flags.writeable = False
+        # the last two segments of an observation when no outage is planned for its env
+        self._no_maintenance = _no_maintenance(self.n, n_b)
         self.timings = dict.fromkeys(("action", "powerflow", "observation", "total"), 0.0)
         self.counts = {
             "steps": steps,
@@ -408,47 +405,94 @@ class GridBatch:
             RuntimeError: the episode is over, or ``max_simulate_per_step`` /
                 ``max_simulate_per_episode`` is reached.
         """
-        if self.done[row]:
-            raise RuntimeError("the episode is over (or never started): call reset() first")
-        p = self.parameters
-        steps = self.counts["steps"][row]
-        if self._simulated_at[row] != steps:  # the first simulate since the env stepped
-            self._simulated_at[row] = steps
-            self.simulates_this_step[row] = 0
-        if 0 <= p.max_simulate_per_step <= self.simulates_this_step[row]:
-            raise RuntimeError(f"max_simulate_per_step={p.max_simulate_per_step} reached")
-        if 0 <= p.max_simulate_per_episode <= self.simulates_this_episode[row]:
-            raise RuntimeError(f"max_simulate_per_episode={p.max_simulate_per_episode} reached")
+        step, _ = self.simulate_candidates(np.array([row]), action, 1)
+        return step
+
+    def simulate_candidates(
+        self, rows: np.ndarray, action: ActionBatch, k: int
+    ) -> tuple[StepBatch, np.ndarray]:
+        """Play ``k`` candidate actions of each env of ``rows`` on the forecast of its next
+        step, each on a copy of the env's state, as the rows of one turn: nothing of the
+        envs changes. No opponent attack is simulated. Each candidate counts as one
+        simulate against ``max_simulate_per_step`` / ``_per_episode``.
+
+        Args:
+            rows: the envs (sorted, distinct, episodes running).
+            action: ``len(rows) * k`` checked actions (agent action indices in the topology
+                part), the ``k`` candidates of ``rows[0]`` first.
+            k: candidates per env.
+
+        Returns:
+            The step of every candidate (``len(rows) * k`` rows, in ``action``'s order) and
+            their (len(rows) * k, n_branch) rho.
+
+        Raises:
+            RuntimeError: an episode is over, or a simulate budget would be exceeded (then
+                nothing is simulated, nothing counted).
+        """
+        self._count_simulates(rows, k)
         t0 = perf_counter()
-        self.simulates_this_step[row] += 1
-        self.simulates_this_episode[row] += 1
-        self.counts["simulates"][row] += 1
         if self.action_subset is not None:
             action = replace(action, topology=self.action_subset[action.topology])
-        # the same turn as a step's, on a copy of the row's state and its look-ahead inputs
-        result = self.turn.play(
-            self.state.take([row]), np.zeros(1, dtype=np.intp), action, self._lookahead(row)
-        )
-        self.simulate_seconds[row] += perf_counter() - t0
-        return result
+        # the same turn as a step's, on copies of the rows' states and their look-ahead inputs
+        copies = np.repeat(rows, k)
+        state = self.state.take(copies)
+        result = self.turn.play(state, np.arange(len(copies)), action, self._lookahead(rows, k))
+        rho = state.a_or * self.inv_limit
+        self.simulate_seconds[rows] += (perf_counter() - t0) / len(rows)
+        return result, rho
 
-    def _lookahead(self, row: int) -> TurnInputs:
-        """The inputs of env ``row``'s next step as far as its current one tells: the
-        forecast injections and outages, no attack, its clock one step ahead, setpoints
-        written to a throwaway list, nothing truncated."""
-        clock = np.array([row])
-        outages = self.outages.now(clock)
+    def _count_simulates(self, rows: np.ndarray, k: int) -> None:
+        """Count ``k`` simulates of each of ``rows``, or raise (counting nothing) where an
+        episode is over or a budget would be exceeded."""
+        p = self.parameters
+        done = rows[self.done[rows]]
+        if len(done):
+            raise RuntimeError(
+                f"env {int(done[0])}: the episode is over (or never started): call reset() first"
+            )
+        steps = self.counts["steps"][rows]
+        new_step = self._simulated_at[rows] != steps  # the first simulate since the env stepped
+        this_step = np.where(new_step, 0, self.simulates_this_step[rows])
+        for name, count, limit in (
+            ("max_simulate_per_step", this_step, p.max_simulate_per_step),
+            (
+                "max_simulate_per_episode",
+                self.simulates_this_episode[rows],
+                p.max_simulate_per_episode,
+            ),
+        ):
+            if limit >= 0 and (count + k > limit).any():
+                raise RuntimeError(f"{name}={limit} reached")
+        self._simulated_at[rows] = steps
+        self.simulates_this_step[rows] = this_step + k
+        self.simulates_this_episode[rows] += k
+        self.counts["simulates"][rows] += k
+
+    def _lookahead(self, rows: np.ndarray, k: int) -> TurnInputs:
+        """The inputs of the next step of each env of ``rows``, ``k`` times (one per
+        candidate), as far as its current step tells: the forecast injections and outages,
+        no attack, its clock one step ahead, setpoints written to a throwaway list, nothing
+        truncated."""
+        outages = self.outages.now(rows)
+        if outages is not None:
+            ahead = outages.next_step()
+            outages = outages_.OutageRows(
+                *(np.repeat(a, k, axis=0) for a in (ahead.time, ahead.duration, ahead.hazard))
+            )
+        copies = np.repeat(rows, k)
+        played = np.array([self.handlers[r].steps_played + 1 for r in rows.tolist()])
         return TurnInputs(
-            clock_rows=clock,
-            injections=self._rows_now(clock, forecast=True),
-            outages=None if outages is None else outages.next_step(),
-            setpoints=[self._last_gen_p[row]],
-            length=None if self.storage is None else self._length(clock),
+            clock_rows=copies,
+            injections=[rows_ for rows_ in self._rows_now(rows, forecast=True) for _ in range(k)],
+            outages=outages,
+            setpoints=[self._last_gen_p[r] for r in copies.tolist()],
+            length=None if self.storage is None else self._length(copies),
             opponent=None,
-            times=self._time_features(clock, ahead=1),
-            played=np.array([self.handlers[row].steps_played + 1]),
-            max_steps=self.max_steps[clock],
-            truncated=false_flags(1),
+            times=np.repeat(self._time_features(rows, ahead=1), k, axis=0),
+            played=np.repeat(played, k),
+            max_steps=self.max_steps[copies],
+            truncated=false_flags(len(copies)),
             ahead=1,
         )
 
@@ -505,6 +549,8 @@ class GridBatch:
             state.actual_dispatch[sel], state.topo[sel], state.timers[sel, : self._n_obs_timers],
         ]  # fmt: skip
         if outages is None:
+            if k > len(self._no_maintenance):  # look-ahead rows: more than the batch's
+                self._no_maintenance = _no_maintenance(k, self.model.n_branch)
             segments.append(self._no_maintenance[:k])
         else:
             segments += (outages.time, outages.duration)
@@ -560,3 +606,12 @@ def _checked_subset(subset: Sequence[int] | None, n_catalog: int) -> np.ndarray 
             f"do-nothing (0) first; got {arr[:8].tolist()}..."
         )
     return arr.astype(np.int64)
+
+
+def _no_maintenance(k: int, n_branch: int) -> np.ndarray:
+    """(k, 2 n_branch) read-only: the maintenance segments of an observation with no outage
+    planned (time_next_maintenance -1, duration_next_maintenance 0)."""
+    segments = np.zeros((k, 2 * n_branch), dtype=np.float32)
+    segments[:, :n_branch] = -1.0
+    segments.flags.writeable = False
+    return segments

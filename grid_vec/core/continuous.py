@@ -60,14 +60,14 @@ class RefusedActions(ValueError):
 
     Args:
         message: what is refused and why.
-        refused: a bool array, True where a value is refused: ``(k, ...)`` for a batch of
-            ``k`` actions, one dimension less for one action.
+        refused: a bool array, True where a value is refused, ``(k, ...)``: its first axis
+            is the batch's (one action: ``k`` = 1).
     """
 
     def __init__(self, message: str, refused: np.ndarray) -> None:
         super().__init__(message)
-        rows = np.atleast_2d(refused)
-        self.rows = tuple(np.flatnonzero(rows.reshape(len(rows), -1).any(axis=1)).tolist())
+        rows = refused.reshape(len(refused), -1).any(axis=1)
+        self.rows = tuple(np.flatnonzero(rows).tolist())
 
 
 @dataclass(frozen=True, eq=False)
@@ -187,10 +187,11 @@ class ContinuousLayout:
         batch) are finite and within the bounds, give or take 1e-5."""
         if ((actions >= self._low_tol) & (actions <= self._high_tol)).all():  # NaN, inf fail
             return
-        finite = np.isfinite(actions)
+        batch = actions if actions.ndim == 2 else actions[None]  # one action: a batch of one
+        finite = np.isfinite(batch)
         if not finite.all():
             raise RefusedActions(f"{what} must be finite, got {actions}", ~finite)
-        outside = (actions < self._low_tol) | (actions > self._high_tol)
+        outside = (batch < self._low_tol) | (batch > self._high_tol)
         if outside.any():  # always, past the checks above
             raise RefusedActions(
                 f"{what} outside the action space "

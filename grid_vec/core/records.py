@@ -287,3 +287,64 @@ def env_info(result: StepBatch, j: int) -> dict[str, Any]:
     if result.skipped is not None:
         info["skipped_steps"] = int(result.skipped[j])
     return info
+
+
+@dataclass(kw_only=True)
+class CandidateResults:
+    """What simulating ``K`` candidate actions of each of ``N`` envs gives: one row per env,
+    one column per candidate, in the order given (a GridEnv's: ``N`` = 1 dropped, so
+    arrays start with ``K``). Each candidate is one step on the forecast of the env's next
+    step, from the env's state, which is untouched.
+
+    Attributes:
+        observations: (N, K, obs size) float32, the observation after each candidate.
+        rewards: (N, K) float64.
+        terminated: (N, K) bool, a game over.
+        illegal: (N, K) bool, refused by the rules (played as do-nothing).
+        ambiguous: (N, K) bool, refused as ambiguous (played as do-nothing).
+        max_rho: (N, K) float64, the highest flow over thermal limit after the candidate
+            (``inf`` where it ends the game: ranking by it puts game overs last).
+        overloaded: (N, K) int64, branches with rho > 1 after the candidate.
+        game_over_reason: (N, K) object array of str, why the game is over ("" where not).
+    """
+
+    observations: np.ndarray
+    rewards: np.ndarray
+    terminated: np.ndarray
+    illegal: np.ndarray
+    ambiguous: np.ndarray
+    max_rho: np.ndarray
+    overloaded: np.ndarray
+    game_over_reason: np.ndarray
+
+    @classmethod
+    def of(cls, step: StepBatch, rho: np.ndarray, n: int, k: int) -> CandidateResults:
+        """The results of ``n * k`` simulated rows (env after env, its ``k`` candidates in a
+        row) and their (n * k, n_branch) rho, as (n, k) arrays."""
+        terminated = step.terminated
+        max_rho = rho.max(axis=1, initial=0.0)
+        max_rho[terminated] = np.inf
+        overloaded = np.where(terminated, 0, (rho > 1.0).sum(axis=1))
+        reasons = np.full(n * k, "", dtype=object)
+        for j, text in step.game_over_reason.items():
+            reasons[j] = text
+        return cls(
+            observations=step.obs.reshape(n, k, -1),
+            rewards=step.reward.reshape(n, k),
+            terminated=terminated.reshape(n, k),
+            illegal=step.is_illegal.reshape(n, k),
+            ambiguous=step.is_ambiguous.reshape(n, k),
+            max_rho=max_rho.reshape(n, k),
+            overloaded=overloaded.astype(np.int64).reshape(n, k),
+            game_over_reason=reasons.reshape(n, k),
+        )
+
+    def env(self, i: int) -> CandidateResults:
+        """Env ``i``'s results (arrays starting with ``K``)."""
+        return CandidateResults(**{f.name: getattr(self, f.name)[i] for f in fields(self)})
+
+    @classmethod
+    def stack(cls, per_env: list[CandidateResults]) -> CandidateResults:
+        """The results of several envs (each a GridEnv's, arrays starting with ``K``) as
+        one record of ``(N, K, ...)`` arrays."""
+        return cls(**{f.name: np.stack([getattr(r, f.name) for r in per_env]) for f in fields(cls)})

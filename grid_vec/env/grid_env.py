@@ -32,14 +32,14 @@ from grid_vec.core.batch import GridBatch
 from grid_vec.core.config import GameConfig
 from grid_vec.core.observation import ObservationView
 from grid_vec.core.parameters import Parameters
-from grid_vec.core.records import StepBatch, env_info
+from grid_vec.core.records import CandidateResults, StepBatch, env_info
 from grid_vec.core.reset_options import RESET_OPTIONS
 from grid_vec.core.rewards.base import RewardFn
 from grid_vec.core.rules.dispatch import GeneratorLimits
 from grid_vec.core.rules.heuristics import Heuristics
 from grid_vec.core.rules.opponent import Opponent
 from grid_vec.core.rules.storage import StorageUnits
-from grid_vec.env.action_input import ACTION_TYPES, ActionBatch, box, one_action
+from grid_vec.env.action_input import ACTION_TYPES, ActionBatch, batch_actions, box, one_action
 from grid_vec.grid.model import GridModel
 
 __all__ = ["ACTION_TYPES", "RESET_OPTIONS", "GridEnv"]
@@ -355,6 +355,34 @@ class GridEnv(gym.Env):
             bool(result.terminated[0]),
             env_info(result, 0),
         )
+
+    def simulate_candidates(self, candidates: Any) -> CandidateResults:
+        """Simulate ``K`` candidate actions at once, each on the forecast of the next step
+        from the env's current state (as :meth:`simulate` plays one), as the rows of one
+        batched turn. The env is untouched; each candidate counts as one simulate against
+        ``max_simulate_per_step`` / ``_per_episode``.
+
+        Args:
+            candidates: ``K`` actions batched as ``(K,)`` catalog indices (``Discrete``),
+                a ``(K, size)`` float array (``Box``), or a dict of both (combined).
+
+        Returns:
+            The results, arrays starting with ``K``
+            (:class:`~grid_vec.core.records.CandidateResults`): observations, rewards,
+            terminated, illegal, ambiguous, max_rho, overloaded, game_over_reason.
+
+        Raises:
+            ValueError: no candidate, or a candidate outside the action space.
+            RuntimeError: the episode is over, or a simulate budget would be exceeded.
+        """
+        if self._batch.done[self._k]:
+            raise RuntimeError("the episode is over (or never started): call reset() first")
+        action = batch_actions(self._batch.continuous, self.action_space, candidates)
+        k = len(action.topology)
+        if k < 1:
+            raise ValueError("simulate_candidates needs at least one candidate")
+        step, rho = self._batch.simulate_candidates(self._row, action, k)
+        return CandidateResults.of(step, rho, 1, k).env(0)
 
     # --- commands used by the vector env ------------------------------------------------
 

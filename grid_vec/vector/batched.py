@@ -31,7 +31,7 @@ import numpy as np
 from gymnasium.vector.utils import batch_space
 from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 
-from grid_vec.core.records import ActionBatch
+from grid_vec.core.records import ActionBatch, CandidateResults
 from grid_vec.env.action_input import batch_actions
 from grid_vec.vector.errors import naming_env
 from grid_vec.vector.grid_commands import GridCommands
@@ -225,6 +225,33 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
             env.set_wrapper_attr(name, value)
 
     # --- internals ----------------------------------------------------------------------
+
+    def simulate_candidates(self, candidates: Any) -> CandidateResults:
+        """As :meth:`GridCommands.simulate_candidates
+        <grid_vec.vector.grid_commands.GridCommands.simulate_candidates>`: the candidates of
+        every sub-env are the rows of one batched turn."""
+        self._check_open()
+        per_env = self._candidates_per_env(candidates)
+        n = self.num_envs
+        if isinstance(candidates, dict):
+            k = len(per_env[0]["topology"])
+            flat = {key: np.concatenate([c[key] for c in per_env]) for key in candidates}
+        else:
+            k = len(per_env[0])
+            flat = np.concatenate(per_env)
+        if k < 1:
+            raise ValueError("simulate_candidates needs at least one candidate per env")
+        try:
+            action = batch_actions(self._batch.continuous, self.single_action_space, flat)
+        except ValueError as exc:
+            raise naming_env(exc, np.repeat(np.arange(n), k).tolist()) from None
+        if self._batch.done.any():
+            ended = int(np.argmax(self._batch.done))
+            raise RuntimeError(
+                f"sub-env {ended}: the episode is over: step it (autoreset) or reset first"
+            )
+        step, rho = self._batch.simulate_candidates(np.arange(n), action, k)
+        return CandidateResults.of(step, rho, n, k)
 
     def _out(self, obs: np.ndarray) -> np.ndarray:
         return deepcopy(obs) if self.copy else obs

@@ -156,3 +156,41 @@ class GridCommands:
         rewards = np.array([r[1] for r in results], dtype=np.float64)
         terminated = np.array([r[2] for r in results], dtype=np.bool_)
         return obs, rewards, terminated, tuple(r[3] for r in results)
+
+    def simulate_candidates(self, candidates: Any) -> Any:
+        """Simulate ``K`` candidate actions of every sub-env at once, each on the forecast
+        of the sub-env's next step from its current state; states untouched (each
+        candidate counts as one simulate of its sub-env).
+
+        Args:
+            candidates: ``(num_envs, K)`` catalog indices, ``(num_envs, K, size)`` floats,
+                or a dict of both (combined actions): the same ``K`` for every sub-env.
+
+        Returns:
+            A :class:`~grid_vec.core.records.CandidateResults` of ``(num_envs, K, ...)``
+            arrays: observations, rewards, terminated, illegal, ambiguous, max_rho,
+            overloaded, game_over_reason.
+
+        Raises:
+            ValueError: candidates not shaped ``(num_envs, K, ...)``, or outside the action
+                space (naming the sub-env).
+            RuntimeError: a sub-env whose episode is over, or a simulate budget.
+        """
+        per_env = self._candidates_per_env(candidates)
+        results = self.call_each("simulate_candidates", args=[(c,) for c in per_env])
+        return type(results[0]).stack(list(results))
+
+    def _candidates_per_env(self, candidates: Any) -> list[Any]:
+        """Each sub-env's ``K`` candidates (checked to be ``num_envs`` of the same ``K``)."""
+        n = self.num_envs
+        leaves = list(candidates.values()) if isinstance(candidates, dict) else [candidates]
+        shapes = [np.shape(leaf) for leaf in leaves]
+        if any(len(s) < 2 or s[0] != n or s[1] != shapes[0][1] for s in shapes):
+            raise ValueError(
+                f"candidates must be shaped (num_envs={n}, K, ...), the same K in every part; "
+                f"got shapes {shapes}"
+            )
+        if isinstance(candidates, dict):
+            return [{key: np.asarray(v)[i] for key, v in candidates.items()} for i in range(n)]
+        arr = np.asarray(candidates)
+        return [arr[i] for i in range(n)]

@@ -53,6 +53,19 @@ def test_batched_env_names_the_sub_env_of_a_refused_action():
     envs.close()
 
 
+def test_batched_env_names_the_sub_env_of_a_refused_catalog_action():
+    """A batch of catalog indices is refused by the sub-env holding the bad one (it was
+    always named sub-env 0: a (k,) refusal mask was read as one action's)."""
+    envs = make_vec("case14", 4, vectorization="batched")
+    envs.reset(seed=0)
+    actions = np.zeros(4, dtype=np.int64)
+    actions[2] = envs.single_action_space.n
+    with pytest.raises(ValueError, match=r"^sub-env 2: .*ints in") as info:
+        envs.step(actions)
+    assert info.value.env_index == 2
+    envs.close()
+
+
 def test_combined_action_with_an_extra_key_is_refused_as_gridenv_and_batched_env_refuse_it():
     one = grid_vec.make("case14", action_type="combined")
     one.reset(seed=0)

@@ -1,0 +1,150 @@
+"""simulate_candidates: K candidate actions per env in one call, each equal to simulating
+that action alone (the same turn on a copy of the state), the envs untouched."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import grid_vec
+from grid_vec.core.actions import KIND_SUB
+from grid_vec.core.parameters import Parameters
+from grid_vec.core.records import CandidateResults
+
+
+def _assert_row_is_simulate(env, results: CandidateResults, j: int, action) -> None:
+    obs, reward, terminated, info = env.unwrapped.simulate(action)
+    np.testing.assert_array_equal(results.observations[j], obs)
+    assert results.rewards[j] == reward
+    assert results.terminated[j] == terminated
+    assert results.illegal[j] == info["is_illegal"]
+    assert results.ambiguous[j] == info["is_ambiguous"]
+    assert results.game_over_reason[j] == info.get("game_over_reason", "")
+    if not terminated:
+        rho = env.unwrapped.view(obs).rho
+        assert results.max_rho[j] == pytest.approx(float(rho.max()), rel=1e-6)
+        assert results.overloaded[j] == int((rho > 1).sum())
+    else:
+        assert results.max_rho[j] == np.inf
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    """l2rpn_case14_sandbox a few steps in, one substation in cooldown: some candidates are
+    illegal, some end the game."""
+    env = grid_vec.make("l2rpn_case14_sandbox", parameters=Parameters(nb_timestep_cooldown_sub=3))
+    env.reset(seed=1, options={"scenario_id": 0})
+    catalog = env.unwrapped.catalog
+    sub_action = int(np.flatnonzero(catalog.kind == KIND_SUB)[0])
+    env.step(sub_action)
+    env.step(0)
+    yield env
+    env.close()
+
+
+def test_every_catalog_candidate_equals_its_simulate(sandbox):
+    k = sandbox.action_space.n
+    results = sandbox.unwrapped.simulate_candidates(np.arange(k))
+    assert results.observations.shape == (k, *sandbox.observation_space.shape)
+    assert results.illegal.any() and results.terminated.any()  # the fixture's point
+    for j in range(k):
+        _assert_row_is_simulate(sandbox, results, j, j)
+
+
+def test_candidates_leave_the_env_bitwise_untouched():
+    def trajectory(simulating: bool) -> list[np.ndarray]:
+        env = grid_vec.make("l2rpn_case14_sandbox")
+        env.reset(seed=4, options={"scenario_id": 1})
+        out = []
+        for t in range(6):
+            if simulating:
+                env.unwrapped.simulate_candidates(np.arange(0, env.action_space.n, 7))
+            obs, _, terminated, truncated, _ = env.step(t % 3)
+            out.append(obs)
+            if terminated or truncated:
+                obs, _ = env.reset()
+                out.append(obs)
+        env.close()
+        return out
+
+    for a, b in zip(trajectory(False), trajectory(True), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("action_type", ["redispatch", "combined"])
+def test_continuous_and_combined_candidates_equal_their_simulate(action_type):
+    env = grid_vec.make("l2rpn_case14_sandbox", action_type=action_type)
+    env.reset(seed=2)
+    env.step(env.action_space.sample())
+    env.action_space.seed(5)
+    samples = [env.action_space.sample() for _ in range(6)]
+    if action_type == "combined":
+        candidates = {
+            "topology": np.array([s["topology"] for s in samples]),
+            "continuous": np.stack([s["continuous"] for s in samples]),
+        }
+    else:
+        candidates = np.stack(samples)
+    results = env.unwrapped.simulate_candidates(candidates)
+    for j, action in enumerate(samples):
+        _assert_row_is_simulate(env, results, j, action)
+    env.close()
+
+
+def test_candidates_count_against_the_simulate_budget_all_or_nothing(make_env):
+    env = make_env(parameters=Parameters(max_simulate_per_step=3))
+    env.reset(seed=0)
+    with pytest.raises(RuntimeError, match="max_simulate_per_step=3"):
+        env.simulate_candidates(np.arange(4))
+    assert env.simulate_candidates(np.arange(3)).rewards.shape == (3,)  # nothing was counted
+    with pytest.raises(RuntimeError, match="max_simulate_per_step=3"):
+        env.simulate(0)
+    env.step(0)
+    env.simulate_candidates(np.arange(3))  # a new step, a new budget
+
+
+def test_bad_candidates_are_refused_with_a_clear_error(make_env):
+    env = make_env()
+    with pytest.raises(RuntimeError, match="reset"):
+        env.simulate_candidates(np.arange(2))
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="at least one candidate"):
+        env.simulate_candidates(np.zeros(0, dtype=np.int64))
+    with pytest.raises(ValueError, match=r"ints in \[0, "):
+        env.simulate_candidates(np.array([0, env.action_space.n]))
+
+
+def test_batched_vector_env_candidates_equal_each_sub_env_simulating_alone():
+    """All N * K candidates as rows of one turn give what each sub-env gives simulating its
+    own K (GridCommands' per-env path), and what GridVecEnv's workers give."""
+    from grid_vec.vector.grid_commands import GridCommands
+
+    actions = [np.array([0, 5, 9]), np.array([3, 0, 1])]
+    vec = grid_vec.make_vec("l2rpn_case14_sandbox", 3, vectorization="batched")
+    vec.reset(seed=7)
+    for a in actions:
+        vec.step(a)
+    candidates = np.random.default_rng(0).integers(vec.single_action_space.n, size=(3, 8))
+    together = vec.simulate_candidates(candidates)
+    assert together.observations.shape == (3, 8, *vec.single_observation_space.shape)
+    one_by_one = GridCommands.simulate_candidates(vec, candidates)
+    workers = grid_vec.make_vec("l2rpn_case14_sandbox", 3, envs_per_worker=2)
+    try:
+        workers.reset(seed=7)
+        for a in actions:
+            workers.step(a)
+        in_workers = workers.simulate_candidates(candidates)
+    finally:
+        workers.close()
+    for other in (one_by_one, in_workers):
+        for name in ("observations", "rewards", "terminated", "illegal", "max_rho"):
+            np.testing.assert_array_equal(getattr(other, name), getattr(together, name))
+        assert (other.game_over_reason == together.game_over_reason).all()
+    assert together.env(1).rewards.shape == (8,)
+    bad = candidates.copy()
+    bad[1, 3] = -1
+    with pytest.raises(ValueError, match=r"^sub-env 1: "):
+        vec.simulate_candidates(bad)
+    with pytest.raises(ValueError, match=r"shaped \(num_envs=3, K"):
+        vec.simulate_candidates(candidates[:2])
+    vec.close()
