@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from grid_vec.env.tasks import TASKS, action_set_path
-from grid_vec.runner.agents import simulated_score
+from grid_vec.runner.agents import candidate_scores
 from grid_vec.runner.progress import make_bars
 
 
@@ -39,23 +39,18 @@ def greedy_choice(env: Any, mask: np.ndarray | None) -> int:
     """The legal catalog action whose simulated step has the lowest maximum rho (do-nothing
     first on ties; actions ending the game or illegal rank last): ``GreedyAgent(rank=
     "max_rho")``'s ranking (:func:`~grid_vec.runner.agents.simulated_score`) on one env,
-    trying only the actions its mask allows.
+    trying only the actions its mask allows, all of them in one ``simulate_candidates`` call.
 
     Args:
-        env: a started GridEnv (unwrapped) with ``simulate`` and ``view``.
+        env: a started GridEnv (unwrapped).
         mask: its ``info["action_mask"]``, or None (every action tried).
 
     Returns:
         The action.
     """
-    candidates = np.flatnonzero(mask) if mask is not None else range(env.action_space.n)
-    rho = env.obs_layout.slices["rho"]
-    best, choice = -np.inf, 0
-    for action in candidates:
-        score = simulated_score(*env.simulate(int(action)), rho=rho)
-        if score > best:
-            best, choice = score, int(action)
-    return choice
+    candidates = np.flatnonzero(mask) if mask is not None else np.arange(env.action_space.n)
+    found = env.simulate_candidates(candidates)
+    return int(candidates[np.argmax(candidate_scores(found, by_rho=True))])
 
 
 def _count_scenarios(

@@ -351,7 +351,9 @@ class GreedyAgent:
     Candidates that end the game or are flagged ``is_illegal`` in the simulated info rank
     last; ties go to the earliest candidate, so put do-nothing first. Default candidates: every
     action of a ``Discrete`` action space. Deterministic, so episode results do not depend on
-    the schedule. Costs one ``call("simulate", a)`` round trip per candidate and step.
+    the schedule. On grid_vec's vector envs all candidates of all sub-envs are simulated in
+    one ``simulate_candidates`` call per step; on others, one ``call("simulate", a)`` round
+    trip per candidate and step.
 
     Args:
         candidates: the actions to try, do-nothing first; None for every action of a
@@ -371,6 +373,7 @@ class GreedyAgent:
         self.rank = rank
         self._rho: slice | None = None
         self._env: VectorEnv | None = None
+        self._batched: Any = None  # (num_envs, K, ...) candidates for simulate_candidates
 
     def bind(self, env: VectorEnv) -> None:
         """Check the sub-envs offer ``simulate`` and fix the candidate list (the Runner calls it).
@@ -410,6 +413,11 @@ class GreedyAgent:
                 )
             self._rho = slices["rho"]
         self._env = env
+        self._batched = None
+        if hasattr(env, "simulate_candidates") and all(
+            env.call("has_wrapper_attr", "simulate_candidates")
+        ):
+            self._batched = _tiled(space, self.candidates, env.num_envs)
 
     def __call__(self, obs_batch: Any) -> Any:
         """The best simulated candidate of each sub-env.
@@ -427,6 +435,15 @@ class GreedyAgent:
         if self._env is None or self.candidates is None:
             raise RuntimeError("GreedyAgent must be bound to a vector env first (bind(env))")
         env = self._env
+        space = env.single_action_space
+        if self._batched is not None:  # every candidate of every sub-env in one call
+            found = env.simulate_candidates(self._batched)
+            best = np.argmax(candidate_scores(found, by_rho=self._rho is not None), axis=1)
+            return concatenate(
+                space,
+                [self.candidates[k] for k in best.tolist()],
+                create_empty_array(space, env.num_envs),
+            )
         best = np.full(env.num_envs, -np.inf)
         choice = [self.candidates[0]] * env.num_envs
         for candidate in self.candidates:
@@ -434,7 +451,6 @@ class GreedyAgent:
                 score = simulated_score(*simulated, rho=self._rho)
                 if score > best[i]:
                     best[i], choice[i] = score, candidate
-        space = env.single_action_space
         return concatenate(space, choice, create_empty_array(space, env.num_envs))
 
 
@@ -458,6 +474,30 @@ def simulated_score(
     if rho is not None:
         return -float(np.max(np.asarray(obs)[rho]))
     return float(reward)
+
+
+def candidate_scores(found: Any, *, by_rho: bool) -> np.ndarray:
+    """:func:`simulated_score` of every candidate of a ``simulate_candidates`` result.
+
+    Args:
+        found: a :class:`~grid_vec.core.records.CandidateResults`.
+        by_rho: rank by the lowest maximum rho (as the observation holds it: float32), else
+            by the reward.
+
+    Returns:
+        The scores, shaped as ``found.rewards``.
+    """
+    scores = -found.max_rho.astype(np.float32) if by_rho else found.rewards.astype(np.float64)
+    return np.where(found.terminated | found.illegal, -np.inf, scores)
+
+
+def _tiled(space: spaces.Space, candidates: list[Any], n: int) -> Any:
+    """The same candidates for each of ``n`` sub-envs, batched ``(n, K, ...)`` as
+    ``simulate_candidates`` takes them."""
+    if isinstance(space, spaces.Dict):
+        return {key: _tiled(space[key], [c[key] for c in candidates], n) for key in space.spaces}
+    one = np.stack([np.asarray(c) for c in candidates])
+    return np.ascontiguousarray(np.broadcast_to(one, (n, *one.shape)))
 
 
 def _indices_in(base: np.ndarray, field: np.ndarray, name: str) -> np.ndarray:
