@@ -37,6 +37,7 @@ from grid_vec.chronics.handler import Rows, ScenarioHandler
 from grid_vec.chronics.scenario import ScenarioSource
 from grid_vec.core.actions import ActionCatalog
 from grid_vec.core.config import GameConfig
+from grid_vec.core.contingency import ContingencyResults, screen
 from grid_vec.core.continuous import ContinuousLayout
 from grid_vec.core.observation import ObservationLayout, time_features
 from grid_vec.core.observation_select import ObservationSelection, extra_values
@@ -441,6 +442,44 @@ class GridBatch:
         rho = state.a_or * self.inv_limit
         self.simulate_seconds[rows] += (perf_counter() - t0) / len(rows)
         return result, rho
+
+    def contingencies(self, rows: np.ndarray, branches: np.ndarray) -> ContingencyResults:
+        """The N-1 screening of ``rows`` (:mod:`grid_vec.core.contingency`): each env's flows
+        with each of ``branches`` out alone, from its current state, the envs untouched.
+
+        Raises:
+            RuntimeError: an episode is over (or never started).
+        """
+        done = rows[self.done[rows]]
+        if len(done):
+            raise RuntimeError(
+                f"env {int(done[0])}: the episode is over (or never started): call reset() first"
+            )
+        return screen(self.state, self.model, self.topology, self.inv_limit, rows, branches)
+
+    def branch_indices(self, branches: Any) -> np.ndarray:
+        """Branch names or indices as (m,) int64 indices (None: every branch).
+
+        Raises:
+            ValueError: an unknown name, an index out of range, or no branch.
+        """
+        n = self.model.n_branch
+        if branches is None:
+            return np.arange(n)
+        names = {str(name): i for i, name in enumerate(self.model.branch_names)}
+        out = []
+        for b in np.atleast_1d(np.asarray(branches, dtype=object)).tolist():
+            if isinstance(b, str) and b in names:
+                out.append(names[b])
+            elif isinstance(b, (int, np.integer)) and not isinstance(b, bool) and 0 <= b < n:
+                out.append(int(b))
+            else:
+                raise ValueError(
+                    f"branches: {b!r} is not a branch name nor an index in [0, {n - 1}]"
+                )
+        if not out:
+            raise ValueError("branches: give at least one branch")
+        return np.array(out, dtype=np.int64)
 
     def _count_simulates(self, rows: np.ndarray, k: int) -> None:
         """Count ``k`` simulates of each of ``rows``, or raise (counting nothing) where an

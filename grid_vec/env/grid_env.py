@@ -30,6 +30,7 @@ from gymnasium import spaces
 from grid_vec.chronics.scenario import ScenarioInfo, ScenarioSource
 from grid_vec.core.batch import GridBatch
 from grid_vec.core.config import GameConfig
+from grid_vec.core.contingency import ContingencyResults
 from grid_vec.core.observation import ObservationView
 from grid_vec.core.parameters import Parameters
 from grid_vec.core.records import CandidateResults, StepBatch, env_info
@@ -383,6 +384,25 @@ class GridEnv(gym.Env):
             raise ValueError("simulate_candidates needs at least one candidate")
         step, rho = self._batch.simulate_candidates(self._row, action, k)
         return CandidateResults.of(step, rho, 1, k).env(0)
+
+    def contingencies(self, branches: Any = None) -> ContingencyResults:
+        """The N-1 screening of the current state: every branch's flow if one branch went out
+        now, each of ``branches`` in turn (the env untouched; no rule or timer involved).
+
+        Args:
+            branches: branch names or indices (None: every branch).
+
+        Returns:
+            The results, arrays starting with ``m`` = ``len(branches)``
+            (:class:`~grid_vec.core.contingency.ContingencyResults`): ``rho``, ``max_rho``
+            (``inf`` for an outage that ends the game), ``game_over_reason``.
+
+        Raises:
+            ValueError: an unknown branch.
+            RuntimeError: the episode is over (or never started).
+        """
+        batch = self._batch
+        return batch.contingencies(self._row, batch.branch_indices(branches)).env(0)
 
     # --- commands used by the vector env ------------------------------------------------
 

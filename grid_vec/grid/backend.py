@@ -221,6 +221,39 @@ class Backend(abc.ABC):
         res = self.results()
         np.concatenate([getattr(res, name) for name in FLOW_FIELDS], out=out)
 
+    def outage_currents(
+        self,
+        branches: np.ndarray,
+        load_bus: np.ndarray,
+        gen_bus: np.ndarray,
+        branch_or_bus: np.ndarray,
+        branch_ex_bus: np.ndarray,
+    ) -> np.ndarray:
+        """Each branch's origin current (A) after each of ``branches`` goes out alone, from
+        this backend's injections and its topology (the four bus bar arrays of
+        :meth:`set_topology`, as last set), the backend unchanged: an N-1 screening.
+
+        This default solves a copy per branch; a backend class may do it at once
+        (:class:`~grid_vec.grid.lightsim.LightSimBackend`: lightsim2grid's
+        ``ContingencyAnalysisCPP``).
+
+        Args:
+            branches: ``(m,)`` branch indices.
+            load_bus, gen_bus, branch_or_bus, branch_ex_bus: the current bus bars.
+
+        Returns:
+            ``(m, n_branch)`` float64; a row of NaN where the power flow does not converge.
+        """
+        out = np.full((len(branches), self.model.n_branch), np.nan)
+        for j, branch in enumerate(np.asarray(branches).tolist()):
+            origin, extremity = branch_or_bus.copy(), branch_ex_bus.copy()
+            origin[branch] = extremity[branch] = -1
+            trial = self.copy()
+            trial.set_topology_trusted(load_bus, gen_bus, origin, extremity)
+            if trial.run_ac():
+                out[j] = trial.results().a_or
+        return out
+
     # --- many backends of one class at once (a batch's envs) -----------------------------
 
     @classmethod

@@ -31,6 +31,7 @@ import numpy as np
 from gymnasium.vector.utils import batch_space
 from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 
+from grid_vec.core.contingency import ContingencyResults
 from grid_vec.core.records import ActionBatch, CandidateResults
 from grid_vec.env.action_input import batch_actions
 from grid_vec.vector.errors import naming_env
@@ -252,6 +253,14 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
             )
         step, rho = self._batch.simulate_candidates(np.arange(n), action, k)
         return CandidateResults.of(step, rho, n, k)
+
+    def contingencies(self, branches: Any = None) -> ContingencyResults:
+        """As :meth:`GridCommands.contingencies
+        <grid_vec.vector.grid_commands.GridCommands.contingencies>`, in one call on the
+        batch."""
+        self._check_open()
+        batch = self._batch
+        return batch.contingencies(np.arange(self.num_envs), batch.branch_indices(branches))
 
     def _out(self, obs: np.ndarray) -> np.ndarray:
         return deepcopy(obs) if self.copy else obs

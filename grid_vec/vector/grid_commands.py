@@ -194,3 +194,21 @@ class GridCommands:
             return [{key: np.asarray(v)[i] for key, v in candidates.items()} for i in range(n)]
         arr = np.asarray(candidates)
         return [arr[i] for i in range(n)]
+
+    def contingencies(self, branches: Any = None) -> Any:
+        """The N-1 screening of every sub-env's current state: every branch's flow with each
+        of ``branches`` out alone (states untouched).
+
+        Args:
+            branches: branch names or indices (None: every branch), the same for all.
+
+        Returns:
+            A :class:`~grid_vec.core.contingency.ContingencyResults` of ``(num_envs, m, ...)``
+            arrays: ``rho``, ``max_rho``, ``game_over_reason``.
+
+        Raises:
+            ValueError: an unknown branch (naming the sub-env).
+            RuntimeError: a sub-env whose episode is over.
+        """
+        results = self.call("contingencies", branches)
+        return type(results[0]).stack(list(results))

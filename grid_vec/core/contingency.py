@@ -1,0 +1,115 @@
+"""N-1 screening: each env's flows if one branch went out now, every branch of a list in
+turn, from the env's current state (its injections and topology after its last step), the
+env untouched. Operators screen contingencies this way; grid2op's ``N1Reward`` and
+lightsim2grid's ``ContingencyAnalysis`` compute the same. The flows come from each env's
+backend (:meth:`~grid_vec.grid.backend.Backend.outage_currents`: lightsim2grid's compiled
+analysis on the default backend); an outage that cuts a load or a generator off, or whose
+power flow diverges, is a game over, as the same outage in a step would be.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from grid_vec.core.state import BatchState
+from grid_vec.core.topology import TopologyLayout, isolated_elements
+from grid_vec.grid.model import GridModel
+
+
+@dataclass(kw_only=True)
+class ContingencyResults:
+    """The N-1 screening of ``N`` envs over ``m`` branches (a GridEnv's: ``N`` = 1 dropped,
+    so arrays start with ``m``).
+
+    Attributes:
+        branches: (m,) the branches taken out, one at a time.
+        rho: (N, m, n_branch) float64, every branch's flow over its thermal limit with that
+            branch out (NaN where the outage ends the game).
+        max_rho: (N, m) float64, the highest of them (``inf`` where the outage ends the game).
+        game_over_reason: (N, m) object array of str, why the outage ends the game ("" where
+            it does not).
+    """
+
+    branches: np.ndarray
+    rho: np.ndarray
+    max_rho: np.ndarray
+    game_over_reason: np.ndarray
+
+    def env(self, i: int) -> ContingencyResults:
+        """Env ``i``'s results (arrays starting with ``m``)."""
+        per_env = {f.name: getattr(self, f.name)[i] for f in fields(self) if f.name != "branches"}
+        return ContingencyResults(branches=self.branches, **per_env)
+
+    @classmethod
+    def stack(cls, per_env: list[ContingencyResults]) -> ContingencyResults:
+        """Several envs' results (each a GridEnv's) as one record of ``(N, m, ...)`` arrays."""
+        stacked = {
+            f.name: np.stack([getattr(r, f.name) for r in per_env])
+            for f in fields(cls)
+            if f.name != "branches"
+        }
+        return cls(branches=per_env[0].branches, **stacked)
+
+
+def screen(
+    state: BatchState,
+    model: GridModel,
+    layout: TopologyLayout,
+    inv_limit: np.ndarray,
+    rows: np.ndarray,
+    branches: np.ndarray,
+) -> ContingencyResults:
+    """The N-1 screening of ``rows`` of ``state`` (solved: their episodes running).
+
+    Args:
+        state: the batch's state.
+        model: its grid.
+        layout: its topology layout.
+        inv_limit: (1, n_branch) the inverse of the thermal limits.
+        rows: the envs.
+        branches: (m,) the branches to take out, one at a time.
+
+    Returns:
+        The results, ``(len(rows), m, ...)``.
+    """
+    m, n_branch = len(branches), model.n_branch
+    rho = np.full((len(rows), m, n_branch), np.nan)
+    reasons = np.full((len(rows), m), "", dtype=object)
+    for i, row in enumerate(rows.tolist()):
+        topo = state.topo[row]
+        buses = (
+            topo[layout.pos_load],
+            topo[layout.pos_gen],
+            topo[layout.pos_or],
+            topo[layout.pos_ex],
+        )
+        amps = state.backends[row].outage_currents(branches, *buses)
+        for j, branch in enumerate(branches.tolist()):
+            reason = _cut_off(model, layout, topo, branch)
+            if reason is None and np.isnan(amps[j]).any():
+                reason = "power flow diverged"
+            if reason is None:
+                rho[i, j] = amps[j] * inv_limit[0]
+            else:
+                reasons[i, j] = reason
+    max_rho = np.where(reasons == "", np.nanmax(np.nan_to_num(rho, nan=0.0), axis=2), np.inf)
+    return ContingencyResults(
+        branches=branches.copy(), rho=rho, max_rho=max_rho, game_over_reason=reasons
+    )
+
+
+def _cut_off(model: GridModel, layout: TopologyLayout, topo: np.ndarray, branch: int) -> str | None:
+    """Why taking ``branch`` out of topology ``topo`` ends the game (a load or generator
+    cut off from the slack), or None."""
+    out = topo.copy()
+    out[layout.pos_or[branch]] = out[layout.pos_ex[branch]] = -1
+    load_iso, gen_iso, slack_off = isolated_elements(model, layout, out)
+    if slack_off:
+        return "slack disconnected"
+    if load_iso.any():
+        return f"load {model.load_names[np.argmax(load_iso)]} isolated"
+    if gen_iso.any():
+        return f"generator {model.gen_names[np.argmax(gen_iso)]} isolated"
+    return None

@@ -1,0 +1,100 @@
+"""contingencies: the N-1 screening of the current state (each branch out alone), the same
+flows as solving a copy of the env's solver with that branch out, the env untouched."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import grid_vec
+from grid_vec.grid.backend import Backend
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    env = grid_vec.make("l2rpn_case14_sandbox")
+    env.reset(seed=0, options={"scenario_id": 2})
+    for _ in range(3):
+        env.step(0)
+    yield env
+    env.close()
+
+
+def _buses(env):
+    batch = env.unwrapped.batch_row[0]
+    topo, layout = batch.state.topo[0], batch.topology
+    return topo[layout.pos_load], topo[layout.pos_gen], topo[layout.pos_or], topo[layout.pos_ex]
+
+
+def test_every_outage_equals_solving_a_copy_with_that_branch_out(sandbox):
+    found = sandbox.unwrapped.contingencies()
+    batch = sandbox.unwrapped.batch_row[0]
+    n = batch.model.n_branch
+    assert found.rho.shape == (n, n) and found.max_rho.shape == (n,)
+    # the reference: Backend's own per-branch copy-and-solve on the same backend
+    amps = Backend.outage_currents(batch.state.backends[0], np.arange(n), *_buses(sandbox))
+    expected = amps / batch.thermal_limit
+    ends = found.game_over_reason != ""
+    assert ends.any() and not ends.all()  # case14 has outages that cut a generator off
+    np.testing.assert_allclose(found.rho[~ends], expected[~ends], rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(found.max_rho[~ends], expected[~ends].max(axis=1), rtol=1e-7)
+    assert np.isinf(found.max_rho[ends]).all() and np.isnan(found.rho[ends]).all()
+    assert all("isolated" in r or "diverged" in r for r in found.game_over_reason[ends])
+
+
+def test_branches_by_name_or_index_and_bad_ones_refused(sandbox):
+    names = sandbox.unwrapped.model.branch_names
+    by_name = sandbox.unwrapped.contingencies([str(names[4]), str(names[0])])
+    by_index = sandbox.unwrapped.contingencies([4, 0])
+    np.testing.assert_array_equal(by_name.rho, by_index.rho)
+    assert by_index.branches.tolist() == [4, 0]
+    with pytest.raises(ValueError, match="not a branch name"):
+        sandbox.unwrapped.contingencies(["no such line"])
+    with pytest.raises(ValueError, match="not a branch name"):
+        sandbox.unwrapped.contingencies([len(names)])
+
+
+def test_screening_leaves_the_env_bitwise_untouched():
+    def trajectory(screening: bool) -> list[np.ndarray]:
+        env = grid_vec.make("l2rpn_case14_sandbox")
+        obs, _ = env.reset(seed=5, options={"scenario_id": 0})
+        out = [obs]
+        for t in range(5):
+            if screening:
+                env.unwrapped.contingencies()
+            obs, *_ = env.step(0 if t % 2 else 7)
+            out.append(obs)
+        env.close()
+        return out
+
+    for a, b in zip(trajectory(False), trajectory(True), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_pandapower_backend_screens_through_the_default_path():
+    results = {}
+    for backend in ("lightsim2grid", "pandapower"):
+        env = grid_vec.make("case14", backend=backend)
+        env.reset(seed=1)
+        env.step(0)
+        results[backend] = env.unwrapped.contingencies([0, 3, 5])
+        env.close()
+    light, pp = results["lightsim2grid"], results["pandapower"]
+    np.testing.assert_array_equal(light.game_over_reason, pp.game_over_reason)
+    np.testing.assert_allclose(light.max_rho, pp.max_rho, rtol=1e-4)
+
+
+def test_vector_envs_screen_each_sub_env_as_it_would_alone():
+    vec = grid_vec.make_vec("l2rpn_case14_sandbox", 2, vectorization="batched")
+    workers = grid_vec.make_vec("l2rpn_case14_sandbox", 2, envs_per_worker=1)
+    try:
+        for envs in (vec, workers):
+            envs.reset(seed=11)
+            envs.step(np.array([0, 3]))
+        together, apart = vec.contingencies([1, 2, 6]), workers.contingencies([1, 2, 6])
+    finally:
+        workers.close()
+        vec.close()
+    assert together.rho.shape == (2, 3, apart.rho.shape[-1])
+    np.testing.assert_array_equal(together.rho, apart.rho)
+    np.testing.assert_array_equal(together.max_rho, apart.max_rho)
