@@ -1,0 +1,25 @@
+"""benchmarks/bench_lookahead.py runs end to end and reports every subject (figures are
+never asserted: benchmarks are not timed in tests)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_lookahead.py"
+
+
+@pytest.mark.slow
+def test_bench_lookahead_reports_every_subject(tmp_path, capsys):
+    spec = importlib.util.spec_from_file_location("bench_lookahead", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    doc = module.main(["--reps", "1", "--seconds", "0.05", "--batch", "2", "--out", str(tmp_path)])
+    names = set(doc["results"])
+    assert {"GridEnv simulate", "GridEnv simulate_candidates", "batched x2 simulate_candidates",
+            "case118 simulate_candidates"} <= names  # fmt: skip
+    assert all(row["per_s"] > 0 for row in doc["results"].values())
+    assert (tmp_path / "bench_lookahead.json").exists()
+    assert "candidates/s" in capsys.readouterr().out
