@@ -148,3 +148,47 @@ def test_batched_vector_env_candidates_equal_each_sub_env_simulating_alone():
     with pytest.raises(ValueError, match=r"shaped \(num_envs=3, K"):
         vec.simulate_candidates(candidates[:2])
     vec.close()
+
+
+@pytest.mark.grid2op
+@pytest.mark.parametrize("first", ["do-nothing", "substation"])
+def test_candidates_match_grid2op_obs_simulate_on_the_sandbox(first):
+    """Every catalog action simulated from the same state: rho within 1e-3, the same game
+    overs and the same illegal flags as grid2op's obs.simulate (after a substation action,
+    its cooldown makes some candidates illegal)."""
+    grid2op = pytest.importorskip("grid2op", reason="needs the grid2op extra")
+    from pathlib import Path
+
+    from grid_vec.bench.grid2op_reference import grid2op_env
+
+    folder = Path(grid2op.__file__).parent / "data" / "l2rpn_case14_sandbox"
+    ours = grid_vec.make(
+        folder, opponent=None, maintenance=False, parameters=Parameters(nb_timestep_cooldown_sub=3)
+    )
+    theirs = grid2op_env(folder, maintenance=False, opponent=False)
+    try:
+        u = ours.unwrapped
+        rules = theirs.parameters
+        rules.NB_TIMESTEP_COOLDOWN_SUB = 3
+        theirs.change_parameters(rules)
+        theirs.set_id(0)
+        obs = theirs.reset()
+        ours.reset(seed=0, options={"scenario_id": 0})
+        played = [0, 0]
+        if first == "substation":
+            played[1] = int(np.flatnonzero(u.catalog.kind == KIND_SUB)[3])
+        for a in played:
+            obs, *_ = theirs.step(theirs.action_space(u.catalog.grid2op_action(a)))
+            ours.step(a)
+        found = u.simulate_candidates(np.arange(len(u.catalog)))
+        assert found.illegal.any() == (first == "substation")
+        for i in range(len(u.catalog)):
+            simulated, _, done, info = obs.simulate(
+                theirs.action_space(u.catalog.grid2op_action(i))
+            )
+            assert (found.terminated[i], found.illegal[i]) == (done, bool(info["is_illegal"])), i
+            if not done:
+                assert abs(found.max_rho[i] - float(simulated.rho.max())) < 1e-3, i
+    finally:
+        theirs.close()
+        ours.close()
