@@ -151,17 +151,37 @@ def test_batched_vector_env_candidates_equal_each_sub_env_simulating_alone():
 
 
 @pytest.mark.grid2op
-@pytest.mark.parametrize("first", ["do-nothing", "substation"])
-def test_candidates_match_grid2op_obs_simulate_on_the_sandbox(first):
+@pytest.mark.parametrize(
+    ("name", "first"),
+    [
+        ("l2rpn_case14_sandbox", "do-nothing"),
+        ("l2rpn_case14_sandbox", "substation"),
+        pytest.param(
+            "l2rpn_neurips_2020_track1",
+            "substation",
+            marks=[
+                pytest.mark.slow,
+                pytest.mark.xfail(
+                    strict=True,
+                    reason="a known game-rule difference, in step too: an outage that leaves "
+                    "an exporting interconnection (a negative load) on an island is a game over "
+                    "in grid_vec ('load interco_18_33 isolated'), while grid2op + "
+                    "LightSimBackend solves the rest of the grid and plays on",
+                ),
+            ],
+        ),
+    ],
+)
+def test_candidates_match_grid2op_obs_simulate(name, first):
     """Every catalog action simulated from the same state: rho within 1e-3, the same game
-    overs and the same illegal flags as grid2op's obs.simulate (after a substation action,
-    its cooldown makes some candidates illegal)."""
+    overs and the same illegal flags as grid2op's obs.simulate, on the sandbox and a 36-bus
+    folder (after a substation action, its cooldown makes some candidates illegal)."""
     grid2op = pytest.importorskip("grid2op", reason="needs the grid2op extra")
     from pathlib import Path
 
     from grid_vec.bench.grid2op_reference import grid2op_env
 
-    folder = Path(grid2op.__file__).parent / "data" / "l2rpn_case14_sandbox"
+    folder = Path(grid2op.__file__).parent / "data" / name
     ours = grid_vec.make(
         folder, opponent=None, maintenance=False, parameters=Parameters(nb_timestep_cooldown_sub=3)
     )
@@ -181,7 +201,8 @@ def test_candidates_match_grid2op_obs_simulate_on_the_sandbox(first):
             obs, *_ = theirs.step(theirs.action_space(u.catalog.grid2op_action(a)))
             ours.step(a)
         found = u.simulate_candidates(np.arange(len(u.catalog)))
-        assert found.illegal.any() == (first == "substation")
+        if name == "l2rpn_case14_sandbox":
+            assert found.illegal.any() == (first == "substation")
         for i in range(len(u.catalog)):
             simulated, _, done, info = obs.simulate(
                 theirs.action_space(u.catalog.grid2op_action(i))
