@@ -26,6 +26,7 @@ applies configurations for many envs at once.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,6 +58,26 @@ class ActionCatalog:
 
     def __len__(self) -> int:
         return len(self.kind)
+
+    def checked_subset(self, subset: Sequence[int] | None) -> np.ndarray | None:
+        """``action_subset`` as an int64 array: distinct catalog indices, do-nothing (0)
+        first (None: no subset).
+
+        Raises:
+            ValueError: anything else.
+        """
+        if subset is None:
+            return None
+        n = len(self)
+        arr = np.asarray(subset)
+        if arr.ndim != 1 or not len(arr) or not np.issubdtype(arr.dtype, np.integer):
+            raise ValueError("action_subset must be a non-empty sequence of catalog indices")
+        if arr[0] != 0 or arr.min() < 0 or arr.max() >= n or len(set(arr.tolist())) < len(arr):
+            raise ValueError(
+                f"action_subset must list distinct catalog indices in [0, {n - 1}], "
+                f"do-nothing (0) first; got {arr[:8].tolist()}..."
+            )
+        return arr.astype(np.int64)
 
     @property
     def counts(self) -> dict[str, int]:

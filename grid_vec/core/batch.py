@@ -37,7 +37,7 @@ from grid_vec.chronics.handler import Rows, ScenarioHandler
 from grid_vec.chronics.scenario import ScenarioSource
 from grid_vec.core.actions import ActionCatalog
 from grid_vec.core.config import GameConfig
-from grid_vec.core.contingency import ContingencyResults, screen
+from grid_vec.core.contingency import ContingencyResults, branch_indices, screen
 from grid_vec.core.continuous import ContinuousLayout
 from grid_vec.core.observation import ObservationLayout, time_features
 from grid_vec.core.observation_select import ObservationSelection, extra_values
@@ -62,6 +62,7 @@ from grid_vec.core.rules.heuristics import (
 )
 from grid_vec.core.rules.opponent import OpponentBatch
 from grid_vec.core.rules.storage import StepLength, reset_storage
+from grid_vec.core.simulate_budget import SimulateBudget
 from grid_vec.core.state import (
     BatchState,
     OverflowLimits,
@@ -152,7 +153,7 @@ class GridBatch:
         self.line_toggles = line_toggles(self.catalog, model.n_branch)
         self.reference_actions = reference_actions(self.catalog, model.n_sub)
         # the agent's action k is the catalog's action_subset[k] (None: the whole catalog)
-        self.action_subset = _checked_subset(action_subset, len(self.catalog))
+        self.action_subset = self.catalog.checked_subset(action_subset)
         self.n_actions = len(self.catalog if action_subset is None else self.action_subset)
         # each env's scheduled generation of its last step (a view of its scenario's rows)
         self._last_gen_p: list[np.ndarray] = [np.zeros(model.n_gen)] * self.n
@@ -192,11 +193,7 @@ class GridBatch:
             "steps": steps,
             **{name: np.zeros(self.n, dtype=np.int64) for name in ("resets", "simulates")},
         }
-        # simulates since the step counted in _simulated_at (a step does not zero the count:
-        # simulate does, when the env has stepped since)
-        self.simulates_this_step = np.zeros(self.n, dtype=np.int64)
-        self._simulated_at = np.zeros(self.n, dtype=np.int64)
-        self.simulates_this_episode = np.zeros(self.n, dtype=np.int64)
+        self.simulates = SimulateBudget(self.n)  # max_simulate_per_step / _per_episode
         self.simulate_seconds = np.zeros(self.n)
         self.turn = Turn(self, self._rules)  # the turn of a step and of a simulate
 
@@ -311,8 +308,7 @@ class GridBatch:
         self.done[rows] = False
         self._calm = min(self._calm, self._calm_steps(rows))
         self.counts["resets"][rows] += 1
-        self.simulates_this_step[rows] = 0
-        self.simulates_this_episode[rows] = 0
+        self.simulates.new_episode(rows)
         k = len(rows)
         obs, _ = self.observe(
             state, rows, self._time_features(rows), np.zeros(k, dtype=np.int64), outages
@@ -431,7 +427,13 @@ class GridBatch:
             RuntimeError: an episode is over, or a simulate budget would be exceeded (then
                 nothing is simulated, nothing counted).
         """
-        self._count_simulates(rows, k)
+        done = rows[self.done[rows]]
+        if len(done):
+            raise RuntimeError(
+                f"env {int(done[0])}: the episode is over (or never started): call reset() first"
+            )
+        self.simulates.charge(rows, k, self.counts["steps"][rows], self.parameters)
+        self.counts["simulates"][rows] += k
         t0 = perf_counter()
         if self.action_subset is not None:
             action = replace(action, topology=self.action_subset[action.topology])
@@ -443,11 +445,13 @@ class GridBatch:
         self.simulate_seconds[rows] += (perf_counter() - t0) / len(rows)
         return result, rho
 
-    def contingencies(self, rows: np.ndarray, branches: np.ndarray) -> ContingencyResults:
+    def contingencies(self, rows: np.ndarray, branches: Any) -> ContingencyResults:
         """The N-1 screening of ``rows`` (:mod:`grid_vec.core.contingency`): each env's flows
-        with each of ``branches`` out alone, from its current state, the envs untouched.
+        with each of ``branches`` (names or indices; None: all) out alone, from its current
+        state, the envs untouched.
 
         Raises:
+            ValueError: an unknown branch.
             RuntimeError: an episode is over (or never started).
         """
         done = rows[self.done[rows]]
@@ -455,58 +459,10 @@ class GridBatch:
             raise RuntimeError(
                 f"env {int(done[0])}: the episode is over (or never started): call reset() first"
             )
-        return screen(self.state, self.model, self.topology, self.inv_limit, rows, branches)
-
-    def branch_indices(self, branches: Any) -> np.ndarray:
-        """Branch names or indices as (m,) int64 indices (None: every branch).
-
-        Raises:
-            ValueError: an unknown name, an index out of range, or no branch.
-        """
-        n = self.model.n_branch
-        if branches is None:
-            return np.arange(n)
-        names = {str(name): i for i, name in enumerate(self.model.branch_names)}
-        out = []
-        for b in np.atleast_1d(np.asarray(branches, dtype=object)).tolist():
-            if isinstance(b, str) and b in names:
-                out.append(names[b])
-            elif isinstance(b, (int, np.integer)) and not isinstance(b, bool) and 0 <= b < n:
-                out.append(int(b))
-            else:
-                raise ValueError(
-                    f"branches: {b!r} is not a branch name nor an index in [0, {n - 1}]"
-                )
-        if not out:
-            raise ValueError("branches: give at least one branch")
-        return np.array(out, dtype=np.int64)
-
-    def _count_simulates(self, rows: np.ndarray, k: int) -> None:
-        """Count ``k`` simulates of each of ``rows``, or raise (counting nothing) where an
-        episode is over or a budget would be exceeded."""
-        p = self.parameters
-        done = rows[self.done[rows]]
-        if len(done):
-            raise RuntimeError(
-                f"env {int(done[0])}: the episode is over (or never started): call reset() first"
-            )
-        steps = self.counts["steps"][rows]
-        new_step = self._simulated_at[rows] != steps  # the first simulate since the env stepped
-        this_step = np.where(new_step, 0, self.simulates_this_step[rows])
-        for name, count, limit in (
-            ("max_simulate_per_step", this_step, p.max_simulate_per_step),
-            (
-                "max_simulate_per_episode",
-                self.simulates_this_episode[rows],
-                p.max_simulate_per_episode,
-            ),
-        ):
-            if limit >= 0 and (count + k > limit).any():
-                raise RuntimeError(f"{name}={limit} reached")
-        self._simulated_at[rows] = steps
-        self.simulates_this_step[rows] = this_step + k
-        self.simulates_this_episode[rows] += k
-        self.counts["simulates"][rows] += k
+        return screen(
+            self.state, self.model, self.topology, self.inv_limit, rows,
+            branch_indices(self.model, branches),
+        )  # fmt: skip
 
     def _lookahead(self, rows: np.ndarray, k: int) -> TurnInputs:
         """The inputs of the next step of each env of ``rows``, ``k`` times (one per
@@ -630,21 +586,6 @@ class GridBatch:
             info.start, info.step_duration, first, _TIME_BLOCK
         )
         self._time_pos[row] = start
-
-
-def _checked_subset(subset: Sequence[int] | None, n_catalog: int) -> np.ndarray | None:
-    """``action_subset`` as an int64 array: distinct catalog indices, do-nothing (0) first."""
-    if subset is None:
-        return None
-    arr = np.asarray(subset)
-    if arr.ndim != 1 or not len(arr) or not np.issubdtype(arr.dtype, np.integer):
-        raise ValueError("action_subset must be a non-empty sequence of catalog indices")
-    if arr[0] != 0 or arr.min() < 0 or arr.max() >= n_catalog or len(set(arr.tolist())) < len(arr):
-        raise ValueError(
-            f"action_subset must list distinct catalog indices in [0, {n_catalog - 1}], "
-            f"do-nothing (0) first; got {arr[:8].tolist()}..."
-        )
-    return arr.astype(np.int64)
 
 
 def _no_maintenance(k: int, n_branch: int) -> np.ndarray:

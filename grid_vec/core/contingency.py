@@ -10,6 +10,7 @@ power flow diverges, is a game over, as the same outage in a step would be.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 
@@ -51,6 +52,29 @@ class ContingencyResults:
             if f.name != "branches"
         }
         return cls(branches=per_env[0].branches, **stacked)
+
+
+def branch_indices(model: GridModel, branches: Any) -> np.ndarray:
+    """Branch names or indices as (m,) int64 indices (None: every branch of ``model``).
+
+    Raises:
+        ValueError: an unknown name, an index out of range, or no branch.
+    """
+    n = model.n_branch
+    if branches is None:
+        return np.arange(n)
+    names = {str(name): i for i, name in enumerate(model.branch_names)}
+    out = []
+    for b in np.atleast_1d(np.asarray(branches, dtype=object)).tolist():
+        if isinstance(b, str) and b in names:
+            out.append(names[b])
+        elif isinstance(b, (int, np.integer)) and not isinstance(b, bool) and 0 <= b < n:
+            out.append(int(b))
+        else:
+            raise ValueError(f"branches: {b!r} is not a branch name nor an index in [0, {n - 1}]")
+    if not out:
+        raise ValueError("branches: give at least one branch")
+    return np.array(out, dtype=np.int64)
 
 
 def screen(

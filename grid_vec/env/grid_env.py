@@ -402,7 +402,7 @@ class GridEnv(gym.Env):
             RuntimeError: the episode is over (or never started).
         """
         batch = self._batch
-        return batch.contingencies(self._row, batch.branch_indices(branches)).env(0)
+        return batch.contingencies(self._row, branches).env(0)
 
     # --- commands used by the vector env ------------------------------------------------
 

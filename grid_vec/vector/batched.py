@@ -260,7 +260,7 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
         batch."""
         self._check_open()
         batch = self._batch
-        return batch.contingencies(np.arange(self.num_envs), batch.branch_indices(branches))
+        return batch.contingencies(np.arange(self.num_envs), branches)
 
     def _out(self, obs: np.ndarray) -> np.ndarray:
         return deepcopy(obs) if self.copy else obs
