@@ -353,18 +353,18 @@ def push_topology(
         isolated load or generator): their backends are left alone, still marked dirty.
     """
     topos = state.topo[rows]
-    failed: dict[int, str] = {}
-    for row, topo, reason in zip(
-        rows.tolist(), topos, unsolvable(model, layout, topos), strict=True
-    ):
-        if reason is not None:
-            failed[row] = reason
-            continue
-        # the env built this topology itself (values 1, 2 or -1 only): no re-validation
-        state.backends[row].set_topology_trusted(
-            topo[layout.pos_load], topo[layout.pos_gen], topo[layout.pos_or], topo[layout.pos_ex]
-        )
-        state.topo_dirty[row] = False
+    reasons = unsolvable(model, layout, topos)
+    failed = {row: reason for row, reason in zip(rows.tolist(), reasons, strict=True) if reason}
+    solvable = np.array([reason is None for reason in reasons], dtype=bool)
+    pushed = rows[solvable]
+    if len(pushed):
+        # every element in the model's order, then the storage units on bus bar 1; the env
+        # built these topologies itself (values 1, 2 or -1 only): no re-validation
+        buses = np.ones((len(pushed), layout.n_elem + model.n_storage), dtype=np.int32)
+        buses[:, : layout.n_elem] = topos[solvable][:, layout.pos_model]
+        backends = state.backends
+        type(backends[pushed[0]]).set_topologies_trusted(backends, pushed.tolist(), buses)
+        state.topo_dirty[pushed] = False
     return failed
 
 

@@ -29,6 +29,9 @@ class TopologyLayout:
     pos_gen: np.ndarray  # (n_gen,)
     pos_or: np.ndarray  # (n_branch,)
     pos_ex: np.ndarray  # (n_branch,)
+    # (n_elem,) pos_load, pos_gen, pos_or, pos_ex back to back: topo[pos_model] is the bus bar
+    # of every element in the model's order, as a backend's set_topology takes them
+    pos_model: np.ndarray
     elem_label: np.ndarray  # (n_elem,) str, e.g. "load load_3_0" or "branch 1_2_0 (or)"
     # unsolvable's answer by topology (bytes): cascades and agents revisit topologies
     isolation_cache: dict[bytes, str | None] = field(default_factory=dict, repr=False)
@@ -67,6 +70,7 @@ class TopologyLayout:
             pos_gen=position[sizes[1] : sizes[2]],
             pos_or=position[sizes[2] : sizes[3]],
             pos_ex=position[sizes[3] : sizes[4]],
+            pos_model=position,
             elem_label=labels[order].astype(str),
         )
 
