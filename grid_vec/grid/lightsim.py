@@ -174,11 +174,12 @@ class LightSimBackend(Backend):
         np.copyto(ends, -1, where=(ends == -1).any(axis=1, keepdims=True))
         topos = buses[:, first._topo_order]
         sgen_buses = buses[:, first.model.n_load + first._sgen]
+        has_sgen = first._has_sgen  # most grids have none: no per-env look at them
         for backend, row_buses, topo, sgen_bus in zip(
             backends, buses, topos, sgen_buses, strict=True
         ):
             changed = topo != backend._topo
-            sgen_changed = backend._set_sgen_buses(sgen_bus)
+            sgen_changed = has_sgen and backend._set_sgen_buses(sgen_bus)
             if changed.any() or sgen_changed:
                 backend._grid.update_topo(changed, topo)
                 backend._views = None

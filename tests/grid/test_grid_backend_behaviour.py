@@ -225,6 +225,7 @@ def test_topologies_set_in_one_call_match_one_at_a_time(model, name: str) -> Non
     topologies = [base_topology(model) for _ in range(3)]
     topologies[0][3][2] = -1  # branch 2 out (its extremity)
     topologies[1][2][1] = -1  # branch 1 out (its origin)
+    topologies[1][1][np.flatnonzero(model.gen_kind == "sgen")[0]] = -1  # a static generator off
     topologies[2][2][4] = topologies[2][3][4] = -1  # branch 4 out
     singles = [_solved(model, name) for _ in topologies]
     batch = [_solved(model, name) for _ in range(len(topologies) + 1)]
@@ -242,6 +243,8 @@ def test_topologies_set_in_one_call_match_one_at_a_time(model, name: str) -> Non
             np.testing.assert_array_equal(
                 getattr(backend.results(), field), getattr(single.results(), field)
             )
+    sgen = np.flatnonzero(model.gen_kind == "sgen")[0]
+    assert batch[0].results().gen_p[sgen] == 0.0 != batch[3].results().gen_p[sgen]
     reference = _solved(model, name)  # solved twice on the base topology, as batch[2]
     assert batch[2].run_ac() and reference.run_ac()
     np.testing.assert_array_equal(batch[2].results().p_or, reference.results().p_or)
