@@ -162,9 +162,9 @@ class GridBatch:
         # solver's warm start (hence every float of a trajectory) depends only on the seed and
         # actions, and its initial topology is already pushed (and checked) once for all.
         self._initial = initial_state(model, self.topology, [make_backend(model, config.backend)])
-        reason = push_topology(self._initial, model, self.topology, 0)
-        if reason is not None:
-            raise ValueError(f"grid {model.name!r} cannot be solved as compiled: {reason}")
+        failed = push_topology(self._initial, model, self.topology, np.zeros(1, dtype=np.intp))
+        if failed:
+            raise ValueError(f"grid {model.name!r} cannot be solved as compiled: {failed[0]}")
         self.state: BatchState = self._initial.take(np.zeros(self.n, dtype=np.intp))
         # the default observation's flows: the storage units' are chosen attributes only
         self._n_obs_flows = self._initial.slices["storage_p"].start

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from grid_vec.core.state import BatchState
-from grid_vec.core.topology import TopologyLayout, isolated_elements
+from grid_vec.core.topology import TopologyLayout, unsolvable
 from grid_vec.grid.model import GridModel
 
 
@@ -110,8 +110,11 @@ def screen(
             topo[layout.pos_ex],
         )
         amps = state.backends[row].outage_currents(branches, *buses)
-        for j, branch in enumerate(branches.tolist()):
-            reason = _cut_off(model, layout, topo, branch)
+        # each outage's topology, all checked in one call (a cut-off load or generator)
+        outs = np.repeat(topo[None], m, axis=0)
+        outs[np.arange(m), layout.pos_or[branches]] = -1
+        outs[np.arange(m), layout.pos_ex[branches]] = -1
+        for j, reason in enumerate(unsolvable(model, layout, outs)):
             if reason is None and np.isnan(amps[j]).any():
                 reason = "power flow diverged"
             if reason is None:
@@ -122,18 +125,3 @@ def screen(
     return ContingencyResults(
         branches=branches.copy(), rho=rho, max_rho=max_rho, game_over_reason=reasons
     )
-
-
-def _cut_off(model: GridModel, layout: TopologyLayout, topo: np.ndarray, branch: int) -> str | None:
-    """Why taking ``branch`` out of topology ``topo`` ends the game (a load or generator
-    cut off from the slack), or None."""
-    out = topo.copy()
-    out[layout.pos_or[branch]] = out[layout.pos_ex[branch]] = -1
-    load_iso, gen_iso, slack_off = isolated_elements(model, layout, out)
-    if slack_off:
-        return "slack disconnected"
-    if load_iso.any():
-        return f"load {model.load_names[np.argmax(load_iso)]} isolated"
-    if gen_iso.any():
-        return f"generator {model.gen_names[np.argmax(gen_iso)]} isolated"
-    return None

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grid_vec.core.parameters import Parameters
-from grid_vec.core.topology import TopologyLayout, isolated_elements
+from grid_vec.core.topology import TopologyLayout, unsolvable
 from grid_vec.grid.backend import Backend, flow_slices
 from grid_vec.grid.model import GridModel
 
@@ -321,10 +321,7 @@ def _run_power_flows(
     todo = rows.tolist()
     reasons: dict[int, str] = {}
     if any_true(state.topo_dirty):  # rarely: a changed topology somewhere in the batch
-        for row in rows[state.topo_dirty[rows]].tolist():
-            reason = push_topology(state, model, layout, row)
-            if reason is not None:
-                reasons[row] = reason
+        reasons = push_topology(state, model, layout, rows[state.topo_dirty[rows]])
         if reasons:
             todo = [row for row in todo if row not in reasons]
     # every backend of a batch is of one class: it solves them all in one go
@@ -341,23 +338,34 @@ def _run_power_flows(
 
 
 def push_topology(
-    state: BatchState, model: GridModel, layout: TopologyLayout, row: int
-) -> str | None:
-    """Send one env's changed topology to its backend, or say why it cannot be solved."""
-    topo = state.topo[row]
-    load_iso, gen_iso, slack_off = isolated_elements(model, layout, topo)
-    if slack_off:
-        return "slack disconnected"
-    if load_iso.any():
-        return f"load {model.load_names[np.argmax(load_iso)]} isolated"
-    if gen_iso.any():
-        return f"generator {model.gen_names[np.argmax(gen_iso)]} isolated"
-    # the env built this topology itself (values 1, 2 or -1 only): no re-validation
-    state.backends[row].set_topology_trusted(
-        topo[layout.pos_load], topo[layout.pos_gen], topo[layout.pos_or], topo[layout.pos_ex]
-    )
-    state.topo_dirty[row] = False
-    return None
+    state: BatchState, model: GridModel, layout: TopologyLayout, rows: np.ndarray
+) -> dict[int, str]:
+    """Send the changed topologies of ``rows`` to their backends, checked all at once.
+
+    Args:
+        state: the batch.
+        model: its grid.
+        layout: ``model``'s layout.
+        rows: the envs whose topology changed (``int`` array).
+
+    Returns:
+        ``{row: reason}`` for the rows whose topology cannot be solved (a slack off, an
+        isolated load or generator): their backends are left alone, still marked dirty.
+    """
+    topos = state.topo[rows]
+    reasons = unsolvable(model, layout, topos)
+    failed = {row: reason for row, reason in zip(rows.tolist(), reasons, strict=True) if reason}
+    solvable = np.array([reason is None for reason in reasons], dtype=bool)
+    pushed = rows[solvable]
+    if len(pushed):
+        # every element in the model's order, then the storage units on bus bar 1; the env
+        # built these topologies itself (values 1, 2 or -1 only): no re-validation
+        buses = np.ones((len(pushed), layout.n_elem + model.n_storage), dtype=np.int32)
+        buses[:, : layout.n_elem] = topos[solvable][:, layout.pos_model]
+        backends = state.backends
+        type(backends[pushed[0]]).set_topologies_trusted(backends, pushed.tolist(), buses)
+        state.topo_dirty[pushed] = False
+    return failed
 
 
 def update_timers(

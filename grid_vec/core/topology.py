@@ -29,12 +29,12 @@ class TopologyLayout:
     pos_gen: np.ndarray  # (n_gen,)
     pos_or: np.ndarray  # (n_branch,)
     pos_ex: np.ndarray  # (n_branch,)
+    # (n_elem,) pos_load, pos_gen, pos_or, pos_ex back to back: topo[pos_model] is the bus bar
+    # of every element in the model's order, as a backend's set_topology takes them
+    pos_model: np.ndarray
     elem_label: np.ndarray  # (n_elem,) str, e.g. "load load_3_0" or "branch 1_2_0 (or)"
-    # isolated_elements results by topology (bytes): cascades and agents revisit topologies,
-    # and the graph search costs about 0.4 ms on case14
-    isolation_cache: dict[bytes, tuple[np.ndarray, np.ndarray, bool]] = field(
-        default_factory=dict, repr=False
-    )
+    # unsolvable's answer by topology (bytes): cascades and agents revisit topologies
+    isolation_cache: dict[bytes, str | None] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_model(cls, model: GridModel) -> TopologyLayout:
@@ -70,6 +70,7 @@ class TopologyLayout:
             pos_gen=position[sizes[1] : sizes[2]],
             pos_or=position[sizes[2] : sizes[3]],
             pos_ex=position[sizes[3] : sizes[4]],
+            pos_model=position,
             elem_label=labels[order].astype(str),
         )
 
@@ -115,74 +116,112 @@ def _label(kind: str, name: str) -> str:
 
 
 _CACHED_TOPOLOGIES = 4096  # per layout; the cache starts over when full
+_UNKNOWN = object()  # a topology not in the cache (None is a cached answer: solvable)
+
+
+def unsolvable(model: GridModel, layout: TopologyLayout, topos: np.ndarray) -> list[str | None]:
+    """Why each topology cannot be solved, as the game-over reason grid2op gives, or None.
+
+    Args:
+        model: the grid.
+        layout: ``model``'s layout; it remembers the answer for each topology (cascades and
+            agents revisit topologies, and a lookup costs far less than a check).
+        topos: ``(k, n_elem)`` topology vectors, one per row.
+
+    Returns:
+        Per row: ``"slack disconnected"``, else ``"load NAME isolated"`` (the first isolated
+        load), else ``"generator NAME isolated"`` (the first), else None.
+    """
+    topos = np.asarray(topos, dtype=np.int8)
+    cache = layout.isolation_cache
+    keys = [row.tobytes() for row in topos]
+    reasons = [cache.get(key, _UNKNOWN) for key in keys]
+    missed = [i for i, reason in enumerate(reasons) if reason is _UNKNOWN]
+    if missed:
+        if len(cache) + len(missed) > _CACHED_TOPOLOGIES:
+            cache.clear()
+        for i, reason in zip(missed, _reasons(model, layout, topos[missed]), strict=True):
+            reasons[i] = cache[keys[i]] = reason
+    return reasons
+
+
+def _reasons(model: GridModel, layout: TopologyLayout, topos: np.ndarray) -> list[str | None]:
+    """:func:`unsolvable` without the cache: one connectivity check for all rows."""
+    load_iso, gen_iso, slack_off = isolated_elements(model, layout, topos)
+    load_cut, gen_cut = load_iso.any(axis=1), gen_iso.any(axis=1)
+    reasons: list[str | None] = [None] * len(topos)
+    for row in np.flatnonzero(slack_off | load_cut | gen_cut).tolist():
+        if slack_off[row]:
+            reasons[row] = "slack disconnected"
+        elif load_cut[row]:
+            reasons[row] = f"load {model.load_names[np.argmax(load_iso[row])]} isolated"
+        else:
+            reasons[row] = f"generator {model.gen_names[np.argmax(gen_iso[row])]} isolated"
+    return reasons
 
 
 def isolated_elements(
-    model: GridModel, layout: TopologyLayout, topo: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, bool]:
-    """Which loads and generators are cut off from the slack, and whether a slack is off.
+    model: GridModel, layout: TopologyLayout, topos: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which loads and generators are cut off from the slack, and whether a slack is off, for
+    many topologies in one graph search.
 
-    Buses are numbered ``sub`` (bus bar 1) and ``n_sub + sub`` (bus bar 2); two buses are
-    joined by every branch in service. Returns ``(load_isolated, gen_isolated,
-    slack_disconnected)``, read-only; a disconnected load or generator counts as isolated.
-    ``layout`` (built from ``model``) remembers the answer for each topology.
+    Row ``r``'s bus bar 1 of substation ``s`` is node ``2 n_sub r + s``, its bus bar 2 node
+    ``2 n_sub r + n_sub + s``; every branch in service joins two nodes of its row, so the
+    rows are disjoint parts of one graph.
+
+    Args:
+        model: the grid.
+        layout: ``model``'s layout.
+        topos: ``(k, n_elem)`` topology vectors (bus bars 1, 2 or -1).
+
+    Returns:
+        ``(load_isolated, gen_isolated, slack_disconnected)``: ``(k, n_load)``,
+        ``(k, n_gen)`` and ``(k,)`` bool. A disconnected load or generator counts as
+        isolated; with every slack off, everything is.
     """
-    key = np.asarray(topo, dtype=np.int8).tobytes()
-    found = layout.isolation_cache.get(key)
-    if found is None:
-        if len(layout.isolation_cache) >= _CACHED_TOPOLOGIES:
-            layout.isolation_cache.clear()
-        found = _isolated_elements(model, layout, topo)
-        found[0].flags.writeable = found[1].flags.writeable = False
-        layout.isolation_cache[key] = found
-    return found
-
-
-def _isolated_elements(
-    model: GridModel, layout: TopologyLayout, topo: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, bool]:
     n_sub = model.n_sub
-    gen_bus_bar = topo[layout.pos_gen]
-    slack = model.gen_is_slack
-    slack_on = slack & (gen_bus_bar > 0)
-    if not slack_on.any():
-        return (
-            np.ones(model.n_load, dtype=bool),
-            np.ones(model.n_gen, dtype=bool),
-            True,
-        )
-    or_bus = topo[layout.pos_or]
-    ex_bus = topo[layout.pos_ex]
+    # (bus == 2) * n_sub: the node offset of a bus bar, computed in int64 (an int8 topology
+    # times n_sub would overflow on grids of over 127 substations); -1 lands on bus bar 1
+    first = (np.arange(len(topos)) * (2 * n_sub))[:, None]
+    or_bus, ex_bus = topos[:, layout.pos_or], topos[:, layout.pos_ex]
     on = (or_bus > 0) & (ex_bus > 0)
-    rows = (model.branch_or_sub[on] + (or_bus[on] - 1) * n_sub).tolist()
-    cols = (model.branch_ex_sub[on] + (ex_bus[on] - 1) * n_sub).tolist()
-    comp = np.asarray(_components(2 * n_sub, rows, cols))
-    slack_comp = comp[model.gen_sub[slack_on] + (gen_bus_bar[slack_on] - 1) * n_sub]
-    load_bus_bar = topo[layout.pos_load]
-    load_comp = comp[model.load_sub + (np.maximum(load_bus_bar, 1) - 1) * n_sub]
-    gen_comp = comp[model.gen_sub + (np.maximum(gen_bus_bar, 1) - 1) * n_sub]
-    load_iso = (load_bus_bar < 0) | ~np.isin(load_comp, slack_comp)
-    gen_iso = (gen_bus_bar < 0) | ~np.isin(gen_comp, slack_comp)
-    return load_iso, gen_iso, bool((slack & (gen_bus_bar < 0)).any())
+    a = (first + model.branch_or_sub + (or_bus == 2) * n_sub)[on]
+    b = (first + model.branch_ex_sub + (ex_bus == 2) * n_sub)[on]
+    component = _components(len(topos) * 2 * n_sub, a, b)
+    gen_bus, load_bus = topos[:, layout.pos_gen], topos[:, layout.pos_load]
+    gen_component = component[first + model.gen_sub + (gen_bus == 2) * n_sub]
+    load_component = component[first + model.load_sub + (load_bus == 2) * n_sub]
+    slack = model.gen_is_slack
+    slack_on = slack & (gen_bus > 0)
+    fed = np.zeros(len(component), dtype=bool)  # the components holding a connected slack
+    fed[gen_component[slack_on]] = True
+    load_iso = (load_bus < 0) | ~fed[load_component]
+    gen_iso = (gen_bus < 0) | ~fed[gen_component]
+    slack_off = (slack & (gen_bus < 0)).any(axis=1) | ~slack_on.any(axis=1)
+    return load_iso, gen_iso, slack_off
 
 
-def _components(n: int, a: list[int], b: list[int]) -> list[int]:
-    """The connected component (its root) of each of ``n`` nodes joined by edges ``a[i]-b[i]``:
-    a union-find with path halving, in plain Python (a grid has a few hundred buses at most,
-    far below the cost of building a sparse graph for scipy)."""
-    parent = list(range(n))
-    for x, y in zip(a, b, strict=True):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        while parent[y] != y:
-            parent[y] = parent[parent[y]]
-            y = parent[y]
-        if x != y:
-            parent[x] = y
-    for i in range(n):
-        root = i
-        while parent[root] != root:
-            root = parent[root]
-        parent[i] = root
-    return parent
+def _components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The connected component of each of ``n`` nodes joined by edges ``a[i]-b[i]``, named by
+    its smallest node.
+
+    Label propagation over all edges at once, in numpy (measured cheaper than scipy's
+    ``connected_components``, whose sparse-matrix setup alone costs more, and than a union-find
+    in Python per topology): each node points to a node of its component no larger than
+    itself; every round, the node each edge end points to is hooked onto the smaller one of
+    the two, then pointers jump twice. A round that changes nothing leaves every node
+    pointing to a root and both ends of every edge on the same root: a component's one root,
+    its smallest node.
+    """
+    ends, others = np.concatenate((a, b)), np.concatenate((b, a))
+    label = np.arange(n)
+    while True:
+        target = label[ends]
+        hooked = label.copy()
+        np.minimum.at(hooked, target, np.minimum(target, label[others]))
+        hooked = hooked[hooked]
+        hooked = hooked[hooked]
+        if np.array_equal(hooked, label):
+            return label
+        label = hooked

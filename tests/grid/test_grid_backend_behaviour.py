@@ -218,6 +218,38 @@ def test_trusted_setters_and_read_flows_match_the_public_api(model, name: str) -
     assert flows[flow_slices(model)["v_ex"]][2] == 0.0
 
 
+@pytest.mark.parametrize("name", BACKEND_NAMES)
+def test_topologies_set_in_one_call_match_one_at_a_time(model, name: str) -> None:
+    """set_topologies_trusted (a batch's push) gives each backend of its rows exactly what
+    set_topology_trusted gives it, and leaves the other rows alone."""
+    topologies = [base_topology(model) for _ in range(3)]
+    topologies[0][3][2] = -1  # branch 2 out (its extremity)
+    topologies[1][2][1] = -1  # branch 1 out (its origin)
+    topologies[1][1][np.flatnonzero(model.gen_kind == "sgen")[0]] = -1  # a static generator off
+    topologies[2][2][4] = topologies[2][3][4] = -1  # branch 4 out
+    singles = [_solved(model, name) for _ in topologies]
+    batch = [_solved(model, name) for _ in range(len(topologies) + 1)]
+    for backend, topology in zip(singles, topologies, strict=True):
+        backend.set_topology_trusted(*topology)
+    buses = np.concatenate(
+        [np.concatenate([*t, np.ones((model.n_storage,), int)])[None] for t in topologies]
+    ).astype(np.int32)
+    rows = [3, 0, 1]  # row i of buses goes to batch[rows[i]]; batch[2] is left alone
+    type(batch[0]).set_topologies_trusted(batch, rows, buses)
+    for row, single in zip(rows, singles, strict=True):
+        backend = batch[row]
+        assert backend.run_ac() and single.run_ac()
+        for field in FLOW_FIELDS:
+            np.testing.assert_array_equal(
+                getattr(backend.results(), field), getattr(single.results(), field)
+            )
+    sgen = np.flatnonzero(model.gen_kind == "sgen")[0]
+    assert batch[0].results().gen_p[sgen] == 0.0 != batch[3].results().gen_p[sgen]
+    reference = _solved(model, name)  # solved twice on the base topology, as batch[2]
+    assert batch[2].run_ac() and reference.run_ac()
+    np.testing.assert_array_equal(batch[2].results().p_or, reference.results().p_or)
+
+
 def test_read_flows_before_any_power_flow_raises(model) -> None:
     with pytest.raises(PowerFlowDivergedError, match="no power flow"):
         make_backend(model).read_flows(np.empty(flow_slices(model)["all"].stop))
