@@ -105,6 +105,19 @@ def test_optima_at_the_bounds_are_scipys():
     assert at_bound > 10
 
 
+@pytest.mark.skipif(dispatch_qp._KERNEL is None, reason="this scipy takes minimize's path")
+def test_a_generator_pinned_by_its_bounds_is_an_equality_as_in_scipy():
+    """low == high makes the identity's row an equality, laid out after the sum's."""
+    rng = np.random.default_rng(11)
+    for _ in range(50):
+        programme = random_programme(rng, "feasible")
+        low, high = programme.low.copy(), programme.high.copy()
+        pinned = rng.random(len(low)) < 0.4
+        high[pinned] = low[pinned]
+        pinned_programme = Programme(**{**vars(programme), "low": low, "high": high})
+        assert_same(dispatch_qp.solve(pinned_programme), reference(pinned_programme))
+
+
 def test_programmes_of_a_redispatch_run_solve_as_scipys_slsqp(tmp_path):
     """The programmes seeded random redispatch poses on an embedded grid."""
     env = grid_vec.make("case14", action_type="redispatch", reward="flat")

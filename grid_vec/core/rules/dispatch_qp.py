@@ -154,26 +154,24 @@ class _Layout:
     def __init__(self, programme: Programme) -> None:
         n = len(programme.x0)
         self.sum_row, self.identity = np.ones((1, n)), np.eye(n)
-        blocks = []  # (offset into the values, low, high, equal) per block, in scipy's order
-        for offset, low, high in ((0, programme.total, programme.total),
-                                  (1, programme.low, programme.high)):  # fmt: skip
-            low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
-            blocks.append((offset, low, high, low == high))
-        rows, bound, sign = [], [], []
-        for offset, low, _, equal in blocks:
-            rows.append(offset + np.flatnonzero(equal))
-            bound.append(low[equal])
-            sign.append(np.ones(int(equal.sum())))
-        self.meq = sum(len(r) for r in rows)
-        for offset, low, high, equal in blocks:
-            below = np.logical_xor(low != -np.inf, equal)
-            above = np.logical_xor(high != np.inf, equal)
-            rows += [offset + np.flatnonzero(below), offset + np.flatnonzero(above)]
-            bound += [low[below], high[above]]
-            sign += [np.ones(int(below.sum())), -np.ones(int(above.sum()))]
-        self.rows, self.bound = np.concatenate(rows), np.concatenate(bound)
-        self.sign = np.concatenate(sign)
-        self.m = len(self.rows)
+        # the two blocks' bounds stacked: row 0 the sum, rows 1..n the identity
+        low = np.concatenate((programme.total, programme.low)).astype(float)
+        high = np.concatenate((programme.total, programme.high)).astype(float)
+        equal = low == high
+        below = np.logical_xor(low != -np.inf, equal)
+        above = np.logical_xor(high != np.inf, equal)
+        # scipy's order: every equality, then block by block its rows below, then above
+        parts = (
+            np.flatnonzero(equal),
+            np.flatnonzero(below[:1]),
+            np.flatnonzero(above[:1]),
+            1 + np.flatnonzero(below[1:]),
+            1 + np.flatnonzero(above[1:]),
+        )
+        self.rows = np.concatenate(parts)
+        self.sign = np.repeat([1.0, 1.0, -1.0, 1.0, -1.0], [len(p) for p in parts])
+        self.bound = np.where(self.sign > 0, low[self.rows], high[self.rows])  # eq: low == high
+        self.meq, self.m = int(equal.sum()), len(self.rows)
         a = np.concatenate((self.sum_row, self.identity))
         self.jacobian = np.zeros((max(1, self.m), n), order="F")
         self.jacobian[: self.m] = self.sign[:, None] * a[self.rows]
