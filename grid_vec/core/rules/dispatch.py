@@ -15,8 +15,9 @@ grid2op's rules (``BaseEnv.step`` and its ``dispatch`` modules), restated for an
   change of actual dispatch closest to the targets (weights inversely proportional to the
   ramps), summing to the power to make up for, within pmin / pmax and the ramps of the
   step. It is solved here the same way (scipy's SLSQP on grid2op's scaled problem, the same
-  start point and tolerances), so the trajectories agree with grid2op's to the solver's
-  precision. No solution is a game over.
+  start point and tolerances; :mod:`grid_vec.core.rules.dispatch_qp` runs SLSQP's compiled
+  kernel without scipy's wrapper, to scipy's result bit for bit), so the trajectories agree
+  with grid2op's to the solver's precision. No solution is a game over.
 * **Storage units.** The change of the units' total power since the step before
   (:mod:`grid_vec.core.rules.storage`, computed before this) adds to what the generators make up
   for: they produce more when the units absorb more.
@@ -40,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from grid_vec.core.parameters import Parameters
+from grid_vec.core.rules.dispatch_qp import Programme, solve
 from grid_vec.core.rules.storage import TOL, StepLength, StorageUnits, limit_storage
 from grid_vec.grid.model import GridModel
 
@@ -426,8 +428,6 @@ def _programme(
     can_use_all: bool,
 ) -> np.ndarray | str:
     """One env's new actual dispatch, or why there is none."""
-    from scipy.optimize import minimize
-
     moving = (new_p > 0.0) | (np.abs(actual) >= ZERO) | (target != actual)
     moving &= limits.redispatchable
     incr = new_p - (gen_p_redisp - actual)
@@ -454,7 +454,6 @@ def _programme(
     low, high = low.astype(float), high.astype(float)
     half_eps = 0.5 * EPSILON
     total = np.full(1, float(_F32(compensate)))  # grid2op's float32 constraint
-    sum_row = np.ones((1, n))
     x0 = np.zeros(n)
     if (np.abs(target) >= ZERO).any() or already.any():
         seeded = (np.abs(target[moving]) >= ZERO) | already[moving]
@@ -465,33 +464,22 @@ def _programme(
             x0[free] = -x0.sum() / (weights[free] * (denom if denom > 1e-2 else 1.0))
     else:
         x0 -= actual[moving] / scale_x
-    w_mine = weights[mine]
-
-    def objective(x: np.ndarray) -> float:
-        return float((w_mine * (x[mine] - goal) ** 2).sum() / scale_f)
-
-    def gradient(x: np.ndarray) -> np.ndarray:
-        grad = np.zeros(n)
-        grad[mine] = 2.0 * w_mine * (x[mine] - goal) / scale_f
-        return grad
-
-    precision = max(float(EPSILON) / scale_x, 1e-6)
-    constraints = [
-        *_linear(sum_row, total / scale_x, total / scale_x),
-        *_linear(np.eye(n), (low - half_eps) / scale_x, (high + half_eps) / scale_x),
-    ]
-    res = minimize(
-        objective,
-        x0,
-        method="SLSQP",
-        jac=gradient,
-        constraints=constraints,
-        options={"eps": precision, "ftol": precision, "disp": False},
+    programme = Programme(
+        x0=x0,
+        mine=mine,
+        weights=weights[mine],
+        goal=goal,
+        scale_f=scale_f,
+        total=total / scale_x,
+        low=(low - half_eps) / scale_x,
+        high=(high + half_eps) / scale_x,
+        precision=max(float(EPSILON) / scale_x, 1e-6),
     )
+    res = solve(programme)
     if not res.success:  # grid2op keeps an unconverged point that meets the constraints
-        lows = np.concatenate((total, low - half_eps)) / scale_x
-        highs = np.concatenate((total, high + half_eps)) / scale_x
-        values = np.concatenate((sum_row, np.eye(n))) @ res.x
+        lows = np.concatenate((programme.total, programme.low))
+        highs = np.concatenate((programme.total, programme.high))
+        values = np.concatenate((np.ones((1, n)), np.eye(n))) @ res.x
         if not ((values - lows >= -TOL).all() and (values - highs <= TOL).all()):
             return f"no dispatch meets the generators' limits and ramps ({res.message})"
     new = actual.copy()
@@ -500,37 +488,6 @@ def _programme(
     # part in the next step's programme
     new[moving] += res.x * scale_x
     return new
-
-
-def _linear(a: np.ndarray, low: np.ndarray, high: np.ndarray) -> list[dict[str, Any]]:
-    """``low <= a @ x <= high`` as SLSQP's constraint dicts: the same functions, in the same
-    order, as scipy makes of a ``LinearConstraint`` for SLSQP (so the iterates, hence grid2op
-    parity, are the same), without the cost of building and converting that object on every
-    step."""
-    low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
-    equal = low == high
-    below = np.logical_xor(low != -np.inf, equal)
-    above = np.logical_xor(high != np.inf, equal)
-    out: list[dict[str, Any]] = []
-    if equal.any():
-        out.append({
-            "type": "eq",
-            "fun": lambda x: np.dot(a, x).flatten()[equal] - low[equal],
-            "jac": lambda x: a[equal, :],
-        })  # fmt: skip
-    n_below, n_above = int(below.sum()), int(above.sum())
-    if n_below + n_above:
-        jac = np.concatenate((a[below], -a[above]))
-
-        def fun(x: np.ndarray) -> np.ndarray:
-            y = np.zeros(n_below + n_above)
-            values = np.dot(a, x).flatten()
-            y[:n_below] = values[below] - low[below]
-            y[n_below:] = -(values[above] - high[above])
-            return y
-
-        out.append({"type": "ineq", "fun": fun, "jac": lambda x: jac})
-    return out
 
 
 def _infeasible(
