@@ -170,9 +170,10 @@ class GridBatch:
         # each env's scheduled generation of its last step (a view of its scenario's rows)
         self._last_gen_p: list[np.ndarray] = [np.zeros(model.n_gen)] * self.n
 
-        # Each episode starts from a copy of this state: its backend has never solved, so the
-        # solver's warm start (hence every float of a trajectory) depends only on the seed and
-        # actions, and its initial topology is already pushed (and checked) once for all.
+        # Each episode starts from this state (BatchState.restore), its backend reset in place
+        # to one that has never solved, so that the solver's warm start (hence every float of
+        # a trajectory) depends only on the seed and actions; its initial topology is pushed
+        # (and checked) once for all.
         self._initial = initial_state(model, self.topology, [make_backend(model, backend)])
         reason = push_topology(self._initial, model, self.topology, 0)
         if reason is not None:
@@ -290,7 +291,7 @@ class GridBatch:
             self.played[row] = 0
             self.max_steps[row] = handler.max_steps
         state = self.state
-        state.put(rows, self._initial.take(np.zeros(len(rows), dtype=np.intp)))
+        state.restore(rows, self._initial)
         for row, init in zip(rows.tolist(), inits, strict=True):
             if init is not None:
                 apply_init_state(state, self.topology, row, init)
