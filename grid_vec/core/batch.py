@@ -37,7 +37,7 @@ from grid_vec.chronics.handler import Rows, ScenarioHandler
 from grid_vec.chronics.scenario import ScenarioSource
 from grid_vec.core.actions import ActionCatalog
 from grid_vec.core.continuous import ContinuousLayout
-from grid_vec.core.observation import ObservationLayout, time_features
+from grid_vec.core.observation import ObservationLayout, time_features_at
 from grid_vec.core.observation_select import ObservationSelection, extra_values
 from grid_vec.core.parameters import Parameters
 from grid_vec.core.records import ActionBatch, StepBatch
@@ -196,6 +196,8 @@ class GridBatch:
         self._calm = _CALM_NONE
         self.max_steps = np.zeros(self.n, dtype=np.int64)  # steps each env may play
         self._step_seconds = np.zeros(self.n)  # each env's scenario's step duration
+        # each env's scenario's start (seconds since the epoch) and step, whole seconds
+        self._calendar = np.zeros((self.n, 2), dtype=np.int64)
         self.inv_limit = 1.0 / thermal_limit[None]  # a row: see OverflowLimits
         n_b = model.n_branch
         self._n_obs_timers = 2 * n_b + model.n_sub
@@ -285,11 +287,16 @@ class GridBatch:
                 rng=rng,
                 maintenance=schedule,
             )
+            info = handler.info
             self.step_index[row] = handler.step
-            self._step_seconds[row] = handler.info.step_duration.total_seconds()
-            self._fill_times(row)
+            self._step_seconds[row] = info.step_duration.total_seconds()
+            self._calendar[row] = (
+                np.datetime64(info.start, "s").astype(np.int64),
+                int(info.step_duration.total_seconds()),
+            )
             self.played[row] = 0
             self.max_steps[row] = handler.max_steps
+        self._fill_times(rows)
         state = self.state
         state.restore(rows, self._initial)
         for row, init in zip(rows.tolist(), inits, strict=True):
@@ -551,20 +558,20 @@ class GridBatch:
         pos = self._time_pos[sel] + ahead if ahead else self._time_pos[sel]
         late = np.greater_equal(pos, self._time_end[sel])
         if any_true(late):  # a block is used up: the next starts at the env's current step
-            for row in rows[late].tolist():
-                self._fill_times(row)
+            self._fill_times(rows[late])
             pos = self._time_pos[sel] + ahead
         return self._times.take(pos, axis=0)  # take: cheaper than fancy indexing
 
-    def _fill_times(self, row: int) -> None:
-        """Time features of ``_TIME_BLOCK`` steps of ``row``'s scenario from its current step."""
-        info = self.handlers[row].info
-        first = int(self.step_index[row])
-        start = row * _TIME_BLOCK
-        self._times[start : start + _TIME_BLOCK] = time_features(
-            info.start, info.step_duration, first, _TIME_BLOCK
-        )
-        self._time_pos[row] = start
+    def _fill_times(self, rows: np.ndarray) -> None:
+        """Time features of ``_TIME_BLOCK`` steps of each row's scenario from its current
+        step, in one computation for all the rows (numpy's calendar arithmetic costs mostly
+        per call)."""
+        start_s, step_s = self._calendar[rows].T
+        steps = self.step_index[rows, None] + np.arange(_TIME_BLOCK)
+        seconds = start_s[:, None] + steps * step_s[:, None]  # as time_features counts them
+        blocks = self._times.reshape(self.n, _TIME_BLOCK, 6)  # a view: env i's block is [i]
+        blocks[rows] = time_features_at(seconds.ravel()).reshape(len(rows), _TIME_BLOCK, 6)
+        self._time_pos[rows] = rows * _TIME_BLOCK
 
 
 def _checked_subset(subset: Sequence[int] | None, n_catalog: int) -> np.ndarray | None:
