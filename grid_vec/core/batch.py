@@ -330,13 +330,14 @@ class GridBatch:
                 raise RuntimeError(
                     f"scenario {info.name!r} (id {info.id}) cannot start: {outcome.game_over[row]}"
                 )
-        state.timers[rows] = 0
-        self.started[rows] = True
-        self.done[rows] = False
+        sel = selector(rows, self.n)
+        state.timers[sel] = 0
+        self.started[sel] = True
+        self.done[sel] = False
         self._calm = min(self._calm, self._calm_steps(rows))
-        self.counts["resets"][rows] += 1
-        self.simulates_this_step[rows] = 0
-        self.simulates_this_episode[rows] = 0
+        self.counts["resets"][sel] += 1
+        self.simulates_this_step[sel] = 0
+        self.simulates_this_episode[sel] = 0
         k = len(rows)
         obs, _ = self.observe(
             state, rows, self._time_features(rows), np.zeros(k, dtype=np.int64), outages

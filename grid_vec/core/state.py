@@ -101,12 +101,13 @@ class BatchState:
         )
 
     def restore(self, rows: np.ndarray, initial: BatchState) -> None:
-        """Put ``rows`` back in place to ``initial``, a one-row state whose topology is
-        every element on bus bar 1, already pushed: each array with one assignment over all
-        the rows, each row's backend reset (:meth:`Backend.reset`) rather than replaced by
-        a copy, so that it solves what a copy of ``initial``'s would."""
+        """Put ``rows`` (sorted env indices) back in place to ``initial``, a one-row state
+        whose topology is every element on bus bar 1, already pushed: each array with one
+        assignment over all the rows, each row's backend reset (:meth:`Backend.reset`) rather
+        than replaced by a copy, so that it solves what a copy of ``initial``'s would."""
+        sel = selector(rows, self.n)
         for name in _RESTORED:
-            getattr(self, name)[rows] = getattr(initial, name)  # its one row, broadcast
+            getattr(self, name)[sel] = getattr(initial, name)  # its one row, broadcast
         backends = self.backends
         for row in rows.tolist():
             backends[row].reset()
