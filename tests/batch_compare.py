@@ -1,9 +1,12 @@
 """The batched core's vector envs (BatchedGridVecEnv, GridVecEnv workers hosting a batch)
-against gymnasium's SyncVectorEnv over single GridEnvs: every output equal, step after step.
-Shared by the batch-equivalence, action-mask and heuristics tests."""
+against gymnasium's SyncVectorEnv over single GridEnvs: every output equal, step after step;
+and scenarios with outages, limits that trip lines. Shared by the batch-equivalence,
+action-mask, heuristics and in-place reset tests."""
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import math
 from collections.abc import Callable
 from typing import Any
@@ -12,6 +15,7 @@ import numpy as np
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
+from grid_vec.chronics.outages import Events, MaintenancePlan, outage_window
 from grid_vec.chronics.synthetic import SyntheticSource
 from grid_vec.env.make import GridEnvFactory
 from grid_vec.vector.batched import BatchedGridVecEnv
@@ -24,6 +28,44 @@ def factory(model, length: int = 40, source: Any = None, **kwargs: Any) -> GridE
     if source is None:
         source = SyntheticSource(model, seed=0, length=length)
     return GridEnvFactory(model, source, kwargs, EnvSpec("grid_vec/test-case14"))
+
+
+class OutageSource(SyntheticSource):
+    """Synthetic scenarios with planned outages: odd scenarios a maintenance and a hazard
+    (as read from files), even ones random maintenance drawn per (seed, scenario)."""
+
+    def info(self, scenario_id):
+        # starts late in the evening: the random plan has a day (not the last) to draw on
+        return dataclasses.replace(super().info(scenario_id), start=dt.datetime(2019, 1, 7, 23))
+
+    def read(self, scenario_id, start, stop):
+        inj = super().read(scenario_id, start, stop)
+        if scenario_id % 2 == 0:
+            return inj
+        n = self.model.n_branch
+        one = np.ones(1, dtype=np.int64)
+        maintenance = Events((scenario_id % 8) * one, 3 * one, 9 * one)
+        hazard = Events(((scenario_id + 3) % 8) * one, 12 * one, 15 * one)
+        time, duration, haz = outage_window(maintenance, hazard, n, start, stop)
+        return dataclasses.replace(
+            inj, maintenance_time=time, maintenance_duration=duration, hazard_duration=haz
+        )
+
+    def maintenance_plan(self, scenario_id):
+        if scenario_id % 2:
+            return None
+        return MaintenancePlan(
+            np.arange(8), 0.25, 1.0, np.full(12, 0.5), np.full(12, 2), tuple(range(7))
+        )
+
+
+def cascade_limits(model) -> np.ndarray:
+    """Limits just above the base flows, some below them: overloads, trips and cascades."""
+    env = factory(model)()
+    obs, _ = env.reset(seed=0)
+    a_or = env.view(obs).a_or.astype(np.float64)
+    factors = np.resize([0.97, 1.03, 1.1, 1.25, 5.0], model.n_branch)
+    return np.maximum(a_or * factors, 1.0)
 
 
 def assert_same(a: Any, b: Any, where: str = "", atol: float = 0.0) -> None:

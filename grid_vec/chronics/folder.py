@@ -284,6 +284,7 @@ class FolderSource:
         self._infos: dict[int, ScenarioInfo] = {}
         self._model_key: str | None = None  # digest of what parsing depends on in the model
         self._found: dict[int, dict[str, Path]] = {}  # scenario id -> its files, by stem
+        self._key_fixed: dict[int, tuple] = {}  # scenario id -> _fixed_key's
 
     def __len__(self) -> int:
         return len(self._dirs)
@@ -375,15 +376,31 @@ class FolderSource:
         # the files found by info() name the cache entry (resolving them again costs more
         # than the read); a miss checks them again before parsing
         whole = shared_cache.get(
-            self._cache_key(info, self._found[info.id]),
+            self._cache_key(info),
             lambda: self._parse(info, self._files(info.id), 0, info.length),
         )
         return whole.window(start, stop)
 
-    def _cache_key(self, info: ScenarioInfo, files: dict[str, Path]) -> ScenarioKey:
+    def _cache_key(self, info: ScenarioInfo) -> ScenarioKey:
         """What the parsed arrays of a scenario depend on: its files as they are now (a disk
         entry is also tied to their content), the grid's element order and defaults, the
-        renaming and the negative-load rule; plain values only, equal in every process."""
+        renaming and the negative-load rule; plain values only, equal in every process.
+        Only the files' stat is read again at each call (the rest is the scenario's own)."""
+        fixed = self._key_fixed.get(info.id)
+        if fixed is None:
+            fixed = self._key_fixed[info.id] = self._fixed_key(info)
+        head, named = fixed
+        stats = []
+        for name, text, path in named:
+            try:
+                stats.append((name, text, *file_stamp(path)))
+            except OSError as e:  # removed since it was found
+                raise FolderFormatError(f"{path}: cannot be read ({e.strerror or e})") from None
+        return ScenarioKey((*head, *stats), tuple(text for _, text, _ in named))
+
+    def _fixed_key(self, info: ScenarioInfo) -> tuple[tuple, tuple[tuple[str, str, Path], ...]]:
+        """The parts of a scenario's cache key that do not change while the source lives, and
+        its files (found by :meth:`info`) as (stem, path as text, path), by stem."""
         if self._model_key is None:
             m = self.model
             digest = hashlib.sha256()
@@ -395,17 +412,14 @@ class FolderSource:
             rename = {k: {str(a): str(b) for a, b in v.items()} for k, v in self._rename.items()}
             digest.update(json.dumps(rename, sort_keys=True).encode())
             self._model_key = digest.hexdigest()
-        stats = []
-        for name, path in sorted(files.items()):
-            try:
-                stats.append((name, str(path), *file_stamp(path)))
-            except OSError as e:  # removed since it was found
-                raise FolderFormatError(f"{path}: cannot be read ({e.strerror or e})") from None
-        parts = (
+        head = (
             str(self.path), info.name, self.allow_negative_loads, self._model_key,
-            self._horizons, *stats,
+            self._horizons,
         )  # fmt: skip
-        return ScenarioKey(parts, tuple(str(path) for _, path in sorted(files.items())))
+        named = tuple(
+            (name, str(path), path) for name, path in sorted(self._found[info.id].items())
+        )
+        return head, named
 
     def _parse(
         self, info: ScenarioInfo, files: dict[str, Path], start: int, stop: int

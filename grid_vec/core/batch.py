@@ -39,7 +39,7 @@ from grid_vec.core.actions import ActionCatalog
 from grid_vec.core.config import GameConfig
 from grid_vec.core.contingency import ContingencyResults, branch_indices, screen
 from grid_vec.core.continuous import ContinuousLayout
-from grid_vec.core.observation import ObservationLayout, time_features
+from grid_vec.core.observation import ObservationLayout, time_features_at
 from grid_vec.core.observation_select import ObservationSelection, extra_values
 from grid_vec.core.parameters import Parameters
 from grid_vec.core.records import ActionBatch, StepBatch
@@ -158,9 +158,10 @@ class GridBatch:
         # each env's scheduled generation of its last step (a view of its scenario's rows)
         self._last_gen_p: list[np.ndarray] = [np.zeros(model.n_gen)] * self.n
 
-        # Each episode starts from a copy of this state: its backend has never solved, so the
-        # solver's warm start (hence every float of a trajectory) depends only on the seed and
-        # actions, and its initial topology is already pushed (and checked) once for all.
+        # Each episode starts from this state (BatchState.restore), its backend reset in place
+        # to one that has never solved, so that the solver's warm start (hence every float of
+        # a trajectory) depends only on the seed and actions; its initial topology is pushed
+        # (and checked) once for all.
         self._initial = initial_state(model, self.topology, [make_backend(model, config.backend)])
         failed = push_topology(self._initial, model, self.topology, np.zeros(1, dtype=np.intp))
         if failed:
@@ -183,6 +184,8 @@ class GridBatch:
         self._calm = _CALM_NONE
         self.max_steps = np.zeros(self.n, dtype=np.int64)  # steps each env may play
         self._step_seconds = np.zeros(self.n)  # each env's scenario's step duration
+        # each env's scenario's start (seconds since the epoch) and step, whole seconds
+        self._calendar = np.zeros((self.n, 2), dtype=np.int64)
         self.inv_limit = 1.0 / thermal_limit[None]  # a row: see OverflowLimits
         n_b = model.n_branch
         self._n_obs_timers = 2 * n_b + model.n_sub
@@ -265,13 +268,18 @@ class GridBatch:
                 rng=rng,
                 maintenance=schedule,
             )
+            info = handler.info
             self.step_index[row] = handler.step
-            self._step_seconds[row] = handler.info.step_duration.total_seconds()
-            self._fill_times(row)
+            self._step_seconds[row] = info.step_duration.total_seconds()
+            self._calendar[row] = (
+                np.datetime64(info.start, "s").astype(np.int64),
+                int(info.step_duration.total_seconds()),
+            )
             self.played[row] = 0
             self.max_steps[row] = handler.max_steps
+        self._fill_times(rows)
         state = self.state
-        state.put(rows, self._initial.take(np.zeros(len(rows), dtype=np.intp)))
+        state.restore(rows, self._initial)
         for row, init in zip(rows.tolist(), inits, strict=True):
             if init is not None:
                 apply_init_state(state, self.topology, row, init)
@@ -303,12 +311,13 @@ class GridBatch:
                 raise RuntimeError(
                     f"scenario {info.name!r} (id {info.id}) cannot start: {outcome.game_over[row]}"
                 )
-        state.timers[rows] = 0
-        self.started[rows] = True
-        self.done[rows] = False
+        sel = selector(rows, self.n)
+        state.timers[sel] = 0
+        self.started[sel] = True
+        self.done[sel] = False
         self._calm = min(self._calm, self._calm_steps(rows))
-        self.counts["resets"][rows] += 1
-        self.simulates.new_episode(rows)
+        self.counts["resets"][sel] += 1
+        self.simulates.new_episode(sel)
         k = len(rows)
         obs, _ = self.observe(
             state, rows, self._time_features(rows), np.zeros(k, dtype=np.int64), outages
@@ -572,20 +581,20 @@ class GridBatch:
         pos = self._time_pos[sel] + ahead if ahead else self._time_pos[sel]
         late = np.greater_equal(pos, self._time_end[sel])
         if any_true(late):  # a block is used up: the next starts at the env's current step
-            for row in rows[late].tolist():
-                self._fill_times(row)
+            self._fill_times(rows[late])
             pos = self._time_pos[sel] + ahead
         return self._times.take(pos, axis=0)  # take: cheaper than fancy indexing
 
-    def _fill_times(self, row: int) -> None:
-        """Time features of ``_TIME_BLOCK`` steps of ``row``'s scenario from its current step."""
-        info = self.handlers[row].info
-        first = int(self.step_index[row])
-        start = row * _TIME_BLOCK
-        self._times[start : start + _TIME_BLOCK] = time_features(
-            info.start, info.step_duration, first, _TIME_BLOCK
-        )
-        self._time_pos[row] = start
+    def _fill_times(self, rows: np.ndarray) -> None:
+        """Time features of ``_TIME_BLOCK`` steps of each row's scenario from its current
+        step, in one computation for all the rows (numpy's calendar arithmetic costs mostly
+        per call)."""
+        start_s, step_s = self._calendar[rows].T
+        steps = self.step_index[rows, None] + np.arange(_TIME_BLOCK)
+        seconds = start_s[:, None] + steps * step_s[:, None]  # as time_features counts them
+        blocks = self._times.reshape(self.n, _TIME_BLOCK, 6)  # a view: env i's block is [i]
+        blocks[rows] = time_features_at(seconds.ravel()).reshape(len(rows), _TIME_BLOCK, 6)
+        self._time_pos[rows] = rows * _TIME_BLOCK
 
 
 def _no_maintenance(k: int, n_branch: int) -> np.ndarray:

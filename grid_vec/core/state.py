@@ -100,14 +100,17 @@ class BatchState:
             self.cooldown_sub.shape[1],
         )
 
-    def put(self, rows: np.ndarray | list[int], other: BatchState) -> None:
-        """Overwrite the given rows with ``other``'s rows, which hands over its backends
-        (``other`` is not to be used afterwards)."""
-        rows = np.asarray(rows, dtype=np.intp)
-        for name in (*_ROW_ARRAYS, "timers", "flows"):
-            getattr(self, name)[rows] = getattr(other, name)
-        for row, backend in zip(rows.tolist(), other.backends, strict=True):
-            self.backends[row] = backend
+    def restore(self, rows: np.ndarray, initial: BatchState) -> None:
+        """Put ``rows`` (sorted env indices) back in place to ``initial``, a one-row state
+        whose topology is every element on bus bar 1, already pushed: each array with one
+        assignment over all the rows, each row's backend reset (:meth:`Backend.reset`) rather
+        than replaced by a copy, so that it solves what a copy of ``initial``'s would."""
+        sel = selector(rows, self.n)
+        for name in _RESTORED:
+            getattr(self, name)[sel] = getattr(initial, name)  # its one row, broadcast
+        backends = self.backends
+        for row in rows.tolist():
+            backends[row].reset()
 
 
 _ROW_ARRAYS = (
@@ -118,6 +121,8 @@ _ROW_ARRAYS = (
     "storage_amount",
 )  # fmt: skip
 
+
+_RESTORED = (*_ROW_ARRAYS, "timers", "flows")  # every array of a row but the column views
 
 # the storage units' (N, n_storage) arrays
 _STORAGE_ARRAYS = (

@@ -233,6 +233,28 @@ class Backend(abc.ABC):
     def copy(self) -> Backend:
         """An independent deep copy (injections, topology, last results) for look-ahead."""
 
+    def reset(self) -> None:
+        """Back, in place, to what a new backend of its model solves like: every element on
+        bus bar 1, no solution yet, the next power flow started as a new backend's first one
+        (its first guess, and nothing the solver kept of earlier solves), so that every float
+        it computes from then on is what a new backend would compute: an env's new episode
+        without a copy of the grid.
+
+        Injections and storage setpoints keep their last values: the caller sets every one
+        of them before the next power flow (as an env's reset does).
+        """
+        start = perf_counter()
+        m = self.model
+        n_elements = m.n_load + m.n_gen + 2 * m.n_branch + m.n_storage
+        self._apply_topology(np.ones(n_elements, dtype=np.int32))
+        self._forget_solves()
+        self.timings["set_topology"] += perf_counter() - start
+
+    @abc.abstractmethod
+    def _forget_solves(self) -> None:
+        """Drop the last solution and whatever the solver kept of its solves (first guess,
+        caches): the next power flow is solved as a new backend's first one."""
+
     def read_flows(self, out: np.ndarray) -> None:
         """Write the last converged results into ``out``, a float64 array of
         :func:`flow_slices` layout (the :data:`FLOW_FIELDS` back to back), without allocating.

@@ -378,6 +378,18 @@ class LightSimBackend(Backend):
                 out[j] = flows[r]
         return out
 
+    def _forget_solves(self) -> None:
+        # lightsim2grid reuses what its last solve built (bus labelling, Ybus, the PV / PQ
+        # split, the factorisation) where the grid says nothing changed, while a new LSGrid
+        # starts from scratch: so does this one's next solve, from the base case
+        # (tell_solver_need_reset: prevent_cache_reuse's old name, which every supported
+        # version has)
+        self._grid.tell_solver_need_reset()
+        self._V = self._v_init.copy()
+        self._converged = None
+        self._results = None
+        self._views = None  # as after a copy: fetched again at the next solve
+
     def copy(self) -> LightSimBackend:
         """An independent backend: the ``LSGrid`` is deep-copied in C++, arrays are copied."""
         new = _copy.copy(self)

@@ -220,6 +220,11 @@ class PandapowerBackend(Backend):
             "storage_theta": np.where(on, bus_va[bus], 0.0),
         }
 
+    def _forget_solves(self) -> None:
+        self._warm = False  # the next runpp initialises as a new backend's first one
+        self._converged = None
+        self._results = None
+
     def copy(self) -> PandapowerBackend:
         """An independent backend (deep copy of the net and of every array)."""
         new = _copy.copy(self)

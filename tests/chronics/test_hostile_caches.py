@@ -388,7 +388,7 @@ def source(tmp_path, case14_model, net14):
 def _whole(source: FolderSource, scenario_id: int = 0) -> tuple[Injections, object]:
     info = source.info(scenario_id)
     files = source._files(scenario_id)
-    return source._parse(info, files, 0, info.length), source._cache_key(info, files)
+    return source._parse(info, files, 0, info.length), source._cache_key(info)
 
 
 def _same(a: Injections, b: Injections) -> None:
@@ -538,7 +538,7 @@ def test_a_scenario_entry_from_files_of_other_content_is_refused(tmp_path, sourc
         file.write(edited)
     os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns))
     info, files = source.info(0), source._files(0)
-    assert source._cache_key(info, files) == key  # the stat-based name still matches
+    assert source._cache_key(info) == key  # the stat-based name still matches
     fresh = source._parse(info, files, 0, info.length)
     assert not np.array_equal(fresh.gen_p, parsed.gen_p)
     _assert_refused(directory, entry, key, fresh, "other content")
@@ -553,7 +553,7 @@ def test_scenario_keys_are_equal_in_two_processes(tmp_path, case14_model, net14)
         from grid_vec.grid.networks import load_network
         model = compile_net(load_network("case14"), name="case14")  # names as pandas gives
         source = FolderSource({str(folder)!r}, model)
-        key = source._cache_key(source.info(0), source._files(0))
+        key = source._cache_key(source.info(0))
         print(DiskTier(__import__("pathlib").Path("d")).path_of(key).name)
         """
     environment = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}

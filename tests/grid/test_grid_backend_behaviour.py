@@ -9,7 +9,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from grid_helpers import base_topology
+from grid_helpers import base_topology, random_outage, random_split
 
 from grid_vec.grid import BACKEND_NAMES, PowerFlowDivergedError, make_backend
 from grid_vec.grid.backend import FLOW_FIELDS, flow_slices
@@ -138,6 +138,31 @@ def test_copy_is_independent(model, name: str) -> None:
     assert clone.run_ac()
     assert not np.allclose(clone.results().p_or, expected.p_or)
     _assert_same_solution(backend, expected)
+
+
+@pytest.mark.parametrize("name", BACKEND_NAMES)
+def test_reset_solves_as_a_new_backend(model, name: str) -> None:
+    """After split substations, outages and a divergence, ``reset`` (in place) and the same
+    injections give bitwise the flows and voltages of a backend that never solved."""
+    backend = _solved(model, name)
+    rng = np.random.default_rng(0)
+    injections = _base_injections(model)
+    for topology in [random_split(model, rng), random_outage(model, rng), random_split(model, rng)]:
+        backend.set_topology(*topology)
+        assert backend.run_ac()
+    backend.set_injections(*[a * 1e3 for a in injections[:3]], injections[3])
+    assert not backend.run_ac()
+    for scale in (1.0, 1.02):  # a second reset, after a solve on the base topology
+        backend.reset()
+        with pytest.raises(PowerFlowDivergedError):
+            backend.results()  # no solution yet
+        new = make_backend(model, name)
+        for b in (backend, new):
+            b.set_injections(*[a * scale for a in injections[:3]], injections[3])
+            assert b.run_ac()
+        for field in ("bus_vm_pu", "bus_va_rad", *FLOW_FIELDS):
+            ours, expected = getattr(backend.results(), field), getattr(new.results(), field)
+            assert np.array_equal(ours, expected), field
 
 
 @pytest.mark.parametrize("name", BACKEND_NAMES)

@@ -7,18 +7,14 @@ their slice of envs."""
 
 from __future__ import annotations
 
-import dataclasses
-import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
-from batch_compare import assert_same, compare, factory
+from batch_compare import OutageSource, assert_same, cascade_limits, compare, factory
 from gymnasium.vector import AutoresetMode
 
-from grid_vec.chronics.outages import Events, MaintenancePlan, outage_window
-from grid_vec.chronics.synthetic import SyntheticSource
 from grid_vec.core.rules.opponent import (
     GeometricOpponent,
     RandomLineOpponent,
@@ -34,48 +30,10 @@ def case14():
     return embedded_model("case14")
 
 
-class OutageSource(SyntheticSource):
-    """Synthetic scenarios with planned outages: odd scenarios a maintenance and a hazard
-    (as read from files), even ones random maintenance drawn per (seed, scenario)."""
-
-    def info(self, scenario_id):
-        # starts late in the evening: the random plan has a day (not the last) to draw on
-        return dataclasses.replace(super().info(scenario_id), start=dt.datetime(2019, 1, 7, 23))
-
-    def read(self, scenario_id, start, stop):
-        inj = super().read(scenario_id, start, stop)
-        if scenario_id % 2 == 0:
-            return inj
-        n = self.model.n_branch
-        one = np.ones(1, dtype=np.int64)
-        maintenance = Events((scenario_id % 8) * one, 3 * one, 9 * one)
-        hazard = Events(((scenario_id + 3) % 8) * one, 12 * one, 15 * one)
-        time, duration, haz = outage_window(maintenance, hazard, n, start, stop)
-        return dataclasses.replace(
-            inj, maintenance_time=time, maintenance_duration=duration, hazard_duration=haz
-        )
-
-    def maintenance_plan(self, scenario_id):
-        if scenario_id % 2:
-            return None
-        return MaintenancePlan(
-            np.arange(8), 0.25, 1.0, np.full(12, 0.5), np.full(12, 2), tuple(range(7))
-        )
-
-
 def _factory(case14, outages: bool = False, **kwargs) -> GridEnvFactory:
     """As ``make_vec`` builds them: one picklable factory, handed to every env."""
     source = OutageSource(case14, seed=0, length=40) if outages else None
     return factory(case14, source=source, **kwargs)
-
-
-def _cascade_limits(case14) -> np.ndarray:
-    """Limits just above the base flows, some below them: overloads, trips and cascades."""
-    env = _factory(case14)()
-    obs, _ = env.reset(seed=0)
-    a_or = env.view(obs).a_or.astype(np.float64)
-    factors = np.resize([0.97, 1.03, 1.1, 1.25, 5.0], case14.n_branch)
-    return np.maximum(a_or * factors, 1.0)
 
 
 SETTINGS = {
@@ -161,7 +119,7 @@ def _play(
     kwargs, policy = SETTINGS[setting]
     kwargs = dict(kwargs)
     if kwargs.pop("cascade", False):
-        kwargs["thermal_limits"] = _cascade_limits(case14)
+        kwargs["thermal_limits"] = cascade_limits(case14)
     if kwargs.pop("grid2op_rewards", False):
         kwargs.update(_grid2op_rewards(case14))
     return _compare(_factory(case14, **kwargs), n, policy, mode, steps, kind)
@@ -249,7 +207,7 @@ def test_batch_matches_separate_envs_in_each_autoreset_mode(case14, mode):
 
 def test_batch_trajectory_does_not_depend_on_the_batch(case14):
     """Env 3 of a batch of 7 plays what env 0 of a batch of 1 plays with the same seed."""
-    factory = _factory(case14, thermal_limits=_cascade_limits(case14))
+    factory = _factory(case14, thermal_limits=cascade_limits(case14))
     seven = BatchedGridVecEnv.from_factory(factory, 7)
     one = BatchedGridVecEnv.from_factory(factory, 1)
     obs7, _ = seven.reset(seed=[1, 2, 3, 11, 5, 6, 7])
@@ -275,7 +233,7 @@ def test_batched_actions_are_validated_before_any_env_steps(case14):
 
 def test_batched_grid_commands_match_each_env(case14):
     """simulate, set_scenario_id, set_parameters and timings act per env as on GridEnvs."""
-    factory = _factory(case14, thermal_limits=_cascade_limits(case14))
+    factory = _factory(case14, thermal_limits=cascade_limits(case14))
     batched = BatchedGridVecEnv.from_factory(factory, 3)
     singles = [factory() for _ in range(3)]
     batched.set_scenario_id([4, 5, "synthetic_0006"])
