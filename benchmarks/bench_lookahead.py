@@ -20,7 +20,7 @@ the list each time; reported: the median of the repetitions (min..max) in candid
     python benchmarks/bench_lookahead.py [--folder l2rpn_case14_sandbox] [--reps 3]
         [--seconds 3] [--batch 8]
 
-Needs the ``grid2op`` extra for the grid2op subject (left out without it). JSON:
+Needs the ``grid2op`` extra (the folder and ``obs.simulate``). JSON:
 OUT/bench_lookahead.json (with --out OUT).
 """
 
@@ -126,15 +126,14 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--batch", type=positive_int, default=8)
     add_out_argument(parser)
     args = parser.parse_args(argv)
-    subjects: dict[str, Callable[[], int]] = {}
     try:
         import grid2op
     except ImportError:
-        print("grid2op not installed: its subject is left out", file=sys.stderr)
-        where = args.folder
-    else:
-        where = Path(grid2op.__file__).parent / "data" / args.folder
-        subjects["grid2op obs.simulate"] = grid2op_subject(where)
+        sys.exit(
+            "needs the grid2op extra (its folders and obs.simulate): pip install -e '.[grid2op]'"
+        )
+    where = Path(grid2op.__file__).parent / "data" / args.folder
+    subjects: dict[str, Callable[[], int]] = {"grid2op obs.simulate": grid2op_subject(where)}
     subjects.update(grid_vec_subjects(where, args.batch))
     subjects["case118 simulate_candidates"] = case118_subject()
     for run in subjects.values():  # warm-up

@@ -11,8 +11,8 @@ from grid_vec.grid.backend import Backend
 
 
 @pytest.fixture(scope="module")
-def sandbox():
-    env = grid_vec.make("l2rpn_case14_sandbox")
+def case14_env():
+    env = grid_vec.make("case14")
     env.reset(seed=0, options={"scenario_id": 2})
     for _ in range(3):
         env.step(0)
@@ -26,13 +26,13 @@ def _buses(env):
     return topo[layout.pos_load], topo[layout.pos_gen], topo[layout.pos_or], topo[layout.pos_ex]
 
 
-def test_every_outage_equals_solving_a_copy_with_that_branch_out(sandbox):
-    found = sandbox.unwrapped.contingencies()
-    batch = sandbox.unwrapped.batch_row[0]
+def test_every_outage_equals_solving_a_copy_with_that_branch_out(case14_env):
+    found = case14_env.unwrapped.contingencies()
+    batch = case14_env.unwrapped.batch_row[0]
     n = batch.model.n_branch
     assert found.rho.shape == (n, n) and found.max_rho.shape == (n,)
     # the reference: Backend's own per-branch copy-and-solve on the same backend
-    amps = Backend.outage_currents(batch.state.backends[0], np.arange(n), *_buses(sandbox))
+    amps = Backend.outage_currents(batch.state.backends[0], np.arange(n), *_buses(case14_env))
     expected = amps / batch.thermal_limit
     ends = found.game_over_reason != ""
     assert ends.any() and not ends.all()  # case14 has outages that cut a generator off
@@ -42,21 +42,21 @@ def test_every_outage_equals_solving_a_copy_with_that_branch_out(sandbox):
     assert all("isolated" in r or "diverged" in r for r in found.game_over_reason[ends])
 
 
-def test_branches_by_name_or_index_and_bad_ones_refused(sandbox):
-    names = sandbox.unwrapped.model.branch_names
-    by_name = sandbox.unwrapped.contingencies([str(names[4]), str(names[0])])
-    by_index = sandbox.unwrapped.contingencies([4, 0])
+def test_branches_by_name_or_index_and_bad_ones_refused(case14_env):
+    names = case14_env.unwrapped.model.branch_names
+    by_name = case14_env.unwrapped.contingencies([str(names[4]), str(names[0])])
+    by_index = case14_env.unwrapped.contingencies([4, 0])
     np.testing.assert_array_equal(by_name.rho, by_index.rho)
     assert by_index.branches.tolist() == [4, 0]
     with pytest.raises(ValueError, match="not a branch name"):
-        sandbox.unwrapped.contingencies(["no such line"])
+        case14_env.unwrapped.contingencies(["no such line"])
     with pytest.raises(ValueError, match="not a branch name"):
-        sandbox.unwrapped.contingencies([len(names)])
+        case14_env.unwrapped.contingencies([len(names)])
 
 
 def test_screening_leaves_the_env_bitwise_untouched():
     def trajectory(screening: bool) -> list[np.ndarray]:
-        env = grid_vec.make("l2rpn_case14_sandbox")
+        env = grid_vec.make("case14")
         obs, _ = env.reset(seed=5, options={"scenario_id": 0})
         out = [obs]
         for t in range(5):
@@ -85,8 +85,8 @@ def test_pandapower_backend_screens_through_the_default_path():
 
 
 def test_vector_envs_screen_each_sub_env_as_it_would_alone():
-    vec = grid_vec.make_vec("l2rpn_case14_sandbox", 2, vectorization="batched")
-    workers = grid_vec.make_vec("l2rpn_case14_sandbox", 2, envs_per_worker=1)
+    vec = grid_vec.make_vec("case14", 2, vectorization="batched")
+    workers = grid_vec.make_vec("case14", 2, envs_per_worker=1)
     try:
         for envs in (vec, workers):
             envs.reset(seed=11)

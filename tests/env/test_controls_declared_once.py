@@ -52,6 +52,7 @@ def test_no_layer_between_names_a_control(module):
 
 
 def test_split_gives_each_control_of_the_layout_at_its_neutral_value_off_its_columns():
+    pytest.importorskip("grid2op", reason="needs the grid2op extra (a bundled grid with storage)")
     env = grid_vec.make("l2rpn_wcci_2022_dev", action_type="continuous")
     layout: ContinuousLayout = env.unwrapped.batch_row[0].continuous
     action = env.action_space.sample()[None]

@@ -32,9 +32,9 @@ def _assert_row_is_simulate(env, results: CandidateResults, j: int, action) -> N
 
 @pytest.fixture(scope="module")
 def sandbox():
-    """l2rpn_case14_sandbox a few steps in, one substation in cooldown: some candidates are
+    """case14 a few steps in, one substation in cooldown: some candidates are
     illegal, some end the game."""
-    env = grid_vec.make("l2rpn_case14_sandbox", parameters=Parameters(nb_timestep_cooldown_sub=3))
+    env = grid_vec.make("case14", parameters=Parameters(nb_timestep_cooldown_sub=3))
     env.reset(seed=1, options={"scenario_id": 0})
     catalog = env.unwrapped.catalog
     sub_action = int(np.flatnonzero(catalog.kind == KIND_SUB)[0])
@@ -55,7 +55,7 @@ def test_every_catalog_candidate_equals_its_simulate(sandbox):
 
 def test_candidates_leave_the_env_bitwise_untouched():
     def trajectory(simulating: bool) -> list[np.ndarray]:
-        env = grid_vec.make("l2rpn_case14_sandbox")
+        env = grid_vec.make("case14")
         env.reset(seed=4, options={"scenario_id": 1})
         out = []
         for t in range(6):
@@ -75,7 +75,7 @@ def test_candidates_leave_the_env_bitwise_untouched():
 
 @pytest.mark.parametrize("action_type", ["redispatch", "combined"])
 def test_continuous_and_combined_candidates_equal_their_simulate(action_type):
-    env = grid_vec.make("l2rpn_case14_sandbox", action_type=action_type)
+    env = grid_vec.make("case14", action_type=action_type)
     env.reset(seed=2)
     env.step(env.action_space.sample())
     env.action_space.seed(5)
@@ -122,7 +122,7 @@ def test_batched_vector_env_candidates_equal_each_sub_env_simulating_alone():
     from grid_vec.vector.grid_commands import GridCommands
 
     actions = [np.array([0, 5, 9]), np.array([3, 0, 1])]
-    vec = grid_vec.make_vec("l2rpn_case14_sandbox", 3, vectorization="batched")
+    vec = grid_vec.make_vec("case14", 3, vectorization="batched")
     vec.reset(seed=7)
     for a in actions:
         vec.step(a)
@@ -130,7 +130,7 @@ def test_batched_vector_env_candidates_equal_each_sub_env_simulating_alone():
     together = vec.simulate_candidates(candidates)
     assert together.observations.shape == (3, 8, *vec.single_observation_space.shape)
     one_by_one = GridCommands.simulate_candidates(vec, candidates)
-    workers = grid_vec.make_vec("l2rpn_case14_sandbox", 3, envs_per_worker=2)
+    workers = grid_vec.make_vec("case14", 3, envs_per_worker=2)
     try:
         workers.reset(seed=7)
         for a in actions:

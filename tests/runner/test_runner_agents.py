@@ -242,7 +242,8 @@ def test_greedy_agent_in_one_lookahead_call_picks_what_one_simulate_per_candidat
 
     picks = {}
     for batched in (True, False):
-        envs = grid_vec.make_vec("l2rpn_case14_sandbox", 3, vectorization="batched")
+        # line_margin: a reward that ranks the candidates (case14's flat one ties them all)
+        envs = grid_vec.make_vec("case14", 3, vectorization="batched", reward="line_margin")
         agent = GreedyAgent(candidates=list(range(0, envs.single_action_space.n, 3)), rank=rank)
         agent.bind(envs)
         assert (agent._batched is not None) is True
