@@ -433,14 +433,13 @@ class GridBatch:
             their (len(rows) * k, n_branch) rho.
 
         Raises:
+            ValueError: no candidate (``k`` < 1).
             RuntimeError: an episode is over, or a simulate budget would be exceeded (then
                 nothing is simulated, nothing counted).
         """
-        done = rows[self.done[rows]]
-        if len(done):
-            raise RuntimeError(
-                f"env {int(done[0])}: the episode is over (or never started): call reset() first"
-            )
+        if k < 1:
+            raise ValueError("simulate_candidates needs at least one candidate")
+        self._check_running(rows)
         self.simulates.charge(rows, k, self.counts["steps"][rows], self.parameters)
         self.counts["simulates"][rows] += k
         t0 = perf_counter()
@@ -463,15 +462,19 @@ class GridBatch:
             ValueError: an unknown branch.
             RuntimeError: an episode is over (or never started).
         """
+        self._check_running(rows)
+        return screen(
+            self.state, self.model, self.topology, self.inv_limit, rows,
+            branch_indices(self.model, branches),
+        )  # fmt: skip
+
+    def _check_running(self, rows: np.ndarray) -> None:
+        """Raise RuntimeError naming the first of ``rows`` whose episode is over."""
         done = rows[self.done[rows]]
         if len(done):
             raise RuntimeError(
                 f"env {int(done[0])}: the episode is over (or never started): call reset() first"
             )
-        return screen(
-            self.state, self.model, self.topology, self.inv_limit, rows,
-            branch_indices(self.model, branches),
-        )  # fmt: skip
 
     def _lookahead(self, rows: np.ndarray, k: int) -> TurnInputs:
         """The inputs of the next step of each env of ``rows``, ``k`` times (one per

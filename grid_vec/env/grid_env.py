@@ -380,8 +380,6 @@ class GridEnv(gym.Env):
             raise RuntimeError("the episode is over (or never started): call reset() first")
         action = batch_actions(self._batch.continuous, self.action_space, candidates)
         k = len(action.topology)
-        if k < 1:
-            raise ValueError("simulate_candidates needs at least one candidate")
         step, rho = self._batch.simulate_candidates(self._row, action, k)
         return CandidateResults.of(step, rho, 1, k).env(0)
 

@@ -232,16 +232,17 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
         <grid_vec.vector.grid_commands.GridCommands.simulate_candidates>`: the candidates of
         every sub-env are the rows of one batched turn."""
         self._check_open()
-        per_env = self._candidates_per_env(candidates)
-        n = self.num_envs
-        if isinstance(candidates, dict):
-            k = len(per_env[0]["topology"])
-            flat = {key: np.concatenate([c[key] for c in per_env]) for key in candidates}
-        else:
-            k = len(per_env[0])
-            flat = np.concatenate(per_env)
-        if k < 1:
-            raise ValueError("simulate_candidates needs at least one candidate per env")
+        n, k = self.num_envs, self._candidate_count(candidates)
+
+        def rows_of(leaf: Any) -> np.ndarray:  # (n, K, ...) -> (n * K, ...), sub-env by sub-env
+            arr = np.asarray(leaf)
+            return arr.reshape(n * k, *arr.shape[2:])
+
+        flat = (
+            {key: rows_of(v) for key, v in candidates.items()}
+            if isinstance(candidates, dict)
+            else rows_of(candidates)
+        )
         try:
             action = batch_actions(self._batch.continuous, self.single_action_space, flat)
         except ValueError as exc:

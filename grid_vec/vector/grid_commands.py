@@ -176,12 +176,17 @@ class GridCommands:
                 space (naming the sub-env).
             RuntimeError: a sub-env whose episode is over, or a simulate budget.
         """
-        per_env = self._candidates_per_env(candidates)
+        self._candidate_count(candidates)
+        if isinstance(candidates, dict):
+            arrays = {key: np.asarray(v) for key, v in candidates.items()}
+            per_env = [{key: v[i] for key, v in arrays.items()} for i in range(self.num_envs)]
+        else:
+            per_env = list(np.asarray(candidates))
         results = self.call_each("simulate_candidates", args=[(c,) for c in per_env])
         return type(results[0]).stack(list(results))
 
-    def _candidates_per_env(self, candidates: Any) -> list[Any]:
-        """Each sub-env's ``K`` candidates (checked to be ``num_envs`` of the same ``K``)."""
+    def _candidate_count(self, candidates: Any) -> int:
+        """``K``, the candidates per sub-env (checked: ``num_envs`` of the same ``K``)."""
         n = self.num_envs
         leaves = list(candidates.values()) if isinstance(candidates, dict) else [candidates]
         shapes = [np.shape(leaf) for leaf in leaves]
@@ -190,10 +195,7 @@ class GridCommands:
                 f"candidates must be shaped (num_envs={n}, K, ...), the same K in every part; "
                 f"got shapes {shapes}"
             )
-        if isinstance(candidates, dict):
-            return [{key: np.asarray(v)[i] for key, v in candidates.items()} for i in range(n)]
-        arr = np.asarray(candidates)
-        return [arr[i] for i in range(n)]
+        return shapes[0][1]
 
     def contingencies(self, branches: Any = None) -> Any:
         """The N-1 screening of every sub-env's current state: every branch's flow with each
