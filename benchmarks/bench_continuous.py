@@ -36,7 +36,7 @@ import numpy as np
 import grid_vec
 from grid_vec._argtypes import positive_float, positive_int
 from grid_vec.bench import add_out_argument, write_result
-from grid_vec.bench.grid2op_reference import grid2op_env
+from grid_vec.bench.grid2op_reference import bundled_folder, grid2op_env
 from grid_vec.bench.protocol import describe_machine
 
 
@@ -146,11 +146,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--scale", type=float, default=0.3)
     add_out_argument(parser)
     args = parser.parse_args(argv)
-    try:
-        import grid2op
-    except ImportError:
-        sys.exit("needs the grid2op extra: pip install -e '.[grid2op]'")
-    folder = Path(grid2op.__file__).parent / "data" / args.folder
+    folder = bundled_folder(args.folder)
     draw = (0, args.act, args.scale)
     subjects = {
         "grid2op + LightSimBackend": grid2op_subject(folder, *draw),

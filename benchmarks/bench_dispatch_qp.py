@@ -29,6 +29,7 @@ import numpy as np
 import grid_vec
 from grid_vec._argtypes import positive_int
 from grid_vec.bench import add_out_argument, write_result
+from grid_vec.bench.grid2op_reference import bundled_folder
 from grid_vec.bench.protocol import describe_machine
 from grid_vec.core.rules import dispatch, dispatch_qp
 
@@ -77,11 +78,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--scale", type=float, default=0.3)
     add_out_argument(parser)
     args = parser.parse_args(argv)
-    try:
-        import grid2op
-    except ImportError:
-        sys.exit("needs the grid2op extra: pip install -e '.[grid2op]'")
-    folder = Path(grid2op.__file__).parent / "data" / args.folder
+    folder = bundled_folder(args.folder)
     programmes = record(folder, args.steps, args.act, args.scale)
     if not programmes:
         sys.exit("no programme was posed: raise --steps or --act")

@@ -38,6 +38,7 @@ import numpy as np
 import grid_vec
 from grid_vec._argtypes import positive_float, positive_int
 from grid_vec.bench import add_out_argument, write_result
+from grid_vec.bench.grid2op_reference import bundled_folder, grid2op_env
 from grid_vec.bench.protocol import describe_machine
 
 _STEPS_IN = 3  # do-nothing steps before the state searched from
@@ -93,8 +94,6 @@ def case118_subject() -> Callable[[], int]:
 
 
 def grid2op_subject(folder: Path) -> Callable[[], int]:
-    from grid_vec.bench.grid2op_reference import grid2op_env
-
     ours = grid_vec.make(folder, opponent=None, maintenance=False).unwrapped
     env = grid2op_env(folder, maintenance=False, opponent=False)
     env.set_id(0)
@@ -126,13 +125,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--batch", type=positive_int, default=8)
     add_out_argument(parser)
     args = parser.parse_args(argv)
-    try:
-        import grid2op
-    except ImportError:
-        sys.exit(
-            "needs the grid2op extra (its folders and obs.simulate): pip install -e '.[grid2op]'"
-        )
-    where = Path(grid2op.__file__).parent / "data" / args.folder
+    where = bundled_folder(args.folder)
     subjects: dict[str, Callable[[], int]] = {"grid2op obs.simulate": grid2op_subject(where)}
     subjects.update(grid_vec_subjects(where, args.batch))
     subjects["case118 simulate_candidates"] = case118_subject()

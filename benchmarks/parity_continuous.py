@@ -40,7 +40,7 @@ import numpy as np
 import grid_vec
 from grid_vec._argtypes import positive_int
 from grid_vec.bench import add_out_argument, write_result
-from grid_vec.bench.grid2op_reference import grid2op_env
+from grid_vec.bench.grid2op_reference import bundled_folder, grid2op_env
 
 TYPES = ("redispatch", "curtailment", "storage", "continuous", "combined")
 COMPARED = ("actual_dispatch", "gen_p", "storage_charge", "storage_power")
@@ -126,11 +126,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--types", nargs="+", choices=TYPES, help="default: those the folder has")
     add_out_argument(parser)
     args = parser.parse_args(argv)
-    try:
-        import grid2op
-    except ImportError:
-        sys.exit("needs the grid2op extra: pip install -e '.[grid2op]'")
-    folder = Path(grid2op.__file__).parent / "data" / args.folder
+    folder = bundled_folder(args.folder)
     start = time.perf_counter()
     groups = {}
     types = args.types

@@ -35,3 +35,17 @@ def grid2op_env(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return grid2op.make(str(path), backend=LightSimBackend(), **kwargs)
+
+
+def bundled_folder(name: str) -> Path:
+    """The folder of grid2op's bundled dataset ``name`` (in grid2op's own ``data``), for the
+    benchmark scripts that play it side by side with grid2op.
+
+    Raises:
+        SystemExit: grid2op is not installed (the message names the extra to install).
+    """
+    try:
+        import grid2op
+    except ImportError:
+        raise SystemExit("needs the grid2op extra: pip install -e '.[grid2op]'") from None
+    return Path(grid2op.__file__).parent / "data" / name
