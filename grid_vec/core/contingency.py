@@ -121,7 +121,7 @@ def screen(
                 rho[i, j] = amps[j] * inv_limit[0]
             else:
                 reasons[i, j] = reason
-    max_rho = np.where(reasons == "", np.nanmax(np.nan_to_num(rho, nan=0.0), axis=2), np.inf)
+    max_rho = np.where(reasons == "", rho.max(axis=2), np.inf)  # NaN rows: the game ends
     return ContingencyResults(
         branches=branches.copy(), rho=rho, max_rho=max_rho, game_over_reason=reasons
     )
