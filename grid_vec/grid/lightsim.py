@@ -10,10 +10,12 @@ also carries the slack's reference angle).
 from __future__ import annotations
 
 import copy as _copy
+from functools import partial
 from time import perf_counter
 
 import numpy as np
 
+from grid_vec.grid import chord
 from grid_vec.grid._lightsim_cpp import lightsim_cpp
 from grid_vec.grid.backend import (
     FLOW_FIELDS,
@@ -105,30 +107,51 @@ class LightSimBackend(Backend):
         self._results: PowerFlowResults | None = None
         self._views: _ResultViews | None = None
         self.timings = self._new_timings()
+        # the batched chord solve (grid_vec.grid.chord): the plans of this grid's topologies,
+        # shared with this backend's copies (a batch's envs); this backend's bus bars in model
+        # order (the plan's key) and its plan; whether its next solve must be lightsim2grid's (a new
+        # topology, new voltage setpoints, a divergence, a reset); whether lightsim2grid's grid
+        # still lacks the last injections; whether the last solve was the chord's (then
+        # lightsim2grid's result vectors are not this backend's results)
+        self._book = chord.PlanBook(partial(LightSimBackend, model))
+        self._buses = np.ones(n_topo + self._sgen.size, dtype=np.int32)
+        self._plan: chord.TopologyPlan | object | None = _NO_PLAN_YET
+        self._fresh = True
+        self._inj_pending = False
+        self._by_chord = False
 
     def _apply_injections(
         self, load_p: np.ndarray, load_q: np.ndarray, gen_p: np.ndarray, gen_v: np.ndarray
     ) -> None:
-        grid = self._grid
-        if self._has_sgen:
-            grid.update_loads_p(self._mask_load, load_p)
-            grid.update_loads_q(self._mask_load, load_q)
-            grid.update_sgens_p(self._mask_sgen, gen_p[self._sgen])
-            grid.update_gens_p(self._mask_gen, gen_p[self._ls_gen])
-        else:
-            _concatenate((load_p, load_q, gen_p), 0, self._inj32, casting="same_kind")
-            grid.update_loads_p(self._mask_load, self._load_p32)
-            grid.update_loads_q(self._mask_load, self._load_q32)
-            grid.update_gens_p(self._mask_gen, self._gen_p32)
+        # float32, as lightsim2grid stores them (numpy's cast, the one its bindings would do);
+        # handed to lightsim2grid only when it solves this backend (the chord solve reads them
+        # from here)
+        _concatenate((load_p, load_q, gen_p), 0, self._inj32, casting="same_kind")
+        self._inj_pending = True
         # voltage setpoints rarely change from one step to the next (grid2op datasets often
         # keep them constant): comparing the bytes is cheaper than sending them again
         gen_v_bytes = gen_v.tobytes()
         if gen_v_bytes != self._gen_v_sent:
             gen_v_pu = gen_v * self._inv_sub_kv
-            grid.update_gens_v(
+            self._grid.update_gens_v(
                 self._mask_gen, gen_v_pu[self._ls_gen] if self._has_sgen else gen_v_pu
             )
             self._gen_v_sent = gen_v_bytes
+            self._fresh = True  # the chord keeps the PV magnitudes of its warm start
+
+    def _push_injections(self) -> None:
+        """Hand the last injections to lightsim2grid's grid (before it solves or is copied)."""
+        if not self._inj_pending:
+            return
+        grid = self._grid
+        grid.update_loads_p(self._mask_load, self._load_p32)
+        grid.update_loads_q(self._mask_load, self._load_q32)
+        if self._has_sgen:
+            grid.update_sgens_p(self._mask_sgen, self._gen_p32[self._sgen])
+            grid.update_gens_p(self._mask_gen, self._gen_p32[self._ls_gen])
+        else:
+            grid.update_gens_p(self._mask_gen, self._gen_p32)
+        self._inj_pending = False
 
     def _apply_storage_p(self, p_mw: np.ndarray) -> None:
         if not self._has_storage:
@@ -139,8 +162,11 @@ class LightSimBackend(Backend):
 
     def _new_inj32(self) -> None:
         """A float32 buffer of its own for the injections, and its three views."""
+        self._inj32 = np.zeros(2 * self.model.n_load + self.model.n_gen, dtype=np.float32)
+        self._inj_views()
+
+    def _inj_views(self) -> None:
         n_load = self.model.n_load
-        self._inj32 = np.empty(2 * n_load + self.model.n_gen, dtype=np.float32)
         self._load_p32 = self._inj32[:n_load]
         self._load_q32 = self._inj32[n_load : 2 * n_load]
         self._gen_p32 = self._inj32[2 * n_load :]
@@ -183,6 +209,9 @@ class LightSimBackend(Backend):
             if changed.any() or sgen_changed:
                 backend._grid.update_topo(changed, topo)
                 backend._views = None
+                backend._buses = row_buses
+                backend._plan = _NO_PLAN_YET
+                backend._fresh = True
                 # a new topology starts again from the base case: the previous solution can be
                 # a poor first guess, and lightsim2grid takes the slack's angle from the first
                 # guess
@@ -225,19 +254,82 @@ class LightSimBackend(Backend):
 
     @classmethod
     def solve_rows(cls, backends: list, rows: list[int], flows: np.ndarray) -> list[int]:
-        """:meth:`Backend.solve_rows` as one loop of lightsim2grid calls: a step of many envs
-        costs their solves and little else. The unit conversion is one multiply over the
-        rows; the batch's time is shared out evenly."""
+        """:meth:`Backend.solve_rows` with the rows that keep their topology solved together
+        by :mod:`grid_vec.grid.chord` (one compiled call per topology, results as arrays), and
+        the others (a new topology or voltage setpoints, a reset, a chord that did not
+        converge) by lightsim2grid, one ``ac_pf`` each, as :meth:`run_ac`. The batch's time is
+        shared out evenly."""
         start = perf_counter()
+        groups: dict[int, tuple[chord.TopologyPlan, list[int]]] = {}
+        by_lightsim = []
+        for row in rows:
+            backend = backends[row]
+            if backend._fresh or backend._storage_island:
+                by_lightsim.append(row)
+                continue
+            plan = backend._plan
+            if plan is _NO_PLAN_YET:
+                plan = backend._plan = backend._book.plan(backend._buses)
+            if plan is None:
+                by_lightsim.append(row)
+            else:
+                groups.setdefault(id(plan), (plan, []))[1].append(row)
+        for plan, group in groups.values():
+            by_lightsim += cls._solve_by_chord(backends, plan, group, flows)
+        failed = cls._solve_by_lightsim(backends, sorted(by_lightsim), flows)
+        each = (perf_counter() - start) / max(len(rows), 1)
+        for row in rows:
+            timings = backends[row].timings
+            timings["powerflow"] += each
+            timings["n_powerflow"] += 1
+        return failed
+
+    @staticmethod
+    def _solve_by_chord(
+        backends: list, plan: chord.TopologyPlan, rows: list[int], flows: np.ndarray
+    ) -> list[int]:
+        """Chord-solve ``rows`` (all in ``plan``'s topology), each from its own last solution;
+        write the converged rows' flows; return the others (left as they were)."""
+        chosen = [backends[row] for row in rows]
+        V = np.array([backend._V for backend in chosen])
+        out = np.empty((len(rows), flows.shape[1]))
+        iters = chord.solve_rows(plan, *chosen[0]._row_injections(chosen), V, out)
+        converged = (iters >= 0).tolist()
+        flows[rows] = out  # the unconverged rows are solved again (and written) by lightsim2grid
+        for backend, v, ok in zip(chosen, V, converged, strict=True):
+            if ok:
+                backend._V = v
+                backend._converged = True
+                backend._by_chord = True
+                backend._results = None
+        return [row for row, ok in zip(rows, converged, strict=True) if not ok]
+
+    def _row_injections(self, chosen: list) -> tuple[np.ndarray, np.ndarray]:
+        """The injections of backends of this model, stacked as lightsim2grid stores them:
+        (loads p and q, generators p) and storage setpoints."""
+        injections = np.array([backend._inj32 for backend in chosen], dtype=np.float64)
+        storage = (
+            np.array([backend._storage_p32 for backend in chosen], dtype=np.float64)
+            if self._has_storage
+            else np.zeros((len(chosen), 0))
+        )
+        return injections, storage
+
+    @staticmethod
+    def _solve_by_lightsim(backends: list, rows: list[int], flows: np.ndarray) -> list[int]:
+        """One warm-started ``ac_pf`` per row (see :meth:`run_ac`); returns the diverged rows."""
         failed = []
         for row in rows:
             backend = backends[row]
+            backend._push_injections()
             grid = backend._grid
             V = grid.ac_pf(backend._V, MAX_ITER, TOLERANCE)  # see run_ac
             backend._results = None
+            backend._by_chord = False
             if V.size:
                 backend._V = V
                 backend._converged = True
+                backend._fresh = False
                 views = backend._views
                 if views is None:
                     views = backend._views = _ResultViews.of(grid, backend._has_storage)
@@ -250,29 +342,24 @@ class LightSimBackend(Backend):
                 failed.append(row)
         if rows:
             units = backends[rows[0]]._units_row
-            if len(rows) == len(flows) and not failed:  # every row: in place
-                flows *= units
-            else:
-                solved = [row for row in rows if row not in failed] if failed else rows
-                flows[solved] *= units
-        each = (perf_counter() - start) / max(len(rows), 1)
-        for row in rows:
-            timings = backends[row].timings
-            timings["powerflow"] += each
-            timings["n_powerflow"] += 1
+            solved = [row for row in rows if row not in failed] if failed else rows
+            flows[solved] *= units
         return failed
 
     def run_ac(self) -> bool:
         start = perf_counter()
         # ac_pf reads its first guess into a vector of its own and returns a new array (checked
         # for converged and diverged solves): self._V needs no copy
+        self._push_injections()
         V = _NO_SOLUTION if self._storage_island else self._grid.ac_pf(self._V, MAX_ITER, TOLERANCE)
         converged = self._converged = V.size > 0
         if converged:
             self._V = V
+            self._fresh = False
         else:
             self._diverged()
         self._results = None
+        self._by_chord = False
         timings = self.timings
         timings["powerflow"] += perf_counter() - start
         timings["n_powerflow"] += 1
@@ -280,6 +367,7 @@ class LightSimBackend(Backend):
 
     def _diverged(self) -> None:
         self._converged = False
+        self._fresh = True
         self._V = self._v_init.copy()
         self._views = None  # a failed solve reallocates lightsim2grid's result vectors
 
@@ -294,7 +382,7 @@ class LightSimBackend(Backend):
         start = perf_counter()
         flows = np.empty(self._flow_slices["all"].stop)
         self._fill_flows(flows)
-        V = self._V * self._bus_active
+        V = self._V * (self._plan.bus_active if self._by_chord else self._bus_active)
         self._results = PowerFlowResults(
             np.abs(V),
             np.arctan2(V.imag, V.real),
@@ -318,7 +406,15 @@ class LightSimBackend(Backend):
 
     def _fill_flows(self, out: np.ndarray, *, scale: bool = True) -> None:
         """One ``concatenate`` of lightsim2grid's result views into ``out`` (FLOW_FIELDS order),
-        in grid_vec's units (``scale=False``: lightsim2grid's, the caller converts)."""
+        in grid_vec's units (``scale=False``: lightsim2grid's, the caller converts); after a
+        chord solve, its results computed again from the solution."""
+        if self._by_chord:  # the chord's solution: its results computed again
+            computed = out[None]
+            chord.solve_rows(self._plan, *self._row_injections([self]), self._V[None].copy(),
+                             computed, max_iter=0)  # fmt: skip
+            if not scale:
+                out /= self._units
+            return
         views = self._views
         if views is None:
             views = self._views = _ResultViews.of(self._grid, self._has_storage)
@@ -339,13 +435,16 @@ class LightSimBackend(Backend):
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_views"] = None  # views into this process' LSGrid: never carried over
-        for name in ("_inj32", "_load_p32", "_load_q32", "_gen_p32"):
+        for name in ("_load_p32", "_load_q32", "_gen_p32"):
             del state[name]  # views of a buffer: pickled apart they would no longer share it
+        del state["_book"]  # the plans: built again on the other side, as they are needed
+        state["_plan"] = _NO_PLAN_YET
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._new_inj32()
+        self._book = chord.PlanBook(partial(LightSimBackend, self.model))
+        self._inj_views()
 
     def outage_currents(
         self,
@@ -359,6 +458,7 @@ class LightSimBackend(Backend):
         call on a copy of the grid (its solver state stays this backend's), each outage
         solved from the current solution; the topology arrays are already the grid's."""
         cpp = lightsim_cpp()
+        self._push_injections()
         branches = np.asarray(branches, dtype=np.int64)
         out = np.full((len(branches), self.model.n_branch), np.nan)
         if not len(branches):
@@ -386,6 +486,8 @@ class LightSimBackend(Backend):
         # version has)
         self._grid.tell_solver_need_reset()
         self._V = self._v_init.copy()
+        self._fresh = True
+        self._by_chord = False
         self._converged = None
         self._results = None
         self._views = None  # as after a copy: fetched again at the next solve
@@ -395,12 +497,19 @@ class LightSimBackend(Backend):
         new = _copy.copy(self)
         new._grid = self._grid.copy()
         new._views = None
-        new._new_inj32()
+        new._inj32 = self._inj32.copy()
+        new._inj_views()
+        # copy.copy goes through __getstate__, which leaves the plans behind: a copy shares them
+        new._book = self._book
+        new._plan = self._plan
         new._V = self._V.copy()
         new._sgen_bus = self._sgen_bus.copy()
         new._storage_p32 = self._storage_p32.copy()
         new.timings = dict(self.timings)
         return new
+
+
+_NO_PLAN_YET = object()  # a backend's plan not looked up since its topology changed
 
 
 class _ResultViews:
