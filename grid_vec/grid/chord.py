@@ -14,10 +14,11 @@ How (and why each choice):
   LU from each row's own warm start (its previous solution). Nothing a row computes depends on
   the other rows or on the batch size: a GridEnv (the batch of one) plays bitwise what row i of
   a batch of 32 plays.
-- **lightsim2grid stays the reference and the fallback.** A row that changed topology, changed
-  its voltage setpoints, or whose chord iterations do not converge within :data:`CHORD_MAX_ITER`
-  is solved by lightsim2grid exactly as before (warm start, same tolerance): the divergence
-  decisions are lightsim2grid's. A topology whose plan cannot be built (its base case does not
+- **lightsim2grid stays the reference and the fallback.** A row that changed topology or its
+  voltage setpoints less than :data:`STEADY_SOLVES` solves ago (a reset counts as a change),
+  or whose chord iterations do not converge within :data:`CHORD_MAX_ITER`, is solved by
+  lightsim2grid exactly as before (warm start, same tolerance): the divergence decisions are
+  lightsim2grid's. A topology whose plan cannot be built (its base case does not
   converge, or a generator's reactive share cannot be read) always falls back.
 - **The stopping test is lightsim2grid's**: max |mismatch| < :data:`TOLERANCE` p.u. on the P rows
   of the PV and PQ buses and the Q rows of the PQ buses; results then agree with a
@@ -54,10 +55,15 @@ from numba import njit  # noqa: E402  (after NUMBA_CACHE_DIR is set)
 
 TOLERANCE = 1e-8  # lightsim2grid's stopping test, as LightSimBackend calls it
 CHORD_MAX_ITER = 16  # then the row falls back to lightsim2grid's Newton solve
+# a row is the chord's once it has solved this many times in a row in its topology (with the
+# same voltage setpoints): a topology an agent leaves at once is not worth a plan (building
+# one costs a few solves); the count is the row's own, so the choice never depends on the
+# other rows (a plan another row built is only a saving of time)
+STEADY_SOLVES = 2
 _MIN_SHARED_Q = 1e-3  # MVAr: below it a shared bus' reactive shares cannot be read reliably
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _mismatch(indptr, indices, data, V, S, pvpq, pq, current, F) -> float:
     """F = [P(pvpq); Q(pq)] of V conj(Y V) - S; returns max |F|."""
     for i in range(V.shape[0]):
@@ -80,7 +86,7 @@ def _mismatch(indptr, indices, data, V, S, pvpq, pq, current, F) -> float:
     return worst
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _lu_solve(Lp, Li, Lx, Up, Ui, Ux, Ud, perm_r, perm_c, b, y) -> None:
     """b <- A^-1 b for Pr A Pc = L U (scipy's splu factors as CSR rows; L unit lower)."""
     m = b.shape[0]
@@ -100,7 +106,7 @@ def _lu_solve(Lp, Li, Lx, Up, Ui, Ux, Ud, perm_r, perm_c, b, y) -> None:
         b[i] = y[perm_c[i]]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _chord_one(indptr, indices, data, pvpq, pq, Lp, Li, Lx, Up, Ui, Ux, Ud, perm_r, perm_c,
                S, v, tol, kmax, current, F, y, Va, Vm) -> int:  # fmt: skip
     """Chord iterations for one row (v updated in place) with one LU: the iterations taken,
@@ -357,7 +363,7 @@ def solve_rows(
     V: np.ndarray,
     out: np.ndarray,
     *,
-    max_iter: int = CHORD_MAX_ITER,
+    max_iter: int | None = None,
 ) -> np.ndarray:
     """Chord-solve rows of ``plan``'s topology, each from its own first guess, and write the
     results of the converged ones.
@@ -370,15 +376,16 @@ def solve_rows(
         V: ``(k, n_bus)`` complex first guesses (a row's previous solution), updated in place.
         out: ``(k, n_flows)`` float64, written in :func:`~grid_vec.grid.backend.flow_slices`'
             layout and grid_vec's units (A, kV, MW, MVAr, rad) for the converged rows.
-        max_iter: chord iterations before a row gives up (0: ``V`` is a solution already,
-            whose results are written whatever its mismatch).
+        max_iter: chord iterations before a row gives up (None: :data:`CHORD_MAX_ITER`; 0:
+            ``V`` is a solution already, whose results are written whatever its mismatch).
 
     Returns:
         ``(k,)`` int64: each row's iterations, -1 where it did not converge (its ``V`` row is
         spoilt and its ``out`` row unwritten).
     """
     iters = np.empty(V.shape[0], dtype=np.int64)
-    _solve_packed(*plan.packed, injections, storage_p, V, out, max_iter, iters)
+    kmax = CHORD_MAX_ITER if max_iter is None else max_iter
+    _solve_packed(*plan.packed, injections, storage_p, V, out, kmax, iters)
     return iters
 
 
@@ -469,7 +476,7 @@ def _solve_packed(ints, reals, cplx, injections, storage_p, V, out, kmax, iters)
                    inj, storage_p[r], S, v, sn, nl, current, out[r])  # fmt: skip
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _row_flows(
     indptr, indices, data, bus_active, or_bus, ex_bus, y11, y12, y21, y22, vn,
     load_bus, gen_bus, storage_bus, slack_bus, slack_gen, q_share, q_fixed,

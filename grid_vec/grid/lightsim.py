@@ -109,14 +109,15 @@ class LightSimBackend(Backend):
         self.timings = self._new_timings()
         # the batched chord solve (grid_vec.grid.chord): the plans of this grid's topologies,
         # shared with this backend's copies (a batch's envs); this backend's bus bars in model
-        # order (the plan's key) and its plan; whether its next solve must be lightsim2grid's (a new
-        # topology, new voltage setpoints, a divergence, a reset); whether lightsim2grid's grid
+        # order (the plan's key) and its plan; how many converged solves in a row it has had
+        # since its topology or voltage setpoints last changed (or it diverged, or was reset):
+        # the chord takes over from chord.STEADY_SOLVES on; whether lightsim2grid's grid
         # still lacks the last injections; whether the last solve was the chord's (then
         # lightsim2grid's result vectors are not this backend's results)
         self._book = chord.PlanBook(partial(LightSimBackend, model))
         self._buses = np.ones(n_topo + self._sgen.size, dtype=np.int32)
         self._plan: chord.TopologyPlan | object | None = _NO_PLAN_YET
-        self._fresh = True
+        self._steady_solves = 0
         self._inj_pending = False
         self._by_chord = False
 
@@ -137,7 +138,7 @@ class LightSimBackend(Backend):
                 self._mask_gen, gen_v_pu[self._ls_gen] if self._has_sgen else gen_v_pu
             )
             self._gen_v_sent = gen_v_bytes
-            self._fresh = True  # the chord keeps the PV magnitudes of its warm start
+            self._steady_solves = 0  # the chord keeps the PV magnitudes of its warm start
 
     def _push_injections(self) -> None:
         """Hand the last injections to lightsim2grid's grid (before it solves or is copied)."""
@@ -211,7 +212,7 @@ class LightSimBackend(Backend):
                 backend._views = None
                 backend._buses = row_buses
                 backend._plan = _NO_PLAN_YET
-                backend._fresh = True
+                backend._steady_solves = 0
                 # a new topology starts again from the base case: the previous solution can be
                 # a poor first guess, and lightsim2grid takes the slack's angle from the first
                 # guess
@@ -264,7 +265,7 @@ class LightSimBackend(Backend):
         by_lightsim = []
         for row in rows:
             backend = backends[row]
-            if backend._fresh or backend._storage_island:
+            if backend._steady_solves < chord.STEADY_SOLVES or backend._storage_island:
                 by_lightsim.append(row)
                 continue
             plan = backend._plan
@@ -299,6 +300,7 @@ class LightSimBackend(Backend):
         for backend, v, ok in zip(chosen, V, converged, strict=True):
             if ok:
                 backend._V = v
+                backend._steady_solves += 1
                 backend._converged = True
                 backend._by_chord = True
                 backend._results = None
@@ -329,7 +331,7 @@ class LightSimBackend(Backend):
             if V.size:
                 backend._V = V
                 backend._converged = True
-                backend._fresh = False
+                backend._steady_solves += 1
                 views = backend._views
                 if views is None:
                     views = backend._views = _ResultViews.of(grid, backend._has_storage)
@@ -355,7 +357,7 @@ class LightSimBackend(Backend):
         converged = self._converged = V.size > 0
         if converged:
             self._V = V
-            self._fresh = False
+            self._steady_solves += 1
         else:
             self._diverged()
         self._results = None
@@ -367,7 +369,7 @@ class LightSimBackend(Backend):
 
     def _diverged(self) -> None:
         self._converged = False
-        self._fresh = True
+        self._steady_solves = 0
         self._V = self._v_init.copy()
         self._views = None  # a failed solve reallocates lightsim2grid's result vectors
 
@@ -486,7 +488,7 @@ class LightSimBackend(Backend):
         # version has)
         self._grid.tell_solver_need_reset()
         self._V = self._v_init.copy()
-        self._fresh = True
+        self._steady_solves = 0
         self._by_chord = False
         self._converged = None
         self._results = None

@@ -1,0 +1,181 @@
+"""The batched chord solve (grid_vec/grid/chord.py) against lightsim2grid's own solves.
+
+A row that kept its topology for a few solves is solved by the chord; each test compares it
+with a twin backend forced through lightsim2grid (``_steady_solves = 0``: the path every row
+took before) on the same injections, topology and warm start.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from grid_helpers import perturbed_injections, random_outage, random_split
+
+from grid_vec.grid import chord
+from grid_vec.grid.backend import FLOW_FIELDS, flow_slices
+from grid_vec.grid.compile import compile_net
+from grid_vec.grid.lightsim import LightSimBackend
+from grid_vec.grid.networks import load_network
+
+N_ROWS = 6
+N_STEPS = 5
+# what the chord's stopping test (1e-8 p.u. of mismatch) allows, in grid_vec's units
+ATOL = {"p": 1e-5, "q": 1e-5, "v": 1e-5, "a": 1e-3, "storage_theta": 1e-7}
+
+
+@pytest.fixture(scope="module", params=["case14", "case118"])
+def model(request):
+    return compile_net(load_network(request.param), name=request.param)
+
+
+def _pair(model, rng, n: int, *, split: bool):
+    """Two lists of ``n`` backends (chord, lightsim-only) in the same random topologies."""
+    base = LightSimBackend(model)
+    chords, refs = [base.copy() for _ in range(n)], [base.copy() for _ in range(n)]
+    for a, b in zip(chords, refs, strict=True):
+        topology = random_split(model, rng) if split else random_outage(model, rng)
+        a.set_topology(*topology)
+        b.set_topology(*topology)
+    return chords, refs
+
+
+def _step(model, chords, refs, injections, flows_a, flows_b) -> tuple[list[int], list[int]]:
+    rows = list(range(len(chords)))
+    for a, b, inj in zip(chords, refs, injections, strict=True):
+        a.set_injections(*inj)
+        b.set_injections(*inj)
+        b._steady_solves = 0  # always lightsim2grid
+    return (
+        LightSimBackend.solve_rows(chords, rows, flows_a),
+        LightSimBackend.solve_rows(refs, rows, flows_b),
+    )
+
+
+def _tolerance(field: str) -> float:
+    return ATOL.get(field, ATOL.get(field.split("_")[-1][0], 1e-5))
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["outage", "split"])
+def test_chord_rows_equal_lightsim_solves_within_the_solver_tolerance(model, split) -> None:
+    rng = np.random.default_rng(7)
+    chords, refs = _pair(model, rng, N_ROWS, split=split)
+    width = flow_slices(model)["all"].stop
+    flows_a, flows_b = np.zeros((N_ROWS, width)), np.zeros((N_ROWS, width))
+    slices = flow_slices(model)
+    by_chord = 0
+    # the same operating point drifting step to step (the case of an env's episode)
+    start = [perturbed_injections(model, rng) for _ in range(N_ROWS)]
+    for step in range(N_STEPS):
+        scale = 1.0 + 0.01 * step
+        injections = [(p * scale, q * scale, g * scale, v) for p, q, g, v in start]
+        failed_a, failed_b = _step(model, chords, refs, injections, flows_a, flows_b)
+        assert failed_a == failed_b
+        by_chord += sum(a._by_chord for a in chords)
+        for name in FLOW_FIELDS:
+            part = slices[name]
+            np.testing.assert_allclose(
+                flows_a[:, part], flows_b[:, part], rtol=1e-7, atol=_tolerance(name), err_msg=name
+            )
+    # the first steps are lightsim2grid's (a new topology); the chord takes the others
+    assert by_chord >= (N_STEPS - chord.STEADY_SOLVES) * (N_ROWS - len(failed_a)) > 0
+
+
+def test_chord_results_equal_its_flows_row(model) -> None:
+    rng = np.random.default_rng(3)
+    (a,), _ = _pair(model, rng, 1, split=False)
+    flows = np.zeros((1, flow_slices(model)["all"].stop))
+    inj = perturbed_injections(model, rng)
+    for _ in range(chord.STEADY_SOLVES + 1):
+        a.set_injections(*inj)
+        assert LightSimBackend.solve_rows([a], [0], flows) == []
+    assert a._by_chord
+    res = a.results()
+    slices = flow_slices(model)
+    for name in FLOW_FIELDS:
+        np.testing.assert_array_equal(getattr(res, name), flows[0, slices[name]], err_msg=name)
+    read = np.empty(flows.shape[1])
+    a.read_flows(read)
+    np.testing.assert_array_equal(read, flows[0])
+
+
+def test_a_chord_row_is_bitwise_the_same_in_a_batch_of_one_and_of_many(model) -> None:
+    rng = np.random.default_rng(11)
+    chords, _ = _pair(model, rng, N_ROWS, split=True)
+    alone = [c.copy() for c in chords]
+    width = flow_slices(model)["all"].stop
+    together, single = np.zeros((N_ROWS, width)), np.zeros((1, width))
+    injections = [perturbed_injections(model, rng) for _ in range(N_ROWS)]
+    for _ in range(chord.STEADY_SOLVES + 2):
+        for a, inj in zip(chords, injections, strict=True):
+            a.set_injections(*inj)
+        LightSimBackend.solve_rows(chords, list(range(N_ROWS)), together)
+        for i, (b, inj) in enumerate(zip(alone, injections, strict=True)):
+            b.set_injections(*inj)
+            LightSimBackend.solve_rows([b], [0], single)
+            np.testing.assert_array_equal(single[0], together[i])
+            np.testing.assert_array_equal(b._V, chords[i]._V)
+
+
+def test_rows_without_a_plan_are_solved_by_lightsim_bitwise(model, monkeypatch) -> None:
+    monkeypatch.setattr(chord, "build_plan", lambda *args, **kwargs: None)
+    rng = np.random.default_rng(5)
+    chords, refs = _pair(model, rng, 3, split=False)
+    width = flow_slices(model)["all"].stop
+    flows_a, flows_b = np.zeros((3, width)), np.zeros((3, width))
+    injections = [perturbed_injections(model, rng) for _ in range(3)]
+    for _ in range(3):
+        assert _step(model, chords, refs, injections, flows_a, flows_b)[0] == []
+        assert not any(a._by_chord for a in chords)
+        np.testing.assert_array_equal(flows_a, flows_b)
+
+
+def test_a_chord_that_does_not_converge_falls_back_to_lightsim(model, monkeypatch) -> None:
+    rng = np.random.default_rng(9)
+    (a,), (b,) = _pair(model, rng, 1, split=False)
+    width = flow_slices(model)["all"].stop
+    flows_a, flows_b = np.zeros((1, width)), np.zeros((1, width))
+    p, q, g, v = perturbed_injections(model, rng)
+    for _ in range(chord.STEADY_SOLVES):
+        assert _step(model, [a], [b], [(p, q, g, v)], flows_a, flows_b) == ([], [])
+    # one chord iteration never meets the tolerance from a moved operating point: the row is
+    # lightsim2grid's Newton solve from the same warm start, bit for bit
+    monkeypatch.setattr(chord, "CHORD_MAX_ITER", 1)
+    moved = (p * 1.05, q * 1.05, g * 1.05, v)
+    assert _step(model, [a], [b], [moved], flows_a, flows_b) == ([], [])
+    assert not a._by_chord
+    np.testing.assert_array_equal(flows_a, flows_b)
+    np.testing.assert_array_equal(a._V, b._V)
+
+
+def test_new_voltage_setpoints_send_a_row_to_lightsim(model) -> None:
+    rng = np.random.default_rng(2)
+    (a,), _ = _pair(model, rng, 1, split=False)
+    flows = np.zeros((1, flow_slices(model)["all"].stop))
+    p, q, g, v = perturbed_injections(model, rng)
+    for _ in range(chord.STEADY_SOLVES + 1):
+        a.set_injections(p, q, g, v)
+        LightSimBackend.solve_rows([a], [0], flows)
+    assert a._by_chord
+    a.set_injections(p, q, g, v * 1.01)  # the chord keeps the magnitudes of its warm start
+    LightSimBackend.solve_rows([a], [0], flows)
+    assert not a._by_chord
+
+
+def test_a_backend_after_a_chord_solve_pickles_and_copies_with_its_injections(model) -> None:
+    rng = np.random.default_rng(4)
+    (a,), _ = _pair(model, rng, 1, split=False)
+    flows = np.zeros((1, flow_slices(model)["all"].stop))
+    inj = perturbed_injections(model, rng)
+    for _ in range(chord.STEADY_SOLVES + 1):
+        a.set_injections(*inj)
+        LightSimBackend.solve_rows([a], [0], flows)
+    for other in (pickle.loads(pickle.dumps(a)), a.copy()):
+        # the injections never handed to lightsim2grid travel with the backend
+        np.testing.assert_array_equal(other._inj32, a._inj32)
+        other._steady_solves = 0
+        again = np.zeros_like(flows)
+        assert LightSimBackend.solve_rows([other], [0], again) == []
+        np.testing.assert_allclose(again, flows, atol=1e-3)
+    assert a.copy()._book is a._book  # a batch's envs share their plans
