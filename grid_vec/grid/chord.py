@@ -27,31 +27,20 @@ How (and why each choice):
   the reactive power of a bus shared among its generators in proportion to their reactive
   ranges: here read off lightsim2grid's reference solve of the plan, as shares of the bus).
 
-The compiled kernel (:func:`_chord_rows`) is numba, cached on disk in grid_vec's cache
-directory (first-run compile cost: see the README); it is the one implementation of the solve.
+The kernel is C (``grid_vec/grid/chord_kernel.c``, built by ``pip install``): a few loops over small
+arrays, so no compilation at run time, no disk cache, nothing loaded but one small module; it
+is the one implementation of the solve and of its results.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-
-def _numba_cache_dir() -> Path:
-    # numba caches next to the module by default: inside the installed package, which a
-    # command must never write into. grid_vec's cache directory instead.
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "grid_vec" / "numba"
-
-
-os.environ.setdefault("NUMBA_CACHE_DIR", str(_numba_cache_dir()))
-
-from numba import njit  # noqa: E402  (after NUMBA_CACHE_DIR is set)
+from grid_vec.grid import chord_kernel  # compiled from grid_vec/grid/chord_kernel.c
 
 TOLERANCE = 1e-8  # lightsim2grid's stopping test, as LightSimBackend calls it
 CHORD_MAX_ITER = 16  # then the row falls back to lightsim2grid's Newton solve
@@ -61,74 +50,6 @@ CHORD_MAX_ITER = 16  # then the row falls back to lightsim2grid's Newton solve
 # other rows (a plan another row built is only a saving of time)
 STEADY_SOLVES = 2
 _MIN_SHARED_Q = 1e-3  # MVAr: below it a shared bus' reactive shares cannot be read reliably
-
-
-@njit(cache=True)
-def _mismatch(indptr, indices, data, V, S, pvpq, pq, current, F) -> float:
-    """F = [P(pvpq); Q(pq)] of V conj(Y V) - S; returns max |F|."""
-    for i in range(V.shape[0]):
-        acc = 0j
-        for p in range(indptr[i], indptr[i + 1]):
-            acc += data[p] * V[indices[p]]
-        current[i] = acc
-    a = pvpq.shape[0]
-    worst = 0.0
-    for r in range(a):
-        i = pvpq[r]
-        s = V[i] * np.conj(current[i]) - S[i]
-        F[r] = s.real
-        worst = max(worst, abs(s.real))
-    for r in range(pq.shape[0]):
-        i = pq[r]
-        s = V[i] * np.conj(current[i]) - S[i]
-        F[a + r] = s.imag
-        worst = max(worst, abs(s.imag))
-    return worst
-
-
-@njit(cache=True)
-def _lu_solve(Lp, Li, Lx, Up, Ui, Ux, Ud, perm_r, perm_c, b, y) -> None:
-    """b <- A^-1 b for Pr A Pc = L U (scipy's splu factors as CSR rows; L unit lower)."""
-    m = b.shape[0]
-    for i in range(m):
-        y[perm_r[i]] = b[i]
-    for i in range(m):
-        acc = y[i]
-        for p in range(Lp[i], Lp[i + 1]):
-            acc -= Lx[p] * y[Li[p]]
-        y[i] = acc
-    for i in range(m - 1, -1, -1):
-        acc = y[i]
-        for p in range(Up[i], Up[i + 1]):
-            acc -= Ux[p] * y[Ui[p]]
-        y[i] = acc / Ud[i]
-    for i in range(m):
-        b[i] = y[perm_c[i]]
-
-
-@njit(cache=True)
-def _chord_one(indptr, indices, data, pvpq, pq, Lp, Li, Lx, Up, Ui, Ux, Ud, perm_r, perm_c,
-               S, v, tol, kmax, current, F, y, Va, Vm) -> int:  # fmt: skip
-    """Chord iterations for one row (v updated in place) with one LU: the iterations taken,
-    -1 when it did not converge within ``kmax`` (v is then spoilt)."""
-    a = pvpq.shape[0]
-    for i in range(v.shape[0]):
-        Va[i] = np.angle(v[i])
-        Vm[i] = np.abs(v[i])
-    for it in range(kmax + 1):
-        if _mismatch(indptr, indices, data, v, S, pvpq, pq, current, F) < tol:
-            return it
-        if it == kmax:
-            return -1
-        _lu_solve(Lp, Li, Lx, Up, Ui, Ux, Ud, perm_r, perm_c, F, y)
-        for k in range(a):
-            Va[pvpq[k]] -= F[k]
-        for k in range(pq.shape[0]):
-            Vm[pq[k]] -= F[a + k]
-        for k in range(a):
-            i = pvpq[k]
-            v[i] = Vm[i] * np.exp(1j * Va[i])
-    return -1
 
 
 @dataclass(frozen=True)
@@ -309,8 +230,8 @@ _HEADER = 13  # the sizes and indices at the head of a plan's packed integers (s
 
 
 def _pack(plan_parts: dict, arrays: GridArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A plan's arrays as three flat arrays (integers, reals, complex) for the kernel: numba
-    unboxes each argument of a call on its own, so three arguments cost a fraction of thirty."""
+    """A plan's arrays as three flat arrays (integers, reals, complex) for the kernel: one
+    buffer per kind costs the call three argument conversions instead of thirty."""
     p = plan_parts
     lp, li, lx, up, ui, ux, ud, perm_r, perm_c = p["lu"]
     header = [
@@ -385,168 +306,9 @@ def solve_rows(
     """
     iters = np.empty(V.shape[0], dtype=np.int64)
     kmax = CHORD_MAX_ITER if max_iter is None else max_iter
-    _solve_packed(*plan.packed, injections, storage_p, V, out, kmax, iters)
+    # the kernel reads the arrays' memory as C-contiguous float64 / complex128 / int64
+    chord_kernel.solve(*plan.packed, injections, storage_p, V, out, kmax, iters, V.shape[0])
     return iters
-
-
-@njit(cache=True)
-def _solve_packed(ints, reals, cplx, injections, storage_p, V, out, kmax, iters) -> None:
-    n_bus, nnz, a, npq, nlx, nux, m, nb, nl, ng, ns, slack_bus, slack_gen = ints[:_HEADER]
-    o = _HEADER
-    indptr = ints[o : o + n_bus + 1]
-    o += n_bus + 1
-    indices = ints[o : o + nnz]
-    o += nnz
-    pvpq = ints[o : o + a]
-    o += a
-    pq = ints[o : o + npq]
-    o += npq
-    Lp = ints[o : o + m + 1]
-    o += m + 1
-    Li = ints[o : o + nlx]
-    o += nlx
-    Up = ints[o : o + m + 1]
-    o += m + 1
-    Ui = ints[o : o + nux]
-    o += nux
-    perm_r = ints[o : o + m]
-    o += m
-    perm_c = ints[o : o + m]
-    o += m
-    bus_active = ints[o : o + n_bus]
-    o += n_bus
-    or_bus = ints[o : o + nb]
-    o += nb
-    ex_bus = ints[o : o + nb]
-    o += nb
-    load_bus = ints[o : o + nl]
-    o += nl
-    gen_bus = ints[o : o + ng]
-    o += ng
-    storage_bus = ints[o : o + ns]
-    sn, tol = reals[0], reals[1]
-    o = 2
-    Lx = reals[o : o + nlx]
-    o += nlx
-    Ux = reals[o : o + nux]
-    o += nux
-    Ud = reals[o : o + m]
-    o += m
-    vn = reals[o : o + n_bus]
-    o += n_bus
-    q_share = reals[o : o + ng]
-    o += ng
-    q_fixed = reals[o : o + ng]
-    data = cplx[:nnz]
-    y11 = cplx[nnz : nnz + nb]
-    y12 = cplx[nnz + nb : nnz + 2 * nb]
-    y21 = cplx[nnz + 2 * nb : nnz + 3 * nb]
-    y22 = cplx[nnz + 3 * nb : nnz + 4 * nb]
-
-    S = np.empty(n_bus, dtype=np.complex128)
-    current = np.empty(n_bus, dtype=np.complex128)
-    F = np.empty(m)
-    y = np.empty(m)
-    Va = np.empty(n_bus)
-    Vm = np.empty(n_bus)
-    inv_sn = 1.0 / sn
-    for r in range(V.shape[0]):
-        inj = injections[r]
-        # bus injections, p.u.: generation minus consumption (a PV generator's reactive power
-        # is a result; a static generator's is its fixed setpoint)
-        S[:] = 0.0
-        for j in range(nl):
-            if load_bus[j] >= 0:
-                S[load_bus[j]] -= (inj[j] + 1j * inj[nl + j]) * inv_sn
-        for j in range(ng):
-            if gen_bus[j] >= 0:
-                S[gen_bus[j]] += (inj[2 * nl + j] + 1j * q_fixed[j]) * inv_sn
-        for j in range(ns):
-            if storage_bus[j] >= 0:
-                S[storage_bus[j]] -= storage_p[r, j] * inv_sn
-        v = V[r]
-        it = _chord_one(indptr, indices, data, pvpq, pq, Lp, Li, Lx, Up, Ui, Ux, Ud, perm_r,
-                        perm_c, S, v, tol, kmax, current, F, y, Va, Vm)  # fmt: skip
-        if it < 0 and kmax > 0:
-            iters[r] = -1
-            continue
-        iters[r] = max(it, 0)
-        _row_flows(indptr, indices, data, bus_active, or_bus, ex_bus, y11, y12, y21, y22, vn,
-                   load_bus, gen_bus, storage_bus, slack_bus, slack_gen, q_share, q_fixed,
-                   inj, storage_p[r], S, v, sn, nl, current, out[r])  # fmt: skip
-
-
-@njit(cache=True)
-def _row_flows(
-    indptr, indices, data, bus_active, or_bus, ex_bus, y11, y12, y21, y22, vn,
-    load_bus, gen_bus, storage_bus, slack_bus, slack_gen, q_share, q_fixed,
-    inj, storage_p, S, V, sn, nl, need, o,
-) -> None:  # fmt: skip
-    """One solved row's results into ``o`` (FLOW_FIELDS order)."""
-    nb, ng, ns = or_bus.shape[0], gen_bus.shape[0], storage_bus.shape[0]
-    n_bus = V.shape[0]
-    sqrt3 = np.sqrt(3.0)
-    for i in range(n_bus):
-        if not bus_active[i]:
-            V[i] = 0.0  # a bus out of the power flow reports no voltage
-    for i in range(n_bus):
-        acc = 0j
-        for p in range(indptr[i], indptr[i + 1]):
-            acc += data[p] * V[indices[p]]
-        # what the bus still needs from its PV generators (Q) or the slack (P), MW / MVAr
-        need[i] = (V[i] * np.conj(acc) - S[i]) * sn
-    for side in range(2):  # branches: p, q, v, a of the origins, then of the extremities
-        base = 4 * nb * side
-        for j in range(nb):
-            if side == 0:
-                here, there = or_bus[j], ex_bus[j]
-            else:
-                here, there = ex_bus[j], or_bus[j]
-            if here < 0:
-                o[base + j] = 0.0
-                o[base + nb + j] = 0.0
-                o[base + 2 * nb + j] = 0.0
-                o[base + 3 * nb + j] = 0.0
-                continue
-            if side == 0:
-                current = y11[j] * V[here] + y12[j] * V[there]
-            else:
-                current = y22[j] * V[here] + y21[j] * V[there]
-            s = V[here] * np.conj(current) * sn
-            v_kv = np.abs(V[here]) * vn[here]
-            o[base + j] = s.real
-            o[base + nb + j] = s.imag
-            o[base + 2 * nb + j] = v_kv
-            o[base + 3 * nb + j] = np.abs(s) / (sqrt3 * v_kv) * 1000.0 if v_kv > 0 else 0.0
-    k = 8 * nb
-    for j in range(nl):
-        b = load_bus[j]
-        on = b >= 0
-        o[k + j] = inj[j] if on else 0.0
-        o[k + nl + j] = inj[nl + j] if on else 0.0
-        o[k + 2 * nl + j] = np.abs(V[b]) * vn[b] if on else 0.0
-    k += 3 * nl
-    for j in range(ng):
-        b = gen_bus[j]
-        if b < 0:
-            o[k + j] = 0.0
-            o[k + ng + j] = 0.0
-            o[k + 2 * ng + j] = 0.0
-            continue
-        p = inj[2 * nl + j]
-        if j == slack_gen:
-            p += need[slack_bus].real
-        o[k + j] = p
-        o[k + ng + j] = need[b].imag * q_share[j] + q_fixed[j]
-        o[k + 2 * ng + j] = np.abs(V[b]) * vn[b]
-    k += 3 * ng
-    for j in range(ns):
-        b = storage_bus[j]
-        on = b >= 0
-        o[k + j] = storage_p[j] if on else 0.0
-        o[k + ns + j] = 0.0
-        o[k + 2 * ns + j] = np.abs(V[b]) * vn[b] if on else 0.0
-        o[k + 3 * ns + j] = np.angle(V[b]) if on else 0.0
 
 
 _MAX_PLANS = 4096  # topologies kept per grid (a random-action run visits many)

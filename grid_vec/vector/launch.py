@@ -131,25 +131,13 @@ class _ForkedChild:
 
 
 # modules that run native thread pools or devices a forked copy cannot use safely: torch's
-# OpenMP pool (a child using OpenMP hangs), CUDA, MPI, Ray's and gRPC's threads
-FORK_UNSAFE_MODULES = ("torch", "tensorflow", "jax", "cupy", "mpi4py", "ray", "grpc")
-
-
-def _numba_threads_started() -> bool:
-    """numba (grid_vec's own kernels run on it) starts no thread until a parallel function
-    launches its threading layer (OpenMP, TBB or its workqueue): only then is it unsafe."""
-    parallel = sys.modules.get("numba.np.ufunc.parallel")
-    return bool(getattr(parallel, "_is_initialized", False))
-
-
-# modules unsafe to fork only in some state: the test of that state
-FORK_UNSAFE_WHEN = {"numba": _numba_threads_started}
+# and numba's OpenMP pools (a child using OpenMP hangs), CUDA, MPI, Ray's and gRPC's threads
+FORK_UNSAFE_MODULES = ("torch", "tensorflow", "jax", "cupy", "numba", "mpi4py", "ray", "grpc")
 
 
 def fork_is_safe() -> bool:
-    """Whether a worker may be forked now: on Linux, with no Python thread but this one,
-    none of :data:`FORK_UNSAFE_MODULES` loaded and none of :data:`FORK_UNSAFE_WHEN` in its
-    unsafe state (numba with its threading layer launched).
+    """Whether a worker may be forked now: on Linux, with no Python thread but this one and
+    none of :data:`FORK_UNSAFE_MODULES` loaded.
 
     Threads are what makes ``fork`` unsafe: one holding a lock at that moment leaves it
     locked forever in the child. Python threads are counted exactly. Native threads cannot be
@@ -159,9 +147,7 @@ def fork_is_safe() -> bool:
     """
     if not sys.platform.startswith("linux") or threading.active_count() != 1:
         return False
-    if any(name in sys.modules for name in FORK_UNSAFE_MODULES):
-        return False
-    return not any(name in sys.modules and unsafe() for name, unsafe in FORK_UNSAFE_WHEN.items())
+    return not any(name in sys.modules for name in FORK_UNSAFE_MODULES)
 
 
 def start_worker(

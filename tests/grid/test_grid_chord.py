@@ -179,3 +179,23 @@ def test_a_backend_after_a_chord_solve_pickles_and_copies_with_its_injections(mo
         assert LightSimBackend.solve_rows([other], [0], again) == []
         np.testing.assert_allclose(again, flows, atol=1e-3)
     assert a.copy()._book is a._book  # a batch's envs share their plans
+
+
+def test_a_blown_up_iterate_is_never_taken_for_a_solution(model) -> None:
+    # a NaN mismatch compares false with everything: it once passed the stopping test, and a
+    # row whose chord had blown up reported NaN flows (no overflow, no trip) instead of
+    # falling back to lightsim2grid (seen in parity_continuous.py's combined actions, seed 2)
+    rng = np.random.default_rng(1)
+    (a,), _ = _pair(model, rng, 1, split=False)
+    flows = np.zeros((1, flow_slices(model)["all"].stop))
+    inj = perturbed_injections(model, rng)
+    for _ in range(chord.STEADY_SOLVES + 1):
+        a.set_injections(*inj)
+        LightSimBackend.solve_rows([a], [0], flows)
+    assert a._by_chord
+    injections, storage = a._row_injections([a])
+    V = a._V[None].copy()
+    V[0, a._plan.pvpq[0]] = np.nan
+    out = np.zeros_like(flows)
+    assert chord.solve_rows(a._plan, injections, storage, V, out).tolist() == [-1]
+    assert not out.any()  # nothing written for a row that did not converge

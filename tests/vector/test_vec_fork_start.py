@@ -105,18 +105,6 @@ def test_fork_is_safe_reflects_threads_and_loaded_modules(monkeypatch):
         assert not fork_is_safe()
 
 
-def test_numba_loaded_allows_forking_until_its_threading_layer_starts(monkeypatch):
-    import numba  # noqa: F401  (grid_vec's chord solve loads it in every process)
-    import numba.np.ufunc.parallel as parallel
-
-    if threading.active_count() != 1 or any(m in sys.modules for m in FORK_UNSAFE_MODULES):
-        pytest.skip("this process runs threads or a fork-unsafe library of other tests' making")
-    monkeypatch.setattr(parallel, "_is_initialized", False)
-    assert fork_is_safe()
-    monkeypatch.setattr(parallel, "_is_initialized", True)  # what a parallel=True call sets
-    assert not fork_is_safe()
-
-
 def test_a_forked_worker_runs_no_parent_exit_handler_finalizer_or_buffered_output(tmp_path):
     program = (
         BUILD
