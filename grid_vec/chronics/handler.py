@@ -15,6 +15,7 @@ maintenance).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -33,6 +34,26 @@ def _check_limit(arg: str, value: int | None) -> int | None:
     if value < 1:
         raise ValueError(f"{arg} must be >= 1 or None, got {value}")
     return int(value)
+
+
+class EpisodeState(NamedTuple):
+    """Where a handler stands: its episode (which scenario, the step, the limits, the
+    maintenance drawn for it) and what the next reset plays (scenario order and cursor).
+
+    A named tuple, immutable as a frozen dataclass: a snapshot builds one each time, and a
+    frozen dataclass costs about 0.3 µs a field to build.
+    """
+
+    scenario_id: int
+    step: int  # the current step in the scenario
+    steps_played: int
+    max_steps: int
+    chunk_start: int  # the first step of the chunk read (where the next reads fall)
+    explicit: bool  # the maintenance was given to reset
+    maintenance: Events | None  # this episode's drawn (or explicit) maintenance
+    seed: int | None  # the scenario order's
+    cursor: int  # the next reset's position in that order
+    pending_id: int | None  # set_id's scenario for the next reset
 
 
 class ScenarioHandler:
@@ -295,6 +316,58 @@ class ScenarioHandler:
         if self._chunk is not None and self._step - self._chunk_start >= len(self._chunk):
             self._load_chunk(self._step)
         return True
+
+    # --- snapshots ----------------------------------------------------------------------
+
+    def episode_state(self) -> EpisodeState:
+        """Where the handler stands (its events are shared: they are never written).
+
+        Raises:
+            RuntimeError: no episode yet.
+        """
+        info = self.info
+        return EpisodeState(
+            info.id, self._step, self._steps_played, self._max_steps, self._chunk_start,
+            self._explicit, self._drawn, self._seed, self._cursor, self._pending_id,
+        )  # fmt: skip
+
+    def restore_episode(self, state: EpisodeState) -> None:
+        """Stand where ``state`` (an :meth:`episode_state`, of this source's scenarios) says;
+        the chunk read is kept when it is the one ``state`` reads from.
+
+        Raises:
+            ValueError: a scenario the source does not have, or steps outside it.
+        """
+        info = self.source.info(state.scenario_id)  # the source checks its own ids
+        if not 0 <= state.chunk_start <= state.step < info.length or state.max_steps < 0:
+            raise ValueError(
+                f"snapshot scenario: step {state.step} (chunk from {state.chunk_start}) is not "
+                f"a step of scenario {info.name!r} of {info.length} steps"
+            )
+        if state.seed != self._seed:
+            self.seed(state.seed)
+        if not 0 <= state.cursor < len(self._order):
+            raise ValueError(
+                f"snapshot scenario: cursor {state.cursor} is outside this handler's order "
+                f"of {len(self._order)} scenarios"
+            )
+        kept = (
+            self._chunk is not None
+            and self._info is not None
+            and self._info.id == info.id
+            and self._chunk_start == state.chunk_start
+            and self._drawn is state.maintenance
+            and self._explicit == state.explicit
+        )
+        self._cursor, self._pending_id = state.cursor, state.pending_id
+        self._info = info
+        self._step, self._steps_played = state.step, state.steps_played
+        self._max_steps = state.max_steps
+        self._explicit, self._drawn = state.explicit, state.maintenance
+        if not kept:
+            self._load_chunk(state.chunk_start)
+        if self._step - self._chunk_start >= len(self._chunk):  # a smaller chunk_size here
+            self._load_chunk(self._step)
 
     @property
     def info(self) -> ScenarioInfo:

@@ -63,6 +63,7 @@ from grid_vec.core.rules.heuristics import (
 from grid_vec.core.rules.opponent import OpponentBatch
 from grid_vec.core.rules.storage import StepLength, reset_storage
 from grid_vec.core.simulate_budget import SimulateBudget
+from grid_vec.core.snapshot import GridSnapshot, StateRows, capture, check, put
 from grid_vec.core.state import (
     BatchState,
     OverflowLimits,
@@ -167,6 +168,7 @@ class GridBatch:
         if failed:
             raise ValueError(f"grid {model.name!r} cannot be solved as compiled: {failed[0]}")
         self.state: BatchState = self._initial.take(np.zeros(self.n, dtype=np.intp))
+        self._state_rows = StateRows(self.state)  # what snapshots copy
         # the default observation's flows: the storage units' are chosen attributes only
         self._n_obs_flows = self._initial.slices["storage_p"].start
         self.started = np.zeros(self.n, dtype=bool)  # reset at least once
@@ -240,11 +242,17 @@ class GridBatch:
             The initial observations (rewards 0, nothing flagged).
 
         Raises:
-            TypeError, ValueError: bad options (checked for every env before any is reset).
+            TypeError, ValueError: bad options (checked for every env before any is reset),
+                or a ``state`` option given to some of ``rows`` only.
             RuntimeError: a scenario whose first state is already a game over.
         """
         rows = np.asarray(rows, dtype=np.intp)
         options = [check_options(o) for o in options]
+        restored = ["state" in o for o in options]
+        if any(restored):  # snapshots to restore (reset_options: the option comes alone)
+            if not all(restored):
+                raise ValueError("reset option 'state': give it to every env reset together")
+            return self.restore(rows, [o["state"] for o in options], rngs)
         inits = [
             check_init_state(o["init_state"], self.model, self.topology)
             if "init_state" in o
@@ -268,16 +276,7 @@ class GridBatch:
                 rng=rng,
                 maintenance=schedule,
             )
-            info = handler.info
-            self.step_index[row] = handler.step
-            self._step_seconds[row] = info.step_duration.total_seconds()
-            self._calendar[row] = (
-                np.datetime64(info.start, "s").astype(np.int64),
-                int(info.step_duration.total_seconds()),
-            )
-            self.played[row] = 0
-            self.max_steps[row] = handler.max_steps
-        self._fill_times(rows)
+        self._follow_scenarios(rows)
         state = self.state
         state.restore(rows, self._initial)
         for row, init in zip(rows.tolist(), inits, strict=True):
@@ -318,11 +317,74 @@ class GridBatch:
         self._calm = min(self._calm, self._calm_steps(rows))
         self.counts["resets"][sel] += 1
         self.simulates.new_episode(sel)
-        k = len(rows)
-        obs, _ = self.observe(
-            state, rows, self._time_features(rows), np.zeros(k, dtype=np.int64), outages
-        )
-        return StepBatch.quiet(obs, self.model.n_branch, action_mask=self.mask_of(state, rows))
+        return self._observe_now(rows, np.zeros(len(rows), dtype=np.int64), outages)
+
+    def _follow_scenarios(self, rows: np.ndarray) -> None:
+        """The clocks of ``rows`` (each handler just reset or restored) set to their
+        scenarios' places, and their time features computed."""
+        for row in rows.tolist():
+            handler = self.handlers[row]
+            info = handler.info
+            seconds = info.step_duration.total_seconds()
+            self.step_index[row], self.played[row] = handler.step, handler.steps_played
+            self.max_steps[row], self._step_seconds[row] = handler.max_steps, seconds
+            self._calendar[row] = np.datetime64(info.start, "s").astype(np.int64), int(seconds)
+        self._fill_times(rows)
+
+    def _observe_now(
+        self, rows: np.ndarray, played: np.ndarray, outages: outages_.OutageRows | None
+    ) -> StepBatch:
+        """The observations of ``rows`` in their current states, nothing flagged."""
+        obs, _ = self.observe(self.state, rows, self._time_features(rows), played, outages)
+        return StepBatch.quiet(obs, self.model.n_branch, action_mask=self.mask_of(self.state, rows))
+
+    # --- snapshots (grid_vec.core.snapshot) ---------------------------------------------
+
+    def snapshot(self, row: int, rng: np.random.Generator | None = None) -> GridSnapshot:
+        """Env ``row``'s whole game state, copied (the env unchanged); ``rng``: its env's
+        RNG, kept too (None: not kept).
+
+        Raises:
+            RuntimeError: the env was never reset.
+        """
+        if not self.started[row]:
+            raise RuntimeError(f"env {row}: no episode to take a snapshot of: call reset() first")
+        steps = int(self.counts["steps"][row])
+        return capture(
+            self._state_rows, row, self.model, self.handlers[row], self.opponent,
+            self._last_gen_p[row], bool(self.done[row]), self.simulates.used(row, steps), rng,
+        )  # fmt: skip
+
+    def restore(
+        self,
+        rows: np.ndarray,
+        snapshots: Sequence[GridSnapshot],
+        rngs: Sequence[np.random.Generator | None],
+    ) -> StepBatch:
+        """Put each of ``rows`` (sorted env indices) in the state of its snapshot (of any env
+        of this configuration) and ``rngs`` (their envs' RNGs, or None) in the snapshots'.
+
+        Returns:
+            The observations of the restored states (rewards 0, nothing flagged).
+
+        Raises:
+            TypeError, ValueError: a snapshot that is not one, or not of this grid and
+                configuration (every snapshot is checked before any env changes).
+        """
+        rows = np.asarray(rows, dtype=np.intp)
+        handlers, opponent, steps = self.handlers, self.opponent, self.counts["steps"]
+        for row, snap in zip(rows.tolist(), snapshots, strict=True):
+            check(snap, self.state, row, self.model, handlers[row], opponent)
+        for row, snap, rng in zip(rows.tolist(), snapshots, rngs, strict=True):
+            put(snap, self.state, row, self.model, self.topology, handlers[row], opponent, rng)
+            self._last_gen_p[row] = snap.setpoints.copy()
+            self.done[row] = snap.done
+            self.simulates.set_used(row, snap.simulates, steps[row])
+        self._follow_scenarios(rows)
+        self.outages.reset(rows)
+        self.started[rows] = True
+        self._calm = self._calm_steps(np.flatnonzero(~self.done))
+        return self._observe_now(rows, self.played[rows], self.outages.now(rows))
 
     # --- step ---------------------------------------------------------------------------
 

@@ -11,7 +11,8 @@ from grid_vec.core.state import BatchState, disconnect
 from grid_vec.core.topology import TopologyLayout
 from grid_vec.grid.model import GridModel
 
-RESET_OPTIONS = ("scenario_id", "fast_forward", "max_steps", "init_state", "maintenance")
+# "state": a snapshot to restore (grid_vec.core.snapshot), given alone
+RESET_OPTIONS = ("scenario_id", "fast_forward", "max_steps", "init_state", "maintenance", "state")
 # an explicit maintenance schedule: at most this many steps (four weeks at 5 minutes: 8,064)
 MAX_SCHEDULE_STEPS = 1_000_000
 
@@ -28,6 +29,11 @@ def check_options(options: Any) -> dict[str, Any]:
     unknown = sorted(set(options) - set(RESET_OPTIONS))
     if unknown:
         raise ValueError(f"unknown reset options {unknown}; allowed: {list(RESET_OPTIONS)}")
+    if "state" in options and len(options) > 1:
+        others = sorted(set(options) - {"state"})
+        raise ValueError(
+            f"reset option 'state' restores a snapshot whole: give it alone, not with {others}"
+        )
     return options
 
 

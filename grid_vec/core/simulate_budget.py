@@ -48,3 +48,15 @@ class SimulateBudget:
         self.at_step[rows] = steps
         self.this_step[rows] = this_step + k
         self.this_episode[rows] += k
+
+    def used(self, row: int, steps: int) -> tuple[int, int]:
+        """Env ``row``'s simulates this step (the env has played ``steps`` steps in all) and
+        this episode."""
+        this_step = int(self.this_step[row]) if self.at_step[row] == steps else 0
+        return this_step, int(self.this_episode[row])
+
+    def set_used(self, row: int, used: tuple[int, int], steps: int) -> None:
+        """Env ``row`` has played ``used`` (a :meth:`used`) simulates this step (it has
+        played ``steps`` steps in all) and this episode."""
+        self.at_step[row] = steps
+        self.this_step[row], self.this_episode[row] = used

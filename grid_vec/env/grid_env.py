@@ -40,6 +40,7 @@ from grid_vec.core.rules.dispatch import GeneratorLimits
 from grid_vec.core.rules.heuristics import Heuristics
 from grid_vec.core.rules.opponent import Opponent
 from grid_vec.core.rules.storage import StorageUnits
+from grid_vec.core.snapshot import GridSnapshot
 from grid_vec.env.action_input import ACTION_TYPES, ActionBatch, batch_actions, box, one_action
 from grid_vec.grid.model import GridModel
 
@@ -401,6 +402,37 @@ class GridEnv(gym.Env):
         """
         batch = self._batch
         return batch.contingencies(self._row, branches).env(0)
+
+    # --- snapshots ----------------------------------------------------------------------
+
+    def snapshot(self) -> GridSnapshot:
+        """The env's whole game state as plain arrays (:mod:`grid_vec.core.snapshot`): the
+        grid's state, the scenario's place, the opponent and every RNG, the solver's warm
+        start. The env is untouched.
+
+        Returns:
+            A :class:`~grid_vec.core.snapshot.GridSnapshot` (``to_arrays()`` gives it as a
+            dict of arrays for ``np.savez``, ``GridSnapshot.from_arrays`` reads it back).
+
+        Raises:
+            RuntimeError: the env was never reset.
+        """
+        return self._batch.snapshot(self._k, self.np_random)
+
+    def restore(self, snapshot: GridSnapshot) -> tuple[np.ndarray, dict[str, Any]]:
+        """Put the env in the state of ``snapshot`` (of this env or of any env of the same
+        make arguments): from there it plays bitwise what the snapshot's env played.
+        ``reset(options={"state": snapshot})`` does the same.
+
+        Returns:
+            The observation of the restored state and ``{"scenario_id", "scenario_name"}``
+            (with ``action_mask`` when the env gives it), as ``reset``'s.
+
+        Raises:
+            TypeError: not a GridSnapshot.
+            ValueError: a snapshot of another grid or configuration (naming the field).
+        """
+        return self.reset(options={"state": snapshot})
 
     # --- commands used by the vector env ------------------------------------------------
 

@@ -250,6 +250,26 @@ class Backend(abc.ABC):
         self._forget_solves()
         self.timings["set_topology"] += perf_counter() - start
 
+    def solver_state(self) -> np.ndarray:
+        """What the next power flow starts from besides the injections and the topology
+        (the warm start), as a new 1-D array: with :meth:`set_solver_state`, what makes a
+        restored env's next solves those of the env its snapshot was taken from.
+
+        Raises:
+            NotImplementedError: a backend class that does not give it.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not give its solver state")
+
+    def set_solver_state(self, state: np.ndarray) -> None:
+        """Start the next power flow from ``state``, a :meth:`solver_state` of a backend of
+        the same model, as that backend's next one would (the topology set already).
+
+        Raises:
+            ValueError: ``state`` is not one of this model's solver states.
+            NotImplementedError: a backend class that does not take it.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not take a solver state")
+
     @abc.abstractmethod
     def _forget_solves(self) -> None:
         """Drop the last solution and whatever the solver kept of its solves (first guess,

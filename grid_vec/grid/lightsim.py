@@ -494,6 +494,21 @@ class LightSimBackend(Backend):
         self._results = None
         self._views = None  # as after a copy: fetched again at the next solve
 
+    def solver_state(self) -> np.ndarray:
+        """The first guess of the next power flow: the last solution (the base case after a
+        topology change or a divergence), complex bus voltages in p.u."""
+        return self._V.copy()
+
+    def set_solver_state(self, state: np.ndarray) -> None:
+        """Start the next power flow from ``state`` (a :meth:`solver_state`, taken with the
+        topology now set): ac_pf copies its first guess, so it is kept as given (copied)."""
+        if state.dtype != self._v_init.dtype or state.shape != self._v_init.shape:
+            raise ValueError(
+                f"solver state must be {self._v_init.dtype} of shape {self._v_init.shape} for "
+                f"{self.model.name!r}, got {state.dtype} of shape {state.shape}"
+            )
+        self._V = state.copy()
+
     def copy(self) -> LightSimBackend:
         """An independent backend: the ``LSGrid`` is deep-copied in C++, arrays are copied."""
         new = _copy.copy(self)

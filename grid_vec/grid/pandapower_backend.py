@@ -225,6 +225,31 @@ class PandapowerBackend(Backend):
         self._converged = None
         self._results = None
 
+    def solver_state(self) -> np.ndarray:
+        """What ``runpp`` starts from: whether it starts from the last results
+        (``init="results"``), then their bus voltages (vm_pu, then va_degree), float64."""
+        res = self.net.res_bus
+        vm = res["vm_pu"].to_numpy(float) if len(res) else np.zeros(len(self.net.bus))
+        va = res["va_degree"].to_numpy(float) if len(res) else np.zeros(len(self.net.bus))
+        return np.concatenate(([float(self._warm)], vm, va))
+
+    def set_solver_state(self, state: np.ndarray) -> None:
+        """Start the next ``runpp`` from ``state`` (a :meth:`solver_state`): the results it
+        initialises from written back into ``res_bus``."""
+        n_bus = len(self.net.bus)
+        if state.dtype != np.float64 or state.shape != (1 + 2 * n_bus,):
+            raise ValueError(
+                f"solver state must be float64 of shape ({1 + 2 * n_bus},) for "
+                f"{self.model.name!r}, got {state.dtype} of shape {state.shape}"
+            )
+        self._warm = bool(state[0])
+        if self._warm:
+            res = self.net.res_bus
+            if len(res) != n_bus:  # a backend that never solved: its results table is empty
+                res = self.net.res_bus = self.net.bus[[]].copy()  # the bus index, no column
+            res["vm_pu"] = state[1 : 1 + n_bus]
+            res["va_degree"] = state[1 + n_bus :]
+
     def copy(self) -> PandapowerBackend:
         """An independent backend (deep copy of the net and of every array)."""
         new = _copy.copy(self)

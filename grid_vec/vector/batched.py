@@ -33,6 +33,7 @@ from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 
 from grid_vec.core.contingency import ContingencyResults
 from grid_vec.core.records import ActionBatch, CandidateResults
+from grid_vec.core.snapshot import GridSnapshot
 from grid_vec.env.action_input import batch_actions
 from grid_vec.vector.errors import naming_env
 from grid_vec.vector.grid_commands import GridCommands
@@ -254,6 +255,14 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
             )
         step, rho = self._batch.simulate_candidates(np.arange(n), action, k)
         return CandidateResults.of(step, rho, n, k)
+
+    def snapshot(self, index: int) -> GridSnapshot:
+        """As :meth:`GridCommands.snapshot
+        <grid_vec.vector.grid_commands.GridCommands.snapshot>`: the one row, from the
+        batch."""
+        self._check_open()
+        row = self._index(index)
+        return self._batch.snapshot(row, self.envs[row].np_random)
 
     def contingencies(self, branches: Any = None) -> ContingencyResults:
         """As :meth:`GridCommands.contingencies

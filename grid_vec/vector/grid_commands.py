@@ -22,6 +22,7 @@ class GridCommands:
     action_space: Any
     call_each: Callable[..., tuple[Any, ...]]
     call: Callable[..., tuple[Any, ...]]
+    reset: Callable[..., tuple[Any, dict[str, Any]]]
 
     def _per_env(self, name: str, value: Any, what: str) -> list[Any]:
         """``value`` for every sub-env: one value for all, or a sequence of ``num_envs``."""
@@ -196,6 +197,44 @@ class GridCommands:
                 f"got shapes {shapes}"
             )
         return shapes[0][1]
+
+    def snapshot(self, index: int) -> Any:
+        """Sub-env ``index``'s whole game state as plain arrays (``GridEnv.snapshot``'s
+        :class:`~grid_vec.core.snapshot.GridSnapshot`); every sub-env untouched.
+
+        Raises:
+            IndexError: no sub-env ``index``.
+            RuntimeError: that sub-env was never reset.
+        """
+        self._index(index)
+        return self.call_each("snapshot")[index]
+
+    def restore(self, index: int, snapshot: Any) -> tuple[Any, dict[str, Any]]:
+        """Put sub-env ``index`` in the state of ``snapshot`` (of any sub-env, or any env of
+        the same make arguments): from there it plays bitwise what the snapshot's env
+        played. The same as ``reset(options={"state": snapshot, "reset_mask": mask})`` with
+        ``mask`` the sub-env alone (which restores several sub-envs at once).
+
+        Returns:
+            ``reset``'s batched observations and infos (the other sub-envs' unchanged).
+
+        Raises:
+            IndexError: no sub-env ``index``.
+            TypeError, ValueError: not a snapshot, or one of another grid or configuration
+                (naming the field).
+        """
+        mask = np.zeros(self.num_envs, dtype=bool)
+        mask[self._index(index)] = True
+        return self.reset(options={"state": snapshot, "reset_mask": mask})
+
+    def _index(self, index: Any) -> int:
+        if (
+            isinstance(index, bool)
+            or not isinstance(index, (int, np.integer))
+            or not 0 <= index < self.num_envs
+        ):
+            raise IndexError(f"no sub-env {index!r}: num_envs is {self.num_envs}")
+        return int(index)
 
     def contingencies(self, branches: Any = None) -> Any:
         """The N-1 screening of every sub-env's current state: every branch's flow with each

@@ -106,7 +106,8 @@ class SliceEngine:
         self.rewards[rows] = 0.0
         self.terminated[rows] = False
         self.truncated[rows] = False
-        self.autoreset[rows] = False
+        # False but for a restored snapshot of an episode over (NEXT_STEP then resets it)
+        self.autoreset[rows] = self.batch.done[rows]
         return self._reset_infos(rows, result)
 
     def step(self, rows: np.ndarray, actions: ActionBatch) -> SliceStep:

@@ -45,8 +45,11 @@ episode may play (grid2op: over the scenario's length, fast-forwarded steps incl
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
+
+from grid_vec.core.rng_state import RngState
 
 _UNSET = np.iinfo(np.int64).min  # Weighted/GeometricOpponent: no countdown running
 
@@ -430,6 +433,23 @@ class GeometricOpponent(Opponent):
         )
 
 
+class OpponentRow(NamedTuple):
+    """One env's opponent (:class:`OpponentBatch`'s row), for snapshots: its counters, its
+    RNG's state and, for a :class:`GeometricOpponent`, the episode's schedule (a named
+    tuple, as the snapshot's other parts: cheap to build)."""
+
+    budget: float
+    attacked: int  # branch under attack, -1: none
+    remaining: int
+    cooldown: int
+    previous_fails: bool
+    next_time: int
+    rng: RngState
+    waits: np.ndarray | None = None  # the schedule's waiting times (None: no schedule)
+    durations: np.ndarray | None = None
+    counter: int = 0  # attacks of the schedule launched
+
+
 class OpponentBatch:
     """The state of one opponent per env of a batch, stepped by the rules of the module
     docstring for every env at once."""
@@ -512,6 +532,46 @@ class OpponentBatch:
         self.cooldown[rows] = cooldown
         self.attacked[rows] = attacked
         return new, attacked, np.where(attacked >= 0, remaining, 0)
+
+    def row_state(self, row: int) -> OpponentRow:
+        """Env ``row``'s opponent, as plain values (its schedule copied)."""
+        plan = self.extra
+        schedule = {}
+        if isinstance(plan, _Plan):
+            k = int(plan.count[row])
+            schedule = {
+                "waits": plan.waits[row, :k].copy(),
+                "durations": plan.durations[row, :k].copy(),
+                "counter": int(plan.counter[row]),
+            }
+        return OpponentRow(
+            float(self.budget[row]), int(self.attacked[row]), int(self.remaining[row]),
+            int(self.cooldown[row]), bool(self.previous_fails[row]), int(self.next_time[row]),
+            RngState.of(self.rngs[row]), **schedule,
+        )  # fmt: skip
+
+    def restore_row(self, row: int, state: OpponentRow) -> None:
+        """Env ``row``'s opponent becomes ``state`` (a :meth:`row_state`), with an RNG of
+        its own (rows may share the one they start with).
+
+        Raises:
+            ValueError: a schedule given to an opponent without one, or none to one with one.
+        """
+        plan = self.extra
+        if isinstance(plan, _Plan) != (state.waits is not None):
+            raise ValueError(
+                f"snapshot field 'opponent.waits': this env's {type(self.config).__name__} "
+                f"{'draws' if isinstance(plan, _Plan) else 'has no'} attack schedule"
+            )
+        rng = np.random.Generator(np.random.PCG64(0))
+        state.rng.put(rng)
+        self.rngs[row] = rng
+        self.budget[row], self.attacked[row] = state.budget, state.attacked
+        self.remaining[row], self.cooldown[row] = state.remaining, state.cooldown
+        self.previous_fails[row], self.next_time[row] = state.previous_fails, state.next_time
+        if isinstance(plan, _Plan):
+            plan.put(row, state.waits.tolist(), state.durations.tolist())
+            plan.counter[row] = state.counter
 
     def info(self, row: int) -> dict:
         """One env's opponent: budget, branch under attack (-1: none), the attack's remaining

@@ -1,0 +1,363 @@
+"""Snapshots: one env's whole game state as plain arrays, and putting it back.
+
+A :class:`GridSnapshot` holds everything that a step of an env reads and that changes while
+its episode is played, so that an env restored from it (the env it was taken from, another
+env of the same make arguments, or another row of a batch) plays, for the same actions,
+bitwise what the original played from there on:
+
+* one row of every :class:`~grid_vec.core.state.BatchState` array (topology, the bus bars
+  to reconnect on, every counter and timer, the dispatch and storage rules' state, the last
+  solve's flows);
+* the scenario handler's place (:class:`~grid_vec.chronics.handler.EpisodeState`: which
+  scenario, the step, the limits, the maintenance drawn, what the next reset plays);
+* the opponent's row and its RNG's state (:class:`~grid_vec.core.rules.opponent.OpponentRow`);
+* the backend's solver state (:meth:`~grid_vec.grid.backend.Backend.solver_state`: the
+  power flow starts from the last solution, so without it the floats of a restored env
+  would differ in their last digits);
+* the generators' setpoints of the last step, the simulates spent, whether the episode is
+  over, and the env's RNG (its resets draw from it: fast-forward, the opponent's seed).
+
+What is derived from these is rebuilt on restore (the scenario's chunk and time features,
+the step clock), and what is configuration (the grid, the rules, the rewards) is the env's:
+a snapshot is restored into an env of the same make arguments. Counters of the env's
+lifetime (``timings()``) are not part of the game and are left alone.
+
+:meth:`GridSnapshot.to_arrays` gives it as a flat dict of numpy arrays (``np.savez`` stores
+it, ``np.load(allow_pickle=False)`` reads it back), :meth:`GridSnapshot.from_arrays` builds
+it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from grid_vec.chronics.handler import EpisodeState, ScenarioHandler
+from grid_vec.chronics.outages import Events
+from grid_vec.core.rng_state import RngState
+from grid_vec.core.rules.opponent import OpponentBatch, OpponentRow
+from grid_vec.core.state import BatchState, push_topology
+from grid_vec.core.topology import TopologyLayout
+from grid_vec.grid.model import GridModel
+
+# every array of a BatchState row but the column views into ``timers`` and ``flows``
+STATE_FIELDS = (
+    "topo", "last_or", "last_ex", "line_status", "timers", "target_dispatch",
+    "actual_dispatch", "already_redispatched", "gen_p_redisp", "gen_p_before_curtail",
+    "curtail_limit", "curtail_limit_prev", "curtailment_mw", "dispatching", "storage_charge",
+    "storage_charge_prev", "storage_target", "storage_power", "storage_power_prev",
+    "storage_amount", "flows", "topo_dirty",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class GridSnapshot:
+    """One env's game state (see the module docstring). Its arrays are its own: treat them
+    as read-only (a restore copies them into the env).
+
+    Attributes:
+        grid: the grid's name (a snapshot is restored into an env of the same grid).
+        state: one row of every :data:`STATE_FIELDS` array of the env's state, by name.
+        scenario: the scenario handler's place.
+        opponent: the opponent's row, None without an opponent.
+        solver: the backend's solver state (warm start).
+        setpoints: ``(n_gen,)`` the generators' setpoints of the last step (MW).
+        done: the episode is over.
+        simulates: simulates spent this step and this episode.
+        rng: the env's RNG state, None when the snapshot was taken without it.
+    """
+
+    grid: str
+    state: dict[str, np.ndarray]
+    scenario: EpisodeState
+    opponent: OpponentRow | None
+    solver: np.ndarray
+    setpoints: np.ndarray
+    done: bool
+    simulates: tuple[int, int]
+    rng: RngState | None
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The snapshot as a flat dict of numpy arrays (no object array: ``np.savez``
+        stores it and ``np.load(allow_pickle=False)`` reads it), keys such as
+        ``"state.topo"`` or ``"scenario.step"``; a field that is None has no key."""
+        out: dict[str, np.ndarray] = {
+            "grid": np.array(self.grid),
+            **{f"state.{name}": array for name, array in self.state.items()},
+            "solver": self.solver,
+            "setpoints": self.setpoints,
+            "done": np.array(self.done),
+            "simulates": np.array(self.simulates, dtype=np.int64),
+        }
+        _flatten(out, "scenario", self.scenario)
+        if self.opponent is not None:
+            _flatten(out, "opponent", self.opponent)
+        if self.rng is not None:
+            _flatten(out, "rng", self.rng)
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> GridSnapshot:
+        """The snapshot :meth:`to_arrays` gave (any mapping of its keys: a dict, or what
+        ``np.load`` returns).
+
+        Raises:
+            ValueError: a key missing, unknown, or a value of the wrong kind (naming it).
+        """
+        reader = _Reader(arrays)
+        state = {name: reader.array(f"state.{name}") for name in STATE_FIELDS}
+        snapshot = cls(
+            grid=reader.text("grid"),
+            state=state,
+            scenario=reader.record("scenario", EpisodeState),
+            opponent=reader.record("opponent", OpponentRow, optional=True),
+            solver=reader.array("solver"),
+            setpoints=reader.array("setpoints"),
+            done=reader.flag("done"),
+            simulates=tuple(int(v) for v in reader.array("simulates", shape=(2,))),
+            rng=reader.record("rng", RngState, optional=True),
+        )
+        reader.check_all_read()
+        return snapshot
+
+
+class StateRows:
+    """Each row's views into a batch's state arrays, made on a row's first snapshot: a
+    snapshot then copies them (``ndarray.copy`` of each) without indexing every array again;
+    the arrays of no element (no storage unit) are one shared empty array each.
+
+    Args:
+        state: the batch's state (its arrays are never replaced: views stay valid).
+    """
+
+    def __init__(self, state: BatchState) -> None:
+        self.state = state
+        self._rows: dict[int, tuple[tuple[str, ...], tuple[np.ndarray, ...]]] = {}
+        self._empty: dict[str, np.ndarray] = {}
+        for name in STATE_FIELDS:
+            array = getattr(state, name)
+            if array[0, ...].size == 0:
+                empty = np.empty(array.shape[1:], dtype=array.dtype)
+                empty.flags.writeable = False
+                self._empty[name] = empty
+
+    def copy(self, row: int) -> dict[str, np.ndarray]:
+        """A copy of every :data:`STATE_FIELDS` array's row ``row``, by name."""
+        views = self._rows.get(row)
+        if views is None:
+            names = tuple(name for name in STATE_FIELDS if name not in self._empty)
+            arrays = tuple(getattr(self.state, name)[row, ...] for name in names)
+            views = self._rows[row] = (names, arrays)
+        names, arrays = views
+        copied = dict(zip(names, map(_copy, arrays), strict=True))
+        if self._empty:
+            copied.update(self._empty)
+        return copied
+
+
+_copy = np.ndarray.copy  # the method itself: a map over views without an attribute lookup
+
+
+def capture(
+    rows: StateRows,
+    row: int,
+    model: GridModel,
+    handler: ScenarioHandler,
+    opponent: OpponentBatch | None,
+    setpoints: np.ndarray,
+    done: bool,
+    simulates: tuple[int, int],
+    rng: np.random.Generator | None,
+) -> GridSnapshot:
+    """The snapshot of env ``row`` of a batch (its parts given by the batch); the env is
+    left bitwise as it was (everything is copied or read)."""
+    # a frozen dataclass's __init__ sets each field with object.__setattr__ (0.3 µs each):
+    # the record's __dict__ is filled at once instead, every field given
+    snapshot = object.__new__(GridSnapshot)
+    snapshot.__dict__.update(
+        grid=model.name,
+        state=rows.copy(row),
+        scenario=handler.episode_state(),
+        opponent=None if opponent is None else opponent.row_state(row),
+        solver=rows.state.backends[row].solver_state(),
+        setpoints=setpoints.copy(),  # a view of the scenario's rows, or of a dispatch's
+        done=done,
+        simulates=simulates,
+        rng=None if rng is None else RngState.of(rng),
+    )
+    return snapshot
+
+
+def check(
+    snapshot: Any,
+    state: BatchState,
+    row: int,
+    model: GridModel,
+    handler: ScenarioHandler,
+    opponent: OpponentBatch | None,
+) -> None:
+    """Whether ``snapshot`` can be restored into env ``row`` of a batch (before anything
+    of it changes).
+
+    Raises:
+        TypeError: not a GridSnapshot.
+        ValueError: a snapshot of another grid or configuration: the message names the first
+            field that does not fit.
+    """
+    if not isinstance(snapshot, GridSnapshot):
+        raise TypeError(f"a snapshot must be a GridSnapshot, got {type(snapshot).__name__}")
+    if snapshot.grid != model.name:
+        raise ValueError(
+            f"snapshot field 'grid': a snapshot of grid {snapshot.grid!r} cannot be restored "
+            f"into an env of grid {model.name!r}"
+        )
+    if set(snapshot.state) != set(STATE_FIELDS):
+        wrong = sorted(set(snapshot.state) ^ set(STATE_FIELDS))
+        raise ValueError(f"snapshot field 'state': keys {wrong} missing or unknown")
+    for name in STATE_FIELDS:
+        _fits(f"state.{name}", snapshot.state[name], getattr(state, name)[row, ...])
+    _fits("solver", snapshot.solver, state.backends[row].solver_state())
+    _fits("setpoints", snapshot.setpoints, np.zeros(model.n_gen))
+    if (opponent is None) != (snapshot.opponent is None):
+        raise ValueError(
+            "snapshot field 'opponent': "
+            + ("the env has no opponent" if opponent is None else "the env has an opponent")
+            + (", the snapshot's has one" if opponent is None else ", the snapshot has none")
+        )
+    try:
+        handler.source.info(snapshot.scenario.scenario_id)
+    except ValueError as exc:
+        raise ValueError(f"snapshot field 'scenario.scenario_id': {exc}") from None
+
+
+def put(
+    snapshot: GridSnapshot,
+    state: BatchState,
+    row: int,
+    model: GridModel,
+    layout: TopologyLayout,
+    handler: ScenarioHandler,
+    opponent: OpponentBatch | None,
+    rng: np.random.Generator | None,
+) -> None:
+    """Restore env ``row`` of a batch from a :func:`check`-ed ``snapshot``: its state row,
+    its handler, its opponent, its RNG (when both are given) and its backend."""
+    handler.restore_episode(snapshot.scenario)
+    for name in STATE_FIELDS:
+        getattr(state, name)[row] = snapshot.state[name]
+    if opponent is not None:
+        opponent.restore_row(row, snapshot.opponent)
+    if rng is not None and snapshot.rng is not None:
+        snapshot.rng.put(rng)
+    if not snapshot.state["topo_dirty"]:
+        # the snapshot's backend had its topology: this one gets it now (its solver state,
+        # set below, is of that topology; a push later would start from the base case)
+        state.topo_dirty[row] = True
+        push_topology(state, model, layout, np.array([row], dtype=np.intp))
+    state.backends[row].set_solver_state(snapshot.solver)
+
+
+def _fits(name: str, given: Any, expected: np.ndarray) -> None:
+    if not isinstance(given, np.ndarray):
+        raise ValueError(f"snapshot field {name!r}: expected an array, got {type(given).__name__}")
+    if given.shape != expected.shape or given.dtype != expected.dtype:
+        raise ValueError(
+            f"snapshot field {name!r}: this env's is {expected.dtype} of shape "
+            f"{expected.shape}, the snapshot's {given.dtype} of shape {given.shape} (a "
+            "snapshot of another grid or configuration?)"
+        )
+
+
+def _flatten(out: dict[str, np.ndarray], prefix: str, record: NamedTuple) -> None:
+    """The fields of a record (nested records too) as ``prefix.field`` arrays; None left
+    out; an RNG state as its name and words."""
+    if isinstance(record, RngState):
+        out[f"{prefix}.bit_generator"] = np.array(record.bit_generator)
+        out[f"{prefix}.words"] = record.words
+        return
+    for name, value in record._asdict().items():
+        key = f"{prefix}.{name}"
+        if value is None:
+            continue
+        if isinstance(value, Events):
+            for f in fields(value):
+                out[f"{key}.{f.name}"] = getattr(value, f.name)
+        elif isinstance(value, RngState):
+            _flatten(out, key, value)
+        else:
+            out[key] = value if isinstance(value, np.ndarray) else np.array(value)
+
+
+# the records nested in a snapshot's records, by (record, field)
+_NESTED: dict[tuple[type, str], type] = {
+    (EpisodeState, "maintenance"): Events,
+    (OpponentRow, "rng"): RngState,
+}
+
+
+class _Reader:
+    """Reads the arrays of :meth:`GridSnapshot.to_arrays` back, each key once."""
+
+    def __init__(self, arrays: Mapping[str, np.ndarray]) -> None:
+        if not isinstance(arrays, Mapping) and not hasattr(arrays, "files"):
+            raise ValueError(f"snapshot arrays must be a mapping, got {type(arrays).__name__}")
+        self.arrays = arrays
+        self.keys = set(arrays.keys())
+        self.read: set[str] = set()
+
+    def array(self, key: str, shape: tuple | None = None) -> np.ndarray:
+        if key not in self.keys:
+            raise ValueError(f"snapshot arrays: key {key!r} missing")
+        self.read.add(key)
+        value = np.asarray(self.arrays[key])
+        if value.dtype == object:
+            raise ValueError(f"snapshot arrays: key {key!r} holds objects")
+        if shape is not None and value.shape != shape:
+            raise ValueError(f"snapshot arrays: key {key!r} must be of shape {shape}")
+        return value
+
+    def scalar(self, key: str, kinds: str) -> Any:
+        value = self.array(key, shape=())
+        if value.dtype.kind not in kinds:
+            raise ValueError(f"snapshot arrays: key {key!r} must be of kind {kinds!r}")
+        return value.item()
+
+    def text(self, key: str) -> str:
+        return str(self.scalar(key, "U"))
+
+    def flag(self, key: str) -> bool:
+        return bool(self.scalar(key, "b"))
+
+    def record(self, prefix: str, cls: type, *, optional: bool = False) -> Any:
+        """A record's fields under ``prefix.``; None when none is there and ``optional``."""
+        if optional and not any(k.startswith(prefix + ".") for k in self.keys):
+            return None
+        if cls is RngState:
+            return RngState.from_words(
+                self.text(f"{prefix}.bit_generator"), self.array(f"{prefix}.words")
+            )
+        if cls is Events:
+            return Events(*(self.array(f"{prefix}.{f.name}") for f in fields(Events)))
+        values = {}
+        for name, kind in cls.__annotations__.items():  # ForwardRefs of strings (PEP 563)
+            key = f"{prefix}.{name}"
+            nested = _NESTED.get((cls, name))
+            if nested is not None:
+                values[name] = self.record(key, nested, optional="None" in str(kind))
+            elif key not in self.keys:
+                if "None" in str(kind):
+                    values[name] = None
+                elif name not in cls._field_defaults:
+                    raise ValueError(f"snapshot arrays: key {key!r} missing")
+            else:
+                value = self.array(key)
+                values[name] = value if value.ndim else value.item()
+        return cls(**values)
+
+    def check_all_read(self) -> None:
+        unknown = sorted(self.keys - self.read)
+        if unknown:
+            raise ValueError(f"snapshot arrays: unknown keys {unknown}")
