@@ -495,19 +495,43 @@ class LightSimBackend(Backend):
         self._views = None  # as after a copy: fetched again at the next solve
 
     def solver_state(self) -> np.ndarray:
-        """The first guess of the next power flow: the last solution (the base case after a
-        topology change or a divergence), complex bus voltages in p.u."""
-        return self._V.copy()
+        """What the next power flow depends on besides the injections and the topology, as
+        one float64 array: the first guess (the last solution; the base case after a topology
+        change or a divergence) as real then imaginary parts of the bus voltages (p.u.), how
+        many steady solves the row has had (which decides whether the chord or lightsim2grid
+        solves it next), and the last voltage setpoints sent (kV; NaN before the first): a
+        setpoint that differs from them sends the row back to lightsim2grid."""
+        sent = (
+            np.frombuffer(self._gen_v_sent, dtype=np.float64)
+            if self._gen_v_sent
+            else np.full(self.model.n_gen, np.nan)
+        )
+        return np.concatenate([self._V.real, self._V.imag, [self._steady_solves], sent])
 
     def set_solver_state(self, state: np.ndarray) -> None:
-        """Start the next power flow from ``state`` (a :meth:`solver_state`, taken with the
-        topology now set): ac_pf copies its first guess, so it is kept as given (copied)."""
-        if state.dtype != self._v_init.dtype or state.shape != self._v_init.shape:
+        """Start the next power flow as the backend :meth:`solver_state` was taken from would
+        (the topology set already): its first guess, its steady count, its setpoints."""
+        n_bus, n_gen = self._v_init.size, self.model.n_gen
+        if state.dtype != np.float64 or state.shape != (2 * n_bus + 1 + n_gen,):
             raise ValueError(
-                f"solver state must be {self._v_init.dtype} of shape {self._v_init.shape} for "
+                f"solver state must be float64 of shape {(2 * n_bus + 1 + n_gen,)} for "
                 f"{self.model.name!r}, got {state.dtype} of shape {state.shape}"
             )
-        self._V = state.copy()
+        steady = state[2 * n_bus]
+        if not (np.isfinite(steady) and steady >= 0 and steady == int(steady)):
+            raise ValueError(f"solver state's steady solve count must be a count, got {steady}")
+        self._V = state[:n_bus] + 1j * state[n_bus : 2 * n_bus]
+        gen_v = state[2 * n_bus + 1 :]
+        if np.isnan(gen_v).all():
+            self._gen_v_sent = b""
+        else:
+            gen_v = gen_v.copy()
+            gen_v_pu = gen_v * self._inv_sub_kv
+            self._grid.update_gens_v(
+                self._mask_gen, gen_v_pu[self._ls_gen] if self._has_sgen else gen_v_pu
+            )
+            self._gen_v_sent = gen_v.tobytes()
+        self._steady_solves = int(steady)
 
     def copy(self) -> LightSimBackend:
         """An independent backend: the ``LSGrid`` is deep-copied in C++, arrays are copied."""
