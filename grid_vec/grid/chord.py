@@ -23,7 +23,7 @@ How (and why each choice):
 - **The stopping test is lightsim2grid's**: max |mismatch| < :data:`TOLERANCE` p.u. on the P rows
   of the PV and PQ buses and the Q rows of the PQ buses; results then agree with a
   lightsim2grid solve of the same injections to within that tolerance, not bit for bit.
-- **Results as lightsim2grid computes them** (flows, currents in kA, the slack's active power,
+- **Results as lightsim2grid computes them** (flows, currents, the slack's active power,
   the reactive power of a bus shared among its generators in proportion to their reactive
   ranges: here read off lightsim2grid's reference solve of the plan, as shares of the bus).
 
@@ -98,9 +98,7 @@ def grid_arrays(grid) -> GridArrays:
     )
 
 
-def build_plan(
-    backend, buses: np.ndarray, arrays: GridArrays, reference: tuple | None = None
-) -> TopologyPlan | None:
+def build_plan(backend, buses: np.ndarray, arrays: GridArrays) -> TopologyPlan | None:
     """The plan of the topology ``buses`` (model order: loads, generators, branch origins,
     branch extremities, storage units; 1, 2 or -1), from a lightsim2grid solve of that topology
     with the grid's base-case injections on ``backend`` (a fresh backend of the model, which
@@ -108,9 +106,7 @@ def build_plan(
     be read: the topology's rows then always use lightsim2grid."""
     model = backend.model
     backend.set_topology_trusted(*_split(model, buses))
-    if reference is None:
-        reference = (model.load_p0, model.load_q0, model.gen_p0, model.gen_v0)
-    backend.set_injections_trusted(*reference)
+    backend.set_injections_trusted(model.load_p0, model.load_q0, model.gen_p0, model.gen_v0)
     if not backend.run_ac():
         return None
     grid = backend._grid
@@ -204,7 +200,7 @@ def _jacobian(ybus: sp.csr_matrix, V: np.ndarray, pvpq: np.ndarray, pq: np.ndarr
 
 
 def _factorise(jacobian) -> tuple | None:
-    """scipy's sparse LU of ``jacobian`` as the CSR arrays :func:`_lu_solve` reads."""
+    """scipy's sparse LU of ``jacobian`` as the CSR arrays the kernel's ``lu_solve`` reads."""
     try:
         factors = spla.splu(jacobian)
     except RuntimeError:  # singular

@@ -70,13 +70,18 @@ static int unpack(Plan *p, const int64_t *ints, Py_ssize_t n_ints, const double 
     return 0;
 }
 
-/* current = Y v; F = [P(pvpq); Q(pq)] of v conj(current) - S; returns max |F|. */
-static double mismatch(const Plan *p, const cplx *v, const cplx *S, cplx *current, double *F) {
+/* current = Y v (Ybus as CSR). */
+static void ybus_times(const Plan *p, const cplx *v, cplx *current) {
     for (int64_t i = 0; i < p->n_bus; ++i) {
         cplx acc = 0;
         for (int64_t k = p->indptr[i]; k < p->indptr[i + 1]; ++k) acc += p->data[k] * v[p->indices[k]];
         current[i] = acc;
     }
+}
+
+/* current = Y v; F = [P(pvpq); Q(pq)] of v conj(current) - S; returns max |F|. */
+static double mismatch(const Plan *p, const cplx *v, const cplx *S, cplx *current, double *F) {
+    ybus_times(p, v, current);
     double worst = 0;
     for (int64_t r = 0; r < p->a; ++r) {
         int64_t i = p->pvpq[r];
@@ -140,12 +145,9 @@ static void row_flows(const Plan *p, const double *inj, const double *storage_p,
     double sn = p->sn, sqrt3 = sqrt(3.0);
     for (int64_t i = 0; i < p->n_bus; ++i)
         if (!p->bus_active[i]) v[i] = 0;  /* a bus out of the power flow reports no voltage */
-    for (int64_t i = 0; i < p->n_bus; ++i) {
-        cplx acc = 0;
-        for (int64_t k = p->indptr[i]; k < p->indptr[i + 1]; ++k) acc += p->data[k] * v[p->indices[k]];
-        /* what the bus still needs from its PV generators (Q) or the slack (P), MW / MVAr */
-        need[i] = (v[i] * conj(acc) - S[i]) * sn;
-    }
+    /* what each bus still needs from its PV generators (Q) or the slack (P), MW / MVAr */
+    ybus_times(p, v, need);
+    for (int64_t i = 0; i < p->n_bus; ++i) need[i] = (v[i] * conj(need[i]) - S[i]) * sn;
     for (int side = 0; side < 2; ++side) {  /* p, q, v, a of the origins, then extremities */
         double *base = o + 4 * nb * side;
         for (int64_t j = 0; j < nb; ++j) {

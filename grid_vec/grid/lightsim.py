@@ -133,12 +133,17 @@ class LightSimBackend(Backend):
         # keep them constant): comparing the bytes is cheaper than sending them again
         gen_v_bytes = gen_v.tobytes()
         if gen_v_bytes != self._gen_v_sent:
-            gen_v_pu = gen_v * self._inv_sub_kv
-            self._grid.update_gens_v(
-                self._mask_gen, gen_v_pu[self._ls_gen] if self._has_sgen else gen_v_pu
-            )
-            self._gen_v_sent = gen_v_bytes
+            self._send_gen_v(gen_v, gen_v_bytes)
             self._steady_solves = 0  # the chord keeps the PV magnitudes of its warm start
+
+    def _send_gen_v(self, gen_v: np.ndarray, gen_v_bytes: bytes) -> None:
+        """Give lightsim2grid's grid the voltage setpoints ``gen_v`` (kV, model order), and
+        remember them (their bytes) as the last sent."""
+        gen_v_pu = gen_v * self._inv_sub_kv
+        self._grid.update_gens_v(
+            self._mask_gen, gen_v_pu[self._ls_gen] if self._has_sgen else gen_v_pu
+        )
+        self._gen_v_sent = gen_v_bytes
 
     def _push_injections(self) -> None:
         """Hand the last injections to lightsim2grid's grid (before it solves or is copied)."""
@@ -525,12 +530,7 @@ class LightSimBackend(Backend):
         if np.isnan(gen_v).all():
             self._gen_v_sent = b""
         else:
-            gen_v = gen_v.copy()
-            gen_v_pu = gen_v * self._inv_sub_kv
-            self._grid.update_gens_v(
-                self._mask_gen, gen_v_pu[self._ls_gen] if self._has_sgen else gen_v_pu
-            )
-            self._gen_v_sent = gen_v.tobytes()
+            self._send_gen_v(gen_v, gen_v.tobytes())
         self._steady_solves = int(steady)
 
     def copy(self) -> LightSimBackend:

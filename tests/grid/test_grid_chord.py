@@ -57,6 +57,20 @@ def _tolerance(field: str) -> float:
     return ATOL.get(field, ATOL.get(field.split("_")[-1][0], 1e-5))
 
 
+def _chord_solved(model, seed: int):
+    """A backend (random outage, perturbed injections) whose last solve was the chord's, its
+    flows row and its injections."""
+    rng = np.random.default_rng(seed)
+    (a,), _ = _pair(model, rng, 1, split=False)
+    flows = np.zeros((1, flow_slices(model)["all"].stop))
+    inj = perturbed_injections(model, rng)
+    for _ in range(chord.STEADY_SOLVES + 1):
+        a.set_injections(*inj)
+        assert LightSimBackend.solve_rows([a], [0], flows) == []
+    assert a._by_chord
+    return a, flows, inj
+
+
 @pytest.mark.parametrize("split", [False, True], ids=["outage", "split"])
 def test_chord_rows_equal_lightsim_solves_within_the_solver_tolerance(model, split) -> None:
     rng = np.random.default_rng(7)
@@ -83,14 +97,7 @@ def test_chord_rows_equal_lightsim_solves_within_the_solver_tolerance(model, spl
 
 
 def test_chord_results_equal_its_flows_row(model) -> None:
-    rng = np.random.default_rng(3)
-    (a,), _ = _pair(model, rng, 1, split=False)
-    flows = np.zeros((1, flow_slices(model)["all"].stop))
-    inj = perturbed_injections(model, rng)
-    for _ in range(chord.STEADY_SOLVES + 1):
-        a.set_injections(*inj)
-        assert LightSimBackend.solve_rows([a], [0], flows) == []
-    assert a._by_chord
+    a, flows, _ = _chord_solved(model, 3)
     res = a.results()
     slices = flow_slices(model)
     for name in FLOW_FIELDS:
@@ -150,27 +157,14 @@ def test_a_chord_that_does_not_converge_falls_back_to_lightsim(model, monkeypatc
 
 
 def test_new_voltage_setpoints_send_a_row_to_lightsim(model) -> None:
-    rng = np.random.default_rng(2)
-    (a,), _ = _pair(model, rng, 1, split=False)
-    flows = np.zeros((1, flow_slices(model)["all"].stop))
-    p, q, g, v = perturbed_injections(model, rng)
-    for _ in range(chord.STEADY_SOLVES + 1):
-        a.set_injections(p, q, g, v)
-        LightSimBackend.solve_rows([a], [0], flows)
-    assert a._by_chord
+    a, flows, (p, q, g, v) = _chord_solved(model, 2)
     a.set_injections(p, q, g, v * 1.01)  # the chord keeps the magnitudes of its warm start
     LightSimBackend.solve_rows([a], [0], flows)
     assert not a._by_chord
 
 
 def test_a_backend_after_a_chord_solve_pickles_and_copies_with_its_injections(model) -> None:
-    rng = np.random.default_rng(4)
-    (a,), _ = _pair(model, rng, 1, split=False)
-    flows = np.zeros((1, flow_slices(model)["all"].stop))
-    inj = perturbed_injections(model, rng)
-    for _ in range(chord.STEADY_SOLVES + 1):
-        a.set_injections(*inj)
-        LightSimBackend.solve_rows([a], [0], flows)
+    a, flows, _ = _chord_solved(model, 4)
     for other in (pickle.loads(pickle.dumps(a)), a.copy()):
         # the injections never handed to lightsim2grid travel with the backend
         np.testing.assert_array_equal(other._inj32, a._inj32)
@@ -185,14 +179,7 @@ def test_a_blown_up_iterate_is_never_taken_for_a_solution(model) -> None:
     # a NaN mismatch compares false with everything: it once passed the stopping test, and a
     # row whose chord had blown up reported NaN flows (no overflow, no trip) instead of
     # falling back to lightsim2grid (seen in parity_continuous.py's combined actions, seed 2)
-    rng = np.random.default_rng(1)
-    (a,), _ = _pair(model, rng, 1, split=False)
-    flows = np.zeros((1, flow_slices(model)["all"].stop))
-    inj = perturbed_injections(model, rng)
-    for _ in range(chord.STEADY_SOLVES + 1):
-        a.set_injections(*inj)
-        LightSimBackend.solve_rows([a], [0], flows)
-    assert a._by_chord
+    a, flows, _ = _chord_solved(model, 1)
     injections, storage = a._row_injections([a])
     V = a._V[None].copy()
     V[0, a._plan.pvpq[0]] = np.nan
