@@ -477,7 +477,7 @@ class GridBatch:
             RuntimeError: the episode is over, or ``max_simulate_per_step`` /
                 ``max_simulate_per_episode`` is reached.
         """
-        step, _ = self.simulate_candidates(np.array([row]), action, 1)
+        step, _ = self._simulate(np.array([row]), action, 1, action_masks=True)
         return step
 
     def simulate_candidates(
@@ -503,6 +503,13 @@ class GridBatch:
             RuntimeError: an episode is over, or a simulate budget would be exceeded (then
                 nothing is simulated, nothing counted).
         """
+        return self._simulate(rows, action, k, action_masks=False)
+
+    def _simulate(
+        self, rows: np.ndarray, action: ActionBatch, k: int, *, action_masks: bool
+    ) -> tuple[StepBatch, np.ndarray]:
+        """:meth:`simulate_candidates`; ``action_masks``: whether the steps carry the legal
+        actions of the simulated states (:class:`~grid_vec.core.turn.TurnInputs`)."""
         if k < 1:
             raise ValueError("simulate_candidates needs at least one candidate")
         self._check_running(rows)
@@ -514,7 +521,8 @@ class GridBatch:
         # the same turn as a step's, on copies of the rows' states and their look-ahead inputs
         copies = np.repeat(rows, k)
         state = self.state.take(copies)
-        result = self.turn.play(state, np.arange(len(copies)), action, self._lookahead(rows, k))
+        inputs = self._lookahead(rows, k, action_masks)
+        result = self.turn.play(state, np.arange(len(copies)), action, inputs)
         rho = state.a_or * self.inv_limit
         self.simulate_seconds[rows] += (perf_counter() - t0) / len(rows)
         return result, rho
@@ -542,11 +550,11 @@ class GridBatch:
                 f"env {int(done[0])}: the episode is over (or never started): call reset() first"
             )
 
-    def _lookahead(self, rows: np.ndarray, k: int) -> TurnInputs:
+    def _lookahead(self, rows: np.ndarray, k: int, action_masks: bool) -> TurnInputs:
         """The inputs of the next step of each env of ``rows``, ``k`` times (one per
         candidate), as far as its current step tells: the forecast injections and outages,
         no attack, its clock one step ahead, setpoints written to a throwaway list, nothing
-        truncated."""
+        truncated; the legal actions of the outcome if ``action_masks``."""
         outages = self.outages.now(rows)
         if outages is not None:
             ahead = outages.next_step()
@@ -567,6 +575,7 @@ class GridBatch:
             max_steps=self.max_steps[copies],
             truncated=false_flags(len(copies)),
             ahead=1,
+            action_masks=action_masks,
         )
 
     # --- the pieces of a step -----------------------------------------------------------

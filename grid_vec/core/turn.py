@@ -87,6 +87,9 @@ class TurnInputs:
     max_steps: np.ndarray  # (k,) steps each episode may play
     truncated: np.ndarray  # (k,) the episode reaches its max_steps (before game overs)
     ahead: int = 0  # steps from the rows' clocks to the step played
+    # whether the outcome carries each row's legal actions (a step's and a simulate's info
+    # shows them; a search over thousands of candidates reads none: a (k, n_catalog) mask)
+    action_masks: bool = True
 
 
 class TurnHost(Protocol):
@@ -421,7 +424,7 @@ class Turn:
             ambiguous_reason=why_ambiguous,
             game_over_reason=reasons,
             failed_redispatch_reason=failed,
-            action_mask=host.mask_of(state, rows),
+            action_mask=host.mask_of(state, rows) if inputs.action_masks else None,
         )
 
 
