@@ -153,3 +153,23 @@ def test_mask_needs_a_catalog(case14):
     plain = GridEnv(case14, source)
     assert "action_mask" not in plain.reset(seed=0)[1]
     assert "action_mask" not in plain.step(0)[4]
+
+
+def test_a_simulate_info_carries_the_mask_of_the_state_it_foresees(case14):
+    """``simulate``'s info has the mask a real step to the same state gives (candidates,
+    which nobody reads the masks of, skip computing them)."""
+    f = factory(case14, thermal_limits=loose_limits(case14), parameters=COOLDOWNS, action_mask=True)
+    env = f()
+    env.reset(seed=0)
+    sub_action = int(np.flatnonzero(env.catalog.kind == KIND_SUB)[0])
+    *_, info = env.simulate(sub_action)
+    assert "action_mask" in info
+    *_, stepped = env.step(sub_action)
+    # the simulated forecast equals the next step's injections only approximately, but the
+    # legality of each action depends on the cooldowns and statuses alone
+    np.testing.assert_array_equal(info["action_mask"], stepped["action_mask"])
+    # the substation just changed is in cooldown: none of its configurations is legal
+    same_sub = (env.catalog.kind == KIND_SUB) & (
+        env.catalog.target == env.catalog.target[sub_action]
+    )
+    assert not info["action_mask"][same_sub].any()
