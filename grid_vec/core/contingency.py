@@ -125,3 +125,73 @@ def screen(
     return ContingencyResults(
         branches=branches.copy(), rho=rho, max_rho=max_rho, game_over_reason=reasons
     )
+
+
+class OutageFlows:
+    """The N-1 currents of the rows of a turn just played, computed when first asked for:
+    what a reward that prices a contingency reads (grid2op's ``N1Reward``), at no cost to the
+    turns of the rewards that read none (:class:`~grid_vec.core.rewards.base.RewardInputs`'
+    ``outages``).
+
+    Args:
+        state: the batch's state after the turn.
+        model: its grid.
+        layout: its topology layout.
+        rows: the turn's rows (indices of ``state``).
+        solved: (len(rows),) bool, the rows whose state is solved (no game over): the others
+            get NaN currents.
+    """
+
+    def __init__(
+        self,
+        state: BatchState,
+        model: GridModel,
+        layout: TopologyLayout,
+        rows: np.ndarray,
+        solved: np.ndarray,
+        *,
+        one_env: bool = False,
+    ) -> None:
+        self._state, self._model, self._layout = state, model, layout
+        self._rows, self._solved = rows, solved
+        self._one_env = one_env  # a per-env reward's view: currents without the env axis
+        self._currents: dict[int, np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, i: int) -> OutageFlows:
+        """Row ``i``'s alone, its currents ``(n_branch,)`` (what a per-env reward gets)."""
+        return OutageFlows(
+            self._state, self._model, self._layout, self._rows[i : i + 1],
+            self._solved[i : i + 1], one_env=True,
+        )  # fmt: skip
+
+    def currents(self, branch: int | str) -> np.ndarray:
+        """Each row's origin currents (A) with ``branch`` (an index or a name) out (already
+        out: as the row stands), NaN where that outage cuts a load or a generator off,
+        disconnects the slack or diverges, and in the rows not solved.
+
+        Returns:
+            (len(rows), n_branch) float64; a per-env view's: (n_branch,).
+
+        Raises:
+            ValueError: ``branch`` is not one branch's index or name.
+        """
+        indices = branch_indices(self._model, branch)
+        if len(indices) != 1:
+            raise ValueError(f"currents: give one branch, got {branch!r}")
+        branch = int(indices[0])
+        if branch not in self._currents:
+            out = np.full((len(self._rows), self._model.n_branch), np.nan)
+            alive = np.flatnonzero(self._solved)
+            if len(alive):
+                ones = np.ones((1, self._model.n_branch))  # rho = amps * 1
+                found = screen(
+                    self._state, self._model, self._layout, ones, self._rows[alive],
+                    np.array([branch]),
+                )  # fmt: skip
+                out[alive] = found.rho[:, 0]
+            self._currents[branch] = out
+        found = self._currents[branch]
+        return found[0] if self._one_env else found

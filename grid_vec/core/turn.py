@@ -35,6 +35,7 @@ from typing import Protocol
 import numpy as np
 
 from grid_vec.chronics.handler import Rows
+from grid_vec.core.contingency import OutageFlows
 from grid_vec.core.parameters import Parameters
 from grid_vec.core.records import ActionBatch, StepBatch
 from grid_vec.core.rewards.base import RewardContext, RewardFn, RewardInputs, batch_rewards
@@ -398,6 +399,7 @@ class Turn:
             max_steps=inputs.max_steps,
             topo=state.topo[sel],
             cooldown_line=state.cooldown_line[sel],
+            outages=OutageFlows(state, host.model, host.topology, rows, ~terminated),
             context=host.reward_context,
         )
         reward = batch_rewards(host.reward_fn, inputs_, terminated)

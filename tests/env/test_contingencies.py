@@ -98,3 +98,68 @@ def test_vector_envs_screen_each_sub_env_as_it_would_alone():
     assert together.rho.shape == (2, 3, apart.rho.shape[-1])
     np.testing.assert_array_equal(together.rho, apart.rho)
     np.testing.assert_array_equal(together.max_rho, apart.max_rho)
+
+
+def _n1_env(branch: int, **kwargs):
+    from grid_vec.core.rewards.grid2op import N1Reward
+
+    return grid_vec.make("case14", reward=N1Reward(l_id=branch), **kwargs)
+
+
+def test_n1_reward_is_the_max_rho_of_that_outage_in_the_state_reached():
+    """grid2op's N1Reward: the screening of the state the step reached, that branch out;
+    -1 for an outage that cuts a generator or a load off."""
+    probe = grid_vec.make("case14")
+    probe.reset(seed=0, options={"scenario_id": 2})
+    ends = probe.unwrapped.contingencies().game_over_reason != ""
+    whole, cutting = int(np.flatnonzero(~ends)[0]), int(np.flatnonzero(ends)[0])
+    for branch in (whole, cutting):
+        env = _n1_env(branch)
+        env.reset(seed=0, options={"scenario_id": 2})
+        for _ in range(3):
+            _, reward, *_ = env.step(0)
+            found = env.unwrapped.contingencies([branch])
+            expected = -1.0 if branch == cutting else float(found.max_rho[0])
+            assert reward == pytest.approx(expected, rel=1e-12), branch
+        assert (reward == -1.0) == (branch == cutting)
+
+
+def test_n1_reward_in_a_batch_equals_each_env_alone():
+    from gymnasium.vector import AutoresetMode
+
+    from grid_vec.core.rewards.grid2op import N1Reward
+
+    envs = grid_vec.make_vec(
+        "case14", 3, vectorization="batched", reward=N1Reward(l_id=2),
+        autoreset_mode=AutoresetMode.DISABLED,
+    )  # fmt: skip
+    singles = [_n1_env(2) for _ in range(3)]
+    envs.reset(seed=0)
+    for i, env in enumerate(singles):
+        env.reset(seed=i)
+    for t in range(4):
+        _, rewards, *_ = envs.step(np.zeros(3, dtype=np.int64))
+        alone = [env.step(0)[1] for env in singles]
+        np.testing.assert_array_equal(rewards, alone, err_msg=f"step {t}")
+
+
+def test_n1_reward_refuses_a_branch_the_grid_lacks():
+    with pytest.raises(ValueError, match="l_id must be a branch index"):
+        _n1_env(10_000)
+
+
+def test_a_per_env_reward_reads_its_own_outage_currents():
+    """A custom (per-env) reward gets ``outages.currents`` of its env alone, 1-D."""
+    seen = []
+
+    def worst_amps(inputs, terminated):
+        amps = inputs.outages.currents(2)
+        seen.append(amps.shape)
+        return float(np.nanmax(amps))
+
+    env = grid_vec.make("case14", reward=worst_amps)
+    env.reset(seed=0, options={"scenario_id": 2})
+    _, reward, *_ = env.step(0)
+    expected = env.unwrapped.contingencies([2]).rho[0] * env.unwrapped.thermal_limit
+    assert seen == [(env.unwrapped.model.n_branch,)]
+    assert reward == pytest.approx(float(expected.max()), rel=1e-12)

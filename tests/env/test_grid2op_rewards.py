@@ -61,6 +61,10 @@ def _variants():
         "BridgeReward_10": ("BridgeReward", {"max_pen_gte": 10.0}),
         "CloseToOverflowReward_2": ("CloseToOverflowReward", {"max_lines": 2}),
         "FlatReward_3": ("FlatReward", {"per_timestep": 3.0}),
+        # a branch whose outage leaves the grid whole, and the radial one (its outage isolates
+        # a generator: -1 on both sides)
+        "N1Reward_3": ("N1Reward", {"l_id": 3}),
+        "N1Reward_radial": ("N1Reward", {"l_id": RADIAL}),
     }
     ours = {k: GRID2OP_REWARDS[c](**kw) for k, (c, kw) in kwargs.items()}
     theirs = {k: getattr(grid2op.Reward, c)(**kw) for k, (c, kw) in kwargs.items()}

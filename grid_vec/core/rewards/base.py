@@ -15,7 +15,9 @@ None; ``acted_line`` / ``acted_sub``: the branch / substation that action target
 and whether it was refused (``is_illegal``, ``is_ambiguous``: the action was then played as
 do-nothing), the episode flags (``game_over``; ``done``: game over or last step, grid2op's
 ``is_done``), the position (``step``: steps played this episode, ``max_steps``), the timers
-(``cooldown_line``: steps before each branch's status may change) and, in ``context``, what
+(``cooldown_line``: steps before each branch's status may change), the N-1 currents of the
+state reached (``outages.currents(branch)``, computed only when a reward asks) and, in
+``context``, what
 does not change during an episode (:class:`RewardContext`: thermal limits, generator limits
 and costs, the step duration, the topology layout). A custom reward, for example::
 
@@ -108,6 +110,9 @@ class RewardInputs:
     max_steps: Any = None  # steps the episode may last
     topo: Any = None  # bus bar of every element end (-1: disconnected), grid2op's order
     cooldown_line: Any = None  # steps before each branch's status may change
+    # the N-1 currents of the state after the step, computed on demand
+    # (:class:`~grid_vec.core.contingency.OutageFlows`: ``outages.currents(branch)``)
+    outages: Any = None
     context: RewardContext | None = None  # not per env
 
     @property

@@ -16,9 +16,10 @@ constructor arguments (an error when the env is built if neither gives them). Th
 inputs carry neither the storage units' power nor the curtailment yet: their terms are 0
 (grid2op's ``RedispReward`` and ``L2RPNSandBoxScore`` price the storage power too).
 
-Not here: ``N1Reward`` (an extra power flow per step and per watched branch),
-``CombinedReward`` / ``CombinedScaledReward`` (a sum of rewards: write a callable) and the
-alarm / alert rewards and scores (grid_vec has no alarms nor alerts).
+``N1Reward`` costs an extra power flow per step and per watched branch (only an env that
+plays it pays for it). Not here: ``CombinedReward`` / ``CombinedScaledReward`` (a sum of
+rewards: write a callable) and the alarm / alert rewards and scores (grid_vec has no alarms
+nor alerts).
 """
 
 from __future__ import annotations
@@ -411,6 +412,45 @@ def count_bridges(edges: set[tuple[int, int]]) -> int:
     return bridges
 
 
+class N1Reward(Grid2opReward):
+    """The highest flow over its thermal limit (limits under 1 A taken as 1 A) with branch
+    ``l_id`` out, from the state the step reached (an AC power flow of that outage, from the
+    state's solution: :meth:`~grid_vec.core.contingency.OutageFlows.currents`); -1 where that
+    outage cuts a load or a generator off or its power flow diverges; ``reward_min`` (0) at the
+    end of an episode. grid2op leaves ``reward_min`` and ``reward_max`` at 0. Each step costs
+    one extra power flow per env; several watched branches are several rewards
+    (``other_rewards={f"n1_{l}": N1Reward(l_id=l) for l in lines}``), as in grid2op.
+
+    Raises:
+        ValueError: ``l_id`` is not a branch of the env's grid (when the env is built).
+    """
+
+    reward_max = 0.0
+
+    def __init__(self, l_id: int = 0) -> None:
+        if isinstance(l_id, bool) or not isinstance(l_id, (int, np.integer)):
+            raise ValueError(f"l_id must be a branch index, got {l_id!r}")
+        self.l_id = int(l_id)
+
+    def initialize(self, context: RewardContext) -> None:
+        super().initialize(context)
+        n = context.model.n_branch
+        if not 0 <= self.l_id < n:
+            raise ValueError(
+                f"N1Reward: l_id must be a branch index in [0, {n - 1}], got {self.l_id}"
+            )
+        self._inv_limit = 1.0 / np.maximum(context.thermal_limit, 1.0)
+
+    def __call__(self, inputs: RewardInputs, terminated: Any) -> Any:
+        currents = inputs.outages.currents(self.l_id)
+        worst = _max(currents * self._inv_limit, axis=-1)  # NaN rows stay NaN
+        value = np.where(np.isnan(worst), -1.0, worst)
+        return np.where(inputs.done, self.reward_min, value)[()]
+
+    def __repr__(self) -> str:
+        return f"N1Reward(l_id={self.l_id})"
+
+
 GRID2OP_REWARDS: dict[str, type[Grid2opReward]] = {
     cls.__name__: cls
     for cls in (
@@ -428,5 +468,6 @@ GRID2OP_REWARDS: dict[str, type[Grid2opReward]] = {
         GameplayReward,
         BridgeReward,
         L2RPNSandBoxScore,
+        N1Reward,
     )
 }
