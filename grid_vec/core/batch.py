@@ -154,6 +154,9 @@ class GridBatch:
         self.opponent = None if opponent is None else OpponentBatch(opponent, self.n)
         self._rules = ActionRules.of(model, self.catalog, self.topology)
         self.action_mask = config.action_mask  # each result carries the legal catalog actions
+        # each result of a reset or step carries the agent actions whose simulated next step
+        # keeps max rho below this (None: no such mask)
+        self.safe_mask_rho = config.safe_mask_rho
         self.heuristics = config.heuristics
         self.line_toggles = line_toggles(self.catalog, model.n_branch)
         self.reference_actions = reference_actions(self.catalog, model.n_sub)
@@ -256,7 +259,9 @@ class GridBatch:
         if any(restored):  # snapshots to restore (reset_options: the option comes alone)
             if not all(restored):
                 raise ValueError("reset option 'state': give it to every env reset together")
-            return self.restore(rows, [o["state"] for o in options], rngs)
+            return self._with_safe_mask(
+                rows, self.restore(rows, [o["state"] for o in options], rngs)
+            )
         inits = [
             check_init_state(o["init_state"], self.model, self.topology)
             if "init_state" in o
@@ -321,7 +326,9 @@ class GridBatch:
         self._calm = min(self._calm, self._calm_steps(rows))
         self.counts["resets"][sel] += 1
         self.simulates.new_episode(sel)
-        return self._observe_now(rows, np.zeros(len(rows), dtype=np.int64), outages)
+        return self._with_safe_mask(
+            rows, self._observe_now(rows, np.zeros(len(rows), dtype=np.int64), outages)
+        )
 
     def _follow_scenarios(self, rows: np.ndarray) -> None:
         """The clocks of ``rows`` (each handler just reset or restored) set to their
@@ -408,8 +415,10 @@ class GridBatch:
         if self.action_subset is not None:
             action = replace(action, topology=self.action_subset[action.topology])
         if self.heuristics is None:
-            return self.play_step(rows, action)
-        return step_with_heuristics(self, self.heuristics, rows, action)
+            result = self.play_step(rows, action)
+        else:
+            result = step_with_heuristics(self, self.heuristics, rows, action)
+        return self._with_safe_mask(rows, result)
 
     def play_step(self, rows: np.ndarray, action: ActionBatch) -> StepBatch:
         """Play one step of ``rows``, without heuristics (arguments as :meth:`step`'s, the
@@ -505,16 +514,45 @@ class GridBatch:
         """
         return self._simulate(rows, action, k, action_masks=False)
 
+    def _with_safe_mask(self, rows: np.ndarray, result: StepBatch) -> StepBatch:
+        """``result`` (of a reset or step of ``rows``) with its safe-action mask when the env
+        gives one: every agent action simulated from each row still playing, as
+        :meth:`simulate_candidates` does (not counted against the simulate budgets: it is the
+        env's look-ahead, not the agent's); safe: legal, unambiguous, no game over, and the
+        highest rho below ``safe_mask_rho``. A row whose episode ended has none safe."""
+        if self.safe_mask_rho is None:
+            return result
+        k = self.n_actions
+        safe = np.zeros((len(rows), k), dtype=bool)
+        playing = ~self.done[rows]
+        if playing.any():
+            alive = rows[playing]
+            every = ActionBatch(np.tile(np.arange(k, dtype=np.int64), len(alive)))
+            step, rho = self._simulate(alive, every, k, action_masks=False, charge=False)
+            refused = step.is_illegal | step.is_ambiguous | step.terminated
+            with np.errstate(invalid="ignore"):  # a game over's rho: NaN, refused anyway
+                below = rho.max(axis=1) < self.safe_mask_rho
+            safe[playing] = (below & ~refused).reshape(len(alive), k)
+        return replace(result, safe_mask=safe)
+
     def _simulate(
-        self, rows: np.ndarray, action: ActionBatch, k: int, *, action_masks: bool
+        self,
+        rows: np.ndarray,
+        action: ActionBatch,
+        k: int,
+        *,
+        action_masks: bool,
+        charge: bool = True,
     ) -> tuple[StepBatch, np.ndarray]:
         """:meth:`simulate_candidates`; ``action_masks``: whether the steps carry the legal
-        actions of the simulated states (:class:`~grid_vec.core.turn.TurnInputs`)."""
+        actions of the simulated states (:class:`~grid_vec.core.turn.TurnInputs`);
+        ``charge``: whether the candidates count against the simulate budgets."""
         if k < 1:
             raise ValueError("simulate_candidates needs at least one candidate")
         self._check_running(rows)
-        self.simulates.charge(rows, k, self.counts["steps"][rows], self.parameters)
-        self.counts["simulates"][rows] += k
+        if charge:
+            self.simulates.charge(rows, k, self.counts["steps"][rows], self.parameters)
+            self.counts["simulates"][rows] += k
         t0 = perf_counter()
         if self.action_subset is not None:
             action = replace(action, topology=self.action_subset[action.topology])

@@ -51,6 +51,8 @@ class GameConfig:
         action_mask: give the legal catalog actions with every result.
         heuristics: the steps the env plays on its own, or None.
         action_subset: the catalog actions the agent picks from (None: all of them).
+        safe_mask_rho: give, with every result, the agent actions whose simulated step
+            stays below this max rho (None: no such mask).
     """
 
     backend: str
@@ -69,6 +71,7 @@ class GameConfig:
     action_mask: bool
     heuristics: Heuristics | None
     action_subset: tuple[int, ...] | None
+    safe_mask_rho: float | None
 
     @classmethod
     def build(
@@ -93,6 +96,7 @@ class GameConfig:
         action_mask: bool = False,
         heuristics: Heuristics | None = None,
         action_subset: Sequence[int] | None = None,
+        safe_mask_rho: float | None = None,
     ) -> GameConfig:
         """The settings of :class:`~grid_vec.env.grid_env.GridEnv`'s keywords, checked.
 
@@ -101,7 +105,8 @@ class GameConfig:
             source: the scenarios (a dataset folder's may name the default reward).
             backend, parameters, opponent, max_iter, action_type, chunk_size,
                 dispatch_limits, maintenance, observation_attributes, storage_units,
-                action_mask, heuristics, action_subset: see the attributes (``parameters``
+                action_mask, heuristics, action_subset, safe_mask_rho: see the attributes
+                (``parameters``
                 None: grid2op's defaults).
             thermal_limits: amperes per branch (None: the grid's).
             reward: a reward name, object or callable (None: the dataset's, else
@@ -155,6 +160,17 @@ class GameConfig:
                 "action_subset needs a catalog of discrete actions: action_type 'discrete' or "
                 f"'combined', got {action_type!r}"
             )
+        if safe_mask_rho is not None:
+            if isinstance(safe_mask_rho, bool) or not isinstance(safe_mask_rho, (int, float)):
+                raise TypeError(f"safe_mask_rho must be a number or None, got {safe_mask_rho!r}")
+            if not (np.isfinite(safe_mask_rho) and safe_mask_rho > 0):
+                raise ValueError(f"safe_mask_rho must be finite and > 0, got {safe_mask_rho!r}")
+            if action_type not in _CATALOG_TYPES:
+                raise ValueError(
+                    "safe_mask_rho needs a catalog of discrete actions: action_type 'discrete' "
+                    f"or 'combined', got {action_type!r}"
+                )
+            safe_mask_rho = float(safe_mask_rho)
         return cls(
             backend=backend,
             parameters=parameters,
@@ -174,6 +190,7 @@ class GameConfig:
             action_mask=action_mask,
             heuristics=heuristics,
             action_subset=None if action_subset is None else tuple(action_subset),
+            safe_mask_rho=safe_mask_rho,
         )
 
 

@@ -174,6 +174,8 @@ class StepBatch:
     game_over_reason: dict[int, str] = field(default_factory=dict)
     failed_redispatch_reason: dict[int, str] = field(default_factory=dict)  # action undone
     action_mask: np.ndarray | None = None  # (k, n_catalog) bool: legal now (if asked for)
+    # (k, n_actions) bool: the agent actions whose simulated next step is safe (if asked for)
+    safe_mask: np.ndarray | None = None
     skipped: np.ndarray | None = None  # (k,) int64: steps the heuristics played (if any)
 
     @classmethod
@@ -184,6 +186,7 @@ class StepBatch:
         *,
         other_rewards: tuple[str, ...] = (),
         action_mask: np.ndarray | None = None,
+        safe_mask: np.ndarray | None = None,
         skipped: bool = False,
     ) -> StepBatch:
         """The record of ``len(obs)`` envs with nothing to report: rewards 0, nothing
@@ -194,6 +197,7 @@ class StepBatch:
             n_branch: branches of the grid (the width of ``tripped``).
             other_rewards: the names of the other rewards (each 0).
             action_mask: the legal catalog actions, when the env gives them.
+            safe_mask: the safe agent actions, when the env gives them.
             skipped: give ``skipped`` (0), as an env with heuristics does.
         """
         k = len(obs)
@@ -209,6 +213,7 @@ class StepBatch:
             attacked=np.full(k, -1, dtype=np.int64),
             other_rewards={name: np.zeros(k) for name in other_rewards},
             action_mask=action_mask,
+            safe_mask=safe_mask,
             skipped=np.zeros(k, dtype=np.int64) if skipped else None,
         )
 
@@ -284,6 +289,8 @@ def env_info(result: StepBatch, j: int) -> dict[str, Any]:
                 info[key] = texts[j]
     if result.action_mask is not None:
         info["action_mask"] = result.action_mask[j].copy()
+    if result.safe_mask is not None:
+        info["safe_mask"] = result.safe_mask[j].copy()
     if result.skipped is not None:
         info["skipped_steps"] = int(result.skipped[j])
     return info

@@ -105,6 +105,13 @@ class GridEnv(gym.Env):
     actions to these: action ``k`` is catalog action ``action_subset[k]``, and the
     ``action_mask`` has one entry per action of the subset. The heuristics still use the
     whole catalog (a reconnection or a recovery need not be in the subset).
+
+    ``safe_mask_rho=0.95`` (``"discrete"`` and ``"combined"``) puts in the info of every reset
+    and step ``safe_mask``, a ``(n_actions,)`` bool array: True where the agent action,
+    simulated from the state returned on the forecast of the next step (as
+    :meth:`simulate_candidates` simulates it), is legal, unambiguous, ends no game and keeps
+    every branch's rho below 0.95. It costs one simulated step per action and per step; those
+    simulations do not count against ``max_simulate_per_step`` / ``_per_episode``.
     """
 
     metadata: ClassVar[dict] = {"render_modes": []}
@@ -134,6 +141,7 @@ class GridEnv(gym.Env):
         action_mask: bool = False,
         heuristics: Heuristics | None = None,
         action_subset: Sequence[int] | None = None,
+        safe_mask_rho: float | None = None,
     ) -> None:
         self.config = config = GameConfig.build(
             model,
@@ -155,6 +163,7 @@ class GridEnv(gym.Env):
             action_mask=action_mask,
             heuristics=heuristics,
             action_subset=action_subset,
+            safe_mask_rho=safe_mask_rho,
         )
         self._source = source
         self._batch = batch = GridBatch(model, [source], config)
@@ -285,6 +294,8 @@ class GridEnv(gym.Env):
         out: dict[str, Any] = {"scenario_id": info.id, "scenario_name": info.name}
         if result.action_mask is not None:
             out["action_mask"] = result.action_mask[0].copy()
+        if result.safe_mask is not None:
+            out["safe_mask"] = result.safe_mask[0].copy()
         return result.obs[0], out
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -328,6 +339,11 @@ class GridEnv(gym.Env):
             self.model.n_branch,
             other_rewards=tuple(batch.other_rewards),
             action_mask=np.zeros((1, batch.n_actions), dtype=bool) if batch.action_mask else None,
+            safe_mask=(
+                np.zeros((1, batch.n_actions), dtype=bool)
+                if batch.safe_mask_rho is not None
+                else None
+            ),
             skipped=batch.heuristics is not None,
         )
         return env_info(quiet, 0)

@@ -182,7 +182,8 @@ class SliceEngine:
             "_scenario_id": _mask(n, rows),
             "scenario_name": names,
             "_scenario_name": _mask(n, rows),
-            **_masks(result.action_mask, self.all[: len(rows)], rows, n),
+            **_masks("action_mask", result.action_mask, self.all[: len(rows)], rows, n),
+            **_masks("safe_mask", result.safe_mask, self.all[: len(rows)], rows, n),
         }
 
 
@@ -228,6 +229,8 @@ def info_columns(result: StepBatch) -> dict[str, Any]:
         columns["other_rewards"] = result.other_rewards
     if result.action_mask is not None:
         columns["action_mask"] = result.action_mask
+    if result.safe_mask is not None:
+        columns["safe_mask"] = result.safe_mask
     if result.skipped is not None:
         columns["skipped_steps"] = result.skipped
     return columns
@@ -275,7 +278,7 @@ def step_infos(result: StepBatch, positions: np.ndarray, rows: np.ndarray, n: in
     infos: dict[str, Any] = {}
     reasons_added = False
     for key, column in info_columns(result).items():
-        if key in ("action_mask", "skipped_steps") and not reasons_added:
+        if key in ("action_mask", "safe_mask", "skipped_steps") and not reasons_added:
             _add_reasons(infos, result, positions, rows, n)  # a GridEnv's info order
             reasons_added = True
         if isinstance(column, dict):
@@ -315,14 +318,15 @@ def _mask(n: int, rows: np.ndarray) -> np.ndarray:
 
 
 def _masks(
-    action_mask: np.ndarray | None, positions: np.ndarray, rows: np.ndarray, n: int
+    key: str, masks: np.ndarray | None, positions: np.ndarray, rows: np.ndarray, n: int
 ) -> dict[str, Any]:
-    """The ``action_mask`` infos of the given rows (none when the envs give none)."""
-    if action_mask is None:
+    """The ``key`` infos (an action mask: ``action_mask``, ``safe_mask``) of the given rows
+    (none when the envs give none)."""
+    if masks is None:
         return {}
-    array = np.zeros((n, action_mask.shape[1]), dtype=bool)
-    array[rows] = action_mask[positions]
-    return {"action_mask": array, "_action_mask": _mask(n, rows)}
+    array = np.zeros((n, masks.shape[1]), dtype=bool)
+    array[rows] = masks[positions]
+    return {key: array, f"_{key}": _mask(n, rows)}
 
 
 def _merge(infos: dict[str, Any], more: dict[str, Any]) -> None:
