@@ -30,6 +30,8 @@ turn is :mod:`grid_vec.core.turn`'s, the rules live in the modules it calls (``s
 
 from __future__ import annotations
 
+import datetime
+import functools
 from collections.abc import Sequence
 from dataclasses import replace
 from time import perf_counter
@@ -83,6 +85,9 @@ from grid_vec.grid import make_backend
 from grid_vec.grid.model import GridModel
 
 _TIME_BLOCK = 288  # steps of time features computed at once (a day of 5-minute steps)
+# ... but only this many at a reset: under random actions an episode lasts a few steps, and
+# a block computed for nothing cost a reset more than its power flow's Python
+_FIRST_TIME_BLOCK = 16
 _CALM_NONE = 2**62  # no env running: no step is due for a check
 
 
@@ -187,7 +192,8 @@ class GridBatch:
         self.step_index, self.played, steps, self._time_pos = self._clock.T
         # env i's time features of _TIME_BLOCK steps of its scenario, rows i * _TIME_BLOCK on
         self._times = np.zeros((self.n * _TIME_BLOCK, 6), dtype=np.float32)
-        self._time_end = (np.arange(self.n) + 1) * _TIME_BLOCK  # past each env's block
+        # past the last row computed of each env's block (_fill_times)
+        self._time_end = np.arange(self.n) * _TIME_BLOCK
         # steps every running env surely plays before one reaches its max_steps or the end of
         # its time block: until then a step checks neither (see _calm_steps)
         self._calm = _CALM_NONE
@@ -339,8 +345,8 @@ class GridBatch:
             seconds = info.step_duration.total_seconds()
             self.step_index[row], self.played[row] = handler.step, handler.steps_played
             self.max_steps[row], self._step_seconds[row] = handler.max_steps, seconds
-            self._calendar[row] = np.datetime64(info.start, "s").astype(np.int64), int(seconds)
-        self._fill_times(rows)
+            self._calendar[row] = _epoch_seconds(info.start), int(seconds)
+        self._fill_times(rows, _FIRST_TIME_BLOCK)
 
     def _observe_now(
         self, rows: np.ndarray, played: np.ndarray, outages: outages_.OutageRows | None
@@ -701,16 +707,24 @@ class GridBatch:
             pos = self._time_pos[sel] + ahead
         return self._times.take(pos, axis=0)  # take: cheaper than fancy indexing
 
-    def _fill_times(self, rows: np.ndarray) -> None:
-        """Time features of ``_TIME_BLOCK`` steps of each row's scenario from its current
-        step, in one computation for all the rows (numpy's calendar arithmetic costs mostly
-        per call)."""
+    def _fill_times(self, rows: np.ndarray, count: int = _TIME_BLOCK) -> None:
+        """Time features of ``count`` (at least 2, at most ``_TIME_BLOCK``) steps of each
+        row's scenario from its current step, in one computation for all the rows (numpy's
+        calendar arithmetic costs mostly per call)."""
         start_s, step_s = self._calendar[rows].T
-        steps = self.step_index[rows, None] + np.arange(_TIME_BLOCK)
+        steps = self.step_index[rows, None] + np.arange(count)
         seconds = start_s[:, None] + steps * step_s[:, None]  # as time_features counts them
         blocks = self._times.reshape(self.n, _TIME_BLOCK, 6)  # a view: env i's block is [i]
-        blocks[rows] = time_features_at(seconds.ravel()).reshape(len(rows), _TIME_BLOCK, 6)
+        blocks[rows, :count] = time_features_at(seconds.ravel()).reshape(len(rows), count, 6)
         self._time_pos[rows] = rows * _TIME_BLOCK
+        self._time_end[rows] = rows * _TIME_BLOCK + count
+
+
+@functools.lru_cache(maxsize=4096)
+def _epoch_seconds(start: datetime.datetime) -> int:
+    """A scenario's (naive) start as seconds since the epoch, as ``time_features`` counts
+    them (numpy's conversion, cached: a reset pays it per env)."""
+    return int(np.datetime64(start, "s").astype(np.int64))
 
 
 def _no_maintenance(k: int, n_branch: int) -> np.ndarray:

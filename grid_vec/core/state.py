@@ -108,9 +108,9 @@ class BatchState:
         sel = selector(rows, self.n)
         for name in _RESTORED:
             getattr(self, name)[sel] = getattr(initial, name)  # its one row, broadcast
-        backends = self.backends
-        for row in rows.tolist():
-            backends[row].reset()
+        rows_ = rows.tolist()
+        if rows_:
+            type(self.backends[rows_[0]]).reset_rows(self.backends, rows_)
 
 
 _ROW_ARRAYS = (

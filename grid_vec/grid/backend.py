@@ -243,12 +243,21 @@ class Backend(abc.ABC):
         Injections and storage setpoints keep their last values: the caller sets every one
         of them before the next power flow (as an env's reset does).
         """
-        start = perf_counter()
-        m = self.model
+        type(self).reset_rows([self], [0])
+
+    @classmethod
+    def reset_rows(cls, backends: list[Backend], rows: list[int]) -> None:
+        """:meth:`reset` of the backends of ``rows`` (all of this class), their topologies
+        written by one :meth:`set_topologies_trusted` call."""
+        if not rows:
+            return
+        m = backends[rows[0]].model
         n_elements = m.n_load + m.n_gen + 2 * m.n_branch + m.n_storage
-        self._apply_topology(np.ones(n_elements, dtype=np.int32))
-        self._forget_solves()
-        self.timings["set_topology"] += perf_counter() - start
+        cls.set_topologies_trusted(backends, rows, np.ones((len(rows), n_elements), np.int32))
+        for row in rows:
+            start = perf_counter()
+            backends[row]._forget_solves()
+            backends[row].timings["set_topology"] += perf_counter() - start
 
     def solver_state(self) -> np.ndarray:
         """What the next power flow starts from besides the injections and the topology
