@@ -298,18 +298,27 @@ class LightSimBackend(Backend):
         write the converged rows' flows; return the others (left as they were)."""
         chosen = [backends[row] for row in rows]
         V = np.array([backend._V for backend in chosen])
-        out = np.empty((len(rows), flows.shape[1]))
+        # rows in one run (a GridEnv's one row; a batch all in one topology) are written in
+        # place: the unconverged ones are solved again (and written) by lightsim2grid
+        first = rows[0]
+        in_place = rows[-1] - first + 1 == len(rows)  # rows are sorted and distinct
+        out = (
+            flows[first : first + len(rows)] if in_place else np.empty((len(rows), flows.shape[1]))
+        )
         iters = chord.solve_rows(plan, *chosen[0]._row_injections(chosen), V, out)
-        converged = (iters >= 0).tolist()
-        flows[rows] = out  # the unconverged rows are solved again (and written) by lightsim2grid
-        for backend, v, ok in zip(chosen, V, converged, strict=True):
-            if ok:
+        if not in_place:
+            flows[rows] = out
+        failed = []
+        for row, backend, v, n_iter in zip(rows, chosen, V, iters.tolist(), strict=True):
+            if n_iter >= 0:
                 backend._V = v
                 backend._steady_solves += 1
                 backend._converged = True
                 backend._by_chord = True
                 backend._results = None
-        return [row for row, ok in zip(rows, converged, strict=True) if not ok]
+            else:
+                failed.append(row)
+        return failed
 
     def _row_injections(self, chosen: list) -> tuple[np.ndarray, np.ndarray]:
         """The injections of backends of this model, stacked as lightsim2grid stores them:
