@@ -496,3 +496,36 @@ def test_catalog_actions_in_grid2ops_vocabulary(case14):
     assert target == catalog.target[sub]
     assert buses == list(catalog.sub_buses[sub])
     assert len(buses) == layout.sub_start[target + 1] - layout.sub_start[target]
+
+
+def test_observed_time_features_follow_the_calendar_across_every_block():
+    """A reset computes a short block of time features, later steps refill longer ones:
+    every step's observation (and a simulate's, one step ahead) holds its own step's
+    calendar, before, at and after each refill."""
+    import datetime as dt
+
+    from grid_vec.core import batch as batch_module
+    from grid_vec.core.observation import time_features
+
+    env = grid_vec.make("case14", reward="flat")
+    obs, _ = env.reset(seed=0, options={"scenario_id": 1, "fast_forward": 7})
+    info = env.unwrapped.scenario_info
+    names = ["year", "month", "day", "hour_of_day", "minute_of_hour", "day_of_week"]
+
+    def features(o) -> tuple:
+        view = env.unwrapped.view(o)
+        return tuple(float(np.asarray(getattr(view, n)).ravel()[0]) for n in names)
+
+    def expected(step: int) -> tuple:
+        return tuple(float(x) for x in time_features(info.start, info.step_duration, step, 1)[0])
+
+    assert isinstance(info.start, dt.datetime)
+    # past the reset's block and the first full block after it
+    steps = batch_module._FIRST_TIME_BLOCK + batch_module._TIME_BLOCK + 5
+    assert features(obs) == expected(7)
+    for t in range(1, steps):
+        sim_obs, *_ = env.unwrapped.simulate(0)
+        assert features(sim_obs) == expected(7 + t), t
+        obs, _, terminated, truncated, _ = env.step(0)
+        assert not (terminated or truncated)
+        assert features(obs) == expected(7 + t), t
