@@ -9,6 +9,7 @@ import io
 
 import numpy as np
 import pytest
+from gymnasium.vector import AutoresetMode
 
 import grid_vec
 from grid_vec.core.rules.opponent import GeometricOpponent, RandomLineOpponent
@@ -278,3 +279,39 @@ def test_the_pandapower_backend_replays_bitwise_too(case14):
     _play(fresh, [7, 0], n=2)
     fresh.restore(snap)
     _assert_same_steps(expected, _play(fresh, actions[3:], n=7)[0])
+
+
+@pytest.mark.parametrize("vectorization", ["batched", "multiprocess"])
+def test_a_vector_env_row_continues_another_rows_trajectory(vectorization):
+    """snapshot(i) / restore(j, s) on both vector envs (GridVecEnv's snapshots cross the
+    worker pipes), and the snapshot restored into a GridEnv of this process plays the same."""
+    envs = grid_vec.make_vec(
+        "case14", 4, vectorization=vectorization, autoreset_mode=AutoresetMode.NEXT_STEP
+    )
+    try:
+        envs.reset(seed=[7, 8, 9, 10])
+        rng = np.random.default_rng(3)
+        k = envs.single_action_space.n
+        for _ in range(6):  # rows in states of their own (do-nothing ends no episode here)
+            envs.step(np.zeros(4, dtype=np.int64))
+        snap = envs.snapshot(0)
+        actions = [0, *(int(rng.integers(k)) for _ in range(7))]  # ends where the game does
+        expected = []
+        for a in actions:
+            obs, rewards, terminated, *_ = envs.step(np.array([a, 0, 0, 0]))
+            expected.append((obs[0].copy(), rewards[0], terminated[0]))
+            if terminated[0]:
+                break
+        assert len(expected) >= 2
+        envs.restore(3, snap)
+        alone = grid_vec.make("case14")
+        alone.unwrapped.restore(snap)
+        for t, (obs_0, reward_0, term_0) in enumerate(expected):
+            obs, rewards, terminated, *_ = envs.step(np.array([0, 0, 0, actions[t]]))
+            assert obs[3].tobytes() == obs_0.tobytes(), f"step {t}"
+            assert (rewards[3], terminated[3]) == (reward_0, term_0)
+            single_obs, single_reward, single_term, *_ = alone.step(actions[t])
+            assert single_obs.tobytes() == obs_0.tobytes(), f"step {t}"
+            assert (single_reward, single_term) == (reward_0, term_0)
+    finally:
+        envs.close()
