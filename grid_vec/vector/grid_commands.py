@@ -206,8 +206,7 @@ class GridCommands:
             IndexError: no sub-env ``index``.
             RuntimeError: that sub-env was never reset.
         """
-        self._index(index)
-        return self.call_each("snapshot")[index]
+        return self.call_each("snapshot", [self._index(index)])[0]  # that sub-env's worker only
 
     def restore(self, index: int, snapshot: Any) -> tuple[Any, dict[str, Any]]:
         """Put sub-env ``index`` in the state of ``snapshot`` (of any sub-env, or any env of
