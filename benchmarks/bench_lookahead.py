@@ -11,7 +11,9 @@ side, each env three do-nothing steps into scenario 0:
 * batched xN simulate_candidates: ``make_vec(folder, N, vectorization="batched")``, all
   actions of all N envs in one call (N = ``--batch``, 8);
 * case118 simulate_candidates: the embedded case118 GridEnv, its whole catalog (grid2op has
-  no case118 folder with the same grid here).
+  no case118 folder with the same grid here);
+* GridEnv snapshot / restore (reported in µs per call): ``env.unwrapped.snapshot()`` of the
+  searched state, and ``restore`` of that snapshot (the search's other primitive).
 
 Each repetition times every subject for ``--seconds`` in turn, starting one further along
 the list each time; reported: the median of the repetitions (min..max) in candidates/s.
@@ -82,6 +84,24 @@ def grid_vec_subjects(where, batch: int) -> dict[str, Callable[[], int]]:
     }
 
 
+def snapshot_subjects(where) -> dict[str, Callable[[], int]]:
+    env = _started(grid_vec.make(where, opponent=None, maintenance=False)).unwrapped
+    snap = env.snapshot()
+
+    def take() -> int:
+        env.snapshot()
+        return 1
+
+    def put() -> int:
+        env.restore(snap)
+        return 1
+
+    return {"GridEnv snapshot": take, "GridEnv restore": put}
+
+
+_PER_CALL = ("GridEnv snapshot", "GridEnv restore")  # reported in µs per call
+
+
 def case118_subject() -> Callable[[], int]:
     env = _started(grid_vec.make("case118")).unwrapped
     everything = np.arange(env.action_space.n)
@@ -129,6 +149,7 @@ def main(argv: list[str] | None = None) -> dict:
     subjects: dict[str, Callable[[], int]] = {"grid2op obs.simulate": grid2op_subject(where)}
     subjects.update(grid_vec_subjects(where, args.batch))
     subjects["case118 simulate_candidates"] = case118_subject()
+    subjects.update(snapshot_subjects(where))
     for run in subjects.values():  # warm-up
         timed(run, min(1.0, args.seconds))
     rates: dict[str, list[float]] = {name: [] for name in subjects}
@@ -142,6 +163,12 @@ def main(argv: list[str] | None = None) -> dict:
     for name, values in rates.items():
         median = statistics.median(values)
         rows[name] = {"per_s": median, "min": min(values), "max": max(values)}
+        if name in _PER_CALL:
+            print(
+                f"{name:36s} {1e6 / median:9.1f} µs per call "
+                f"({1e6 / max(values):.1f}..{1e6 / min(values):.1f})"
+            )
+            continue
         print(
             f"{name:36s} {median:9.0f} candidates/s ({min(values):.0f}..{max(values):.0f}), "
             f"{median / base:5.1f}x {names[0]}"
