@@ -25,7 +25,10 @@ def test_bench_lookahead_reports_every_subject(tmp_path, capsys):
         "GridEnv simulate_candidates",
         "batched x2 simulate_candidates",
         "case118 simulate_candidates",
+        "GridEnv snapshot",
+        "GridEnv restore",
     } <= names
     assert all(row["per_s"] > 0 for row in doc["results"].values())
     assert (tmp_path / "bench_lookahead.json").exists()
-    assert "candidates/s" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "candidates/s" in out and "µs per call" in out
