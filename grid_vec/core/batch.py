@@ -6,9 +6,10 @@ a leading env axis; only what is per env by nature runs once per env (its scenar
 step, its power flow, the draws of its opponent). :class:`~grid_vec.env.grid_env.GridEnv` is
 the batch of one, and :class:`~grid_vec.vector.batched.BatchedGridVecEnv` the batch of N.
 
-(About 670 lines: the class is the one entry point of the core for reset, step, simulate,
+(About 740 lines: the class is the one entry point of the core for reset, step, simulate,
 lookahead and snapshots; each of those lives in its own module and is a thin call here. The
-lookahead methods are the next to move out, with their state copy, when horizons come.)
+lookahead methods (simulate, the candidates, the safe-action mask: ~150 lines) are the next to
+move out, with their state copy, when horizons come.)
 
 One step, for the envs stepped together: move each scenario and clock one step, then play
 the turn (:mod:`grid_vec.core.turn`, grid2op's order: legality, redispatch, storage, the
