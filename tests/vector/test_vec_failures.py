@@ -194,7 +194,8 @@ cloudpickle.register_pickle_by_value(vec_toy_envs)
 from grid_vec.vector import GridVecEnv
 envs = GridVecEnv([vec_toy_envs.SlowEnv] * 2, envs_per_worker=1, daemon={daemon})
 envs.reset()
-envs.set_attr("delay", 0.5)
+# the step outlasts the interrupt by far: a loaded machine may fire the timer late
+envs.set_attr("delay", 2.0)
 print(json.dumps(envs.worker_pids()), flush=True)
 threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
 try:
