@@ -49,7 +49,7 @@ from grid_vec.core.continuous import ContinuousLayout
 from grid_vec.core.observation import ObservationLayout, time_features_at
 from grid_vec.core.observation_select import ObservationSelection, extra_values
 from grid_vec.core.parameters import Parameters
-from grid_vec.core.records import ActionBatch, StepBatch
+from grid_vec.core.records import ActionBatch, CandidateResults, StepBatch
 from grid_vec.core.reset_options import (
     apply_init_state,
     check_init_state,
@@ -536,10 +536,9 @@ class GridBatch:
             alive = rows[playing]
             every = ActionBatch(np.tile(np.arange(k, dtype=np.int64), len(alive)))
             step, rho = self._simulate(alive, every, k, action_masks=False, charge=False)
-            refused = step.is_illegal | step.is_ambiguous | step.terminated
-            with np.errstate(invalid="ignore"):  # a game over's rho: NaN, refused anyway
-                below = rho.max(axis=1) < self.safe_mask_rho
-            safe[playing] = (below & ~refused).reshape(len(alive), k)
+            found = CandidateResults.of(step, rho, len(alive), k)  # max_rho: inf at a game over
+            refused = found.illegal | found.ambiguous | found.terminated
+            safe[playing] = ~refused & (found.max_rho < self.safe_mask_rho)
         return replace(result, safe_mask=safe)
 
     def _simulate(

@@ -106,8 +106,7 @@ class GameConfig:
             backend, parameters, opponent, max_iter, action_type, chunk_size,
                 dispatch_limits, maintenance, observation_attributes, storage_units,
                 action_mask, heuristics, action_subset, safe_mask_rho: see the attributes
-                (``parameters``
-                None: grid2op's defaults).
+                (``parameters`` None: grid2op's defaults).
             thermal_limits: amperes per branch (None: the grid's).
             reward: a reward name, object or callable (None: the dataset's, else
                 ``"flat"``).

@@ -157,9 +157,6 @@ class OutageFlows:
         self._one_env = one_env  # a per-env reward's view: currents without the env axis
         self._currents: dict[int, np.ndarray] = {}
 
-    def __len__(self) -> int:
-        return len(self._rows)
-
     def __getitem__(self, i: int) -> OutageFlows:
         """Row ``i``'s alone, its currents ``(n_branch,)`` (what a per-env reward gets)."""
         return OutageFlows(

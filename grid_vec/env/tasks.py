@@ -43,9 +43,8 @@ where grid2op downloads it (``~/data_grid2op/<dataset>``); grid_vec downloads no
 Case14Topology and Case118Topology play a reduced action set (``action_subset``): do-nothing
 and the catalog actions greedy-by-simulate picks most on the training scenarios, shipped
 (read-only) in ``grid_vec/env/data/action_sets/``. ``grid-vec actions TASK --out DIR`` writes
-a new one
-(see :mod:`grid_vec.runner.action_sets`), played with ``action_set=PATH`` (``--action-set``
-on the CLI). ``action_subset=None`` plays the whole catalog.
+a new one (see :mod:`grid_vec.runner.action_sets`), played with ``action_set=PATH``
+(``--action-set`` on the CLI). ``action_subset=None`` plays the whole catalog.
 """
 
 from __future__ import annotations

@@ -191,24 +191,18 @@ def _jacobian(ybus: sp.csr_matrix, V: np.ndarray, pvpq: np.ndarray, pq: np.ndarr
     n = ybus.shape[0]
     current = ybus @ V
     unit = V / np.where(np.abs(V) > 0, np.abs(V), 1.0)
-    rows = np.repeat(np.arange(n), np.diff(ybus.indptr))
-    cols = ybus.indices
+    ybus_rows = np.repeat(np.arange(n), np.diff(ybus.indptr))
     # dS_i/dVm_k = V_i conj(Y_ik u_k) (+ conj(I_i) u_i on the diagonal), u = V / |V|;
-    # dS_i/dVa_k = -j V_i conj(Y_ik V_k) (+ j V_i conj(I_i) on the diagonal)
+    # dS_i/dVa_k = -j V_i conj(Y_ik V_k) (+ j V_i conj(I_i) on the diagonal): the entries
+    # of ybus' pattern, then the diagonal's terms (duplicates add up in the construction)
     diagonal = np.arange(n)
-    rows = np.concatenate([rows, diagonal])
-    cols = np.concatenate([cols, diagonal])
+    rows = np.concatenate([ybus_rows, diagonal])
+    cols = np.concatenate([ybus.indices, diagonal])
     d_vm = np.concatenate(
-        [
-            V[rows[: cols.size - n]] * np.conj(ybus.data * unit[ybus.indices]),
-            np.conj(current) * unit,
-        ]
+        [V[ybus_rows] * np.conj(ybus.data * unit[ybus.indices]), np.conj(current) * unit]
     )
     d_va = np.concatenate(
-        [
-            -1j * V[rows[: cols.size - n]] * np.conj(ybus.data * V[ybus.indices]),
-            1j * V * np.conj(current),
-        ]
+        [-1j * V[ybus_rows] * np.conj(ybus.data * V[ybus.indices]), 1j * V * np.conj(current)]
     )
     n_pvpq = pvpq.size
     angle_at = np.full(n, -1)  # a bus' angle unknown (its P row), -1: none
