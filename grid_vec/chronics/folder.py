@@ -369,8 +369,10 @@ class FolderSource:
                 f"{info.name!r}), got start={start}, stop={stop}"
             )
         m = self.model
-        # both injections and their forecasts, float64
-        whole_bytes = info.length * (2 * (2 * m.n_load + 2 * m.n_gen) * 8 + 3 * 4 * m.n_branch)
+        # the injections and their forecasts (h per step), float64, and the outages, int32
+        whole_bytes = info.length * (
+            (1 + self._horizons) * (2 * m.n_load + 2 * m.n_gen) * 8 + 3 * 4 * m.n_branch
+        )
         if whole_bytes > shared_cache.max_bytes:  # never kept: read just the window
             return self._parse(info, self._files(info.id), start, stop)
         # the files found by info() name the cache entry (resolving them again costs more
@@ -426,20 +428,23 @@ class FolderSource:
     ) -> Injections:
         """Parse steps ``[start, stop)`` of a scenario's files."""
         arrays: dict[str, np.ndarray] = {}
+        h, steps = self._horizons, stop - start
         for stem in _STEMS:
-            # one row past the window, for forecasts that default to the next actual step
-            ext_stop = min(stop + 1, info.length)
+            # h rows past the window, for forecasts that default to the actual steps ahead
+            ext_stop = min(stop + h, info.length)
             actual = self._read_table(files.get(stem), stem, start, ext_stop, info.length)
             forecast_path = files.get(f"{stem}_forecasted")
-            if forecast_path is not None:
-                h = self._horizons
-                forecast = self._read_table(
+            if forecast_path is not None:  # step-major: the h forecasts made at a step in a row
+                forecasts = self._read_table(
                     forecast_path, stem, start * h, stop * h, info.length * h
-                )[::h]
-            else:
-                forecast = np.concatenate([actual[1:], actual[-1:]])[: stop - start]
-            arrays[stem] = actual[: stop - start]
-            arrays[f"{stem}_forecast"] = forecast
+                ).reshape(steps, h, -1)
+            else:  # the actual steps ahead (the last step's stands for those past the end)
+                ahead = np.minimum(np.arange(steps)[:, None] + np.arange(1, h + 1), len(actual) - 1)
+                forecasts = actual[ahead]
+            arrays[stem] = actual[:steps]
+            arrays[f"{stem}_forecast"] = np.ascontiguousarray(forecasts[:, 0])
+            if h > 1:
+                arrays[f"{stem}_ahead"] = np.ascontiguousarray(forecasts[:, 1:])
         outages = outage_arrays(
             {k: v for k, v in files.items() if k in ("maintenance", "hazards")},
             self.model.branch_names, self._rename["line"], info.length, start, stop,
@@ -454,6 +459,10 @@ class FolderSource:
             load_q_forecast=arrays["load_q_forecast"],
             gen_p_forecast=arrays["prod_p_forecast"],
             gen_v_forecast=arrays["prod_v_forecast"],
+            load_p_ahead=arrays.get("load_p_ahead"),
+            load_q_ahead=arrays.get("load_q_ahead"),
+            gen_p_ahead=arrays.get("prod_p_ahead"),
+            gen_v_ahead=arrays.get("prod_v_ahead"),
         )
 
     def _read_table(

@@ -5,6 +5,11 @@ pending ``set_id``, fast-forward and episode length limits, and reads the source
 ``chunk_size`` steps at a time (by default, the source's ``preferred_chunk`` if it has one)
 so that a long scenario never has to sit in memory, or be generated, whole.
 
+Beyond the next step's forecast, it serves the forecast of any horizon the source offers
+(:meth:`ScenarioHandler.rows_ahead`): a folder's multi-horizon files, or, for a source whose
+``forecasts_chain`` is true (the synthetic scenarios), the one-step forecast made ``h - 1``
+steps later.
+
 It also serves the line outages the scenario plans (maintenance, hazards: see
 :mod:`grid_vec.chronics.outages`), read with the injections, or, for a source whose
 ``maintenance_plan`` gives one, drawn at each reset from ``(seed, scenario id)`` and laid out
@@ -94,6 +99,10 @@ class ScenarioHandler:
         # the chunk's (load_p, load_q, gen_p, gen_v), now and forecast: indexed per step
         self._now: Rows = ()
         self._ahead: Rows = ()
+        # the chunk's forecasts of horizons 2 to H, (steps, H - 1, n) each; () when none
+        self._later: Rows = ()
+        # the last read past the chunk for a chained horizon: (first step, its injections)
+        self._past_chunk: tuple[int, Injections] | None = None
         self.outages = bool(outages)
         self._drawn: Events | None = None  # this episode's random (or explicit) maintenance
         self._explicit = False  # the episode's maintenance was given to reset
@@ -103,7 +112,8 @@ class ScenarioHandler:
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_chunk"] = None  # re-read on demand: keeps the pickle small
-        state["_now"] = state["_ahead"] = ()
+        state["_now"] = state["_ahead"] = state["_later"] = ()
+        state["_past_chunk"] = None
         state["_outages"] = None
         return state
 
@@ -267,6 +277,9 @@ class ScenarioHandler:
             chunk.load_p_forecast, chunk.load_q_forecast, chunk.gen_p_forecast,
             chunk.gen_v_forecast,
         )  # fmt: skip
+        later = (chunk.load_p_ahead, chunk.load_q_ahead, chunk.gen_p_ahead, chunk.gen_v_ahead)
+        self._later = () if later[0] is None else later
+        self._past_chunk = None
 
     def current(self) -> Injections:
         """Injections of the current step (1-D views) and their forecast of the next step."""
@@ -287,6 +300,51 @@ class ScenarioHandler:
         t = self._step - self._chunk_start
         load_p, load_q, gen_p, gen_v = self._ahead if forecast else self._now
         return load_p[t], load_q[t], gen_p[t], gen_v[t]
+
+    @property
+    def forecast_horizons(self) -> int | None:
+        """How many steps ahead the scenario forecasts: 1 for one-step forecasts, grid2op's
+        ``len(h_forecast)`` for a folder's multi-horizon files, None for a source whose
+        forecasts chain (any horizon, up to the scenario's end)."""
+        if self._chunk is None:
+            self.rows()
+        if self._later:
+            return 1 + self._later[0].shape[1]
+        return None if getattr(self.source, "forecasts_chain", False) else 1
+
+    def rows_ahead(self, horizon: int) -> Rows:
+        """``(load_p, load_q, gen_p, gen_v)`` forecast at the current step for ``horizon``
+        steps ahead (1-D views; 1: :meth:`rows` with ``forecast``).
+
+        Raises:
+            ValueError: a horizon the scenario does not forecast (see
+                :attr:`forecast_horizons`), or one past the scenario's end.
+        """
+        if horizon == 1:
+            return self.rows(forecast=True)
+        most = self.forecast_horizons
+        if not 1 <= horizon <= (most or horizon):
+            raise ValueError(
+                f"scenario {self.info.name!r} forecasts {most} step(s) ahead, not {horizon}"
+            )
+        t = self._step - self._chunk_start
+        if self._later:
+            return tuple(a[t, horizon - 2] for a in self._later)
+        # a chained source: the one-step forecast made horizon - 1 steps later
+        step = self._step + horizon - 1
+        if step >= self.info.length:
+            raise ValueError(
+                f"scenario {self.info.name!r} of {self.info.length} steps has no forecast "
+                f"{horizon} steps ahead of step {self._step}"
+            )
+        if t + horizon - 1 < len(self._chunk):
+            return tuple(a[t + horizon - 1] for a in self._ahead)
+        past = self._past_chunk
+        if past is None or not past[0] <= step < past[0] + len(past[1]):
+            read = self.source.read(self.info.id, step, min(step + 64, self.info.length))
+            past = self._past_chunk = (step, read)
+        row = past[1].row(step - past[0])
+        return row.load_p_forecast, row.load_q_forecast, row.gen_p_forecast, row.gen_v_forecast
 
     @property
     def has_outages(self) -> bool:

@@ -1,7 +1,8 @@
 """What the environment reads from any scenario source (synthetic or grid2op-format folder).
 
 A scenario is a time series at a fixed resolution (5 minutes by default) of every injection,
-in :class:`~grid_vec.grid.model.GridModel` element order, plus the forecast of the next step.
+in :class:`~grid_vec.grid.model.GridModel` element order, plus the forecast of the next step
+(and, from folders whose files forecast several steps ahead, the forecasts of the later ones).
 The environment only ever sees :class:`ScenarioInfo` and :class:`Injections`, never which
 source produced them.
 """
@@ -40,6 +41,10 @@ class Injections:
     next maintenance, 0 while it lasts, -1: none planned), ``maintenance_duration`` (steps
     it lasts; while it lasts, the steps left) and ``hazard_duration`` (while a hazard lasts,
     the steps left, else 0).
+
+    The forecasts of later steps, float64 ``(steps, H - 1, n_elements)``, None when the source
+    forecasts one step ahead only: ``*_ahead[t, j]`` is the forecast made at step ``t`` of
+    step ``t + 2 + j`` (horizons 2 to ``H``: grid2op's ``h_forecast`` beyond the first).
     """
 
     load_p: np.ndarray
@@ -53,6 +58,10 @@ class Injections:
     maintenance_time: np.ndarray | None = None
     maintenance_duration: np.ndarray | None = None
     hazard_duration: np.ndarray | None = None
+    load_p_ahead: np.ndarray | None = None
+    load_q_ahead: np.ndarray | None = None
+    gen_p_ahead: np.ndarray | None = None
+    gen_v_ahead: np.ndarray | None = None
 
     def __len__(self) -> int:
         return self.load_p.shape[0]
@@ -79,9 +88,13 @@ class Injections:
         return Injections(*(None if a is None else a[t] for a in self._fields()))
 
 
-# the float64 injection fields (always there), then the optional int32 outage fields
+# the float64 injection fields (always there), the optional int32 outage fields, and the
+# optional float64 forecasts of later steps (all four or none)
 OUTAGE_FIELDS = ("maintenance_time", "maintenance_duration", "hazard_duration")
-INJECTION_FIELDS = tuple(f.name for f in fields(Injections) if f.name not in OUTAGE_FIELDS)
+AHEAD_FIELDS = ("load_p_ahead", "load_q_ahead", "gen_p_ahead", "gen_v_ahead")
+INJECTION_FIELDS = tuple(
+    f.name for f in fields(Injections) if f.name not in OUTAGE_FIELDS + AHEAD_FIELDS
+)
 
 
 @runtime_checkable

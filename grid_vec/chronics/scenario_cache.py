@@ -53,8 +53,9 @@ import numpy as np
 
 from grid_vec._untrusted import UntrustedFileError
 from grid_vec._untrusted_npz import read_npz
+from grid_vec.chronics.config_file import MAX_FORECAST_HORIZONS
 from grid_vec.chronics.outages import events_of, outage_window
-from grid_vec.chronics.scenario import INJECTION_FIELDS, OUTAGE_FIELDS, Injections
+from grid_vec.chronics.scenario import AHEAD_FIELDS, INJECTION_FIELDS, OUTAGE_FIELDS, Injections
 
 DEFAULT_MAX_BYTES = 256 * 2**20  # about 60 case14 scenarios of 4 weeks with their forecasts
 ENV_VAR = "GRID_VEC_SCENARIO_CACHE_MB"
@@ -62,9 +63,10 @@ DIR_ENV_VAR = "GRID_VEC_SCENARIO_CACHE_DIR"
 # a disk entry's arrays are bounded by this (a 4-week case118 scenario with forecasts: ~70 MB)
 MAX_DISK_ENTRY_BYTES = 1 << 30
 MAX_LIMIT_MB = 2**30  # GRID_VEC_SCENARIO_CACHE_MB beyond this (a PiB) is a mistake
-_DISK_FORMAT = "grid_vec-scenario-3"  # changes when the layout of an entry changes
+_DISK_FORMAT = "grid_vec-scenario-4"  # changes when the layout of an entry changes
 _ALL_FIELDS = tuple(f.name for f in fields(Injections))
 _OUTAGE_FIELDS = OUTAGE_FIELDS
+_AHEAD_FIELDS = AHEAD_FIELDS
 _FIELDS = INJECTION_FIELDS
 
 
@@ -230,7 +232,7 @@ class DiskTier:
         if not {*_FIELDS, *_META} <= names <= {*_ALL_FIELDS, *_META}:
             raise _BadEntry(
                 f"arrays {sorted(names)[:20]}, expected {sorted(_FIELDS)}, key, content and "
-                f"optionally {sorted(_OUTAGE_FIELDS)}"
+                f"optionally {sorted(_OUTAGE_FIELDS)} and {sorted(_AHEAD_FIELDS)}"
             )
         if _text(arrays["key"]) != self._stamp(key):
             raise _BadEntry("written for another scenario")
@@ -248,7 +250,9 @@ class DiskTier:
             raise _BadEntry("loads and generators have different numbers of steps")
         outages = {name: arrays[name] for name in _OUTAGE_FIELDS if name in names}
         _check_outages(outages, load_shape[0])
-        return Injections(*values, **outages)
+        ahead = {name: arrays[name] for name in _AHEAD_FIELDS if name in names}
+        _check_ahead(ahead, load_shape, gen_shape)
+        return Injections(*values, **outages, **ahead)
 
     def _write(
         self, path: Path, key: Hashable, content: str, injections: Injections, *, warn: bool
@@ -315,6 +319,27 @@ def _content_digest(files: tuple[str, ...]) -> str:
 def _text(array: np.ndarray) -> str | None:
     """The text of a 0-d unicode array, None for anything else."""
     return str(array[()]) if array.shape == () and array.dtype.kind == "U" else None
+
+
+def _check_ahead(
+    ahead: dict[str, np.ndarray], load_shape: tuple[int, ...], gen_shape: tuple[int, ...]
+) -> None:
+    """The forecasts of later steps come all four or none, finite float64 of
+    ``(steps, horizons - 1, n)`` with the same number of horizons (at most grid2op's)."""
+    if not ahead:
+        return
+    if len(ahead) != len(_AHEAD_FIELDS):
+        raise _BadEntry(f"{sorted(_AHEAD_FIELDS)} go together, found {sorted(ahead)}")
+    later = ahead["load_p_ahead"].shape[1:2]
+    for name, array in ahead.items():
+        steps, width = load_shape if name.startswith("load") else gen_shape
+        want = (steps, *later, width)
+        if array.dtype != np.float64 or array.ndim != 3 or array.shape != want:
+            raise _BadEntry(f"{name} is {array.dtype}{array.shape}, expected float64{want}")
+        if not 1 <= array.shape[1] < MAX_FORECAST_HORIZONS:
+            raise _BadEntry(f"{name} holds {array.shape[1]} later horizons")
+        if not np.isfinite(array).all():
+            raise _BadEntry(f"{name} holds non-finite values")
 
 
 def _check_outages(outages: dict[str, np.ndarray], steps: int) -> None:

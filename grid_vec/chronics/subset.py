@@ -56,6 +56,11 @@ class SubsetSource:
     def read(self, scenario_id: int, start: int, stop: int) -> Injections:
         return self.inner.read(self._inner_id(scenario_id), start, stop)
 
+    @property
+    def forecasts_chain(self) -> bool:
+        """The inner source's (see :class:`~grid_vec.chronics.handler.ScenarioHandler`)."""
+        return bool(getattr(self.inner, "forecasts_chain", False))
+
     def maintenance_plan(self, scenario_id: int) -> Any:
         plan_of = getattr(self.inner, "maintenance_plan", None)
         return None if plan_of is None else plan_of(self._inner_id(scenario_id))

@@ -5,7 +5,8 @@ with smooth and white noise, scaled so that the base net's loads are the mean le
 generators (``sgen``) get solar or wind profiles. Dispatchable generators share the load net
 of renewables in proportion to their base-case output (or ``pmax`` when the base case has
 none), within their limits; the slack's target takes the residual, losses included.
-Forecasts are the next step plus a forecast error, with the dispatch re-balanced on them.
+Forecasts are the next step plus a forecast error, with the dispatch re-balanced on them; a
+forecast h steps ahead is the one-step forecast made h - 1 steps later.
 
 A scenario is generated a block of ``BLOCK`` steps (a day at 5 minutes) at a time, each
 block from its own random stream, so that a reset costs one block, not the whole week, and
@@ -46,9 +47,14 @@ class SyntheticSource:
 
     ``len()`` is ``n_scenarios``: the number of ids a handler cycles through and shuffles.
     ``preferred_chunk``: a handler without a ``chunk_size`` reads this many steps at a time.
+    ``forecasts_chain``: the forecast made at step ``t`` of step ``t + h`` is the one-step
+    forecast made at ``t + h - 1`` (the next step plus its own error). Its errors are drawn
+    independently per step, so a longer horizon is no less accurate than the first: a
+    simplification of real forecasts, whose error grows with the horizon.
     """
 
     preferred_chunk = BLOCK
+    forecasts_chain = True
 
     def __init__(
         self,

@@ -46,6 +46,7 @@ from grid_vec.core.actions import ActionCatalog
 from grid_vec.core.config import GameConfig
 from grid_vec.core.contingency import ContingencyResults, branch_indices, screen
 from grid_vec.core.continuous import ContinuousLayout
+from grid_vec.core.lookahead import Lookahead
 from grid_vec.core.observation import ObservationLayout, time_features_at
 from grid_vec.core.observation_select import ObservationSelection, extra_values
 from grid_vec.core.parameters import Parameters
@@ -170,7 +171,7 @@ class GridBatch:
         self.action_subset = self.catalog.checked_subset(action_subset)
         self.n_actions = len(self.catalog if action_subset is None else self.action_subset)
         # each env's scheduled generation of its last step (a view of its scenario's rows)
-        self._last_gen_p: list[np.ndarray] = [np.zeros(model.n_gen)] * self.n
+        self.last_gen_p: list[np.ndarray] = [np.zeros(model.n_gen)] * self.n
 
         # Each episode starts from this state (BatchState.restore), its backend reset in place
         # to one that has never solved, so that the solver's warm start (hence every float of
@@ -187,7 +188,7 @@ class GridBatch:
         self.started = np.zeros(self.n, dtype=bool)  # reset at least once
         self.done = np.ones(self.n, dtype=bool)  # episode over (or never started)
         # each env's step in its scenario, steps played this episode, steps ever played and
-        # the row of its current step's time features in _times (see _time_features), as
+        # the row of its current step's time features in _times (see time_features), as
         # columns of one array: a step moves them all with one addition
         self._clock = np.zeros((self.n, 4), dtype=np.int64)
         self.step_index, self.played, steps, self._time_pos = self._clock.T
@@ -215,6 +216,7 @@ class GridBatch:
         self.simulates = SimulateBudget(self.n)  # max_simulate_per_step / _per_episode
         self.simulate_seconds = np.zeros(self.n)
         self.turn = Turn(self, self._rules)  # the turn of a step and of a simulate
+        self.lookahead = Lookahead(self)  # simulate, candidates and the safe-action mask
 
     # --- rules ------------------------------------------------------------------------
 
@@ -308,10 +310,10 @@ class GridBatch:
             outages_.take_out(state, self.topology, rows, outages)
         length = None
         if self.storage is not None:
-            length = self._length(rows)
+            length = self.step_length(rows)
             reset_storage(state, rows, self.storage, self.parameters, length)
         dead = self.turn.inject(
-            state, rows, self._rows_now(rows), None, self._last_gen_p, length, first=True
+            state, rows, self._rows_now(rows), None, self.last_gen_p, length, first=True
         )
         # grid2op's reset plays one step in which only hard overflows trip, then zeroes every
         # counter and timer: a branch tripped there starts disconnected, reconnectable at once
@@ -353,7 +355,7 @@ class GridBatch:
         self, rows: np.ndarray, played: np.ndarray, outages: outages_.OutageRows | None
     ) -> StepBatch:
         """The observations of ``rows`` in their current states, nothing flagged."""
-        obs, _ = self.observe(self.state, rows, self._time_features(rows), played, outages)
+        obs, _ = self.observe(self.state, rows, self.time_features(rows), played, outages)
         return StepBatch.quiet(obs, self.model.n_branch, action_mask=self.mask_of(self.state, rows))
 
     # --- snapshots (grid_vec.core.snapshot) ---------------------------------------------
@@ -370,7 +372,7 @@ class GridBatch:
         steps = int(self.counts["steps"][row])
         return capture(
             self._state_rows, row, self.model, self.handlers[row], self.opponent,
-            self._last_gen_p[row], bool(self.done[row]), self.simulates.used(row, steps), rng,
+            self.last_gen_p[row], bool(self.done[row]), self.simulates.used(row, steps), rng,
         )  # fmt: skip
 
     def restore(
@@ -395,7 +397,7 @@ class GridBatch:
             check(snap, self.state, row, self.model, handlers[row], opponent)
         for row, snap, rng in zip(rows.tolist(), snapshots, rngs, strict=True):
             put(snap, self.state, row, self.model, self.topology, handlers[row], opponent, rng)
-            self._last_gen_p[row] = snap.setpoints.copy()
+            self.last_gen_p[row] = snap.setpoints.copy()
             self.done[row] = snap.done
             self.simulates.set_used(row, snap.simulates, steps[row])
         self._follow_scenarios(rows)
@@ -469,13 +471,13 @@ class GridBatch:
             times = self._times.take(self._time_pos[sel], axis=0)
         else:
             truncated = played >= self.max_steps[sel]
-            times = self._time_features(rows)
+            times = self.time_features(rows)
         inputs = TurnInputs(
             clock_rows=rows,
             injections=self._rows_now(rows),
             outages=self.outages.now(rows),  # maintenance and hazards of this step
-            setpoints=self._last_gen_p,
-            length=None if self.storage is None else self._length(rows),
+            setpoints=self.last_gen_p,
+            length=None if self.storage is None else self.step_length(rows),
             opponent=self.opponent,
             times=times,
             played=played,
@@ -493,83 +495,41 @@ class GridBatch:
             RuntimeError: the episode is over, or ``max_simulate_per_step`` /
                 ``max_simulate_per_episode`` is reached.
         """
-        step, _ = self._simulate(np.array([row]), action, 1, action_masks=True)
-        return step
+        return self.lookahead.simulate(row, action)
 
     def simulate_candidates(
-        self, rows: np.ndarray, action: ActionBatch, k: int
-    ) -> tuple[StepBatch, np.ndarray]:
-        """Play ``k`` candidate actions of each env of ``rows`` on the forecast of its next
-        step, each on a copy of the env's state, as the rows of one turn: nothing of the
-        envs changes. No opponent attack is simulated. Each candidate counts as one
-        simulate against ``max_simulate_per_step`` / ``_per_episode``.
+        self, rows: np.ndarray, actions: Sequence[ActionBatch], k: int
+    ) -> CandidateResults:
+        """Play ``k`` candidates of each env of ``rows``, each on a copy of the env's state,
+        as the rows of one turn per step (:mod:`grid_vec.core.lookahead`): one step on the
+        forecast of the next, or with several steps of actions a chain on the forecasts of
+        the next ``len(actions)`` steps. Nothing of the envs changes; no opponent attack is
+        simulated. Each candidate's step counts as one simulate against
+        ``max_simulate_per_step`` / ``_per_episode``.
 
         Args:
             rows: the envs (sorted, distinct, episodes running).
-            action: ``len(rows) * k`` checked actions (agent action indices in the topology
-                part), the ``k`` candidates of ``rows[0]`` first.
+            actions: per step, ``len(rows) * k`` checked actions (agent action indices in
+                the topology part), the ``k`` candidates of ``rows[0]`` first.
             k: candidates per env.
 
         Returns:
-            The step of every candidate (``len(rows) * k`` rows, in ``action``'s order) and
-            their (len(rows) * k, n_branch) rho.
+            The results, ``(len(rows), k, ...)`` arrays, with a horizon axis after ``k``
+            for more than one step.
 
         Raises:
-            ValueError: no candidate (``k`` < 1).
+            ValueError: no candidate (``k`` < 1), or more steps than the scenarios forecast.
             RuntimeError: an episode is over, or a simulate budget would be exceeded (then
                 nothing is simulated, nothing counted).
         """
-        return self._simulate(rows, action, k, action_masks=False)
+        return self.lookahead.candidates(rows, actions, k)
 
     def _with_safe_mask(self, rows: np.ndarray, result: StepBatch) -> StepBatch:
-        """``result`` (of a reset or step of ``rows``) with its safe-action mask when the env
-        gives one: every agent action simulated from each row still playing, as
-        :meth:`simulate_candidates` does (not counted against the simulate budgets: it is the
-        env's look-ahead, not the agent's); safe: legal, unambiguous, no game over, and the
-        highest rho below ``safe_mask_rho``. A row whose episode ended has none safe."""
+        """``result`` with its safe-action mask when the env gives one
+        (:meth:`Lookahead.safe_mask <grid_vec.core.lookahead.Lookahead.safe_mask>`)."""
         if self.safe_mask_rho is None:
             return result
-        k = self.n_actions
-        safe = np.zeros((len(rows), k), dtype=bool)
-        playing = ~self.done[rows]
-        if playing.any():
-            alive = rows[playing]
-            every = ActionBatch(np.tile(np.arange(k, dtype=np.int64), len(alive)))
-            step, rho = self._simulate(alive, every, k, action_masks=False, charge=False)
-            found = CandidateResults.of(step, rho, len(alive), k)  # max_rho: inf at a game over
-            refused = found.illegal | found.ambiguous | found.terminated
-            safe[playing] = ~refused & (found.max_rho < self.safe_mask_rho)
-        return replace(result, safe_mask=safe)
-
-    def _simulate(
-        self,
-        rows: np.ndarray,
-        action: ActionBatch,
-        k: int,
-        *,
-        action_masks: bool,
-        charge: bool = True,
-    ) -> tuple[StepBatch, np.ndarray]:
-        """:meth:`simulate_candidates`; ``action_masks``: whether the steps carry the legal
-        actions of the simulated states (:class:`~grid_vec.core.turn.TurnInputs`);
-        ``charge``: whether the candidates count against the simulate budgets."""
-        if k < 1:
-            raise ValueError("simulate_candidates needs at least one candidate")
-        self._check_running(rows)
-        if charge:
-            self.simulates.charge(rows, k, self.counts["steps"][rows], self.parameters)
-            self.counts["simulates"][rows] += k
-        t0 = perf_counter()
-        if self.action_subset is not None:
-            action = replace(action, topology=self.action_subset[action.topology])
-        # the same turn as a step's, on copies of the rows' states and their look-ahead inputs
-        copies = np.repeat(rows, k)
-        state = self.state.take(copies)
-        inputs = self._lookahead(rows, k, action_masks)
-        result = self.turn.play(state, np.arange(len(copies)), action, inputs)
-        rho = state.a_or * self.inv_limit
-        self.simulate_seconds[rows] += (perf_counter() - t0) / len(rows)
-        return result, rho
+        return self.lookahead.safe_mask(rows, result)
 
     def contingencies(self, rows: np.ndarray, branches: Any) -> ContingencyResults:
         """The N-1 screening of ``rows`` (:mod:`grid_vec.core.contingency`): each env's flows
@@ -580,13 +540,13 @@ class GridBatch:
             ValueError: an unknown branch.
             RuntimeError: an episode is over (or never started).
         """
-        self._check_running(rows)
+        self.check_running(rows)
         return screen(
             self.state, self.model, self.topology, self.inv_limit, rows,
             branch_indices(self.model, branches),
         )  # fmt: skip
 
-    def _check_running(self, rows: np.ndarray) -> None:
+    def check_running(self, rows: np.ndarray) -> None:
         """Raise RuntimeError naming the first of ``rows`` whose episode is over."""
         done = rows[self.done[rows]]
         if len(done):
@@ -594,37 +554,9 @@ class GridBatch:
                 f"env {int(done[0])}: the episode is over (or never started): call reset() first"
             )
 
-    def _lookahead(self, rows: np.ndarray, k: int, action_masks: bool) -> TurnInputs:
-        """The inputs of the next step of each env of ``rows``, ``k`` times (one per
-        candidate), as far as its current step tells: the forecast injections and outages,
-        no attack, its clock one step ahead, setpoints written to a throwaway list, nothing
-        truncated; the legal actions of the outcome if ``action_masks``."""
-        outages = self.outages.now(rows)
-        if outages is not None:
-            ahead = outages.next_step()
-            outages = outages_.OutageRows(
-                *(np.repeat(a, k, axis=0) for a in (ahead.time, ahead.duration, ahead.hazard))
-            )
-        copies = np.repeat(rows, k)
-        played = np.array([self.handlers[r].steps_played + 1 for r in rows.tolist()])
-        return TurnInputs(
-            clock_rows=copies,
-            injections=[rows_ for rows_ in self._rows_now(rows, forecast=True) for _ in range(k)],
-            outages=outages,
-            setpoints=[self._last_gen_p[r] for r in copies.tolist()],
-            length=None if self.storage is None else self._length(copies),
-            opponent=None,
-            times=np.repeat(self._time_features(rows, ahead=1), k, axis=0),
-            played=np.repeat(played, k),
-            max_steps=self.max_steps[copies],
-            truncated=false_flags(len(copies)),
-            ahead=1,
-            action_masks=action_masks,
-        )
-
     # --- the pieces of a step -----------------------------------------------------------
 
-    def _length(self, clock_rows: np.ndarray) -> StepLength:
+    def step_length(self, clock_rows: np.ndarray) -> StepLength:
         """The step lengths of the batch's ``clock_rows`` (their scenarios')."""
         return StepLength.of(self._step_seconds[clock_rows])
 
@@ -697,7 +629,7 @@ class GridBatch:
         left_times = self._time_end[rows] - self._time_pos[rows]
         return int(min(left_played.min(), left_times.min())) - 1
 
-    def _time_features(self, rows: np.ndarray, ahead: int = 0) -> np.ndarray:
+    def time_features(self, rows: np.ndarray, ahead: int = 0) -> np.ndarray:
         """(k, 6) time features of each row's current step (``ahead``: of the next one)."""
         sel = selector(rows, self.n)
         pos = self._time_pos[sel] + ahead if ahead else self._time_pos[sel]

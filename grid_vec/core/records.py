@@ -18,7 +18,7 @@ columns, gymnasium's ``_add_info`` way):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import Any, Literal
@@ -301,7 +301,12 @@ class CandidateResults:
     """What simulating ``K`` candidate actions of each of ``N`` envs gives: one row per env,
     one column per candidate, in the order given (a GridEnv's: ``N`` = 1 dropped, so
     arrays start with ``K``). Each candidate is one step on the forecast of the env's next
-    step, from the env's state, which is untouched.
+    step, from the env's state, which is untouched; with a horizon ``H`` > 1, a sequence of
+    ``H`` actions played on the forecasts of the next ``H`` steps, and every array but
+    ``played`` has a horizon axis after ``K``: ``[..., h]`` is the outcome after step
+    ``h + 1``. A candidate whose game ended, or whose episode had no step left, plays no
+    further: its later columns repeat its last step's outcome (``terminated``, ``max_rho``,
+    ``overloaded``, ``game_over_reason``, the observation), with reward 0 and no refusal.
 
     Attributes:
         observations: (N, K, obs size) float32, the observation after each candidate.
@@ -313,6 +318,7 @@ class CandidateResults:
             (``inf`` where it ends the game: ranking by it puts game overs last).
         overloaded: (N, K) int64, branches with rho > 1 after the candidate.
         game_over_reason: (N, K) object array of str, why the game is over ("" where not).
+        played: (N, K) int64, the steps each candidate played (``H`` unless it stopped).
     """
 
     observations: np.ndarray
@@ -323,6 +329,7 @@ class CandidateResults:
     max_rho: np.ndarray
     overloaded: np.ndarray
     game_over_reason: np.ndarray
+    played: np.ndarray
 
     @classmethod
     def of(cls, step: StepBatch, rho: np.ndarray, n: int, k: int) -> CandidateResults:
@@ -344,6 +351,44 @@ class CandidateResults:
             max_rho=max_rho.reshape(n, k),
             overloaded=overloaded.astype(np.int64).reshape(n, k),
             game_over_reason=reasons.reshape(n, k),
+            played=np.ones((n, k), dtype=np.int64),
+        )
+
+    @classmethod
+    def of_chain(
+        cls, chain: Sequence[tuple[StepBatch, np.ndarray, np.ndarray]], n: int, k: int, horizon: int
+    ) -> CandidateResults:
+        """The results of ``n * k`` candidates chained over ``horizon`` steps, as
+        (n, k, horizon, ...) arrays; ``chain``: per step played, the step of the candidates
+        still playing, their rho and their positions (sorted) among the ``n * k``."""
+        m = n * k
+        columns = []  # per step: the (m, ...) arrays of every field but played
+        played = np.zeros(m, dtype=np.int64)
+        last: dict[str, np.ndarray] | None = None
+        for h in range(horizon):
+            if h < len(chain):
+                step, rho, playing = chain[h]
+                now = cls.of(step, rho, len(playing), 1)
+                played[playing] = h + 1
+            if last is None:  # every candidate plays the first step
+                column = {f: getattr(now, f)[:, 0] for f in _RESULT_FIELDS}
+            else:  # the stopped ones carry their last outcome, reward 0 and no refusal
+                column = {f: last[f].copy() for f in _RESULT_FIELDS}
+                column["rewards"][:] = 0.0
+                column["illegal"][:] = column["ambiguous"][:] = False
+                if h < len(chain):
+                    for f in _RESULT_FIELDS:
+                        column[f][playing] = getattr(now, f)[:, 0]
+            columns.append(column)
+            last = column
+        return cls(
+            **{
+                f: np.stack([c[f] for c in columns], axis=1).reshape(n, k, horizon, -1)
+                if f == "observations"
+                else np.stack([c[f] for c in columns], axis=1).reshape(n, k, horizon)
+                for f in _RESULT_FIELDS
+            },
+            played=played.reshape(n, k),
         )
 
     def env(self, i: int) -> CandidateResults:
@@ -355,3 +400,7 @@ class CandidateResults:
         """The results of several envs (each a GridEnv's, arrays starting with ``K``) as
         one record of ``(N, K, ...)`` arrays."""
         return cls(**{f.name: np.stack([getattr(r, f.name) for r in per_env]) for f in fields(cls)})
+
+
+# the fields of CandidateResults with one value per step played (all but ``played``)
+_RESULT_FIELDS = tuple(f.name for f in fields(CandidateResults) if f.name != "played")

@@ -20,7 +20,15 @@ from gymnasium import spaces
 from grid_vec.core.continuous import ACTION_TYPES, ContinuousLayout, RefusedActions
 from grid_vec.core.records import ActionBatch
 
-__all__ = ["ACTION_TYPES", "ActionBatch", "RefusedActions", "batch_actions", "box", "one_action"]
+__all__ = [
+    "ACTION_TYPES",
+    "ActionBatch",
+    "RefusedActions",
+    "batch_actions",
+    "box",
+    "horizon_actions",
+    "one_action",
+]
 
 
 def box(layout: ContinuousLayout) -> spaces.Box:
@@ -84,6 +92,54 @@ def batch_actions(
         )
     layout.check(arr, "continuous actions")
     return ActionBatch(np.zeros(k, dtype=np.int64), **layout.split(arr))
+
+
+def horizon_actions(
+    layout: ContinuousLayout | None, space: spaces.Space, candidates: Any, horizon: int
+) -> list[ActionBatch]:
+    """Check ``K`` candidates of a look-ahead of ``horizon`` steps: for one step, ``K``
+    actions as :func:`batch_actions` takes them; for more, each leaf with a horizon axis
+    after ``K`` (``(K, H)`` ints, ``(K, H, size)`` floats, or a dict of both).
+
+    Args:
+        layout: as for :func:`batch_actions`.
+        space: one env's action space.
+        candidates: the candidates.
+        horizon: the steps ahead (an int >= 1).
+
+    Returns:
+        Per step, the ``K`` checked actions of that step.
+
+    Raises:
+        ValueError: a horizon that is not an int >= 1, candidates without the horizon axis,
+            or actions :func:`batch_actions` refuses (naming the step).
+    """
+    if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 1:
+        raise ValueError(f"horizon must be an int >= 1, got {horizon!r}")
+    if horizon == 1:
+        return [batch_actions(layout, space, candidates)]
+    leaves = candidates if isinstance(candidates, dict) else {"": candidates}
+    arrays = {key: np.asarray(leaf) for key, leaf in leaves.items()}
+    shapes = [a.shape for a in arrays.values()]
+    if any(len(shape) < 2 or shape[1] != horizon for shape in shapes):
+        raise ValueError(
+            f"horizon={horizon} needs candidates shaped (K, {horizon}, ...): each candidate's "
+            f"action at each step; got shapes {shapes}"
+        )
+    steps = []
+    for h in range(horizon):
+        at = {key: a[:, h] for key, a in arrays.items()}
+        try:
+            steps.append(
+                batch_actions(layout, space, at if isinstance(candidates, dict) else at[""])
+            )
+        except RefusedActions as exc:  # still naming the candidates refused
+            refused = np.zeros(shapes[0][0], dtype=bool)
+            refused[list(exc.rows)] = True
+            raise RefusedActions(f"step {h + 1} of the horizon: {exc}", refused) from None
+        except ValueError as exc:
+            raise ValueError(f"step {h + 1} of the horizon: {exc}") from None
+    return steps
 
 
 def one_action(batch: Any, action_type: str, n_catalog: int, action: Any) -> ActionBatch:

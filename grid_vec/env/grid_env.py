@@ -41,7 +41,13 @@ from grid_vec.core.rules.heuristics import Heuristics
 from grid_vec.core.rules.opponent import Opponent
 from grid_vec.core.rules.storage import StorageUnits
 from grid_vec.core.snapshot import GridSnapshot
-from grid_vec.env.action_input import ACTION_TYPES, ActionBatch, batch_actions, box, one_action
+from grid_vec.env.action_input import (
+    ACTION_TYPES,
+    ActionBatch,
+    box,
+    horizon_actions,
+    one_action,
+)
 from grid_vec.grid.model import GridModel
 
 __all__ = ["ACTION_TYPES", "RESET_OPTIONS", "GridEnv"]
@@ -374,31 +380,38 @@ class GridEnv(gym.Env):
             env_info(result, 0),
         )
 
-    def simulate_candidates(self, candidates: Any) -> CandidateResults:
+    def simulate_candidates(self, candidates: Any, horizon: int = 1) -> CandidateResults:
         """Simulate ``K`` candidate actions at once, each on the forecast of the next step
         from the env's current state (as :meth:`simulate` plays one), as the rows of one
-        batched turn. The env is untouched; each candidate counts as one simulate against
-        ``max_simulate_per_step`` / ``_per_episode``.
+        batched turn; or, with ``horizon`` H > 1, ``K`` sequences of H actions, each played
+        on the forecasts of the next H steps (as grid2op chains ``simulate`` on a simulated
+        observation). The env is untouched; each candidate's step counts as one simulate
+        against ``max_simulate_per_step`` / ``_per_episode``.
 
         Args:
             candidates: ``K`` actions batched as ``(K,)`` catalog indices (``Discrete``),
-                a ``(K, size)`` float array (``Box``), or a dict of both (combined).
+                a ``(K, size)`` float array (``Box``), or a dict of both (combined); for
+                ``horizon`` > 1, ``(K, H)`` indices, ``(K, H, size)`` floats or a dict of
+                both: the ``H`` actions of each candidate.
+            horizon: the steps ahead (1 to :data:`~grid_vec.core.lookahead.MAX_HORIZON`;
+                more than 1 needs a scenario that forecasts that far: a folder with
+                multi-horizon forecasts, or the synthetic scenarios).
 
         Returns:
-            The results, arrays starting with ``K``
+            The results, arrays starting with ``K``, then the horizon for ``horizon`` > 1
             (:class:`~grid_vec.core.records.CandidateResults`): observations, rewards,
-            terminated, illegal, ambiguous, max_rho, overloaded, game_over_reason.
+            terminated, illegal, ambiguous, max_rho, overloaded, game_over_reason, played.
 
         Raises:
-            ValueError: no candidate, or a candidate outside the action space.
+            ValueError: no candidate, a candidate outside the action space, candidates not
+                shaped for ``horizon``, or a horizon the scenario does not forecast.
             RuntimeError: the episode is over, or a simulate budget would be exceeded.
         """
         if self._batch.done[self._k]:
             raise RuntimeError("the episode is over (or never started): call reset() first")
-        action = batch_actions(self._batch.continuous, self.action_space, candidates)
-        k = len(action.topology)
-        step, rho = self._batch.simulate_candidates(self._row, action, k)
-        return CandidateResults.of(step, rho, 1, k).env(0)
+        actions = horizon_actions(self._batch.continuous, self.action_space, candidates, horizon)
+        k = len(actions[0].topology)
+        return self._batch.simulate_candidates(self._row, actions, k).env(0)
 
     def contingencies(self, branches: Any = None) -> ContingencyResults:
         """The N-1 screening of the current state: every branch's flow if one branch went out

@@ -34,7 +34,7 @@ from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 from grid_vec.core.contingency import ContingencyResults
 from grid_vec.core.records import ActionBatch, CandidateResults
 from grid_vec.core.snapshot import GridSnapshot
-from grid_vec.env.action_input import batch_actions
+from grid_vec.env.action_input import batch_actions, horizon_actions
 from grid_vec.vector.errors import naming_env
 from grid_vec.vector.grid_commands import GridCommands
 from grid_vec.vector.slice_engine import SliceEngine
@@ -228,10 +228,10 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
 
     # --- internals ----------------------------------------------------------------------
 
-    def simulate_candidates(self, candidates: Any) -> CandidateResults:
+    def simulate_candidates(self, candidates: Any, horizon: int = 1) -> CandidateResults:
         """As :meth:`GridCommands.simulate_candidates
         <grid_vec.vector.grid_commands.GridCommands.simulate_candidates>`: the candidates of
-        every sub-env are the rows of one batched turn."""
+        every sub-env are the rows of one batched turn per step."""
         self._check_open()
         n, k = self.num_envs, self._candidate_count(candidates)
 
@@ -244,8 +244,9 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
             if isinstance(candidates, dict)
             else rows_of(candidates)
         )
+        space, layout = self.single_action_space, self._batch.continuous
         try:
-            action = batch_actions(self._batch.continuous, self.single_action_space, flat)
+            actions = horizon_actions(layout, space, flat, horizon)
         except ValueError as exc:
             raise naming_env(exc, np.repeat(np.arange(n), k).tolist()) from None
         if self._batch.done.any():
@@ -253,8 +254,7 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
             raise RuntimeError(
                 f"sub-env {ended}: the episode is over: step it (autoreset) or reset first"
             )
-        step, rho = self._batch.simulate_candidates(np.arange(n), action, k)
-        return CandidateResults.of(step, rho, n, k)
+        return self._batch.simulate_candidates(np.arange(n), actions, k)
 
     def snapshot(self, index: int) -> GridSnapshot:
         """As :meth:`GridCommands.snapshot

@@ -158,23 +158,27 @@ class GridCommands:
         terminated = np.array([r[2] for r in results], dtype=np.bool_)
         return obs, rewards, terminated, tuple(r[3] for r in results)
 
-    def simulate_candidates(self, candidates: Any) -> Any:
+    def simulate_candidates(self, candidates: Any, horizon: int = 1) -> Any:
         """Simulate ``K`` candidate actions of every sub-env at once, each on the forecast
-        of the sub-env's next step from its current state; states untouched (each
-        candidate counts as one simulate of its sub-env).
+        of the sub-env's next step from its current state, or with ``horizon`` H > 1, ``K``
+        sequences of H actions on the forecasts of the next H steps
+        (``GridEnv.simulate_candidates``); states untouched (each candidate's step counts as
+        one simulate of its sub-env).
 
         Args:
             candidates: ``(num_envs, K)`` catalog indices, ``(num_envs, K, size)`` floats,
-                or a dict of both (combined actions): the same ``K`` for every sub-env.
+                or a dict of both (combined actions): the same ``K`` for every sub-env; for
+                ``horizon`` > 1, with a horizon axis after ``K``.
+            horizon: the steps ahead.
 
         Returns:
             A :class:`~grid_vec.core.records.CandidateResults` of ``(num_envs, K, ...)``
-            arrays: observations, rewards, terminated, illegal, ambiguous, max_rho,
-            overloaded, game_over_reason.
+            arrays (``(num_envs, K, H, ...)`` for ``horizon`` > 1): observations, rewards,
+            terminated, illegal, ambiguous, max_rho, overloaded, game_over_reason, played.
 
         Raises:
             ValueError: candidates not shaped ``(num_envs, K, ...)``, or outside the action
-                space (naming the sub-env).
+                space (naming the sub-env), or a horizon a sub-env does not forecast.
             RuntimeError: a sub-env whose episode is over, or a simulate budget.
         """
         self._candidate_count(candidates)
@@ -183,7 +187,7 @@ class GridCommands:
             per_env = [{key: v[i] for key, v in arrays.items()} for i in range(self.num_envs)]
         else:
             per_env = list(np.asarray(candidates))
-        results = self.call_each("simulate_candidates", args=[(c,) for c in per_env])
+        results = self.call_each("simulate_candidates", args=[(c, horizon) for c in per_env])
         return type(results[0]).stack(list(results))
 
     def _candidate_count(self, candidates: Any) -> int:
