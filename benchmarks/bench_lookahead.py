@@ -13,14 +13,18 @@ side, each env three do-nothing steps into scenario 0:
 * case118 simulate_candidates: the embedded case118 GridEnv, its whole catalog (grid2op has
   no case118 folder with the same grid here);
 * GridEnv snapshot / restore (reported in µs per call): ``env.unwrapped.snapshot()`` of the
-  searched state, and ``restore`` of that snapshot (the search's other primitive).
+  searched state, and ``restore`` of that snapshot (the search's other primitive);
+* horizons, on ``l2rpn_idf_2023`` (12 forecasts per step): ``--chains`` seeded random
+  sequences of ``--horizon`` catalog actions, as grid2op's ``obs.simulate`` chained on each
+  simulated observation and as one ``simulate_candidates(sequences, horizon=H)``; reported in
+  simulated steps per second, against grid2op's chained simulate.
 
 Each repetition times every subject for ``--seconds`` in turn, starting one further along
 the list each time; reported: the median of the repetitions (min..max) in candidates/s.
 ``max_simulate_per_step`` is unlimited on every side (grid2op's and grid_vec's default).
 
     python benchmarks/bench_lookahead.py [--folder l2rpn_case14_sandbox] [--reps 3]
-        [--seconds 3] [--batch 8]
+        [--seconds 3] [--batch 8] [--horizon 4] [--chains 32]
 
 Needs the ``grid2op`` extra (the folder and ``obs.simulate``). JSON:
 OUT/bench_lookahead.json (with --out OUT).
@@ -130,6 +134,43 @@ def grid2op_subject(folder: Path) -> Callable[[], int]:
     return run
 
 
+_MULTI_HORIZON = "l2rpn_idf_2023"
+_CHAINED = "idf_2023 grid2op chained obs.simulate"  # the base of the horizon rows
+
+
+def horizon_subjects(horizon: int, chains: int) -> dict[str, Callable[[], int]]:
+    """Chains of ``horizon`` steps from the same state, on both sides (simulated steps)."""
+    folder = bundled_folder(_MULTI_HORIZON)
+    ours = _started(grid_vec.make(folder, opponent=None, maintenance=False)).unwrapped
+    every = [5 * (h + 1) for h in range(12)]
+    env = grid2op_env(
+        folder, maintenance=False, opponent=False, data_feeding_kwargs={"h_forecast": every}
+    )
+    env.set_id(0)
+    obs = env.reset()
+    for _ in range(_STEPS_IN):
+        obs, *_ = env.step(env.action_space())
+    sequences = np.random.default_rng(0).integers(len(ours.catalog), size=(chains, horizon))
+    sequences[:, 1:] = 0  # an action, then do-nothing: the usual "is it still safe later"
+    theirs = [[env.action_space(ours.catalog.grid2op_action(int(a))) for a in s] for s in sequences]
+
+    def chained(env=env) -> int:  # the env kept alive: its observations' simulator is its own
+        steps = 0
+        for sequence in theirs:
+            simulated = obs
+            for action in sequence:
+                simulated, _, done, _ = simulated.simulate(action)
+                steps += 1
+                if done:
+                    break
+        return steps
+
+    def candidates() -> int:
+        return int(ours.simulate_candidates(sequences, horizon=horizon).played.sum())
+
+    return {_CHAINED: chained, f"idf_2023 simulate_candidates horizon={horizon}": candidates}
+
+
 def timed(run: Callable[[], int], seconds: float) -> tuple[float, int]:
     done, start = 0, time.perf_counter()
     while (elapsed := time.perf_counter() - start) < seconds:
@@ -143,6 +184,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--reps", type=positive_int, default=3)
     parser.add_argument("--seconds", type=positive_float, default=3.0)
     parser.add_argument("--batch", type=positive_int, default=8)
+    parser.add_argument("--horizon", type=positive_int, default=4, help="steps of a chain")
+    parser.add_argument("--chains", type=positive_int, default=32, help="chains per call")
     add_out_argument(parser)
     args = parser.parse_args(argv)
     where = bundled_folder(args.folder)
@@ -150,6 +193,7 @@ def main(argv: list[str] | None = None) -> dict:
     subjects.update(grid_vec_subjects(where, args.batch))
     subjects["case118 simulate_candidates"] = case118_subject()
     subjects.update(snapshot_subjects(where))
+    subjects.update(horizon_subjects(args.horizon, args.chains))
     for run in subjects.values():  # warm-up
         timed(run, min(1.0, args.seconds))
     rates: dict[str, list[float]] = {name: [] for name in subjects}
@@ -158,9 +202,10 @@ def main(argv: list[str] | None = None) -> dict:
         for name in names[rep % len(names) :] + names[: rep % len(names)]:
             elapsed, done = timed(subjects[name], args.seconds)
             rates[name].append(done / elapsed)
-    base = statistics.median(rates[names[0]])
     rows = {}
     for name, values in rates.items():
+        base_name = _CHAINED if name.startswith("idf_2023") else names[0]
+        base = statistics.median(rates[base_name])
         median = statistics.median(values)
         rows[name] = {"per_s": median, "min": min(values), "max": max(values)}
         if name in _PER_CALL:
@@ -169,9 +214,10 @@ def main(argv: list[str] | None = None) -> dict:
                 f"({1e6 / max(values):.1f}..{1e6 / min(values):.1f})"
             )
             continue
+        unit = "steps/s" if base_name == _CHAINED else "candidates/s"
         print(
-            f"{name:36s} {median:9.0f} candidates/s ({min(values):.0f}..{max(values):.0f}), "
-            f"{median / base:5.1f}x {names[0]}"
+            f"{name:36s} {median:9.0f} {unit} ({min(values):.0f}..{max(values):.0f}), "
+            f"{median / base:5.1f}x {base_name}"
         )
     command = ["python", "benchmarks/bench_lookahead.py", *(argv or sys.argv[1:])]
     doc = {"command": " ".join(command), "machine": describe_machine().as_dict(),

@@ -14,7 +14,8 @@ def grid2op_env(
     """grid2op + LightSimBackend on the folder ``path`` (its warnings silenced): without
     maintenance and hazards unless ``maintenance`` (then the folder's own scenario class
     reads them), without opponent unless ``opponent`` (then the folder's own plays); further
-    keyword arguments go to ``grid2op.make``.
+    keyword arguments go to ``grid2op.make`` (without maintenance, ``data_feeding_kwargs``
+    replaces the folder's own: give its ``h_forecast`` for multi-horizon forecasts).
 
     Raises:
         ImportError: grid2op or lightsim2grid is not installed.
@@ -24,9 +25,10 @@ def grid2op_env(
     from grid2op.Opponent import BaseOpponent
     from lightsim2grid import LightSimBackend
 
-    if not maintenance:
+    if not maintenance:  # the other scenario settings (h_forecast) as given
         kwargs["data_feeding_kwargs"] = {
-            "gridvalueClass": GridStateFromFileWithForecastsWithoutMaintenance
+            **kwargs.get("data_feeding_kwargs", {}),
+            "gridvalueClass": GridStateFromFileWithForecastsWithoutMaintenance,
         }
     if not opponent:
         kwargs.update(

@@ -6,16 +6,16 @@ a leading env axis; only what is per env by nature runs once per env (its scenar
 step, its power flow, the draws of its opponent). :class:`~grid_vec.env.grid_env.GridEnv` is
 the batch of one, and :class:`~grid_vec.vector.batched.BatchedGridVecEnv` the batch of N.
 
-(About 740 lines: the class is the one entry point of the core for reset, step, simulate,
-lookahead and snapshots; each of those lives in its own module and is a thin call here. The
-lookahead methods (simulate, the candidates, the safe-action mask: ~150 lines) are the next to
-move out, with their state copy, when horizons come.)
+(About 660 lines: the class is the one entry point of the core for reset, step, simulate,
+lookahead and snapshots; each of those lives in its own module and is a thin call here:
+the look-ahead in :mod:`grid_vec.core.lookahead`, the turn in :mod:`grid_vec.core.turn`,
+snapshots in :mod:`grid_vec.core.snapshot`.)
 
 One step, for the envs stepped together: move each scenario and clock one step, then play
 the turn (:mod:`grid_vec.core.turn`, grid2op's order: legality, redispatch, storage, the
 opponent, the actions, maintenance and hazards, injections, solve and cascade, timers,
 observations, rewards and infos) on the batch's state. ``simulate`` plays the same turn on a
-copy of one env's state, with the forecast of its next step.
+copy of one env's state, with the forecast of its next step (:mod:`grid_vec.core.lookahead`).
 
 Reset solves the first state as grid2op's reset does: a branch above the hard overflow
 threshold trips (soft overflows are not counted) and every timer starts at 0.

@@ -17,7 +17,22 @@ def test_bench_lookahead_reports_every_subject(tmp_path, capsys):
     spec = importlib.util.spec_from_file_location("bench_lookahead", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    doc = module.main(["--reps", "1", "--seconds", "0.05", "--batch", "2", "--out", str(tmp_path)])
+    doc = module.main(
+        [
+            "--reps",
+            "1",
+            "--seconds",
+            "0.05",
+            "--batch",
+            "2",
+            "--horizon",
+            "2",
+            "--chains",
+            "3",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     names = set(doc["results"])
     assert {
         "grid2op obs.simulate",
@@ -27,6 +42,8 @@ def test_bench_lookahead_reports_every_subject(tmp_path, capsys):
         "case118 simulate_candidates",
         "GridEnv snapshot",
         "GridEnv restore",
+        "idf_2023 grid2op chained obs.simulate",
+        "idf_2023 simulate_candidates horizon=2",
     } <= names
     assert all(row["per_s"] > 0 for row in doc["results"].values())
     assert (tmp_path / "bench_lookahead.json").exists()

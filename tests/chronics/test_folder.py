@@ -404,11 +404,9 @@ def test_reads_l2rpn_case14_sandbox_from_the_grid2op_package():
         np.testing.assert_array_equal(getattr(inj, field), table[list(names)].to_numpy())
 
 
-def test_forecasts_of_several_horizons_per_step(tmp_path, case14_model, net14):
-    """config.py's h_forecast (grid2op's data_feeding_kwargs): the forecast files hold that
-    many rows per step, step-major; the step's forecast is the first of its rows."""
-    root = write_folder(tmp_path / "env", case14_model, net14, n_scenarios=1)
-    single = FolderSource(root, case14_model).read(0, 0, N_ROWS)
+def forecast_three_horizons(root: Path) -> None:
+    """Make ``write_folder``'s folder forecast 3 steps ahead (h_forecast [5, 10, 15]): each
+    step's forecast row, then twice it, then three times it."""
     config = root / "config.py"
     text = config.read_text().replace(
         '"names_chronics_to_grid": None}',
@@ -419,14 +417,32 @@ def test_forecasts_of_several_horizons_per_step(tmp_path, case14_model, net14):
         packed = path.suffix == ".bz2"
         raw = bz2.decompress(path.read_bytes()) if packed else path.read_bytes()
         header, *rows = raw.decode().splitlines()
-        # each step's row, then two rows of farther horizons (the step's row doubled)
-        doubled = [";".join(f"{2 * float(c):.6f}" for c in r.split(";")) for r in rows]
-        tripled = [x for r, d in zip(rows, doubled, strict=True) for x in (r, d, d)]
+        scaled = [
+            [";".join(f"{m * float(c):.6f}" for c in r.split(";")) for r in rows] for m in (2, 3)
+        ]
+        tripled = [x for r, d, t in zip(rows, *scaled, strict=True) for x in (r, d, t)]
         data = ("\n".join([header, *tripled]) + "\n").encode()
         path.write_bytes(bz2.compress(data) if packed else data)
+
+
+def test_forecasts_of_several_horizons_per_step(tmp_path, case14_model, net14):
+    """config.py's h_forecast (grid2op's data_feeding_kwargs): the forecast files hold that
+    many rows per step, step-major; the step's forecast is the first of its rows, the later
+    horizons the ``*_ahead`` arrays."""
+    root = write_folder(tmp_path / "env", case14_model, net14, n_scenarios=1)
+    single = FolderSource(root, case14_model).read(0, 0, N_ROWS)
+    forecast_three_horizons(root)
+    config = root / "config.py"
     got = FolderSource(root, case14_model).read(0, 3, 9)
     for f in FIELDS:
         np.testing.assert_array_equal(getattr(got, f), getattr(single, f)[3:9])
+    gens = case14_model.gen_kind != "slack"  # the files leave the slack out: its default
+    for name in ("load_p", "load_q", "gen_p", "gen_v"):
+        ahead, first = getattr(got, f"{name}_ahead"), getattr(single, f"{name}_forecast")[3:9]
+        assert ahead.shape == (6, 2, first.shape[1]) and single.load_p_ahead is None
+        cols = slice(None) if name.startswith("load") else gens
+        for j, m in enumerate((2, 3)):
+            np.testing.assert_allclose(ahead[:, j][:, cols], m * first[:, cols], atol=1e-5)
     config.write_text(config.read_text().replace("[5, 10, 15]", "'soon'"))
     with pytest.raises(FolderFormatError, match="h_forecast"):
         FolderSource(root, case14_model)

@@ -23,11 +23,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_compiled_grid_cache import cache  # noqa: F401 (a fixture: an empty cache)
-from test_folder import net14, write_folder  # noqa: F401 (net14 is a fixture)
+from test_folder import (  # noqa: F401 (net14 is a fixture)
+    forecast_three_horizons,
+    net14,
+    write_folder,
+)
 
 from grid_vec.chronics import scenario_cache
 from grid_vec.chronics.folder import FolderSource
-from grid_vec.chronics.scenario import INJECTION_FIELDS, Injections
+from grid_vec.chronics.scenario import AHEAD_FIELDS, INJECTION_FIELDS, OUTAGE_FIELDS, Injections
 from grid_vec.chronics.scenario_cache import ScenarioCache, shared_cache
 from grid_vec.env.make import clear_compiled_cache, make
 from grid_vec.grid import model_cache
@@ -392,7 +396,7 @@ def _whole(source: FolderSource, scenario_id: int = 0) -> tuple[Injections, obje
 
 
 def _same(a: Injections, b: Injections) -> None:
-    for name in (*FIELDS, "maintenance_time", "maintenance_duration", "hazard_duration"):
+    for name in (*FIELDS, *OUTAGE_FIELDS, *AHEAD_FIELDS):
         x, y = getattr(a, name), getattr(b, name)
         assert (x is None) == (y is None), name
         if x is not None:
@@ -523,6 +527,33 @@ def test_a_scenario_entry_with_impossible_outages_is_refused(
     edit(arrays[field])
     _write_npz(entry, arrays)
     _assert_refused(directory, entry, key, parsed, field)
+
+
+@pytest.mark.parametrize(
+    ("edit", "match"),
+    [
+        (lambda arrays: arrays.pop("gen_v_ahead"), "go together"),
+        (lambda arrays: arrays.update(load_q_ahead=arrays["load_q_ahead"][:, :1]), "load_q_ahead"),
+        (lambda arrays: arrays.update(gen_p_ahead=arrays["gen_p_ahead"][..., 0]), "gen_p_ahead"),
+        (
+            lambda arrays: arrays.update(load_p_ahead=arrays["load_p_ahead"].astype(np.float32)),
+            "load_p_ahead",
+        ),
+        (lambda arrays: arrays["gen_v_ahead"].__setitem__((2, 1, 0), np.nan), "non-finite"),
+    ],
+    ids=["one missing", "fewer horizons", "no horizon axis", "float32", "NaN"],
+)
+def test_a_scenario_entry_with_bad_forecasts_ahead_is_refused(
+    tmp_path, case14_model, net14, edit, match
+):
+    folder = write_folder(tmp_path / "env14h", case14_model, net14, n_scenarios=1)
+    forecast_three_horizons(folder)
+    directory, entry, key, parsed = _scenario_entry(tmp_path, FolderSource(folder, case14_model))
+    assert parsed.load_p_ahead.shape[1] == 2
+    arrays = _arrays(entry)
+    edit(arrays)
+    _write_npz(entry, arrays)
+    _assert_refused(directory, entry, key, parsed, match)
 
 
 def test_a_scenario_entry_from_files_of_other_content_is_refused(tmp_path, source):
