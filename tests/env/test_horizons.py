@@ -11,10 +11,13 @@ import pytest
 
 import grid_vec
 from grid_vec.chronics.handler import ScenarioHandler
+from grid_vec.chronics.outages import Events, outage_window
+from grid_vec.chronics.scenario import Injections
 from grid_vec.chronics.synthetic import SyntheticSource
 from grid_vec.core.actions import KIND_SUB
 from grid_vec.core.lookahead import MAX_HORIZON
 from grid_vec.core.parameters import Parameters
+from grid_vec.env.grid_env import GridEnv
 from grid_vec.grid.networks import load_network
 
 STEPS = 40
@@ -99,6 +102,91 @@ def test_a_chain_on_perfect_forecasts_plays_what_stepping_a_restored_snapshot_pl
         else:
             assert found.played[j] == horizon
     u.restore(snapshot)
+
+
+class PerfectForecasts(SyntheticSource):
+    """Synthetic scenarios whose forecasts are the actual steps ahead (``HORIZONS`` of them)
+    and whose line 3 is in maintenance at steps [5, 9), known from the start: a look-ahead
+    on them must play what stepping the env plays."""
+
+    HORIZONS = 3
+
+    def read(self, scenario_id, start, stop):
+        whole = super().read(scenario_id, 0, self.length)
+        ahead = np.minimum(
+            np.arange(start, stop)[:, None] + np.arange(1, self.HORIZONS + 1), self.length - 1
+        )
+        time, duration, _ = outage_window(
+            Events(np.array([3]), np.array([5]), np.array([9])),
+            None,
+            self.model.n_branch,
+            start,
+            stop,
+        )
+        fields = {}
+        for name in ("load_p", "load_q", "gen_p", "gen_v"):
+            actual = getattr(whole, name)
+            fields[name] = actual[start:stop]
+            fields[f"{name}_forecast"] = actual[ahead[:, 0]]
+            fields[f"{name}_ahead"] = actual[ahead[:, 1:]]
+        return Injections(**fields, maintenance_time=time, maintenance_duration=duration)
+
+
+@pytest.mark.parametrize("action_type", ["discrete", "redispatch", "combined"])
+def test_chains_from_random_states_play_what_stepping_restored_snapshots_plays(case14, action_type):
+    """From several states of a random trajectory (cooldowns, a maintenance starting and
+    ending, dispatch under way), random chains of 3 topology, redispatch or combined
+    actions, on perfect forecasts, step for step as the env steps them from a snapshot."""
+    env = GridEnv(
+        case14, PerfectForecasts(case14, seed=2, length=60), action_type=action_type,
+        parameters=Parameters(nb_timestep_cooldown_sub=2, nb_timestep_cooldown_line=2),
+    )  # fmt: skip
+    u = env.unwrapped
+    env.reset(seed=1, options={"scenario_id": 0})
+    env.action_space.seed(4)
+    rng = np.random.default_rng(5)
+    checked = 0
+    for t in range(10):
+        if t % 3 == 2:
+            sequences = [[_sample(env, rng) for _ in range(3)] for _ in range(6)]
+            found = u.simulate_candidates(_batched(sequences), horizon=3)
+            snapshot = u.snapshot()
+            for j, sequence in enumerate(sequences):
+                u.restore(snapshot)
+                for h, action in enumerate(sequence):
+                    obs, reward, terminated, _, info = env.step(action)
+                    np.testing.assert_allclose(found.observations[j, h], obs, atol=1e-6)
+                    assert found.rewards[j, h] == pytest.approx(reward, abs=1e-6)
+                    assert (found.terminated[j, h], found.illegal[j, h]) == (
+                        terminated, info["is_illegal"],
+                    )  # fmt: skip
+                    checked += 1
+                    if terminated:
+                        break
+            u.restore(snapshot)
+        _, _, terminated, truncated, _ = env.step(_sample(env, rng))
+        if terminated or truncated:
+            env.reset(options={"scenario_id": 0, "fast_forward": t + 1})
+    assert checked > 30
+    env.close()
+
+
+def _sample(env, rng):
+    """A random action, its topology part do-nothing half of the time (many are game overs)."""
+    action = env.action_space.sample()
+    if isinstance(action, dict) and rng.random() < 0.5:
+        action["topology"] = 0
+    elif not isinstance(action, dict | np.ndarray) and rng.random() < 0.5:
+        action = 0
+    return action
+
+
+def _batched(sequences):
+    """(K, H) candidates from K lists of H actions (dicts batched per key)."""
+    first = sequences[0][0]
+    if isinstance(first, dict):
+        return {key: np.array([[a[key] for a in s] for s in sequences]) for key in first}
+    return np.array(sequences)
 
 
 def test_a_chain_leaves_the_env_bitwise_untouched(perfect):
