@@ -32,6 +32,10 @@ from grid_vec.core.simulate_budget import SimulateBudget
 from grid_vec.core.state import BatchState
 from grid_vec.core.turn import Turn, TurnInputs
 
+# copies of the envs' states played at a time by a look-ahead (a copy of a case118 solver:
+# ~0.25 MB; its whole catalog at once would hold 3 GB)
+CHUNK = 512
+
 # the longest chain: half a day of 5-minute steps (the batch's time features are computed a
 # day at a time; grid2op's longest multi-horizon forecasts are an hour)
 MAX_HORIZON = 144
@@ -82,18 +86,31 @@ class Lookahead:
 
     def simulate(self, row: int, action: ActionBatch) -> StepBatch:
         """:meth:`GridBatch.simulate <grid_vec.core.batch.GridBatch.simulate>`."""
-        return self.chain(np.array([row]), [action], 1, action_masks=True)[0][0]
+        rows = np.array([row])
+        self.admit(rows, 1, 1, charge=True)
+        return self.chain(rows, [action], action_masks=True)[0][0]
 
     def candidates(
-        self, rows: np.ndarray, actions: Sequence[ActionBatch], k: int
+        self, rows: np.ndarray, actions: Sequence[ActionBatch], k: int, *, charge: bool = True
     ) -> CandidateResults:
         """:meth:`GridBatch.simulate_candidates
-        <grid_vec.core.batch.GridBatch.simulate_candidates>`."""
-        chain = self.chain(rows, actions, k, action_masks=False)
-        if len(actions) == 1:
-            step, rho, _ = chain[0]
-            return CandidateResults.of(step, rho, len(rows), k)
-        return CandidateResults.of_chain(chain, len(rows), k, len(actions))
+        <grid_vec.core.batch.GridBatch.simulate_candidates>`; ``charge``: whether each
+        candidate's steps count against the simulate budgets. The copies are played
+        ``CHUNK`` at a time (a row's outcome does not depend on the others): a search over a
+        large catalog holds that many copies of a solver, not one per candidate."""
+        self.admit(rows, k, len(actions), charge=charge)
+        copies = np.repeat(rows, k)
+        parts = []
+        for first in range(0, len(copies), CHUNK):
+            part = slice(first, first + CHUNK)
+            chunk = [a.rows(part) for a in actions] if len(copies) > CHUNK else actions
+            chain = self.chain(copies[part], chunk, action_masks=False)
+            if len(actions) == 1:
+                step, rho, _ = chain[0]
+                parts.append(CandidateResults.of(step, rho, 1, len(copies[part])))
+            else:
+                parts.append(CandidateResults.of_chain(chain, 1, len(copies[part]), len(actions)))
+        return CandidateResults.joined(parts, len(rows), k)
 
     def safe_mask(self, rows: np.ndarray, result: StepBatch) -> StepBatch:
         """``result`` (of a reset or step of ``rows``) with its safe-action mask: every agent
@@ -108,38 +125,22 @@ class Lookahead:
         if playing.any():
             alive = rows[playing]
             every = ActionBatch(np.tile(np.arange(k, dtype=np.int64), len(alive)))
-            step, rho, _ = self.chain(alive, [every], k, action_masks=False, charge=False)[0]
-            found = CandidateResults.of(step, rho, len(alive), k)  # max_rho: inf at a game over
+            found = self.candidates(alive, [every], k, charge=False)  # inf at a game over
             refused = found.illegal | found.ambiguous | found.terminated
             safe[playing] = ~refused & (found.max_rho < host.safe_mask_rho)
         return replace(result, safe_mask=safe)
 
-    def chain(
-        self,
-        rows: np.ndarray,
-        actions: Sequence[ActionBatch],
-        k: int,
-        *,
-        action_masks: bool,
-        charge: bool = True,
-    ) -> list[ChainStep]:
-        """Play ``k`` candidates of each env of ``rows`` over ``len(actions)`` steps on copies
-        of their states, ``actions[h]`` the ``len(rows) * k`` actions of step ``h + 1``
-        (checked; agent action indices in the topology part; the ``k`` of ``rows[0]``
-        first). ``action_masks``: whether the steps carry the legal actions of the simulated
-        states; ``charge``: whether each candidate's steps count against the simulate
+    def admit(self, rows: np.ndarray, k: int, horizon: int, *, charge: bool) -> None:
+        """Check a look-ahead of ``k`` candidates of ``horizon`` steps from each env of
+        ``rows``, and with ``charge`` count each candidate's steps against the simulate
         budgets (one simulate per step, as grid2op counts a chained ``simulate``).
 
-        Returns:
-            Per step played, the step of the copies still playing, their rho and positions.
-
         Raises:
-            ValueError: no candidate, no step, or a horizon the scenarios do not forecast.
+            ValueError: no candidate, or a horizon the scenarios do not forecast.
             RuntimeError: an episode is over, or a simulate budget would be exceeded (then
-                nothing is simulated, nothing counted).
+                nothing is counted).
         """
         host = self.host
-        horizon = len(actions)
         if k < 1:
             raise ValueError("simulate_candidates needs at least one candidate")
         host.check_running(rows)
@@ -147,20 +148,35 @@ class Lookahead:
         if charge:
             host.simulates.charge(rows, k * horizon, host.counts["steps"][rows], host.parameters)
             host.counts["simulates"][rows] += k * horizon
+
+    def chain(
+        self, copies: np.ndarray, actions: Sequence[ActionBatch], *, action_masks: bool
+    ) -> list[ChainStep]:
+        """Play candidates over ``len(actions)`` steps on copies of their envs' states:
+        ``copies`` the env of each candidate (sorted, admitted by :meth:`admit`),
+        ``actions[h]`` their actions at step ``h + 1`` (checked; agent action indices in
+        the topology part). ``action_masks``: whether the steps carry the legal actions of
+        the simulated states.
+
+        Returns:
+            Per step played, the step of the copies still playing, their rho and positions.
+        """
+        host = self.host
         t0 = perf_counter()
         if host.action_subset is not None:
             actions = [replace(a, topology=host.action_subset[a.topology]) for a in actions]
-        copies = np.repeat(rows, k)
+        envs = np.unique(copies)
+        env_of = np.searchsorted(envs, copies)  # each copy's position in envs
         state = host.state.take(copies)
         setpoints = [host.last_gen_p[r] for r in copies.tolist()]
-        left = np.repeat(host.max_steps[rows] - host.played[rows], k)  # steps each may play
-        outages = host.outages.now(rows)
+        left = (host.max_steps[envs] - host.played[envs])[env_of]  # steps each may play
+        outages = host.outages.now(envs)
         playing = np.arange(len(copies))
         chain: list[ChainStep] = []
         for h, action in enumerate(actions, start=1):
             if outages is not None:
                 outages = outages.next_step()
-            inputs = self.inputs(rows, k, h, playing, setpoints, outages, action_masks)
+            inputs = self.inputs(envs, env_of, h, playing, setpoints, outages, action_masks)
             if len(playing) < len(copies):
                 action = action.rows(playing)
             step = host.turn.play(state, playing, action, inputs)
@@ -168,7 +184,8 @@ class Lookahead:
             playing = playing[~step.terminated & (left[playing] > h)]
             if not len(playing):
                 break
-        host.simulate_seconds[rows] += (perf_counter() - t0) / len(rows)
+        seconds = perf_counter() - t0
+        np.add.at(host.simulate_seconds, copies, seconds / len(copies))
         return chain
 
     def check_horizon(self, rows: np.ndarray, horizon: int) -> None:
@@ -189,8 +206,8 @@ class Lookahead:
 
     def inputs(
         self,
-        rows: np.ndarray,
-        k: int,
+        envs: np.ndarray,
+        env_of: np.ndarray,
         h: int,
         playing: np.ndarray,
         setpoints: list[np.ndarray],
@@ -198,30 +215,28 @@ class Lookahead:
         action_masks: bool,
     ) -> TurnInputs:
         """The inputs of step ``h`` ahead of the copies ``playing`` (positions among the
-        ``k`` copies of each env of ``rows``), as far as the current step tells: the forecast
-        made now of that step, the ``outages`` known now carried ``h`` steps on, no attack,
-        the clocks ``h`` steps ahead, ``setpoints`` (the copies' own list: a step writes
-        them, the next reads them), nothing truncated; the legal actions of the outcome if
-        ``action_masks``."""
+        copies, of the envs ``envs[env_of]``), as far as the current step tells: the forecast
+        made now of that step, the ``outages`` of ``envs`` known now carried ``h`` steps on,
+        no attack, the clocks ``h`` steps ahead, ``setpoints`` (the copies' own list: a step
+        writes them, the next reads them), nothing truncated; the legal actions of the
+        outcome if ``action_masks``."""
         host = self.host
-        copies = np.repeat(rows, k)
-        envs = np.unique(copies[playing]) if len(playing) < len(copies) else rows
-        forecasts = {r: host.handlers[r].rows_ahead(h) for r in envs.tolist()}
-        clock_rows = copies[playing]
-        played = np.repeat(host.played[rows] + h, k)[playing]
-        times = np.repeat(host.time_features(rows, ahead=h), k, axis=0)[playing]
+        at = env_of[playing]
+        clock_rows = envs[at]
+        # only the envs still playing: one whose episode ends sooner may have no forecast
+        forecasts = {i: host.handlers[int(envs[i])].rows_ahead(h) for i in np.unique(at).tolist()}
         if outages is not None:
             each = (outages.time, outages.duration, outages.hazard)
-            outages = outages_.OutageRows(*(np.repeat(a, k, axis=0)[playing] for a in each))
+            outages = outages_.OutageRows(*(a[at] for a in each))
         return TurnInputs(
             clock_rows=clock_rows,
-            injections=[forecasts[r] for r in clock_rows.tolist()],
+            injections=[forecasts[i] for i in at.tolist()],
             outages=outages,
             setpoints=setpoints,
             length=None if host.storage is None else host.step_length(clock_rows),
             opponent=None,
-            times=times,
-            played=played,
+            times=host.time_features(envs, ahead=h)[at],
+            played=host.played[clock_rows] + h,
             max_steps=host.max_steps[clock_rows],
             truncated=false_flags(len(playing)),
             ahead=h,

@@ -391,6 +391,17 @@ class CandidateResults:
             played=played.reshape(n, k),
         )
 
+    @classmethod
+    def joined(cls, parts: Sequence[CandidateResults], n: int, k: int) -> CandidateResults:
+        """The results of ``n * k`` candidates given in consecutive parts (each of one env
+        row: ``(1, m, ...)`` arrays, the ``m`` summing to ``n * k``), as (n, k, ...) arrays."""
+
+        def whole(name: str) -> np.ndarray:
+            joined = np.concatenate([getattr(p, name)[0] for p in parts])
+            return joined.reshape(n, k, *joined.shape[1:])
+
+        return cls(**{f.name: whole(f.name) for f in fields(cls)})
+
     def env(self, i: int) -> CandidateResults:
         """Env ``i``'s results (arrays starting with ``K``)."""
         return CandidateResults(**{f.name: getattr(self, f.name)[i] for f in fields(self)})
