@@ -355,22 +355,34 @@ class GreedyAgent:
     one ``simulate_candidates`` call per step; on others, one ``call("simulate", a)`` round
     trip per candidate and step.
 
+    With ``horizon`` H > 1 (grid_vec's vector envs only), each candidate is played, then
+    do-nothing (the first candidate) for H - 1 steps, on the sub-env's forecasts
+    (``simulate_candidates(..., horizon=H)``): a candidate ranks by its worst maximum rho
+    along the H steps, or the sum of its rewards, and last if any step ends the game.
+
     Args:
         candidates: the actions to try, do-nothing first; None for every action of a
             ``Discrete`` space.
         rank: ``"reward"`` or ``"max_rho"``.
+        horizon: the steps each candidate is looked ahead (an int >= 1).
 
     Raises:
-        ValueError: ``candidates`` is empty; an unknown ``rank``.
+        ValueError: ``candidates`` is empty; an unknown ``rank``; a horizon that is not an
+            int >= 1.
     """
 
-    def __init__(self, candidates: Sequence[Any] | None = None, rank: str = "reward") -> None:
+    def __init__(
+        self, candidates: Sequence[Any] | None = None, rank: str = "reward", horizon: int = 1
+    ) -> None:
         if candidates is not None and len(candidates) == 0:
             raise ValueError("GreedyAgent candidates must not be empty")
         if rank not in ("reward", "max_rho"):
             raise ValueError(f"GreedyAgent rank must be 'reward' or 'max_rho', got {rank!r}")
+        if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1:
+            raise ValueError(f"GreedyAgent horizon must be an int >= 1, got {horizon!r}")
         self.candidates = None if candidates is None else list(candidates)
         self.rank = rank
+        self.horizon = horizon
         self._rho: slice | None = None
         self._env: VectorEnv | None = None
         self._batched: Any = None  # (num_envs, K, ...) candidates for simulate_candidates
@@ -383,7 +395,8 @@ class GreedyAgent:
 
         Raises:
             TypeError: the sub-envs have no ``simulate`` (or, for ``rank="max_rho"``, no
-                ``obs_layout`` with a ``rho`` segment).
+                ``obs_layout`` with a ``rho`` segment; or, for a ``horizon`` > 1, the
+                vector env has no ``simulate_candidates``).
             ValueError: no candidates for a non-Discrete space; a candidate is not in it.
         """
         if not all(env.call("has_wrapper_attr", "simulate")):
@@ -417,7 +430,15 @@ class GreedyAgent:
         if hasattr(env, "simulate_candidates") and all(
             env.call("has_wrapper_attr", "simulate_candidates")
         ):
-            self._batched = _tiled(space, self.candidates, env.num_envs)
+            tried = self.candidates
+            if self.horizon > 1:  # each candidate, then do-nothing
+                tried = [_then(space, c, self.candidates[0], self.horizon) for c in tried]
+            self._batched = _tiled(space, tried, env.num_envs)
+        elif self.horizon > 1:
+            raise TypeError(
+                f"GreedyAgent(horizon={self.horizon}) needs a vector env with "
+                "simulate_candidates (grid_vec's GridVecEnv or BatchedGridVecEnv)"
+            )
 
     def __call__(self, obs_batch: Any) -> Any:
         """The best simulated candidate of each sub-env.
@@ -437,7 +458,7 @@ class GreedyAgent:
         env = self._env
         space = env.single_action_space
         if self._batched is not None:  # every candidate of every sub-env in one call
-            found = env.simulate_candidates(self._batched)
+            found = env.simulate_candidates(self._batched, horizon=self.horizon)
             best = np.argmax(candidate_scores(found, by_rho=self._rho is not None), axis=1)
             return concatenate(
                 space,
@@ -485,10 +506,26 @@ def candidate_scores(found: Any, *, by_rho: bool) -> np.ndarray:
             by the reward.
 
     Returns:
-        The scores, shaped as ``found.rewards``.
+        The scores, shaped as ``found.played`` (for a horizon: the worst maximum rho along
+        the steps, or the sum of the rewards; any game over and an illegal first action
+        rank last).
     """
-    scores = -found.max_rho.astype(np.float32) if by_rho else found.rewards.astype(np.float64)
-    return np.where(found.terminated | found.illegal, -np.inf, scores)
+    if found.rewards.ndim > found.played.ndim:  # a horizon axis
+        worst = found.max_rho.max(axis=-1)
+        rewards, refused = found.rewards.sum(axis=-1), found.terminated.any(axis=-1)
+        refused = refused | found.illegal[..., 0]
+    else:
+        worst, rewards, refused = found.max_rho, found.rewards, found.terminated | found.illegal
+    scores = -worst.astype(np.float32) if by_rho else rewards.astype(np.float64)
+    return np.where(refused, -np.inf, scores)
+
+
+def _then(space: spaces.Space, first: Any, after: Any, horizon: int) -> Any:
+    """The sequence ``first`` then ``after`` ``horizon - 1`` times, batched as one action of
+    ``space`` with a leading horizon axis."""
+    if isinstance(space, spaces.Dict):
+        return {key: _then(space[key], first[key], after[key], horizon) for key in space.spaces}
+    return np.stack([np.asarray(first)] + [np.asarray(after)] * (horizon - 1))
 
 
 def _tiled(space: spaces.Space, candidates: list[Any], n: int) -> Any:

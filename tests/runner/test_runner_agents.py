@@ -259,3 +259,34 @@ def test_greedy_agent_in_one_lookahead_call_picks_what_one_simulate_per_candidat
         envs.close()
     np.testing.assert_array_equal(picks[True], picks[False])
     assert picks[True].any()  # not do-nothing throughout: the ranking decided something
+
+
+@pytest.mark.parametrize("rank", ["reward", "max_rho"])
+def test_greedy_agent_with_a_horizon_picks_the_best_chain_of_its_action_then_do_nothing(rank):
+    """GreedyAgent(horizon=3) plays, per sub-env, the candidate whose chain (the candidate,
+    then do-nothing twice) ranks best: the worst max rho along it, or its summed reward, game
+    overs and illegal first actions last."""
+    import grid_vec
+
+    envs = grid_vec.make_vec("case14", 2, vectorization="batched", reward="line_margin")
+    tried = list(range(0, envs.single_action_space.n, 4))
+    agent = GreedyAgent(candidates=tried, rank=rank, horizon=3)
+    agent.bind(envs)
+    envs.reset(seed=3)
+    sequences = np.zeros((2, len(tried), 3), dtype=np.int64)
+    sequences[:, :, 0] = tried
+    for _ in range(4):
+        found = envs.simulate_candidates(sequences, horizon=3)
+        score = -found.max_rho.max(axis=2) if rank == "max_rho" else found.rewards.sum(axis=2)
+        refused = found.terminated.any(axis=2) | found.illegal[:, :, 0]
+        expected = np.array(tried)[np.argmax(np.where(refused, -np.inf, score), axis=1)]
+        actions = agent(None)
+        np.testing.assert_array_equal(actions, expected)
+        envs.step(actions)
+    envs.close()
+    with pytest.raises(ValueError, match="horizon must be an int >= 1"):
+        GreedyAgent(horizon=0)
+    env = grid_env(1)
+    with pytest.raises(TypeError, match="simulate_candidates"):
+        GreedyAgent(horizon=2).bind(env)
+    env.close()
