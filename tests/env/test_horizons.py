@@ -17,6 +17,7 @@ from grid_vec.chronics.synthetic import SyntheticSource
 from grid_vec.core.actions import KIND_SUB
 from grid_vec.core.lookahead import MAX_HORIZON
 from grid_vec.core.parameters import Parameters
+from grid_vec.core.rules.opponent import RandomLineOpponent
 from grid_vec.env.grid_env import GridEnv
 from grid_vec.grid.networks import load_network
 
@@ -132,22 +133,40 @@ class PerfectForecasts(SyntheticSource):
         return Injections(**fields, maintenance_time=time, maintenance_duration=duration)
 
 
-@pytest.mark.parametrize("action_type", ["discrete", "redispatch", "combined"])
-def test_chains_from_random_states_play_what_stepping_restored_snapshots_plays(case14, action_type):
+@pytest.mark.parametrize(
+    ("action_type", "attacking"),
+    [("discrete", False), ("redispatch", False), ("combined", False), ("discrete", True)],
+)
+def test_chains_from_random_states_play_what_stepping_restored_snapshots_plays(
+    case14, action_type, attacking
+):
     """From several states of a random trajectory (cooldowns, a maintenance starting and
-    ending, dispatch under way), random chains of 3 topology, redispatch or combined
-    actions, on perfect forecasts, step for step as the env steps them from a snapshot."""
+    ending, dispatch under way; with an opponent, lines under attack), random chains of 3
+    topology, redispatch or combined actions, on perfect forecasts, step for step as the env
+    steps them from a snapshot (a look-ahead never attacks: with the opponent on, up to the
+    step where the env's opponent starts a new attack)."""
+    opponent = None
+    if attacking:
+        opponent = RandomLineOpponent(
+            [0, 2, 5, 9],
+            budget_per_step=1.0,
+            attack_duration=5,
+            attack_cooldown=2,
+            initial_budget=20.0,
+        )
     env = GridEnv(
         case14, PerfectForecasts(case14, seed=2, length=60), action_type=action_type,
         parameters=Parameters(nb_timestep_cooldown_sub=2, nb_timestep_cooldown_line=2),
+        opponent=opponent,
     )  # fmt: skip
     u = env.unwrapped
     env.reset(seed=1, options={"scenario_id": 0})
     env.action_space.seed(4)
     rng = np.random.default_rng(5)
-    checked = 0
-    for t in range(10):
+    checked = attacks = under_attack = 0
+    for t in range(18 if attacking else 10):
         if t % 3 == 2:
+            under_attack += int(attacking and u.opponent_info()["attacked_branch"] >= 0)
             sequences = [[_sample(env, rng) for _ in range(3)] for _ in range(6)]
             found = u.simulate_candidates(_batched(sequences), horizon=3)
             snapshot = u.snapshot()
@@ -155,6 +174,9 @@ def test_chains_from_random_states_play_what_stepping_restored_snapshots_plays(c
                 u.restore(snapshot)
                 for h, action in enumerate(sequence):
                     obs, reward, terminated, _, info = env.step(action)
+                    if info["attacked_branch"] >= 0:  # a new attack: the look-ahead had none
+                        attacks += 1
+                        break
                     np.testing.assert_allclose(found.observations[j, h], obs, atol=1e-6)
                     assert found.rewards[j, h] == pytest.approx(reward, abs=1e-6)
                     assert (found.terminated[j, h], found.illegal[j, h]) == (
@@ -167,7 +189,9 @@ def test_chains_from_random_states_play_what_stepping_restored_snapshots_plays(c
         _, _, terminated, truncated, _ = env.step(_sample(env, rng))
         if terminated or truncated:
             env.reset(options={"scenario_id": 0, "fast_forward": t + 1})
-    assert checked > 30
+    assert checked > 20
+    if attacking:  # the case of the test: chains from states with a line under attack
+        assert under_attack >= 1 and attacks >= 1, (under_attack, attacks)
     env.close()
 
 
