@@ -213,8 +213,9 @@ class LightSimBackend(Backend):
             changed = topo != backend._topo
             sgen_changed = has_sgen and backend._set_sgen_buses(sgen_bus)
             if changed.any() or sgen_changed:
+                # the result vectors are sized by element, not by bus: update_topo keeps them
+                # (and the views into them; tests/grid checks it), only a failed solve does not
                 backend._grid.update_topo(changed, topo)
-                backend._views = None
                 backend._buses = row_buses
                 backend._plan = _NO_PLAN_YET
                 backend._steady_solves = 0
@@ -564,9 +565,9 @@ _NO_PLAN_YET = object()  # a backend's plan not looked up since its topology cha
 
 class _ResultViews:
     """lightsim2grid's result getters return read-only views of its own result vectors, which
-    it overwrites in place at each converged solve: fetched once, they are read with no getter
-    call per step. A failed solve reallocates those vectors (and a topology change may), so
-    the backend drops its views then, as well as on copy and pickling."""
+    it overwrites in place at each converged solve, also after a topology change: fetched
+    once, they are read with no getter call per step. A failed solve reallocates those
+    vectors, so the backend drops its views then, as well as on copy and pickling."""
 
     __slots__ = ("all", "branches_loads", "gens", "sgens", "storages")
 
