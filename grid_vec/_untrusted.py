@@ -9,6 +9,7 @@ folder fails with ``FolderFormatError`` and a recorded run with ``EpisodeDataErr
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 from typing import Any
@@ -78,10 +79,10 @@ def read_bytes(
     return data
 
 
-def file_stamp(path: Path) -> tuple[int, int, int]:
+def file_stamp(path: Path | str) -> tuple[int, int, int]:
     """What changes when a file is edited or replaced: ``(mtime_ns, size, inode)``, for
     cache keys. Raises OSError as ``os.stat`` does."""
-    status = path.stat()
+    status = os.stat(path)
     return status.st_mtime_ns, status.st_size, status.st_ino
 
 

@@ -75,7 +75,7 @@ class Injections:
         return [a for a in self._fields() if a is not None]
 
     def _fields(self) -> list[np.ndarray | None]:
-        return [getattr(self, f.name) for f in fields(self)]
+        return [getattr(self, name) for name in _FIELD_NAMES]  # a reset reads a window
 
     def read_only(self) -> Injections:
         """Make every array read-only (for injections shared by several envs); returns self."""
@@ -87,6 +87,8 @@ class Injections:
         """Step ``t`` of the window as 1-D views (no copy)."""
         return Injections(*(None if a is None else a[t] for a in self._fields()))
 
+
+_FIELD_NAMES = tuple(f.name for f in fields(Injections))
 
 # the float64 injection fields (always there), the optional int32 outage fields, and the
 # optional float64 forecasts of later steps (all four or none)
