@@ -45,6 +45,19 @@ MAX_HORIZON = 144
 ChainStep = tuple[StepBatch, np.ndarray, np.ndarray]
 
 
+class HorizonRefused(ValueError):
+    """A look-ahead longer than an env's scenario forecasts; ``rows`` holds that env's
+    position among the envs asked (as :class:`~grid_vec.core.continuous.RefusedActions`
+    does), so that a vector env can name the sub-env."""
+
+    def __init__(self, message: str, position: int) -> None:
+        super().__init__(message)
+        self.rows = (position,)
+
+    def __reduce__(self) -> tuple:  # raised in a GridVecEnv worker, unpickled in the parent
+        return type(self), (str(self), self.rows[0])
+
+
 class LookaheadHost(Protocol):
     """What a look-ahead reads of its batch (:class:`~grid_vec.core.batch.GridBatch` is one),
     written here so that this module, which the batch calls, needs no import of it."""
@@ -189,19 +202,26 @@ class Lookahead:
         return chain
 
     def check_horizon(self, rows: np.ndarray, horizon: int) -> None:
-        """Raise ValueError unless every env of ``rows`` forecasts ``horizon`` steps ahead."""
+        """Raise unless every env of ``rows`` forecasts ``horizon`` steps ahead.
+
+        Raises:
+            ValueError: a horizon outside ``[1, MAX_HORIZON]``.
+            HorizonRefused: an env whose scenario forecasts fewer steps (naming its
+                position in ``rows``).
+        """
         if not 1 <= horizon <= MAX_HORIZON:
             raise ValueError(f"horizon must be in [1, {MAX_HORIZON}], got {horizon}")
         if horizon == 1:
             return
-        for row in rows.tolist():
+        for j, row in enumerate(rows.tolist()):
             handler = self.host.handlers[row]
             most = handler.forecast_horizons
             if most is not None and most < horizon:
-                raise ValueError(
-                    f"env {row}: horizon={horizon}, but its scenario {handler.info.name!r} "
-                    f"forecasts {most} step(s) ahead (a folder's h_forecast; grid2op's "
-                    "l2rpn_idf_2023 forecasts 12)"
+                raise HorizonRefused(
+                    f"horizon={horizon}, but the scenario {handler.info.name!r} forecasts "
+                    f"{most} step(s) ahead (a folder's h_forecast; grid2op's l2rpn_idf_2023 "
+                    "forecasts 12)",
+                    j,
                 )
 
     def inputs(

@@ -254,7 +254,10 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
             raise RuntimeError(
                 f"sub-env {ended}: the episode is over: step it (autoreset) or reset first"
             )
-        return self._batch.simulate_candidates(np.arange(n), actions, k)
+        try:
+            return self._batch.simulate_candidates(np.arange(n), actions, k)
+        except ValueError as exc:  # a horizon a sub-env's scenario does not forecast
+            raise naming_env(exc, list(range(n))) from None
 
     def snapshot(self, index: int) -> GridSnapshot:
         """As :meth:`GridCommands.snapshot

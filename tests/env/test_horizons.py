@@ -249,7 +249,7 @@ def test_one_step_forecasts_refuse_a_longer_horizon_with_a_clear_error(tmp_path,
     env = grid_vec.make(_write_folder(tmp_path / "env", case14, None), opponent=None)
     env.reset(seed=0)
     u = env.unwrapped
-    with pytest.raises(ValueError, match=r"horizon=2, but its scenario '0000' forecasts 1 step"):
+    with pytest.raises(ValueError, match=r"^horizon=2, but the scenario '0000' forecasts 1 step"):
         u.simulate_candidates(np.zeros((1, 2), dtype=np.int64), horizon=2)
     assert u.simulate_candidates(np.zeros(1, dtype=np.int64), horizon=1).played[0] == 1
     env.close()
@@ -407,3 +407,21 @@ def test_candidates_are_played_a_chunk_of_copies_at_a_time_with_the_same_results
     for name in ("observations", "rewards", "terminated", "illegal", "max_rho", "played"):
         np.testing.assert_array_equal(getattr(chunked, name), getattr(whole, name), err_msg=name)
     assert (chunked.game_over_reason == whole.game_over_reason).all()
+
+
+def test_vector_envs_refuse_a_horizon_their_folder_does_not_forecast_naming_the_sub_env(
+    tmp_path, case14
+):
+    root = _write_folder(tmp_path / "env", case14, None)
+    candidates = np.zeros((2, 1, 2), dtype=np.int64)
+    for vectorization in ("batched", None):
+        kwargs = {"vectorization": vectorization} if vectorization else {}
+        envs = grid_vec.make_vec(root, 2, opponent=None, **kwargs)
+        try:
+            envs.reset(seed=0)
+            with pytest.raises(ValueError, match="forecasts 1 step") as refused:
+                envs.simulate_candidates(candidates, horizon=2)
+            assert refused.value.env_index in (0, 1)  # the sub-env, as every sub-env error
+            assert envs.simulate_candidates(candidates[:, :, 0]).played.shape == (2, 1)
+        finally:
+            envs.close()
