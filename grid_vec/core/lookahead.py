@@ -7,10 +7,10 @@ A look-ahead is the turn of :mod:`grid_vec.core.turn` played on copies of the en
 current step tells (:meth:`Lookahead.inputs`): the forecast injections, the outages known
 now, no attack, the clocks one step on, setpoints written to a throwaway list, nothing
 truncated. A horizon ``H`` chains ``H`` turns on the same copies, the ``h``-th on the
-forecast made now of step ``t + h`` (:meth:`~grid_vec.chronics.handler.ScenarioHandler.
-rows_ahead`), as grid2op chains ``simulate`` on a simulated observation: timers, targets
-and storage carry from one step to the next. A copy whose game ended, or whose episode has
-no step left, plays no further.
+forecast made now of step ``t + h``
+(:meth:`~grid_vec.chronics.handler.ScenarioHandler.rows_ahead`), as grid2op chains
+``simulate`` on a simulated observation: timers, targets and storage carry from one step to
+the next. A copy whose game ended, or whose episode has no step left, plays no further.
 """
 
 from __future__ import annotations
