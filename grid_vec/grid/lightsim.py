@@ -507,7 +507,8 @@ class LightSimBackend(Backend):
         self._by_chord = False
         self._converged = None
         self._results = None
-        self._views = None  # as after a copy: fetched again at the next solve
+        # the views are kept: lightsim2grid's result vectors outlive a solver reset (only a
+        # failed solve reallocates them, and it dropped the views then)
 
     def solver_state(self) -> np.ndarray:
         """What the next power flow depends on besides the injections and the topology, as

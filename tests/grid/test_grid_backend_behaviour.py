@@ -338,10 +338,10 @@ def test_lightsim_read_flows_stay_fresh_across_divergence_topology_and_copies(mo
 
 
 def test_lightsim_views_kept_across_topology_changes_read_every_new_solve() -> None:
-    """The lightsim2grid backend keeps its result views across topology changes (its result
-    vectors are sized by element, update_topo keeps them): after each of many bus splits and
-    outages on case14, and after a failed solve in between, read_flows gives what a new
-    backend solving that topology gives."""
+    """The lightsim2grid backend keeps its result views across topology changes and resets
+    (its result vectors are sized by element; update_topo and a solver reset keep them):
+    after each of many bus splits and outages on case14, resets and a failed solve in
+    between, read_flows gives what a new backend solving that topology gives."""
     from grid_helpers import perturbed_injections
 
     model = compile_net(load_network("case14"), name="case14")
@@ -358,6 +358,8 @@ def test_lightsim_views_kept_across_topology_changes_read_every_new_solve() -> N
             backend.set_injections(*[a * 1e3 for a in injections[:3]], injections[3])
             assert not backend.run_ac()
             views = None
+        if k % 5 == 4:  # a reset in place (a new episode) keeps them too
+            backend.reset()
         backend.set_topology(*topology)
         backend.set_injections(*injections)
         reference = make_backend(model)
