@@ -9,7 +9,6 @@ also carries the slack's reference angle).
 
 from __future__ import annotations
 
-import copy as _copy
 from functools import partial
 from time import perf_counter
 
@@ -546,14 +545,15 @@ class LightSimBackend(Backend):
 
     def copy(self) -> LightSimBackend:
         """An independent backend: the ``LSGrid`` is deep-copied in C++, arrays are copied."""
-        new = _copy.copy(self)
+        # the attributes taken over directly (copy.copy would go through __getstate__ and
+        # __setstate__, which build a plan book this copy does not use: a look-ahead pays it
+        # per candidate); the copy shares the plans
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
         new._grid = self._grid.copy()
         new._views = None
         new._inj32 = self._inj32.copy()
         new._inj_views()
-        # copy.copy goes through __getstate__, which leaves the plans behind: a copy shares them
-        new._book = self._book
-        new._plan = self._plan
         new._V = self._V.copy()
         new._sgen_bus = self._sgen_bus.copy()
         new._storage_p32 = self._storage_p32.copy()
