@@ -560,11 +560,11 @@ class GridBatch:
         """The step lengths of the batch's ``clock_rows`` (their scenarios')."""
         return StepLength.of(self._step_seconds[clock_rows])
 
-    def _rows_now(self, rows: np.ndarray, *, forecast: bool = False) -> list[Rows]:
+    def _rows_now(self, rows: np.ndarray) -> list[Rows]:
         """Each row's (load_p, load_q, gen_p, gen_v) of the current step of its scenario
         (views of the scenario's arrays)."""
         handlers = self.handlers
-        return [handlers[r].rows(forecast=forecast) for r in rows.tolist()]
+        return [handlers[r].rows() for r in rows.tolist()]
 
     def mask_of(self, state: BatchState, rows: np.ndarray) -> np.ndarray | None:
         """The legal agent actions of ``rows`` now, when the env gives them."""
@@ -630,7 +630,8 @@ class GridBatch:
         return int(min(left_played.min(), left_times.min())) - 1
 
     def time_features(self, rows: np.ndarray, ahead: int = 0) -> np.ndarray:
-        """(k, 6) time features of each row's current step (``ahead``: of the next one)."""
+        """(k, 6) time features of each row's current step (``ahead``: of the step that many
+        steps on, fewer than a block's)."""
         sel = selector(rows, self.n)
         pos = self._time_pos[sel] + ahead if ahead else self._time_pos[sel]
         late = np.greater_equal(pos, self._time_end[sel])

@@ -381,13 +381,9 @@ class CandidateResults:
                         column[f][playing] = getattr(now, f)[:, 0]
             columns.append(column)
             last = column
+        stacked = {f: np.stack([c[f] for c in columns], axis=1) for f in _RESULT_FIELDS}
         return cls(
-            **{
-                f: np.stack([c[f] for c in columns], axis=1).reshape(n, k, horizon, -1)
-                if f == "observations"
-                else np.stack([c[f] for c in columns], axis=1).reshape(n, k, horizon)
-                for f in _RESULT_FIELDS
-            },
+            **{f: a.reshape(n, k, *a.shape[1:]) for f, a in stacked.items()},
             played=played.reshape(n, k),
         )
 
