@@ -70,50 +70,14 @@ static int unpack(Plan *p, const int64_t *ints, Py_ssize_t n_ints, const double 
     return 0;
 }
 
-/* current = Y v (Ybus as CSR). */
-static void ybus_times(const Plan *p, const cplx *v, cplx *current) {
-    for (int64_t i = 0; i < p->n_bus; ++i) {
-        cplx acc = 0;
-        for (int64_t k = p->indptr[i]; k < p->indptr[i + 1]; ++k) acc += p->data[k] * v[p->indices[k]];
-        current[i] = acc;
-    }
-}
-
-/* current = Y v; F = [P(pvpq); Q(pq)] of v conj(current) - S; returns max |F|. */
-static double mismatch(const Plan *p, const cplx *v, const cplx *S, cplx *current, double *F) {
-    ybus_times(p, v, current);
-    double worst = 0;
-    for (int64_t r = 0; r < p->a; ++r) {
-        int64_t i = p->pvpq[r];
-        double x = creal(v[i] * conj(current[i]) - S[i]);
-        F[r] = x;
-        if (fabs(x) > worst || isnan(x)) worst = fabs(x);  /* a NaN stays: never "converged" */
-    }
-    for (int64_t r = 0; r < p->npq; ++r) {
-        int64_t i = p->pq[r];
-        double x = cimag(v[i] * conj(current[i]) - S[i]);
-        F[p->a + r] = x;
-        if (fabs(x) > worst || isnan(x)) worst = fabs(x);
-    }
-    return worst;
-}
-
-/* b <- J^-1 b with Pr J Pc = L U (scipy's splu factors as CSR rows; L unit lower). */
-static void lu_solve(const Plan *p, double *b, double *y) {
-    int64_t m = p->m;
-    for (int64_t i = 0; i < m; ++i) y[p->perm_r[i]] = b[i];
-    for (int64_t i = 0; i < m; ++i) {
-        double acc = y[i];
-        for (int64_t k = p->Lp[i]; k < p->Lp[i + 1]; ++k) acc -= p->Lx[k] * y[p->Li[k]];
-        y[i] = acc;
-    }
-    for (int64_t i = m - 1; i >= 0; --i) {
-        double acc = y[i];
-        for (int64_t k = p->Up[i]; k < p->Up[i + 1]; ++k) acc -= p->Ux[k] * y[p->Ui[k]];
-        y[i] = acc / p->Ud[i];
-    }
-    for (int64_t i = 0; i < m; ++i) b[i] = y[p->perm_c[i]];
-}
+/* Rows are iterated LANES at a time, interleaved: bus (or unknown) i of lane l sits at
+ * [i * L + l] (L lanes: LANES, fewer in the last block), real and imaginary parts apart. The
+ * triangular solves of one row are a chain of dependent products; LANES rows side by side turn
+ * each product into LANES independent ones, which the processor overlaps (and the compiler
+ * vectorises). Each lane does its own row's arithmetic only, in the same order whatever the
+ * other lanes hold (no fused multiply-add, see setup.py), so a row's result never depends on
+ * the rows beside it or on their number. */
+enum { LANES = 8 };
 
 /* |z| without hypot's guard against overflow (a voltage or a flow is far from overflowing):
  * the kernel takes thousands of magnitudes per row, and hypot costs several times more. */
@@ -122,37 +86,164 @@ static inline double magnitude(cplx z) {
     return sqrt(re * re + im * im);
 }
 
-/* e^(i d). A chord step turns a voltage by a small angle, whose sine and cosine the first
- * terms of their series give to the last bit (the next term is below 1e-19 for |d| <= 0.05):
- * far cheaper than the library's trigonometry, which takes the larger turns. */
-static inline cplx turn(double d) {
-    if (fabs(d) > 0.05) return cos(d) + I * sin(d);
+/* cos and sin of d. A chord step turns a voltage by a small angle, whose cosine and sine the
+ * first terms of their series give to the last bit (the next term is below 1e-19 for
+ * |d| <= 0.05): far cheaper than the library's trigonometry, which takes the larger turns. */
+static inline void turn(double d, double *c, double *s) {
+    if (fabs(d) > 0.05) {
+        *c = cos(d);
+        *s = sin(d);
+        return;
+    }
     double d2 = d * d;
-    double c = 1 - d2 / 2 * (1 - d2 / 12 * (1 - d2 / 30 * (1 - d2 / 56)));
-    double s = d * (1 - d2 / 6 * (1 - d2 / 20 * (1 - d2 / 42 * (1 - d2 / 72))));
-    return c + I * s;
+    /* Horner's form with the coefficients as constants: products only, no division */
+    *c = 1 + d2 * (-1.0 / 2 + d2 * (1.0 / 24 + d2 * (-1.0 / 720 + d2 * (1.0 / 40320))));
+    *s = d * (1 + d2 * (-1.0 / 6 + d2 * (1.0 / 120 + d2 * (-1.0 / 5040 + d2 * (1.0 / 362880)))));
 }
 
-/* Chord iterations on one row (v in place): the iterations taken, -1 when not converged
- * within kmax (v is then spoilt). A step changes the angles of the PV and PQ buses and the
- * magnitudes of the PQ buses; it is applied to v as a turn and a scaling, so that no angle
- * is ever read back from v (no atan2, no exponential per bus and iteration). */
-static int64_t chord_one(const Plan *p, const cplx *S, cplx *v, int64_t kmax, cplx *current,
-                         double *F, double *y, double *vm) {
-    for (int64_t k = 0; k < p->npq; ++k) vm[k] = magnitude(v[p->pq[k]]);
-    for (int64_t it = 0; it <= kmax; ++it) {
-        double worst = mismatch(p, v, S, current, F);
-        if (worst < p->tol) return it;
-        if (it == kmax || !isfinite(worst)) return -1;  /* a blown-up iterate never recovers */
-        lu_solve(p, F, y);
-        for (int64_t k = 0; k < p->a; ++k) v[p->pvpq[k]] *= turn(-F[k]);
-        for (int64_t k = 0; k < p->npq; ++k) {
-            double now = vm[k] - F[p->a + k];
-            v[p->pq[k]] *= now / vm[k];
-            vm[k] = now;
+/* The work arrays of one block of lanes. */
+typedef struct {
+    int L;                                /* its lanes: LANES, or fewer for the last rows */
+    double *vr, *vi, *sr, *si, *cr, *ci;  /* (n_bus, L): voltage, injection, Y v */
+    double *F, *y;                        /* (m, L): mismatch / step, LU scratch */
+    double *vm;                           /* (npq, L): the PQ buses' magnitudes */
+} Block;
+
+/* F = [P(pvpq); Q(pq)] of v conj(Y v) - S for every lane; worst[l] = max |F| of lane l (a NaN
+ * stays, so that a blown-up lane is never "converged"). */
+static void block_mismatch(const Plan *p, const Block *b, double *worst) {
+    const int L = b->L;
+    for (int64_t i = 0; i < p->n_bus; ++i) {
+        double *cr = b->cr + i * L, *ci = b->ci + i * L;
+        for (int l = 0; l < L; ++l) cr[l] = ci[l] = 0;
+        for (int64_t k = p->indptr[i]; k < p->indptr[i + 1]; ++k) {
+            double yr = creal(p->data[k]), yi = cimag(p->data[k]);
+            const double *vr = b->vr + p->indices[k] * L, *vi = b->vi + p->indices[k] * L;
+            for (int l = 0; l < L; ++l) {
+                cr[l] += yr * vr[l] - yi * vi[l];
+                ci[l] += yr * vi[l] + yi * vr[l];
+            }
         }
     }
-    return -1;
+    for (int l = 0; l < L; ++l) worst[l] = 0;
+    for (int64_t r = 0; r < p->a + p->npq; ++r) {
+        int is_q = r >= p->a;
+        int64_t i = is_q ? p->pq[r - p->a] : p->pvpq[r];
+        const double *vr = b->vr + i * L, *vi = b->vi + i * L;
+        const double *cr = b->cr + i * L, *ci = b->ci + i * L;
+        const double *sr = b->sr + i * L, *si = b->si + i * L;
+        double *F = b->F + r * L;
+        for (int l = 0; l < L; ++l)  /* v conj(c) = (vr cr + vi ci) + j (vi cr - vr ci) */
+            F[l] = is_q ? vi[l] * cr[l] - vr[l] * ci[l] - si[l]
+                        : vr[l] * cr[l] + vi[l] * ci[l] - sr[l];
+        for (int l = 0; l < L; ++l)
+            if (fabs(F[l]) > worst[l] || isnan(F[l])) worst[l] = fabs(F[l]);
+    }
+}
+
+/* F <- J^-1 F in every lane, with Pr J Pc = L U (scipy's splu factors as CSR rows; L unit
+ * lower). */
+static void block_lu_solve(const Plan *p, const Block *b) {
+    const int L = b->L;
+    int64_t m = p->m;
+    double *F = b->F, *y = b->y;
+    for (int64_t i = 0; i < m; ++i)
+        memcpy(y + p->perm_r[i] * L, F + i * L, L * sizeof(double));
+    for (int64_t i = 0; i < m; ++i) {
+        double *yi = y + i * L;
+        for (int64_t k = p->Lp[i]; k < p->Lp[i + 1]; ++k) {
+            double x = p->Lx[k];
+            const double *yk = y + p->Li[k] * L;
+            for (int l = 0; l < L; ++l) yi[l] -= x * yk[l];
+        }
+    }
+    for (int64_t i = m - 1; i >= 0; --i) {
+        double *yi = y + i * L;
+        for (int64_t k = p->Up[i]; k < p->Up[i + 1]; ++k) {
+            double x = p->Ux[k];
+            const double *yk = y + p->Ui[k] * L;
+            for (int l = 0; l < L; ++l) yi[l] -= x * yk[l];
+        }
+        double inverse = 1.0 / p->Ud[i];  /* one division per unknown, not per lane */
+        for (int l = 0; l < L; ++l) yi[l] *= inverse;
+    }
+    for (int64_t i = 0; i < m; ++i)
+        memcpy(F + i * L, y + p->perm_c[i] * L, L * sizeof(double));
+}
+
+enum { RUNNING, CONVERGED, FAILED };
+
+/* Chord iterations on the block's lanes (v in place), each until its own mismatch is below the
+ * tolerance: it[l] = the iterations lane l took, -1 when it did not converge within kmax (its v
+ * is then spoilt). A step changes the angles of the PV and PQ buses and the magnitudes of the
+ * PQ buses; it is applied to v as a turn and a scaling, so no angle is ever read back from v
+ * (no atan2, no exponential per bus and iteration). A lane that has stopped takes a zero step,
+ * which leaves its v bitwise as it is. */
+static void block_chord(const Plan *p, const Block *b, int64_t kmax, int64_t *it) {
+    const int L = b->L;
+    int state[LANES];
+    double worst[LANES];
+    for (int l = 0; l < L; ++l) state[l] = RUNNING;
+    for (int64_t k = 0; k < p->npq; ++k) {
+        int64_t i = p->pq[k];
+        for (int l = 0; l < L; ++l) {
+            double vr = b->vr[i * L + l], vi = b->vi[i * L + l];
+            b->vm[k * L + l] = sqrt(vr * vr + vi * vi);
+        }
+    }
+    for (int64_t n = 0;; ++n) {
+        block_mismatch(p, b, worst);
+        int running = 0;
+        for (int l = 0; l < L; ++l) {
+            if (state[l] != RUNNING) continue;
+            if (worst[l] < p->tol) {
+                state[l] = CONVERGED;
+                it[l] = n;
+            } else if (n == kmax || !isfinite(worst[l])) {  /* a blown-up iterate never recovers */
+                state[l] = FAILED;
+                it[l] = -1;
+            } else {
+                running = 1;
+            }
+        }
+        if (!running) return;
+        for (int64_t r = 0; r < p->m; ++r)
+            for (int l = 0; l < L; ++l)
+                if (state[l] != RUNNING) b->F[r * L + l] = 0;
+        block_lu_solve(p, b);
+        for (int64_t k = 0; k < p->a; ++k) {
+            int64_t i = p->pvpq[k];
+            double *vr = b->vr + i * L, *vi = b->vi + i * L;
+            for (int l = 0; l < L; ++l) {
+                double c, s;
+                turn(-b->F[k * L + l], &c, &s);
+                double re = vr[l] * c - vi[l] * s;
+                vi[l] = vr[l] * s + vi[l] * c;
+                vr[l] = re;
+            }
+        }
+        for (int64_t k = 0; k < p->npq; ++k) {
+            int64_t i = p->pq[k];
+            double *vr = b->vr + i * L, *vi = b->vi + i * L, *vm = b->vm + k * L;
+            const double *step = b->F + (p->a + k) * L;
+            for (int l = 0; l < L; ++l) {
+                double now = vm[l] - step[l];
+                double ratio = now != vm[l] ? now / vm[l] : 1.0;
+                vr[l] *= ratio;
+                vi[l] *= ratio;
+                vm[l] = now;
+            }
+        }
+    }
+}
+
+/* current = Y v (Ybus as CSR), one row. */
+static void ybus_times(const Plan *p, const cplx *v, cplx *current) {
+    for (int64_t i = 0; i < p->n_bus; ++i) {
+        cplx acc = 0;
+        for (int64_t k = p->indptr[i]; k < p->indptr[i + 1]; ++k) acc += p->data[k] * v[p->indices[k]];
+        current[i] = acc;
+    }
 }
 
 /* One solved row's results into o, in FLOW_FIELDS order and grid_vec's units. */
@@ -223,8 +314,7 @@ static PyObject *solve(PyObject *self, PyObject *args) {
         return NULL;
     PyObject *result = NULL;
     Plan p;
-    cplx *work = NULL;
-    double *fwork = NULL;
+    double *work = NULL;
     if (unpack(&p, b_ints.buf, b_ints.len / 8, b_reals.buf, b_reals.len / 8, b_cplx.buf,
                b_cplx.len / (Py_ssize_t)sizeof(cplx)) != 0) {
         PyErr_SetString(PyExc_ValueError, "a chord plan whose sizes do not add up");
@@ -238,46 +328,78 @@ static PyObject *solve(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "chord arrays of the wrong sizes for the plan");
         goto done;
     }
-    work = malloc(3 * p.n_bus * sizeof(cplx));
-    fwork = malloc((2 * p.m + p.npq + 1) * sizeof(double));
-    if (!work || !fwork) {
+    /* the block's lanes, then one row's bus injections and bus needs (complex, for row_flows) */
+    size_t n_work = LANES * (6 * p.n_bus + 2 * p.m + p.npq) + 2 * 2 * p.n_bus * LANES;
+    work = malloc(n_work * sizeof(double));
+    if (!work) {
         PyErr_NoMemory();
         goto done;
     }
-    cplx *S = work, *current = work + p.n_bus, *need = work + 2 * p.n_bus;
-    double *F = fwork, *y = fwork + p.m, *vm = fwork + 2 * p.m;
+    Block blk;
+    double *w = work;
+    blk.vr = w; w += LANES * p.n_bus;
+    blk.vi = w; w += LANES * p.n_bus;
+    blk.sr = w; w += LANES * p.n_bus;
+    blk.si = w; w += LANES * p.n_bus;
+    blk.cr = w; w += LANES * p.n_bus;
+    blk.ci = w; w += LANES * p.n_bus;
+    blk.F = w; w += LANES * p.m;
+    blk.y = w; w += LANES * p.m;
+    blk.vm = w; w += LANES * p.npq;
+    cplx *S = (cplx *)w, *need = S + p.n_bus * LANES;  /* S: (LANES, n_bus), row by row */
     const double *inj = b_inj.buf, *sto = b_sto.buf;
     cplx *V = b_v.buf;
     double *out = b_out.buf;
     int64_t *iters = b_it.buf;
     double inv_sn = 1.0 / p.sn;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t r = 0; r < rows; ++r) {
-        const double *row_inj = inj + r * n_inj, *row_sto = sto + r * p.ns;
-        cplx *v = V + r * p.n_bus;
-        /* bus injections, p.u.: generation minus consumption (a PV generator's reactive power
-         * is a result; a static generator's is its fixed setpoint) */
-        for (int64_t i = 0; i < p.n_bus; ++i) S[i] = 0;
-        for (int64_t j = 0; j < p.nl; ++j)
-            if (p.load_bus[j] >= 0) S[p.load_bus[j]] -= (row_inj[j] + I * row_inj[p.nl + j]) * inv_sn;
-        for (int64_t j = 0; j < p.ng; ++j)
-            if (p.gen_bus[j] >= 0) S[p.gen_bus[j]] += (row_inj[2 * p.nl + j] + I * p.q_fixed[j]) * inv_sn;
-        for (int64_t j = 0; j < p.ns; ++j)
-            if (p.storage_bus[j] >= 0) S[p.storage_bus[j]] -= row_sto[j] * inv_sn;
-        int64_t it = chord_one(&p, S, v, kmax, current, F, y, vm);
-        if (it < 0 && kmax > 0) {
-            iters[r] = -1;
-            continue;
+    for (Py_ssize_t first = 0; first < rows; first += LANES) {
+        int L = rows - first < LANES ? (int)(rows - first) : LANES;
+        blk.L = L;
+        for (int l = 0; l < L; ++l) {
+            Py_ssize_t r = first + l;
+            const double *row_inj = inj + r * n_inj, *row_sto = sto + r * p.ns;
+            const cplx *v = V + r * p.n_bus;
+            cplx *Sl = S + l * p.n_bus;
+            /* bus injections, p.u.: generation minus consumption (a PV generator's reactive
+             * power is a result; a static generator's is its fixed setpoint) */
+            for (int64_t i = 0; i < p.n_bus; ++i) Sl[i] = 0;
+            for (int64_t j = 0; j < p.nl; ++j)
+                if (p.load_bus[j] >= 0)
+                    Sl[p.load_bus[j]] -= (row_inj[j] + I * row_inj[p.nl + j]) * inv_sn;
+            for (int64_t j = 0; j < p.ng; ++j)
+                if (p.gen_bus[j] >= 0)
+                    Sl[p.gen_bus[j]] += (row_inj[2 * p.nl + j] + I * p.q_fixed[j]) * inv_sn;
+            for (int64_t j = 0; j < p.ns; ++j)
+                if (p.storage_bus[j] >= 0) Sl[p.storage_bus[j]] -= row_sto[j] * inv_sn;
+            for (int64_t i = 0; i < p.n_bus; ++i) {
+                blk.vr[i * L + l] = creal(v[i]);
+                blk.vi[i * L + l] = cimag(v[i]);
+                blk.sr[i * L + l] = creal(Sl[i]);
+                blk.si[i * L + l] = cimag(Sl[i]);
+            }
         }
-        iters[r] = it < 0 ? 0 : it;
-        row_flows(&p, row_inj, row_sto, S, v, need, out + r * n_out);
+        int64_t it[LANES];
+        block_chord(&p, &blk, kmax, it);
+        for (int l = 0; l < L; ++l) {
+            Py_ssize_t r = first + l;
+            cplx *v = V + r * p.n_bus;
+            for (int64_t i = 0; i < p.n_bus; ++i)
+                v[i] = blk.vr[i * L + l] + I * blk.vi[i * L + l];
+            if (it[l] < 0 && kmax > 0) {
+                iters[r] = -1;
+                continue;
+            }
+            iters[r] = it[l] < 0 ? 0 : it[l];
+            row_flows(&p, inj + r * n_inj, sto + r * p.ns, S + l * p.n_bus, v, need,
+                      out + r * n_out);
+        }
     }
     Py_END_ALLOW_THREADS
     result = Py_None;
     Py_INCREF(result);
 done:
     free(work);
-    free(fwork);
     PyBuffer_Release(&b_ints);
     PyBuffer_Release(&b_reals);
     PyBuffer_Release(&b_cplx);
