@@ -27,6 +27,13 @@ How (and why each choice):
   the reactive power of a bus shared among its generators in proportion to their reactive
   ranges: here read off lightsim2grid's reference solve of the plan, as shares of the bus).
 
+- **Rows side by side.** The kernel iterates the rows of one plan 8 at a time, interleaved, so
+  that the triangular solves of different rows overlap; each row does only its own arithmetic,
+  in the same order whatever its neighbours hold (no fused multiply-add), and a row that has
+  stopped takes zero steps, which leave it bitwise as it is. A step turns each voltage by its
+  small angle change (a short series, exact to rounding) instead of recomputing it from polar
+  form, so no trigonometry is spent per bus and iteration.
+
 The kernel is C (``grid_vec/grid/chord_kernel.c``, built by ``pip install``): a few loops over small
 arrays, so no compilation at run time, no disk cache, nothing loaded but one small module; it
 is the one implementation of the solve and of its results.

@@ -8,6 +8,7 @@ took before) on the same injections, topology and warm start.
 from __future__ import annotations
 
 import pickle
+from functools import partial
 
 import numpy as np
 import pytest
@@ -123,6 +124,41 @@ def test_a_chord_row_is_bitwise_the_same_in_a_batch_of_one_and_of_many(model) ->
             LightSimBackend.solve_rows([b], [0], single)
             np.testing.assert_array_equal(single[0], together[i])
             np.testing.assert_array_equal(b._V, chords[i]._V)
+
+
+def test_rows_of_one_topology_are_bitwise_the_same_in_any_lane_and_block(model) -> None:
+    """The kernel iterates the rows of a plan side by side (8 lanes per block, fewer in the
+    last one): a row's iterations, voltages and flows must not depend on its lane, on its
+    block's width or on the rows beside it, rows that stop sooner or never converge included."""
+    base = LightSimBackend(model)
+    base.set_injections(model.load_p0, model.load_q0, model.gen_p0, model.gen_v0)
+    assert base.run_ac()
+    plan = chord.PlanBook(partial(LightSimBackend, model)).plan(base._buses)
+    assert plan is not None
+    rng = np.random.default_rng(5)
+    k = 19  # blocks of 8, 8 and 3
+    # rows at different distances from the common first guess: different iteration counts
+    scale = 1.0 + rng.uniform(-0.3, 0.3, (k, 1))
+    injections = np.concatenate([model.load_p0, model.load_q0, model.gen_p0])[None] * scale
+    injections[3] *= 40.0  # far beyond what the grid can carry: never converges
+    storage = np.zeros((k, model.n_storage))
+    first_guess = np.repeat(np.asarray(base._V)[None], k, axis=0)
+    width = flow_slices(model)["all"].stop
+
+    def solve(order):
+        V, out = first_guess[order].copy(), np.zeros((len(order), width))
+        iters = chord.solve_rows(plan, injections[order], storage[order], V, out)
+        return iters, V, out
+
+    iters, V, out = solve(np.arange(k))
+    assert iters[3] == -1 and len(set(iters[iters >= 0].tolist())) >= 2
+    orders = [np.arange(k)[::-1], rng.permutation(k), *([i] for i in range(k))]
+    for order in orders:
+        got_iters, got_V, got_out = solve(np.asarray(order))
+        np.testing.assert_array_equal(got_iters, iters[order])
+        ok = got_iters >= 0
+        np.testing.assert_array_equal(got_V[ok], V[order][ok])
+        np.testing.assert_array_equal(got_out[ok], out[order][ok])
 
 
 def test_rows_without_a_plan_are_solved_by_lightsim_bitwise(model, monkeypatch) -> None:
