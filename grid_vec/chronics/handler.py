@@ -273,6 +273,7 @@ class ScenarioHandler:
             if any(a is not None for a in found):
                 self._outages = found
         self._now = (chunk.load_p, chunk.load_q, chunk.gen_p, chunk.gen_v)
+        self._now_block = chunk.block  # the four side by side, when the source packs them
         self._ahead = (
             chunk.load_p_forecast, chunk.load_q_forecast, chunk.gen_p_forecast,
             chunk.gen_v_forecast,
@@ -300,6 +301,17 @@ class ScenarioHandler:
         t = self._step - self._chunk_start
         load_p, load_q, gen_p, gen_v = self._ahead if forecast else self._now
         return load_p[t], load_q[t], gen_p[t], gen_v[t]
+
+    def packed_row(self) -> np.ndarray:
+        """The current step's ``load_p``, ``load_q``, ``gen_p`` and ``gen_v`` side by side,
+        one ``(2 * n_load + 2 * n_gen,)`` row: a view when the source packs its injections
+        (:meth:`~grid_vec.chronics.scenario.Injections.packed`), else a new array."""
+        if self._chunk is None:
+            self.rows()  # reads the chunk (or raises before the first reset)
+        t = self._step - self._chunk_start
+        if self._now_block is not None:
+            return self._now_block[t]
+        return np.concatenate([a[t] for a in self._now])
 
     @property
     def forecast_horizons(self) -> int | None:

@@ -10,7 +10,7 @@ source produced them.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -45,6 +45,11 @@ class Injections:
     The forecasts of later steps, float64 ``(steps, H - 1, n_elements)``, None when the source
     forecasts one step ahead only: ``*_ahead[t, j]`` is the forecast made at step ``t`` of
     step ``t + 2 + j`` (horizons 2 to ``H``: grid2op's ``h_forecast`` beyond the first).
+
+    ``block``, float64 ``(steps, 2 * n_load + 2 * n_gen)``: when not None, ``load_p``,
+    ``load_q``, ``gen_p`` and ``gen_v`` are its column views, in that order (see
+    :meth:`packed`), so that a step's four are one row a batch gathers in one call. It is
+    memory layout, not data: :meth:`arrays` leaves it out.
     """
 
     load_p: np.ndarray
@@ -62,13 +67,30 @@ class Injections:
     load_q_ahead: np.ndarray | None = None
     gen_p_ahead: np.ndarray | None = None
     gen_v_ahead: np.ndarray | None = None
+    block: np.ndarray | None = None
 
     def __len__(self) -> int:
         return self.load_p.shape[0]
 
     def window(self, start: int, stop: int) -> Injections:
         """Steps ``[start, stop)`` as views (no copy)."""
-        return Injections(*(None if a is None else a[start:stop] for a in self._fields()))
+        block = None if self.block is None else self.block[start:stop]
+        return Injections(
+            *(None if a is None else a[start:stop] for a in self._fields()), block=block
+        )
+
+    def packed(self) -> Injections:
+        """These injections with ``load_p``, ``load_q``, ``gen_p`` and ``gen_v`` copied side by
+        side into one ``block`` and replaced by its column views (self when they already
+        are). The values are the same; only their layout changes."""
+        if self.block is not None:
+            return self
+        now = [getattr(self, name) for name in NOW_FIELDS]
+        block = np.concatenate(now, axis=1)
+        edges = np.cumsum([0] + [a.shape[1] for a in now]).tolist()
+        bounds = zip(NOW_FIELDS, edges[:-1], edges[1:], strict=True)
+        views = {name: block[:, a:b] for name, a, b in bounds}
+        return replace(self, **views, block=block)
 
     def arrays(self) -> list[np.ndarray]:
         """Every array, in field order (the outage fields only when present)."""
@@ -81,22 +103,26 @@ class Injections:
         """Make every array read-only (for injections shared by several envs); returns self."""
         for array in self.arrays():
             array.flags.writeable = False
+        if self.block is not None:
+            self.block.flags.writeable = False
         return self
 
     def row(self, t: int) -> Injections:
         """Step ``t`` of the window as 1-D views (no copy)."""
-        return Injections(*(None if a is None else a[t] for a in self._fields()))
+        block = None if self.block is None else self.block[t]
+        return Injections(*(None if a is None else a[t] for a in self._fields()), block=block)
 
 
-_FIELD_NAMES = tuple(f.name for f in fields(Injections))
+# the data fields (``block`` is their layout); the four of a step, in the block's order
+_FIELD_NAMES = tuple(f.name for f in fields(Injections) if f.name != "block")
+NOW_FIELDS = ("load_p", "load_q", "gen_p", "gen_v")
 
 # the float64 injection fields (always there), the optional int32 outage fields, and the
 # optional float64 forecasts of later steps (all four or none)
 OUTAGE_FIELDS = ("maintenance_time", "maintenance_duration", "hazard_duration")
 AHEAD_FIELDS = ("load_p_ahead", "load_q_ahead", "gen_p_ahead", "gen_v_ahead")
-INJECTION_FIELDS = tuple(
-    f.name for f in fields(Injections) if f.name not in OUTAGE_FIELDS + AHEAD_FIELDS
-)
+DATA_FIELDS = _FIELD_NAMES
+INJECTION_FIELDS = tuple(f for f in _FIELD_NAMES if f not in OUTAGE_FIELDS + AHEAD_FIELDS)
 
 
 @runtime_checkable

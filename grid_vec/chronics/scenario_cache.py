@@ -45,7 +45,7 @@ import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,13 @@ from grid_vec._untrusted import UntrustedFileError
 from grid_vec._untrusted_npz import read_npz
 from grid_vec.chronics.config_file import MAX_FORECAST_HORIZONS
 from grid_vec.chronics.outages import events_of, outage_window
-from grid_vec.chronics.scenario import AHEAD_FIELDS, INJECTION_FIELDS, OUTAGE_FIELDS, Injections
+from grid_vec.chronics.scenario import (
+    AHEAD_FIELDS,
+    DATA_FIELDS,
+    INJECTION_FIELDS,
+    OUTAGE_FIELDS,
+    Injections,
+)
 
 DEFAULT_MAX_BYTES = 256 * 2**20  # about 60 case14 scenarios of 4 weeks with their forecasts
 ENV_VAR = "GRID_VEC_SCENARIO_CACHE_MB"
@@ -64,7 +70,7 @@ DIR_ENV_VAR = "GRID_VEC_SCENARIO_CACHE_DIR"
 MAX_DISK_ENTRY_BYTES = 1 << 30
 MAX_LIMIT_MB = 2**30  # GRID_VEC_SCENARIO_CACHE_MB beyond this (a PiB) is a mistake
 _DISK_FORMAT = "grid_vec-scenario-4"  # changes when the layout of an entry changes
-_ALL_FIELDS = tuple(f.name for f in fields(Injections))
+_ALL_FIELDS = DATA_FIELDS
 _OUTAGE_FIELDS = OUTAGE_FIELDS
 _AHEAD_FIELDS = AHEAD_FIELDS
 _FIELDS = INJECTION_FIELDS
@@ -146,7 +152,8 @@ class ScenarioCache:
                 self.hits += 1
                 return found
             self.misses += 1
-        parsed = (parse() if self.disk is None else self.disk.get(key, parse)).read_only()
+        # packed: the envs sharing it gather a step's injections as one row each
+        parsed = (parse() if self.disk is None else self.disk.get(key, parse)).packed().read_only()
         size = _nbytes(parsed)
         if size > self.max_bytes:
             return parsed

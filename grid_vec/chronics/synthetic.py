@@ -137,7 +137,7 @@ class SyntheticSource:
             return blocks[first].window(start - offset, stop - offset)
         per_block = (blocks[b].arrays() for b in range(first, last + 1))
         joined = Injections(*(np.concatenate(parts) for parts in zip(*per_block, strict=True)))
-        return joined.read_only().window(start - offset, stop - offset)
+        return joined.packed().read_only().window(start - offset, stop - offset)
 
     def _check_id(self, scenario_id: int) -> int:
         if isinstance(scenario_id, bool) or not isinstance(scenario_id, (int, np.integer)):
@@ -261,7 +261,7 @@ class SyntheticSource:
             gen_p_forecast=gen_p_fc[1:],
             gen_v_forecast=gen_v,
         )
-        return arrays.read_only()
+        return arrays.packed().read_only()  # packed: a batch gathers a step as one row
 
 
 @dataclass(frozen=True)

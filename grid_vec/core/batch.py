@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from grid_vec.chronics.handler import Rows, ScenarioHandler
+from grid_vec.chronics.handler import ScenarioHandler
 from grid_vec.chronics.scenario import ScenarioSource
 from grid_vec.core.actions import ActionCatalog
 from grid_vec.core.config import GameConfig
@@ -82,7 +82,7 @@ from grid_vec.core.state import (
     solve,
 )
 from grid_vec.core.topology import TopologyLayout, layout_of
-from grid_vec.core.turn import Turn, TurnInputs
+from grid_vec.core.turn import StepInjections, Turn, TurnInputs
 from grid_vec.grid import make_backend
 from grid_vec.grid.model import GridModel
 
@@ -560,11 +560,11 @@ class GridBatch:
         """The step lengths of the batch's ``clock_rows`` (their scenarios')."""
         return StepLength.of(self._step_seconds[clock_rows])
 
-    def _rows_now(self, rows: np.ndarray) -> list[Rows]:
-        """Each row's (load_p, load_q, gen_p, gen_v) of the current step of its scenario
-        (views of the scenario's arrays)."""
+    def _rows_now(self, rows: np.ndarray) -> StepInjections:
+        """The injections of the current step of each row's scenario (one gather of the
+        scenarios' packed rows)."""
         handlers = self.handlers
-        return [handlers[r].rows() for r in rows.tolist()]
+        return StepInjections.of_rows([handlers[r].packed_row() for r in rows.tolist()], self.model)
 
     def mask_of(self, state: BatchState, rows: np.ndarray) -> np.ndarray | None:
         """The legal agent actions of ``rows`` now, when the env gives them."""

@@ -30,7 +30,8 @@ from grid_vec.core.rules.actions import false_flags
 from grid_vec.core.rules.storage import StepLength, StorageUnits
 from grid_vec.core.simulate_budget import SimulateBudget
 from grid_vec.core.state import BatchState
-from grid_vec.core.turn import Turn, TurnInputs
+from grid_vec.core.turn import StepInjections, Turn, TurnInputs
+from grid_vec.grid.model import GridModel
 
 # copies of the envs' states played at a time by a look-ahead (a copy of a case118 solver:
 # ~0.25 MB; its whole catalog at once would hold 3 GB)
@@ -63,6 +64,7 @@ class LookaheadHost(Protocol):
     written here so that this module, which the batch calls, needs no import of it."""
 
     state: BatchState
+    model: GridModel
     turn: Turn
     handlers: list[ScenarioHandler]
     outages: outages_.OutageBatch
@@ -244,13 +246,17 @@ class Lookahead:
         at = env_of[playing]
         clock_rows = envs[at]
         # only the envs still playing: one whose episode ends sooner may have no forecast
-        forecasts = {i: host.handlers[int(envs[i])].rows_ahead(h) for i in np.unique(at).tolist()}
+        envs_playing, position = np.unique(at, return_inverse=True)
+        forecasts = StepInjections.of_rows(
+            [np.concatenate(host.handlers[int(envs[i])].rows_ahead(h)) for i in envs_playing],
+            host.model,
+        ).take(position)
         if outages is not None:
             each = (outages.time, outages.duration, outages.hazard)
             outages = outages_.OutageRows(*(a[at] for a in each))
         return TurnInputs(
             clock_rows=clock_rows,
-            injections=[forecasts[i] for i in at.tolist()],
+            injections=forecasts,
             outages=outages,
             setpoints=setpoints,
             length=None if host.storage is None else host.step_length(clock_rows),

@@ -34,7 +34,6 @@ from typing import Protocol
 
 import numpy as np
 
-from grid_vec.chronics.handler import Rows
 from grid_vec.core.contingency import OutageFlows
 from grid_vec.core.parameters import Parameters
 from grid_vec.core.records import ActionBatch, StepBatch
@@ -65,6 +64,52 @@ _NO_ATTACK.flags.writeable = False
 Acted = tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]
 
 
+@dataclass(slots=True, eq=False)
+class StepInjections:
+    """Each row's injections of the step played, as the scenarios pack them
+    (:meth:`~grid_vec.chronics.scenario.Injections.packed`): ``block``, float64
+    ``(k, 2 * n_load + 2 * n_gen)``, holds ``load_p``, ``load_q``, ``gen_p`` (MW, MVAr, MW)
+    and ``gen_v`` (kV) side by side; the four properties are its column views. Never
+    written once built (:meth:`with_gen_p` makes a new one)."""
+
+    block: np.ndarray
+    n_load: int
+
+    @classmethod
+    def of_rows(cls, packed_rows: list[np.ndarray], model: GridModel) -> StepInjections:
+        """The rows' injections from each row's packed step (one gather)."""
+        block = np.array(packed_rows, dtype=np.float64)
+        return cls(block.reshape(len(packed_rows), 2 * (model.n_load + model.n_gen)), model.n_load)
+
+    @property
+    def load_p(self) -> np.ndarray:
+        return self.block[:, : self.n_load]
+
+    @property
+    def load_q(self) -> np.ndarray:
+        return self.block[:, self.n_load : 2 * self.n_load]
+
+    @property
+    def gen_p(self) -> np.ndarray:
+        n_gen = (self.block.shape[1] - 2 * self.n_load) // 2
+        return self.block[:, 2 * self.n_load : 2 * self.n_load + n_gen]
+
+    @property
+    def gen_v(self) -> np.ndarray:
+        n_gen = (self.block.shape[1] - 2 * self.n_load) // 2
+        return self.block[:, 2 * self.n_load + n_gen :]
+
+    def with_gen_p(self, gen_p: np.ndarray) -> StepInjections:
+        """The same injections with the generators' ``(k, n_gen)`` ``gen_p`` instead."""
+        new = StepInjections(self.block.copy(), self.n_load)
+        new.gen_p[...] = gen_p
+        return new
+
+    def take(self, positions: np.ndarray) -> StepInjections:
+        """The injections of the rows at ``positions`` (a new block)."""
+        return StepInjections(self.block[positions], self.n_load)
+
+
 @dataclass(slots=True, eq=False)  # not frozen: built every step, a frozen one costs more
 class TurnInputs:
     """What a turn is played on besides the state and the actions: the one place where a
@@ -76,7 +121,7 @@ class TurnInputs:
     """
 
     clock_rows: np.ndarray  # the batch rows whose clocks the state's rows follow
-    injections: list[Rows]  # each row's (load_p, load_q, gen_p, gen_v) of the step played
+    injections: StepInjections  # each row's injections of the step played
     outages: outages_.OutageRows | None  # the step's maintenance and hazards (None: none)
     # each state row's generator setpoints of its last step: read to wake a row at rest,
     # written with the step's (the batch's own list for a step)
@@ -206,7 +251,7 @@ class Turn:
         _wake(state, rows, inputs.setpoints)
         scheduled = None
         if not host.parameters.allow_dispatch_gen_switch_off:
-            scheduled = np.array([injection[2] for injection in inputs.injections])
+            scheduled = inputs.injections.gen_p
         return register_redispatch(
             state, rows, action.redispatch, scheduled, host.dispatch_limits, host.parameters
         )
@@ -278,7 +323,7 @@ class Turn:
         self,
         state: BatchState,
         rows: np.ndarray,
-        injections: list[Rows],
+        injections: StepInjections,
         curtail: np.ndarray | None,
         setpoints: list[np.ndarray],
         length: StepLength | None,
@@ -296,15 +341,12 @@ class Turn:
             if owing.any():  # the units move the balance: the generators dispatch
                 _wake(state, rows[owing], setpoints)
         if curtail is not None or any_true(state.dispatching[selector(rows, state.n)]):
-            scheduled = np.array([injection[2] for injection in injections])
             _wake(state, rows, setpoints)
             step = dispatch_rows(
-                state, rows, scheduled, curtail, host.dispatch_limits, host.parameters,
+                state, rows, injections.gen_p, curtail, host.dispatch_limits, host.parameters,
                 first=first, storage=host.storage, length=length,
             )  # fmt: skip
-            injections = [
-                (p, q, gen_p, v) for (p, q, _, v), gen_p in zip(injections, step.gen_p, strict=True)
-            ]
+            injections = injections.with_gen_p(step.gen_p)
             dead = {int(rows[j]): f"redispatch infeasible: {why}" for j, why in step.failed.items()}
         if host.storage is not None:  # after the dispatch rules, which may limit the units
             power = state.storage_power[rows].astype(np.float64)
@@ -312,10 +354,13 @@ class Turn:
                 state.backends[row].set_storage_p_trusted(power[j])
         # the scenario sources hand out finite float64 rows of the model's sizes (the folder
         # source checks its files as it reads them): no re-validation on the hot path
-        backends = state.backends
-        for row, injection in zip(rows.tolist(), injections, strict=True):
-            backends[row].set_injections_trusted(*injection)
-            setpoints[row] = injection[2]
+        backends, listed, gen_p = state.backends, rows.tolist(), injections.gen_p
+        if listed:
+            type(backends[listed[0]]).set_injections_rows(
+                backends, listed, injections.load_p, injections.load_q, gen_p, injections.gen_v
+            )
+        for row, row_gen_p in zip(listed, gen_p, strict=True):
+            setpoints[row] = row_gen_p
         return dead
 
     def solve(self, state: BatchState, rows: np.ndarray, dead: dict[int, str]) -> StepOutcome:

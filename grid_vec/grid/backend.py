@@ -329,6 +329,24 @@ class Backend(abc.ABC):
     # --- many backends of one class at once (a batch's envs) -----------------------------
 
     @classmethod
+    def set_injections_rows(
+        cls,
+        backends: list[Backend],
+        rows: list[int],
+        load_p: np.ndarray,
+        load_q: np.ndarray,
+        gen_p: np.ndarray,
+        gen_v: np.ndarray,
+    ) -> None:
+        """:meth:`set_injections_trusted` for the backends of ``rows``: row ``j`` of each
+        ``(len(rows), n)`` array goes to ``backends[rows[j]]``.
+
+        A backend class may do it with less Python per env (:class:`LightSimBackend` does).
+        """
+        for j, row in enumerate(rows):
+            backends[row].set_injections_trusted(load_p[j], load_q[j], gen_p[j], gen_v[j])
+
+    @classmethod
     def solve_rows(cls, backends: list[Backend], rows: list[int], flows: np.ndarray) -> list[int]:
         """Solve the backends of ``rows`` and read each converged one's flows into its row
         of ``flows`` (:meth:`read_flows`' layout); return the rows that diverged.

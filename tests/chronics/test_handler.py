@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 import subprocess
 import sys
@@ -182,3 +183,59 @@ def test_rows_are_the_current_injections_across_chunks_and_pickling(source):
         for got, want in zip(h.rows() + h.rows(forecast=True), now + ahead, strict=True):
             np.testing.assert_array_equal(got, want)
         h.advance()
+
+
+class _UnpackedSource:
+    """The synthetic source's scenarios with their injections not laid out together (what a
+    source of a user's own may serve): the handler then builds each packed row itself."""
+
+    def __init__(self, source):
+        self._source = source
+
+    def __getattr__(self, name):
+        if name == "_source":  # not set yet (unpickling)
+            raise AttributeError(name)
+        return getattr(self._source, name)
+
+    def __len__(self) -> int:
+        return len(self._source)
+
+    def read(self, scenario_id: int, start: int, stop: int):
+        return dataclasses.replace(self._source.read(scenario_id, start, stop), block=None)
+
+
+@pytest.mark.parametrize("packed", [True, False], ids=["packed", "unpacked"])
+def test_packed_row_is_the_current_four_side_by_side(source, packed):
+    """packed_row() (the batch's gather) is load_p, load_q, gen_p and gen_v of rows(), across
+    chunks and a pickle, whether the source packs its injections (a view of its block) or not."""
+    h = ScenarioHandler(source if packed else _UnpackedSource(source), chunk_size=7)
+    with pytest.raises(RuntimeError, match="reset"):
+        h.packed_row()
+    h.reset(fast_forward=3)
+    for n in range(20):
+        if n == 9:
+            h = pickle.loads(pickle.dumps(h))
+        row = h.packed_row()
+        np.testing.assert_array_equal(row, np.concatenate(h.rows()))
+        assert (row.base is not None) == packed
+        h.advance()
+
+
+def test_a_packed_scenario_keeps_its_values_and_its_block_through_windows(source):
+    """Injections.packed() changes the layout only: the same values, the four fields views of
+    the block in their order, kept by window() and row(), all read-only once shared."""
+    raw = dataclasses.replace(source.read(0, 0, 40), block=None)
+    packed = raw.packed()
+    assert packed.packed() is packed
+    for name in ("load_p", "load_q", "gen_p", "gen_v", "load_p_forecast"):
+        np.testing.assert_array_equal(getattr(packed, name), getattr(raw, name), err_msg=name)
+    np.testing.assert_array_equal(
+        packed.block, np.concatenate([raw.load_p, raw.load_q, raw.gen_p, raw.gen_v], axis=1)
+    )
+    window = packed.window(5, 12)
+    np.testing.assert_array_equal(window.block, packed.block[5:12])
+    assert np.shares_memory(window.gen_v, window.block)
+    np.testing.assert_array_equal(window.row(3).block, packed.block[8])
+    assert len(packed.arrays()) == len(raw.arrays())  # the block is layout, not data
+    shared = source.read(1, 0, 10)
+    assert shared.block is not None and not shared.block.flags.writeable

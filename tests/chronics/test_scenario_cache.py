@@ -161,3 +161,16 @@ def test_disk_tier_in_a_directory_that_cannot_be_written_warns_and_still_parses(
     cache = ScenarioCache(2**30, blocker / "cache")
     with pytest.warns(UserWarning, match="cannot write the scenario cache"):
         _same(cache.get(("k",), lambda: parsed), parsed)
+
+
+def test_a_cached_scenario_is_served_packed(source):
+    """The cache lays each scenario's four injections out side by side once (the batch
+    gathers a step's as one row), with the values parsed from the files."""
+    window = source.read(0, 3, 30)
+    assert window.block is not None and not window.block.flags.writeable
+    assert np.shares_memory(window.load_p, window.block)
+    np.testing.assert_array_equal(
+        window.block,
+        np.concatenate([window.load_p, window.load_q, window.gen_p, window.gen_v], axis=1),
+    )
+    _same(window, source._parse(source.info(0), source._files(0), 3, 30))

@@ -222,3 +222,36 @@ def test_a_blown_up_iterate_is_never_taken_for_a_solution(model) -> None:
     out = np.zeros_like(flows)
     assert chord.solve_rows(a._plan, injections, storage, V, out).tolist() == [-1]
     assert not out.any()  # nothing written for a row that did not converge
+
+
+def test_injections_set_for_many_rows_solve_bitwise_as_set_one_by_one(model) -> None:
+    """``set_injections_rows`` (one float32 cast for the rows, the voltage setpoints compared
+    at once) leaves each backend as ``set_injections_trusted`` does: the same buffers, the
+    same setpoints sent, the same flows over steady (chord) steps, a step where one row's
+    setpoints move (that row alone goes back to lightsim2grid), and a pickle and a copy."""
+    rng = np.random.default_rng(7)
+    chords, refs = _pair(model, rng, N_ROWS, split=False)
+    rows = list(range(N_ROWS))
+    flows_a, flows_b = (np.zeros((N_ROWS, flow_slices(model)["all"].stop)) for _ in "ab")
+    setpoints = [perturbed_injections(model, rng)[3] for _ in rows]  # steady: kept
+    for step in range(chord.STEADY_SOLVES + 3):
+        injections = [(*perturbed_injections(model, rng)[:3], v) for v in setpoints]
+        if step == chord.STEADY_SOLVES + 1:
+            p, q, g, v = injections[2]
+            injections[2] = (p, q, g, v * 1.01)
+        stacked = [np.array(field) for field in zip(*injections, strict=True)]
+        LightSimBackend.set_injections_rows(chords, rows, *stacked)
+        for b, inj in zip(refs, injections, strict=True):
+            b.set_injections_trusted(*inj)
+        assert LightSimBackend.solve_rows(chords, rows, flows_a) == []
+        assert LightSimBackend.solve_rows(refs, rows, flows_b) == []
+        np.testing.assert_array_equal(flows_a, flows_b)
+        for a, b in zip(chords, refs, strict=True):
+            np.testing.assert_array_equal(a._inj32, b._inj32)
+            np.testing.assert_array_equal(a._gen_v_sent, b._gen_v_sent)
+            assert a._by_chord == b._by_chord
+        if step == chord.STEADY_SOLVES + 1:
+            assert [a._by_chord for a in chords] == [True, True, False] + [True] * (N_ROWS - 3)
+    for other in (pickle.loads(pickle.dumps(chords[1])), chords[1].copy()):
+        assert not np.shares_memory(other._inj32, chords[1]._inj32)  # a buffer of its own
+        np.testing.assert_array_equal(other._inj32, chords[1]._inj32)
