@@ -29,6 +29,9 @@ from grid_vec.chronics.scenario import Injections, ScenarioInfo, ScenarioSource
 
 # load_p, load_q, gen_p, gen_v of one step (empty before the first read)
 Rows = tuple[np.ndarray, ...]
+# the chunk's end while none is read (before a reset, after a pickle): never reached, the
+# next read loads the chunk of its step
+_UNREAD = 2**62
 
 
 def _check_limit(arg: str, value: int | None) -> int | None:
@@ -96,6 +99,7 @@ class ScenarioHandler:
         self._max_steps = 0
         self._chunk: Injections | None = None
         self._chunk_start = 0
+        self._chunk_stop = _UNREAD  # the step after the chunk's last (advance() reads on)
         # the chunk's (load_p, load_q, gen_p, gen_v), now and forecast: indexed per step
         self._now: Rows = ()
         self._ahead: Rows = ()
@@ -112,6 +116,7 @@ class ScenarioHandler:
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_chunk"] = None  # re-read on demand: keeps the pickle small
+        state["_chunk_stop"] = _UNREAD
         state["_now"] = state["_ahead"] = state["_later"] = ()
         state["_past_chunk"] = None
         state["_outages"] = None
@@ -263,6 +268,7 @@ class ScenarioHandler:
                 end = min(end, (first // unit + 1) * unit)
         chunk = self._chunk = self.source.read(self._info.id, first, end)
         self._chunk_start = first
+        self._chunk_stop = first + len(chunk)
         self._outages = None
         if self.outages:
             time, duration = chunk.maintenance_time, chunk.maintenance_duration
@@ -377,13 +383,13 @@ class ScenarioHandler:
 
     def advance(self) -> bool:
         """Move one step; False (and no move) when the episode has no step left."""
-        if self._info is None:
-            raise RuntimeError("call reset() before advance()")
-        if self._steps_played >= self._max_steps:
+        if self._steps_played >= self._max_steps:  # always so before the first reset
+            if self._info is None:
+                raise RuntimeError("call reset() before advance()")
             return False
         self._step += 1
         self._steps_played += 1
-        if self._chunk is not None and self._step - self._chunk_start >= len(self._chunk):
+        if self._step >= self._chunk_stop:
             self._load_chunk(self._step)
         return True
 

@@ -82,8 +82,9 @@ from grid_vec.core.state import (
     solve,
 )
 from grid_vec.core.topology import TopologyLayout, layout_of
-from grid_vec.core.turn import StepInjections, Turn, TurnInputs
+from grid_vec.core.turn import Turn, TurnInputs
 from grid_vec.grid import make_backend
+from grid_vec.grid.backend import InjectionRows
 from grid_vec.grid.model import GridModel
 
 _TIME_BLOCK = 288  # steps of time features computed at once (a day of 5-minute steps)
@@ -560,11 +561,11 @@ class GridBatch:
         """The step lengths of the batch's ``clock_rows`` (their scenarios')."""
         return StepLength.of(self._step_seconds[clock_rows])
 
-    def _rows_now(self, rows: np.ndarray) -> StepInjections:
+    def _rows_now(self, rows: np.ndarray) -> InjectionRows:
         """The injections of the current step of each row's scenario (one gather of the
         scenarios' packed rows)."""
         handlers = self.handlers
-        return StepInjections.of_rows([handlers[r].packed_row() for r in rows.tolist()], self.model)
+        return InjectionRows.of_rows([handlers[r].packed_row() for r in rows.tolist()], self.model)
 
     def mask_of(self, state: BatchState, rows: np.ndarray) -> np.ndarray | None:
         """The legal agent actions of ``rows`` now, when the env gives them."""

@@ -30,7 +30,8 @@ from grid_vec.core.rules.actions import false_flags
 from grid_vec.core.rules.storage import StepLength, StorageUnits
 from grid_vec.core.simulate_budget import SimulateBudget
 from grid_vec.core.state import BatchState
-from grid_vec.core.turn import StepInjections, Turn, TurnInputs
+from grid_vec.core.turn import Turn, TurnInputs
+from grid_vec.grid.backend import InjectionRows
 from grid_vec.grid.model import GridModel
 
 # copies of the envs' states played at a time by a look-ahead (a copy of a case118 solver:
@@ -247,7 +248,7 @@ class Lookahead:
         clock_rows = envs[at]
         # only the envs still playing: one whose episode ends sooner may have no forecast
         envs_playing, position = np.unique(at, return_inverse=True)
-        forecasts = StepInjections.of_rows(
+        forecasts = InjectionRows.of_rows(
             [np.concatenate(host.handlers[int(envs[i])].rows_ahead(h)) for i in envs_playing],
             host.model,
         ).take(position)

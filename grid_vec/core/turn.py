@@ -54,6 +54,7 @@ from grid_vec.core.state import (
 )
 from grid_vec.core.state import solve as solve_state
 from grid_vec.core.topology import TopologyLayout
+from grid_vec.grid.backend import InjectionRows
 from grid_vec.grid.model import GridModel
 
 _NO_ATTACK = np.full(256, -1, dtype=np.int64)
@@ -62,52 +63,6 @@ _NO_ATTACK.flags.writeable = False
 # what the topology actions did: (N,) acted branch and substation (-1: none) or None, and the
 # (N, n_branch) branches a configuration reconnected, or None (ActionRules.apply's)
 Acted = tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]
-
-
-@dataclass(slots=True, eq=False)
-class StepInjections:
-    """Each row's injections of the step played, as the scenarios pack them
-    (:meth:`~grid_vec.chronics.scenario.Injections.packed`): ``block``, float64
-    ``(k, 2 * n_load + 2 * n_gen)``, holds ``load_p``, ``load_q``, ``gen_p`` (MW, MVAr, MW)
-    and ``gen_v`` (kV) side by side; the four properties are its column views. Never
-    written once built (:meth:`with_gen_p` makes a new one)."""
-
-    block: np.ndarray
-    n_load: int
-
-    @classmethod
-    def of_rows(cls, packed_rows: list[np.ndarray], model: GridModel) -> StepInjections:
-        """The rows' injections from each row's packed step (one gather)."""
-        block = np.array(packed_rows, dtype=np.float64)
-        return cls(block.reshape(len(packed_rows), 2 * (model.n_load + model.n_gen)), model.n_load)
-
-    @property
-    def load_p(self) -> np.ndarray:
-        return self.block[:, : self.n_load]
-
-    @property
-    def load_q(self) -> np.ndarray:
-        return self.block[:, self.n_load : 2 * self.n_load]
-
-    @property
-    def gen_p(self) -> np.ndarray:
-        n_gen = (self.block.shape[1] - 2 * self.n_load) // 2
-        return self.block[:, 2 * self.n_load : 2 * self.n_load + n_gen]
-
-    @property
-    def gen_v(self) -> np.ndarray:
-        n_gen = (self.block.shape[1] - 2 * self.n_load) // 2
-        return self.block[:, 2 * self.n_load + n_gen :]
-
-    def with_gen_p(self, gen_p: np.ndarray) -> StepInjections:
-        """The same injections with the generators' ``(k, n_gen)`` ``gen_p`` instead."""
-        new = StepInjections(self.block.copy(), self.n_load)
-        new.gen_p[...] = gen_p
-        return new
-
-    def take(self, positions: np.ndarray) -> StepInjections:
-        """The injections of the rows at ``positions`` (a new block)."""
-        return StepInjections(self.block[positions], self.n_load)
 
 
 @dataclass(slots=True, eq=False)  # not frozen: built every step, a frozen one costs more
@@ -121,7 +76,7 @@ class TurnInputs:
     """
 
     clock_rows: np.ndarray  # the batch rows whose clocks the state's rows follow
-    injections: StepInjections  # each row's injections of the step played
+    injections: InjectionRows  # each row's injections of the step played
     outages: outages_.OutageRows | None  # the step's maintenance and hazards (None: none)
     # each state row's generator setpoints of its last step: read to wake a row at rest,
     # written with the step's (the batch's own list for a step)
@@ -323,7 +278,7 @@ class Turn:
         self,
         state: BatchState,
         rows: np.ndarray,
-        injections: StepInjections,
+        injections: InjectionRows,
         curtail: np.ndarray | None,
         setpoints: list[np.ndarray],
         length: StepLength | None,
@@ -354,12 +309,10 @@ class Turn:
                 state.backends[row].set_storage_p_trusted(power[j])
         # the scenario sources hand out finite float64 rows of the model's sizes (the folder
         # source checks its files as it reads them): no re-validation on the hot path
-        backends, listed, gen_p = state.backends, rows.tolist(), injections.gen_p
+        backends, listed = state.backends, rows.tolist()
         if listed:
-            type(backends[listed[0]]).set_injections_rows(
-                backends, listed, injections.load_p, injections.load_q, gen_p, injections.gen_v
-            )
-        for row, row_gen_p in zip(listed, gen_p, strict=True):
+            type(backends[listed[0]]).set_injections_rows(backends, listed, injections)
+        for row, row_gen_p in zip(listed, injections.gen_p, strict=True):
             setpoints[row] = row_gen_p
         return dead
 

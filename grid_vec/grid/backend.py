@@ -77,6 +77,54 @@ class PowerFlowResults:
     storage_theta: np.ndarray
 
 
+@dataclass(slots=True, eq=False)
+class InjectionRows:
+    """The injections of several rows (a batch's envs) for one step, laid out as the scenarios
+    pack them (:meth:`~grid_vec.chronics.scenario.Injections.packed`): ``block``, float64
+    ``(k, 2 * n_load + 2 * n_gen)``, holds ``load_p``, ``load_q``, ``gen_p`` (MW, MVAr, MW)
+    and ``gen_v`` (kV) side by side; the four properties are its column views. Never
+    written once built (:meth:`with_gen_p` makes a new one)."""
+
+    block: np.ndarray
+    n_load: int
+    n_gen: int
+
+    @classmethod
+    def of_rows(cls, packed_rows: list[np.ndarray], model: GridModel) -> InjectionRows:
+        """The rows' injections from each row's packed step (one gather)."""
+        if len(packed_rows) == 1:  # a GridEnv's: the row itself (never written here)
+            return cls(packed_rows[0][None], model.n_load, model.n_gen)
+        n_load, n_gen = model.n_load, model.n_gen
+        block = np.array(packed_rows, dtype=np.float64).reshape(-1, 2 * (n_load + n_gen))
+        return cls(block, n_load, n_gen)
+
+    @property
+    def load_p(self) -> np.ndarray:
+        return self.block[:, : self.n_load]
+
+    @property
+    def load_q(self) -> np.ndarray:
+        return self.block[:, self.n_load : 2 * self.n_load]
+
+    @property
+    def gen_p(self) -> np.ndarray:
+        return self.block[:, 2 * self.n_load : 2 * self.n_load + self.n_gen]
+
+    @property
+    def gen_v(self) -> np.ndarray:
+        return self.block[:, 2 * self.n_load + self.n_gen :]
+
+    def with_gen_p(self, gen_p: np.ndarray) -> InjectionRows:
+        """The same injections with the generators' ``(k, n_gen)`` ``gen_p`` instead."""
+        new = InjectionRows(self.block.copy(), self.n_load, self.n_gen)
+        new.gen_p[...] = gen_p
+        return new
+
+    def take(self, positions: np.ndarray) -> InjectionRows:
+        """The injections of the rows at ``positions`` (a new block)."""
+        return InjectionRows(self.block[positions], self.n_load, self.n_gen)
+
+
 class Backend(abc.ABC):
     """One grid's state (injections + topology) and an AC power-flow solver.
 
@@ -330,21 +378,16 @@ class Backend(abc.ABC):
 
     @classmethod
     def set_injections_rows(
-        cls,
-        backends: list[Backend],
-        rows: list[int],
-        load_p: np.ndarray,
-        load_q: np.ndarray,
-        gen_p: np.ndarray,
-        gen_v: np.ndarray,
+        cls, backends: list[Backend], rows: list[int], injections: InjectionRows
     ) -> None:
-        """:meth:`set_injections_trusted` for the backends of ``rows``: row ``j`` of each
-        ``(len(rows), n)`` array goes to ``backends[rows[j]]``.
+        """:meth:`set_injections_trusted` for the backends of ``rows``: row ``j`` of
+        ``injections`` goes to ``backends[rows[j]]``.
 
         A backend class may do it with less Python per env (:class:`LightSimBackend` does).
         """
+        parts = injections.load_p, injections.load_q, injections.gen_p, injections.gen_v
         for j, row in enumerate(rows):
-            backends[row].set_injections_trusted(load_p[j], load_q[j], gen_p[j], gen_v[j])
+            backends[row].set_injections_trusted(*(part[j] for part in parts))
 
     @classmethod
     def solve_rows(cls, backends: list[Backend], rows: list[int], flows: np.ndarray) -> list[int]:

@@ -19,6 +19,7 @@ from grid_vec.grid._lightsim_cpp import lightsim_cpp
 from grid_vec.grid.backend import (
     FLOW_FIELDS,
     Backend,
+    InjectionRows,
     PowerFlowDivergedError,
     PowerFlowResults,
     flow_slices,
@@ -32,6 +33,13 @@ TOLERANCE = 1e-8
 # of inputs into a list): the backend only ever passes plain ndarrays. Same C function, same
 # result; falls back to the public name where numpy has no ``_implementation``.
 _concatenate = getattr(np.concatenate, "_implementation", np.concatenate)
+
+
+def _not_sent(n_gen: int) -> bytes:
+    """The bytes of "no voltage setpoints sent yet": NaNs, unequal to any finite setpoint."""
+    return np.full(n_gen, np.nan).tobytes()
+
+
 _NO_SOLUTION = np.empty(0, dtype=complex)  # what ac_pf returns when it does not converge
 
 
@@ -55,8 +63,9 @@ class LightSimBackend(Backend):
         self._ls_gen = np.flatnonzero(~self._is_sgen)
         self._sgen = np.flatnonzero(self._is_sgen)
         self._inv_sub_kv = 1.0 / model.sub_vn_kv[model.gen_sub]  # kV -> p.u., every generator
-        # the last gen_v (kV, float64) given to the grid; NaN before the first (never equal)
-        self._gen_v_sent = np.full(model.n_gen, np.nan)
+        # the bytes of the last gen_v (kV, float64) given to the grid, NaNs before the first:
+        # compared as bytes (one row or many), so every path sees the same changes
+        self._gen_v_sent = _not_sent(model.n_gen)
         self._mask_load = np.ones(model.n_load, dtype=bool)
         self._mask_gen = np.ones(self._ls_gen.size, dtype=bool)
         self._mask_sgen = np.ones(self._sgen.size, dtype=bool)
@@ -129,42 +138,51 @@ class LightSimBackend(Backend):
         # from here)
         _concatenate((load_p, load_q, gen_p), 0, self._inj32, casting="same_kind")
         self._inj_pending = True
-        # voltage setpoints rarely change from one step to the next (grid2op datasets often
-        # keep them constant): comparing the bytes is cheaper than sending them again
-        if (gen_v != self._gen_v_sent).any():
+        self._check_gen_v(gen_v)
+
+    def _check_gen_v(self, gen_v: np.ndarray) -> None:
+        """Send the voltage setpoints ``gen_v`` when they differ from the last sent: they
+        rarely change from one step to the next (grid2op datasets often keep them constant),
+        and comparing the bytes is cheaper than sending them again."""
+        if gen_v.tobytes() != self._gen_v_sent:
             self._send_gen_v(gen_v)
 
     def _send_gen_v(self, gen_v: np.ndarray) -> None:
         """Give lightsim2grid's grid the voltage setpoints ``gen_v`` (kV, model order), and
-        remember them (a copy) as the last sent."""
+        remember them (their bytes) as the last sent."""
         gen_v_pu = gen_v * self._inv_sub_kv
         self._grid.update_gens_v(
             self._mask_gen, gen_v_pu[self._ls_gen] if self._has_sgen else gen_v_pu
         )
-        self._gen_v_sent = np.array(gen_v, dtype=np.float64)
+        self._gen_v_sent = gen_v.tobytes()
         self._steady_solves = 0  # the chord keeps the PV magnitudes of its warm start
 
     @classmethod
     def set_injections_rows(
-        cls,
-        backends: list,
-        rows: list[int],
-        load_p: np.ndarray,
-        load_q: np.ndarray,
-        gen_p: np.ndarray,
-        gen_v: np.ndarray,
+        cls, backends: list, rows: list[int], injections: InjectionRows
     ) -> None:
         """:meth:`Backend.set_injections_rows` with the float32 cast and the comparison of
-        the voltage setpoints done for all the rows at once; each backend's buffer becomes its
-        row of the cast (what is left per row: two attribute writes). The time is shared out
-        evenly."""
+        the voltage setpoints (their bytes, as :meth:`set_injections_trusted` compares them)
+        done for all the rows at once; each backend's buffer becomes its row of the cast (what
+        is left per row: two attribute writes). The time is shared out evenly."""
         if not rows:
             return
         start = perf_counter()
+        block = injections.block
+        cut = block.shape[1] - injections.n_gen  # loads p and q, generators p | their v
+        if len(rows) == 1:  # a GridEnv's: into the backend's own buffer
+            backend = backends[rows[0]]
+            backend._inj32[:] = block[0, :cut]  # the same float32 cast
+            backend._inj_pending = True
+            backend._check_gen_v(block[0, cut:])
+            backend.timings["set_injections"] += perf_counter() - start
+            return
         chosen = [backends[row] for row in rows]
-        inj32 = _concatenate((load_p, load_q, gen_p), 1, dtype=np.float32, casting="same_kind")
-        sent = np.array([backend._gen_v_sent for backend in chosen])
-        for j in np.flatnonzero((sent != gen_v).any(axis=1)).tolist():
+        inj32 = block[:, :cut].astype(np.float32)
+        gen_v = np.ascontiguousarray(block[:, cut:])
+        sent = np.frombuffer(b"".join([backend._gen_v_sent for backend in chosen]), np.int64)
+        moved = (sent.reshape(gen_v.shape) != gen_v.view(np.int64)).any(axis=1)
+        for j in np.nonzero(moved)[0].tolist():
             chosen[j]._send_gen_v(gen_v[j])
         each = (perf_counter() - start) / len(rows)
         for backend, row32 in zip(chosen, inj32, strict=True):
@@ -286,18 +304,19 @@ class LightSimBackend(Backend):
         start = perf_counter()
         groups: dict[int, tuple[chord.TopologyPlan, list[int]]] = {}
         by_lightsim = []
+        steady, last_plan, group = chord.STEADY_SOLVES, None, by_lightsim
         for row in rows:
             backend = backends[row]
-            if backend._steady_solves < chord.STEADY_SOLVES or backend._storage_island:
+            if backend._steady_solves < steady or backend._storage_island:
                 by_lightsim.append(row)
                 continue
             plan = backend._plan
-            if plan is _NO_PLAN_YET:
-                plan = backend._plan = backend._book.plan(backend._buses)
-            if plan is None:
-                by_lightsim.append(row)
-            else:
-                groups.setdefault(id(plan), (plan, []))[1].append(row)
+            if plan is not last_plan:  # rows of a batch mostly share one plan
+                if plan is _NO_PLAN_YET:
+                    plan = backend._plan = backend._book.plan(backend._buses)
+                group = by_lightsim if plan is None else groups.setdefault(id(plan), (plan, []))[1]
+                last_plan = plan
+            group.append(row)
         for plan, group in groups.values():
             by_lightsim += cls._solve_by_chord(backends, plan, group, flows)
         failed = cls._solve_by_lightsim(backends, sorted(by_lightsim), flows)
@@ -532,7 +551,8 @@ class LightSimBackend(Backend):
         many steady solves the row has had (which decides whether the chord or lightsim2grid
         solves it next), and the last voltage setpoints sent (kV; NaN before the first): a
         setpoint that differs from them sends the row back to lightsim2grid."""
-        return np.concatenate([self._V.real, self._V.imag, [self._steady_solves], self._gen_v_sent])
+        sent = np.frombuffer(self._gen_v_sent, dtype=np.float64)
+        return np.concatenate([self._V.real, self._V.imag, [self._steady_solves], sent])
 
     def set_solver_state(self, state: np.ndarray) -> None:
         """Start the next power flow as the backend :meth:`solver_state` was taken from would
@@ -549,7 +569,7 @@ class LightSimBackend(Backend):
         self._V = state[:n_bus] + 1j * state[n_bus : 2 * n_bus]
         gen_v = state[2 * n_bus + 1 :]
         if np.isnan(gen_v).all():
-            self._gen_v_sent = np.full(n_gen, np.nan)
+            self._gen_v_sent = _not_sent(n_gen)
         else:
             self._send_gen_v(gen_v)
         self._steady_solves = int(steady)

@@ -15,7 +15,7 @@ import pytest
 from grid_helpers import perturbed_injections, random_outage, random_split
 
 from grid_vec.grid import chord
-from grid_vec.grid.backend import FLOW_FIELDS, flow_slices
+from grid_vec.grid.backend import FLOW_FIELDS, InjectionRows, flow_slices
 from grid_vec.grid.compile import compile_net
 from grid_vec.grid.lightsim import LightSimBackend
 from grid_vec.grid.networks import load_network
@@ -226,7 +226,8 @@ def test_a_blown_up_iterate_is_never_taken_for_a_solution(model) -> None:
 
 def test_injections_set_for_many_rows_solve_bitwise_as_set_one_by_one(model) -> None:
     """``set_injections_rows`` (one float32 cast for the rows, the voltage setpoints compared
-    at once) leaves each backend as ``set_injections_trusted`` does: the same buffers, the
+    at once; a row alone into its own buffer) leaves each backend as ``set_injections_trusted``
+    does: the same buffers, the
     same setpoints sent, the same flows over steady (chord) steps, a step where one row's
     setpoints move (that row alone goes back to lightsim2grid), and a pickle and a copy."""
     rng = np.random.default_rng(7)
@@ -239,8 +240,8 @@ def test_injections_set_for_many_rows_solve_bitwise_as_set_one_by_one(model) -> 
         if step == chord.STEADY_SOLVES + 1:
             p, q, g, v = injections[2]
             injections[2] = (p, q, g, v * 1.01)
-        stacked = [np.array(field) for field in zip(*injections, strict=True)]
-        LightSimBackend.set_injections_rows(chords, rows, *stacked)
+        packed = [np.concatenate(injection) for injection in injections]
+        LightSimBackend.set_injections_rows(chords, rows, InjectionRows.of_rows(packed, model))
         for b, inj in zip(refs, injections, strict=True):
             b.set_injections_trusted(*inj)
         assert LightSimBackend.solve_rows(chords, rows, flows_a) == []
@@ -248,10 +249,18 @@ def test_injections_set_for_many_rows_solve_bitwise_as_set_one_by_one(model) -> 
         np.testing.assert_array_equal(flows_a, flows_b)
         for a, b in zip(chords, refs, strict=True):
             np.testing.assert_array_equal(a._inj32, b._inj32)
-            np.testing.assert_array_equal(a._gen_v_sent, b._gen_v_sent)
+            assert a._gen_v_sent == b._gen_v_sent
             assert a._by_chord == b._by_chord
         if step == chord.STEADY_SOLVES + 1:
             assert [a._by_chord for a in chords] == [True, True, False] + [True] * (N_ROWS - 3)
+    for one, ref in zip(chords[:2], refs[:2], strict=True):  # a row alone (a GridEnv's)
+        injection = perturbed_injections(model, rng)
+        LightSimBackend.set_injections_rows(
+            [one], [0], InjectionRows.of_rows([np.concatenate(injection)], model)
+        )
+        ref.set_injections_trusted(*injection)
+        np.testing.assert_array_equal(one._inj32, ref._inj32)
+        assert one._gen_v_sent == ref._gen_v_sent and one._steady_solves == ref._steady_solves
     for other in (pickle.loads(pickle.dumps(chords[1])), chords[1].copy()):
         assert not np.shares_memory(other._inj32, chords[1]._inj32)  # a buffer of its own
         np.testing.assert_array_equal(other._inj32, chords[1]._inj32)
