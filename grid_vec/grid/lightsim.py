@@ -5,6 +5,11 @@ worker processes stay small. Each power flow starts from the previous solution (
 the topology is unchanged (so the set of bus bars in the solution is the same). After a topology
 change or a divergence the next power flow starts from the base case of the compiled net (which
 also carries the slack's reference angle).
+
+The module runs past 600 lines for one reason: the many-row paths of a batch
+(``solve_rows``, ``set_injections_rows``) read and write the same private state as the one-row
+methods (the float32 injection buffer, the setpoints sent, the warm start, the plan), and
+putting them elsewhere would make that state public.
 """
 
 from __future__ import annotations
