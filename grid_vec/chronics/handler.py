@@ -102,6 +102,7 @@ class ScenarioHandler:
         self._chunk_stop = _UNREAD  # the step after the chunk's last (advance() reads on)
         # the chunk's (load_p, load_q, gen_p, gen_v), now and forecast: indexed per step
         self._now: Rows = ()
+        self._now_block: np.ndarray | None = None  # the four side by side, when packed
         self._ahead: Rows = ()
         # the chunk's forecasts of horizons 2 to H, (steps, H - 1, n) each; () when none
         self._later: Rows = ()
@@ -118,6 +119,7 @@ class ScenarioHandler:
         state["_chunk"] = None  # re-read on demand: keeps the pickle small
         state["_chunk_stop"] = _UNREAD
         state["_now"] = state["_ahead"] = state["_later"] = ()
+        state["_now_block"] = None
         state["_past_chunk"] = None
         state["_outages"] = None
         return state

@@ -239,3 +239,18 @@ def test_a_packed_scenario_keeps_its_values_and_its_block_through_windows(source
     assert len(packed.arrays()) == len(raw.arrays())  # the block is layout, not data
     shared = source.read(1, 0, 10)
     assert shared.block is not None and not shared.block.flags.writeable
+
+
+def test_a_handler_pickles_without_its_chunk_packed_or_not(source):
+    """A pickled handler carries no injection array (its chunk, packed block included, is
+    read again on the other side): the pickle of a handler 200 steps into a packed scenario
+    of 1,000 steps stays the size of a fresh one's."""
+    long = SyntheticSource(source.model, seed=0, length=1_000, n_scenarios=2)
+    fresh = len(pickle.dumps(ScenarioHandler(long)))
+    h = ScenarioHandler(long)
+    h.reset()
+    for _ in range(200):
+        h.advance()
+    h.packed_row()
+    assert h._now_block is not None  # the test plays a packed source
+    assert len(pickle.dumps(h)) < fresh + 2_000
