@@ -102,7 +102,6 @@ class ScenarioHandler:
         self._chunk_stop = _UNREAD  # the step after the chunk's last (advance() reads on)
         # the chunk's (load_p, load_q, gen_p, gen_v), now and forecast: indexed per step
         self._now: Rows = ()
-        self._now_block: np.ndarray | None = None  # the four side by side, when packed
         self._ahead: Rows = ()
         # the chunk's forecasts of horizons 2 to H, (steps, H - 1, n) each; () when none
         self._later: Rows = ()
@@ -119,7 +118,6 @@ class ScenarioHandler:
         state["_chunk"] = None  # re-read on demand: keeps the pickle small
         state["_chunk_stop"] = _UNREAD
         state["_now"] = state["_ahead"] = state["_later"] = ()
-        state["_now_block"] = None
         state["_past_chunk"] = None
         state["_outages"] = None
         return state
@@ -281,7 +279,6 @@ class ScenarioHandler:
             if any(a is not None for a in found):
                 self._outages = found
         self._now = (chunk.load_p, chunk.load_q, chunk.gen_p, chunk.gen_v)
-        self._now_block = chunk.block  # the four side by side, when the source packs them
         self._ahead = (
             chunk.load_p_forecast, chunk.load_q_forecast, chunk.gen_p_forecast,
             chunk.gen_v_forecast,
@@ -317,8 +314,9 @@ class ScenarioHandler:
         if self._chunk is None:
             self.rows()  # reads the chunk (or raises before the first reset)
         t = self._step - self._chunk_start
-        if self._now_block is not None:
-            return self._now_block[t]
+        block = self._chunk.block  # the four side by side, when the source packs them
+        if block is not None:
+            return block[t]
         return np.concatenate([a[t] for a in self._now])
 
     @property

@@ -97,7 +97,7 @@ class Injections:
         return [a for a in self._fields() if a is not None]
 
     def _fields(self) -> list[np.ndarray | None]:
-        return [getattr(self, name) for name in _FIELD_NAMES]  # a reset reads a window
+        return [getattr(self, name) for name in DATA_FIELDS]  # a reset reads a window
 
     def read_only(self) -> Injections:
         """Make every array read-only (for injections shared by several envs); returns self."""
@@ -114,15 +114,14 @@ class Injections:
 
 
 # the data fields (``block`` is their layout); the four of a step, in the block's order
-_FIELD_NAMES = tuple(f.name for f in fields(Injections) if f.name != "block")
+DATA_FIELDS = tuple(f.name for f in fields(Injections) if f.name != "block")
 NOW_FIELDS = ("load_p", "load_q", "gen_p", "gen_v")
 
 # the float64 injection fields (always there), the optional int32 outage fields, and the
 # optional float64 forecasts of later steps (all four or none)
 OUTAGE_FIELDS = ("maintenance_time", "maintenance_duration", "hazard_duration")
 AHEAD_FIELDS = ("load_p_ahead", "load_q_ahead", "gen_p_ahead", "gen_v_ahead")
-DATA_FIELDS = _FIELD_NAMES
-INJECTION_FIELDS = tuple(f for f in _FIELD_NAMES if f not in OUTAGE_FIELDS + AHEAD_FIELDS)
+INJECTION_FIELDS = tuple(f for f in DATA_FIELDS if f not in OUTAGE_FIELDS + AHEAD_FIELDS)
 
 
 @runtime_checkable

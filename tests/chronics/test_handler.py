@@ -252,5 +252,5 @@ def test_a_handler_pickles_without_its_chunk_packed_or_not(source):
     for _ in range(200):
         h.advance()
     h.packed_row()
-    assert h._now_block is not None  # the test plays a packed source
+    assert h._chunk.block is not None  # the test plays a packed source
     assert len(pickle.dumps(h)) < fresh + 2_000
