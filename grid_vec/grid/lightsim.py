@@ -29,6 +29,7 @@ from grid_vec.grid.backend import (
     PowerFlowResults,
     flow_slices,
 )
+from grid_vec.grid.lightsim_rows import LIGHTSIM, LOOK_UP, TIMINGS, SolverRows, route, rows_of
 from grid_vec.grid.model import GridModel
 
 MAX_ITER = 10
@@ -40,9 +41,39 @@ TOLERANCE = 1e-8
 _concatenate = getattr(np.concatenate, "_implementation", np.concatenate)
 
 
-def _not_sent(n_gen: int) -> bytes:
-    """The bytes of "no voltage setpoints sent yet": NaNs, unequal to any finite setpoint."""
-    return np.full(n_gen, np.nan).tobytes()
+def _sizes(model: GridModel, n_bus: int) -> dict[str, int]:
+    """The row sizes of a model's :class:`SolverRows`."""
+    return {
+        "n_bus": n_bus, "n_inj": 2 * model.n_load + model.n_gen,
+        "n_storage": model.n_storage, "n_gen": model.n_gen,
+    }  # fmt: skip
+
+
+def _index(rows: list[int] | np.ndarray) -> slice | np.ndarray:
+    """Sorted distinct row indices as a slice when they are one run (a batch's every row),
+    else as an index array: a slice reads and writes views, with no gather."""
+    first, last = int(rows[0]), int(rows[-1])
+    if last - first + 1 == len(rows):
+        return slice(first, last + 1)
+    return np.asarray(rows, dtype=np.intp)
+
+
+_SET_INJECTIONS, _SET_TOPOLOGY, _POWERFLOW = (
+    TIMINGS.index(key) for key in ("set_injections", "set_topology", "powerflow")
+)
+
+
+def _charge(backends: list, rows: list[int], column: int, seconds: float) -> None:
+    """Charge each of ``rows`` ``seconds`` of timings column ``column``: a single backend on
+    its own row (a one-backend list given by its own methods is no batch to gather)."""
+    if len(rows) == 1:
+        backend = backends[rows[0]]
+        backend._rows.charge(slice(backend._i, backend._i + 1), column, seconds)
+    else:
+        rows_of(backends).charge(_index(rows), column, seconds)
+
+
+_NONE = np.zeros(0)  # the storage setpoints of rows of a grid without storage
 
 
 _NO_SOLUTION = np.empty(0, dtype=complex)  # what ac_pf returns when it does not converge
@@ -68,25 +99,26 @@ class LightSimBackend(Backend):
         self._ls_gen = np.flatnonzero(~self._is_sgen)
         self._sgen = np.flatnonzero(self._is_sgen)
         self._inv_sub_kv = 1.0 / model.sub_vn_kv[model.gen_sub]  # kV -> p.u., every generator
-        # the bytes of the last gen_v (kV, float64) given to the grid, NaNs before the first:
-        # compared as bytes (one row or many), so every path sees the same changes
-        self._gen_v_sent = _not_sent(model.n_gen)
         self._mask_load = np.ones(model.n_load, dtype=bool)
         self._mask_gen = np.ones(self._ls_gen.size, dtype=bool)
         self._mask_sgen = np.ones(self._sgen.size, dtype=bool)
         self._has_sgen = bool(self._sgen.size)
+        # the state a batch step reads and writes per row (lightsim_rows): this backend's row
+        # of a SolverRows, its own until a batch method gathers it with its batch's. There:
         # lightsim2grid stores injections as float32: loads p, loads q and generators p are
-        # cast together into this buffer (numpy's float64 -> float32 cast, the one its bindings
-        # would do), then handed over as float32 views, which its bindings take without a copy
-        self._inj32 = np.zeros(2 * model.n_load + model.n_gen, dtype=np.float32)
+        # cast together into a row (numpy's float64 -> float32 cast, the one its bindings would
+        # do), then handed over as float32 views, which its bindings take without a copy; the
+        # last gen_v (kV, float64) given to the grid, NaNs before the first, compared by its
+        # bytes (one row or many), so every path sees the same changes
+        self._rows = SolverRows(1, _sizes(model, self._v_init.size))
+        self._i = 0
+        self._rows.gen_v_sent[0] = np.nan
         n_topo = model.n_load + self._ls_gen.size + 2 * model.n_branch + model.n_storage
         self._has_storage = bool(model.n_storage)
         self._mask_storage = np.ones(model.n_storage, dtype=bool)
-        self._storage_p32 = np.zeros(model.n_storage, dtype=np.float32)
-        self._storage_island = False  # a unit on a bus bar that no connected branch reaches
         self._sgen_bus = np.ones(self._sgen.size, dtype=np.int32)
         self._n_sub = model.n_sub
-        self._V = self._v_init.copy()
+        self._V = self._v_init
         self._topo = np.ones(n_topo, dtype=np.int32)
         # model order (loads, gens, branch origins, branch extremities, storage units) ->
         # lightsim2grid's topology vector (loads, gens without sgens, line ends 1 and 2, trafo
@@ -116,11 +148,9 @@ class LightSimBackend(Backend):
         # the same as a (1, n) row: numpy multiplies an (N, n) array by a row of as many
         # dimensions several times faster than by a 1-D array when N is 1
         self._units_row = self._units[None]
-        self._converged: bool | None = None
+        self._converged = None
         self._set_bus_active()
-        self._results: PowerFlowResults | None = None
         self._views: _ResultViews | None = None
-        self.timings = self._new_timings()
         # the batched chord solve (grid_vec.grid.chord): the plans of this grid's topologies,
         # shared with this backend's copies (a batch's envs); this backend's bus bars in model
         # order (the plan's key) and its plan; how many converged solves in a row it has had
@@ -130,10 +160,92 @@ class LightSimBackend(Backend):
         # lightsim2grid's result vectors are not this backend's results)
         self._book = chord.PlanBook(partial(LightSimBackend, model))
         self._buses = np.ones(n_topo + self._sgen.size, dtype=np.int32)
-        self._plan: chord.TopologyPlan | object | None = _NO_PLAN_YET
-        self._steady_solves = 0
-        self._inj_pending = False
-        self._by_chord = False
+        self._plan = _NO_PLAN_YET
+
+    # --- this backend's row of its SolverRows (see lightsim_rows), read and written in place
+
+    @property
+    def _V(self) -> np.ndarray:
+        return self._rows.V[self._i]
+
+    @_V.setter
+    def _V(self, value: np.ndarray) -> None:
+        self._rows.V[self._i] = value
+
+    @property
+    def _inj32(self) -> np.ndarray:
+        return self._rows.inj32[self._i]
+
+    @property
+    def _storage_p32(self) -> np.ndarray:
+        return self._rows.storage_p32[self._i]
+
+    @property
+    def _gen_v_sent(self) -> bytes:
+        return self._rows.gen_v_sent[self._i].tobytes()
+
+    @property
+    def _inj_pending(self) -> bool:
+        return bool(self._rows.pending[self._i])
+
+    @_inj_pending.setter
+    def _inj_pending(self, value: bool) -> None:
+        self._rows.pending[self._i] = value
+
+    @property
+    def _steady_solves(self) -> int:
+        return int(self._rows.steady[self._i])
+
+    @_steady_solves.setter
+    def _steady_solves(self, value: int) -> None:
+        self._rows.steady[self._i] = min(value, chord.STEADY_SOLVES)  # no more is told apart
+        self._set_route()
+
+    @property
+    def _storage_island(self) -> bool:
+        return bool(self._rows.island[self._i])
+
+    @_storage_island.setter
+    def _storage_island(self, value: bool) -> None:
+        self._rows.island[self._i] = value
+        self._set_route()
+
+    @property
+    def _by_chord(self) -> bool:
+        return bool(self._rows.by_chord[self._i])
+
+    @_by_chord.setter
+    def _by_chord(self, value: bool) -> None:
+        self._rows.by_chord[self._i] = value
+
+    @property
+    def _converged(self) -> bool | None:
+        code = self._rows.converged[self._i]
+        return None if code < 0 else bool(code)
+
+    @_converged.setter
+    def _converged(self, value: bool | None) -> None:
+        self._rows.converged[self._i] = -1 if value is None else int(value)
+
+    @property
+    def _plan(self) -> chord.TopologyPlan | object | None:
+        return self._rows.plan[self._i]
+
+    @_plan.setter
+    def _plan(self, plan: chord.TopologyPlan | object | None) -> None:
+        self._rows.plan[self._i] = plan
+        self._set_route()
+
+    def _set_route(self) -> None:
+        """Who solves this row next, from its steady count, storage island and plan."""
+        rows, i = self._rows, self._i
+        rows.route[i] = route(
+            rows.steady[i], rows.island[i], rows.plan[i], _NO_PLAN_YET, chord.STEADY_SOLVES
+        )
+
+    @property
+    def timings(self) -> _RowTimings:  # type: ignore[override]
+        return _RowTimings(self._rows, self._i)
 
     def _apply_injections(
         self, load_p: np.ndarray, load_q: np.ndarray, gen_p: np.ndarray, gen_v: np.ndarray
@@ -159,7 +271,7 @@ class LightSimBackend(Backend):
         self._grid.update_gens_v(
             self._mask_gen, gen_v_pu[self._ls_gen] if self._has_sgen else gen_v_pu
         )
-        self._gen_v_sent = gen_v.tobytes()
+        self._rows.gen_v_sent[self._i] = gen_v
         self._steady_solves = 0  # the chord keeps the PV magnitudes of its warm start
 
     @classmethod
@@ -168,38 +280,30 @@ class LightSimBackend(Backend):
     ) -> None:
         """:meth:`Backend.set_injections_rows` with the float32 cast and the comparison of
         the voltage setpoints (their bytes, as :meth:`set_injections_trusted` compares them)
-        done for all the rows at once; each backend's buffer becomes its row of the cast (what
-        is left per row: two attribute writes). The time is shared out evenly."""
+        done for all the rows at once, into the rows of their :class:`SolverRows`: nothing is
+        done per row but sending the setpoints that changed. The time is shared out evenly."""
         if not rows:
             return
         start = perf_counter()
         block = injections.block
         cut = block.shape[1] - injections.n_gen  # loads p and q, generators p | their v
-        if len(rows) == 1:  # a GridEnv's: into the backend's own buffer
-            backend = backends[rows[0]]
-            backend._inj32[:] = block[0, :cut]  # the same float32 cast
-            backend._inj_pending = True
-            backend._check_gen_v(block[0, cut:])
-            backend.timings["set_injections"] += perf_counter() - start
-            return
-        chosen = [backends[row] for row in rows]
-        inj32 = block[:, :cut].astype(np.float32)
-        gen_v = np.ascontiguousarray(block[:, cut:])
-        sent = np.frombuffer(b"".join([backend._gen_v_sent for backend in chosen]), np.int64)
-        moved = (sent.reshape(gen_v.shape) != gen_v.view(np.int64)).any(axis=1)
-        for j in np.nonzero(moved)[0].tolist():
-            chosen[j]._send_gen_v(gen_v[j])
-        each = (perf_counter() - start) / len(rows)
-        for backend, row32 in zip(chosen, inj32, strict=True):
-            backend._inj32 = row32
-            backend._inj_pending = True
-            backend.timings["set_injections"] += each
+        shared, at = rows_of(backends), _index(rows)
+        shared.inj32[at] = block[:, :cut]  # the same float32 cast
+        shared.pending[at] = True
+        gen_v = block[:, cut:]
+        sent = shared.gen_v_sent[at]
+        if sent.tobytes() != gen_v.tobytes():  # some setpoint moved (rarely): which rows
+            moved = (sent.view(np.int64) != np.ascontiguousarray(gen_v).view(np.int64)).any(1)
+            for j in np.flatnonzero(moved).tolist():
+                backends[rows[j]]._send_gen_v(gen_v[j])
+        shared.charge(at, _SET_INJECTIONS, (perf_counter() - start) / len(rows))
 
     def _push_injections(self) -> None:
         """Hand the last injections to lightsim2grid's grid (before it solves or is copied)."""
-        if not self._inj_pending:
+        shared, i = self._rows, self._i
+        if not shared.pending[i]:
             return
-        grid, inj32, n_load = self._grid, self._inj32, self.model.n_load
+        grid, inj32, n_load = self._grid, shared.inj32[i], self.model.n_load
         grid.update_loads_p(self._mask_load, inj32[:n_load])
         grid.update_loads_q(self._mask_load, inj32[n_load : 2 * n_load])
         gen_p32 = inj32[2 * n_load :]
@@ -208,7 +312,7 @@ class LightSimBackend(Backend):
             grid.update_gens_p(self._mask_gen, gen_p32[self._ls_gen])
         else:
             grid.update_gens_p(self._mask_gen, gen_p32)
-        self._inj_pending = False
+        shared.pending[i] = False
 
     def _apply_storage_p(self, p_mw: np.ndarray) -> None:
         if not self._has_storage:
@@ -227,12 +331,11 @@ class LightSimBackend(Backend):
         """:meth:`Backend.set_topologies_trusted` with the array work done for all rows at
         once; only the comparison and lightsim2grid's ``update_topo`` are per env. The batch's
         time is shared out evenly."""
+        if not rows:
+            return
         start = perf_counter()
-        chosen = [backends[row] for row in rows]
-        cls._apply_topologies(chosen, buses)
-        each = (perf_counter() - start) / max(len(rows), 1)
-        for backend in chosen:
-            backend.timings["set_topology"] += each
+        cls._apply_topologies([backends[row] for row in rows], buses)
+        _charge(backends, rows, _SET_TOPOLOGY, (perf_counter() - start) / len(rows))
 
     @staticmethod
     def _apply_topologies(backends: list[LightSimBackend], buses: np.ndarray) -> None:
@@ -257,12 +360,12 @@ class LightSimBackend(Backend):
                 # (and the views into them; tests/grid checks it), only a failed solve does not
                 backend._grid.update_topo(changed, topo)
                 backend._buses = row_buses
-                backend._plan = _NO_PLAN_YET
-                backend._steady_solves = 0
-                # a new topology starts again from the base case: the previous solution can be
-                # a poor first guess, and lightsim2grid takes the slack's angle from the first
-                # guess
-                backend._V = backend._v_init.copy()
+                # no plan looked up, no steady solve: lightsim2grid solves it next; and a new
+                # topology starts again from the base case: the previous solution can be a poor
+                # first guess, and lightsim2grid takes the slack's angle from the first guess
+                shared, i = backend._rows, backend._i
+                shared.plan[i], shared.steady[i], shared.route[i] = _NO_PLAN_YET, 0, LIGHTSIM
+                shared.V[i] = backend._v_init
                 backend._topo = topo
                 backend._set_bus_active()
                 if backend._has_storage:
@@ -306,72 +409,79 @@ class LightSimBackend(Backend):
         the others (a new topology or voltage setpoints, a reset, a chord that did not
         converge) by lightsim2grid, one ``ac_pf`` each, as :meth:`run_ac`. The batch's time is
         shared out evenly."""
+        if not rows:
+            return []
         start = perf_counter()
-        groups: dict[int, tuple[chord.TopologyPlan, list[int]]] = {}
-        by_lightsim = []
-        steady, last_plan, group = chord.STEADY_SOLVES, None, by_lightsim
-        for row in rows:
-            backend = backends[row]
-            if backend._steady_solves < steady or backend._storage_island:
-                by_lightsim.append(row)
-                continue
-            plan = backend._plan
-            if plan is not last_plan:  # rows of a batch mostly share one plan
-                if plan is _NO_PLAN_YET:
-                    plan = backend._plan = backend._book.plan(backend._buses)
-                group = by_lightsim if plan is None else groups.setdefault(id(plan), (plan, []))[1]
-                last_plan = plan
-            group.append(row)
-        for plan, group in groups.values():
-            by_lightsim += cls._solve_by_chord(backends, plan, group, flows)
-        failed = cls._solve_by_lightsim(backends, sorted(by_lightsim), flows)
-        each = (perf_counter() - start) / max(len(rows), 1)
-        for row in rows:
-            timings = backends[row].timings
-            timings["powerflow"] += each
-            timings["n_powerflow"] += 1
+        shared, at = rows_of(backends), _index(rows)
+        routes = shared.route[at]
+        first = routes[0]
+        # the usual step: one plan for every row, no grouping
+        if first > LOOK_UP and (len(routes) == 1 or (routes == first).all()):
+            by_lightsim = cls._solve_by_chord(shared, shared.plan[rows[0]], at, flows)
+        else:
+            by_lightsim = cls._route(backends, shared, np.asarray(rows, dtype=np.intp), flows)
+        failed = cls._solve_by_lightsim(backends, by_lightsim, flows)
+        shared.charge(at, _POWERFLOW, (perf_counter() - start) / len(rows))  # and a flow
         return failed
+
+    @classmethod
+    def _route(
+        cls, backends: list, shared: SolverRows, rows: np.ndarray, flows: np.ndarray
+    ) -> list[int]:
+        """Chord-solve the rows of ``rows`` that the chord takes, a call per plan (plans
+        looked up where a topology is new); return the others, sorted, for lightsim2grid."""
+        routes = shared.route[rows]
+        new = routes == LOOK_UP
+        if new.any():
+            for row in rows[new].tolist():  # a new topology's plan
+                backend = backends[row]
+                backend._plan = backend._book.plan(backend._buses)
+            routes = shared.route[rows]
+        chorded = routes != LIGHTSIM
+        if not chorded.any():  # after topology changes and resets: every row lightsim2grid's
+            return rows.tolist()
+        by_lightsim = rows[~chorded].tolist()
+        for key in np.unique(routes[chorded]).tolist():
+            group = rows[routes == key]
+            by_lightsim += cls._solve_by_chord(shared, shared.plan[group[0]], group, flows)
+        return sorted(by_lightsim)
 
     @staticmethod
     def _solve_by_chord(
-        backends: list, plan: chord.TopologyPlan, rows: list[int], flows: np.ndarray
+        shared: SolverRows, plan: chord.TopologyPlan, at: slice | np.ndarray, flows: np.ndarray
     ) -> list[int]:
-        """Chord-solve ``rows`` (all in ``plan``'s topology), each from its own last solution;
-        write the converged rows' flows; return the others (left as they were)."""
-        chosen = [backends[row] for row in rows]
-        V = np.array([backend._V for backend in chosen])
+        """Chord-solve the rows ``at`` (a run of rows, or sorted distinct indices; all in
+        ``plan``'s topology and steady: their route is the plan), each from its own last
+        solution; write the converged rows' flows and solutions; return the others (left as
+        they were: lightsim2grid solves them again, from their last solution)."""
+        run = type(at) is slice
+        V = shared.V[at].copy() if run else shared.V[at]  # not in place: see the return
         # rows in one run (a GridEnv's one row; a batch all in one topology) are written in
         # place: the unconverged ones are solved again (and written) by lightsim2grid
-        first = rows[0]
-        in_place = rows[-1] - first + 1 == len(rows)  # rows are sorted and distinct
-        out = (
-            flows[first : first + len(rows)] if in_place else np.empty((len(rows), flows.shape[1]))
-        )
-        iters = chord.solve_rows(plan, *chosen[0]._row_injections(chosen), V, out)
-        if not in_place:
-            flows[rows] = out
-        failed = []
-        for row, backend, v, n_iter in zip(rows, chosen, V, iters.tolist(), strict=True):
-            if n_iter >= 0:
-                backend._V = v
-                backend._steady_solves += 1
-                backend._converged = True
-                backend._by_chord = True
-                backend._results = None
-            else:
-                failed.append(row)
+        out = flows[at] if run else np.empty((len(V), flows.shape[1]))
+        injections = shared.inj32[at].astype(np.float64)
+        storage = shared.storage_p32[at].astype(np.float64) if shared.sizes["n_storage"] else _NONE
+        iters = chord.solve_rows(plan, injections, storage, V, out)
+        if not run:
+            flows[at] = out
+        done, failed = at, []
+        if iters.min() < 0:
+            ok = iters >= 0
+            rows = np.arange(at.start, at.stop) if run else at
+            done, failed, V = rows[ok], rows[~ok].tolist(), V[ok]
+        shared.V[done] = V  # their steady count stays (it counts up to STEADY_SOLVES only)
+        shared.converged[done] = 1
+        shared.by_chord[done] = True
         return failed
 
-    def _row_injections(self, chosen: list) -> tuple[np.ndarray, np.ndarray]:
-        """The injections of backends of this model, stacked as lightsim2grid stores them:
-        (loads p and q, generators p) and storage setpoints."""
-        injections = np.array([backend._inj32 for backend in chosen], dtype=np.float64)
-        storage = (
-            np.array([backend._storage_p32 for backend in chosen], dtype=np.float64)
-            if self._has_storage
-            else np.zeros((len(chosen), 0))
+    def _row_injections(self) -> tuple[np.ndarray, np.ndarray]:
+        """This backend's injections as the chord reads them, a row: (loads p and q,
+        generators p) as lightsim2grid stores them, and storage setpoints."""
+        at = slice(self._i, self._i + 1)
+        return (
+            self._rows.inj32[at].astype(np.float64),
+            self._rows.storage_p32[at].astype(np.float64),
         )
-        return injections, storage
 
     @staticmethod
     def _solve_by_lightsim(backends: list, rows: list[int], flows: np.ndarray) -> list[int]:
@@ -381,13 +491,16 @@ class LightSimBackend(Backend):
             backend = backends[row]
             backend._push_injections()
             grid = backend._grid
-            V = grid.ac_pf(backend._V, MAX_ITER, TOLERANCE)  # see run_ac
-            backend._results = None
-            backend._by_chord = False
+            shared, i = backend._rows, backend._i
+            V = grid.ac_pf(shared.V[i], MAX_ITER, TOLERANCE)  # see run_ac
+            shared.by_chord[i] = False
             if V.size:
-                backend._V = V
-                backend._converged = True
-                backend._steady_solves += 1
+                shared.V[i], shared.converged[i] = V, 1
+                steady = shared.steady[i] + 1
+                if steady <= chord.STEADY_SOLVES:  # counted up to there only
+                    shared.steady[i] = steady
+                    if steady == chord.STEADY_SOLVES:  # the chord's from now on
+                        backend._set_route()
                 views = backend._views
                 if views is None:
                     views = backend._views = _ResultViews.of(grid, backend._has_storage)
@@ -416,7 +529,6 @@ class LightSimBackend(Backend):
             self._steady_solves += 1
         else:
             self._diverged()
-        self._results = None
         self._by_chord = False
         timings = self.timings
         timings["powerflow"] += perf_counter() - start
@@ -424,9 +536,9 @@ class LightSimBackend(Backend):
         return converged
 
     def _diverged(self) -> None:
-        self._converged = False
-        self._steady_solves = 0
-        self._V = self._v_init.copy()
+        shared, i = self._rows, self._i  # no steady solve: lightsim2grid's next, from the base case
+        shared.V[i] = self._v_init
+        shared.steady[i], shared.route[i], shared.converged[i] = 0, LIGHTSIM, 0
         self._views = None  # a failed solve reallocates lightsim2grid's result vectors
 
     def _set_bus_active(self) -> None:
@@ -435,19 +547,17 @@ class LightSimBackend(Backend):
 
     def results(self) -> PowerFlowResults:
         self._check_converged()
-        if self._results is not None:
-            return self._results
         start = perf_counter()
         flows = np.empty(self._flow_slices["all"].stop)
         self._fill_flows(flows)
         V = self._V * (self._plan.bus_active if self._by_chord else self._bus_active)
-        self._results = PowerFlowResults(
+        results = PowerFlowResults(
             np.abs(V),
             np.arctan2(V.imag, V.real),
             *(flows[self._flow_slices[name]] for name in FLOW_FIELDS),
         )
         self.timings["results"] += perf_counter() - start
-        return self._results
+        return results
 
     def read_flows(self, out: np.ndarray) -> None:
         if not self._converged:
@@ -468,7 +578,7 @@ class LightSimBackend(Backend):
         chord solve, its results computed again from the solution."""
         if self._by_chord:  # the chord's solution: its results computed again
             computed = out[None]
-            chord.solve_rows(self._plan, *self._row_injections([self]), self._V[None].copy(),
+            chord.solve_rows(self._plan, *self._row_injections(), self._V[None].copy(),
                              computed, max_iter=0)  # fmt: skip
             if not scale:
                 out /= self._units
@@ -493,13 +603,16 @@ class LightSimBackend(Backend):
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_views"] = None  # views into this process' LSGrid: never carried over
-        state["_inj32"] = self._inj32.copy()  # maybe a row of a batch's cast: only its own
+        # its row only (maybe one of a batch's SolverRows); the plan: looked up again
+        state["_rows"], state["_i"] = self._rows.row(self._i), 0
         del state["_book"]  # the plans: built again on the other side, as they are needed
-        state["_plan"] = _NO_PLAN_YET
         return state
 
     def __setstate__(self, state: dict) -> None:
+        row = state.pop("_rows")
         self.__dict__.update(state)
+        self._rows = SolverRows.of_row(row, _sizes(self.model, self._v_init.size))
+        self._plan = _NO_PLAN_YET
         self._book = chord.PlanBook(partial(LightSimBackend, self.model))
 
     def outage_currents(
@@ -541,11 +654,11 @@ class LightSimBackend(Backend):
         # (tell_solver_need_reset: prevent_cache_reuse's old name, which every supported
         # version has)
         self._grid.tell_solver_need_reset()
-        self._V = self._v_init.copy()
-        self._steady_solves = 0
-        self._by_chord = False
-        self._converged = None
-        self._results = None
+        shared, i = self._rows, self._i  # no solve yet, lightsim2grid's next, from the base case
+        shared.V[i] = self._v_init
+        shared.steady[i], shared.route[i], shared.by_chord[i], shared.converged[i] = (
+            0, LIGHTSIM, False, -1
+        )  # fmt: skip
         # the views are kept: lightsim2grid's result vectors outlive a solver reset (only a
         # failed solve reallocates them, and it dropped the views then)
 
@@ -574,7 +687,7 @@ class LightSimBackend(Backend):
         self._V = state[:n_bus] + 1j * state[n_bus : 2 * n_bus]
         gen_v = state[2 * n_bus + 1 :]
         if np.isnan(gen_v).all():
-            self._gen_v_sent = _not_sent(n_gen)
+            self._rows.gen_v_sent[self._i] = np.nan
         else:
             self._send_gen_v(gen_v)
         self._steady_solves = int(steady)
@@ -588,11 +701,9 @@ class LightSimBackend(Backend):
         new.__dict__.update(self.__dict__)
         new._grid = self._grid.copy()
         new._views = None
-        new._inj32 = self._inj32.copy()
-        new._V = self._V.copy()
+        new._rows, new._i = SolverRows(1, self._rows.sizes), 0  # a copy of its row
+        self._rows.copy_row(self._i, new._rows, 0)
         new._sgen_bus = self._sgen_bus.copy()
-        new._storage_p32 = self._storage_p32.copy()
-        new.timings = dict(self.timings)
         return new
 
 
@@ -629,3 +740,36 @@ class _ResultViews:
             tuple(grid.get_sgens_res()),
             tuple(grid.get_storages_res_full()) if has_storage else (),
         )
+
+
+class _RowTimings:
+    """A backend's timings (``Backend.timings``' keys), read from and written to its row of
+    its :class:`SolverRows`: ``timings["powerflow"] += dt`` updates the row."""
+
+    __slots__ = ("_i", "_rows")
+
+    def __init__(self, rows: SolverRows, i: int) -> None:
+        self._rows, self._i = rows, i
+
+    def __getitem__(self, key: str) -> float:
+        if self._rows.charges:
+            self._rows.settle()
+        value = float(self._rows.timings[self._i, TIMINGS.index(key)])
+        return int(value) if key == "n_powerflow" else value
+
+    def __setitem__(self, key: str, value: float) -> None:
+        if self._rows.charges:
+            self._rows.settle()
+        self._rows.timings[self._i, TIMINGS.index(key)] = value
+
+    def keys(self) -> tuple[str, ...]:
+        return TIMINGS
+
+    def __iter__(self):
+        return iter(TIMINGS)
+
+    def __len__(self) -> int:
+        return len(TIMINGS)
+
+    def items(self) -> list[tuple[str, float]]:
+        return [(key, self[key]) for key in self.keys()]

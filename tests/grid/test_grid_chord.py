@@ -216,7 +216,7 @@ def test_a_blown_up_iterate_is_never_taken_for_a_solution(model) -> None:
     # row whose chord had blown up reported NaN flows (no overflow, no trip) instead of
     # falling back to lightsim2grid (seen in parity_continuous.py's combined actions, seed 2)
     a, flows, _ = _chord_solved(model, 1)
-    injections, storage = a._row_injections([a])
+    injections, storage = a._row_injections()
     V = a._V[None].copy()
     V[0, a._plan.pvpq[0]] = np.nan
     out = np.zeros_like(flows)
@@ -264,3 +264,47 @@ def test_injections_set_for_many_rows_solve_bitwise_as_set_one_by_one(model) -> 
     for other in (pickle.loads(pickle.dumps(chords[1])), chords[1].copy()):
         assert not np.shares_memory(other._inj32, chords[1]._inj32)  # a buffer of its own
         np.testing.assert_array_equal(other._inj32, chords[1]._inj32)
+
+
+def test_a_backend_solved_through_another_list_keeps_its_own_row_in_each(model) -> None:
+    """The solver state of a batch's backends lives in one array per field, a row each
+    (``grid_vec.grid.lightsim_rows``), gathered by the list the batch methods get. A backend
+    that another list gathers (two of six here) leaves the first list's rows, and when the
+    first list is given again it is gathered again: every backend then solves bitwise as the
+    same backend solved alone at every step, through whichever list, and its timings count
+    every one of its power flows."""
+    rng = np.random.default_rng(11)
+    batch, _ = _pair(model, rng, N_ROWS, split=False)
+    alone = [b.copy() for b in batch]
+    width = flow_slices(model)["all"].stop
+    setpoints = [perturbed_injections(model, rng)[3] for _ in batch]  # kept: the chord's rows
+
+    def step(backends: list, rows: list[int]) -> None:
+        packed = [
+            np.concatenate([*perturbed_injections(model, rng)[:3], setpoints[batch.index(b)]])
+            for b in (backends[row] for row in rows)
+        ]
+        flows = np.zeros((len(backends), width))
+        LightSimBackend.set_injections_rows(backends, rows, InjectionRows.of_rows(packed, model))
+        assert LightSimBackend.solve_rows(backends, rows, flows) == []
+        for j, row in enumerate(rows):
+            twin, own = alone[batch.index(backends[row])], np.zeros((1, width))
+            LightSimBackend.set_injections_rows(
+                [twin], [0], InjectionRows.of_rows([packed[j]], model)
+            )
+            assert LightSimBackend.solve_rows([twin], [0], own) == []
+            np.testing.assert_array_equal(flows[row], own[0])
+
+    rows = list(range(N_ROWS))
+    for _ in range(chord.STEADY_SOLVES + 1):
+        step(batch, rows)
+    other = [batch[2], batch[4]]
+    for _ in range(2):
+        step(other, [0, 1])
+    step(batch, rows)
+    assert [b._by_chord for b in batch] == [t._by_chord for t in alone]
+    assert batch[2]._by_chord and batch[4]._by_chord  # the chord solved the moved rows
+    for b, twin in zip(batch, alone, strict=True):
+        np.testing.assert_array_equal(b._V, twin._V)
+        assert b.timings["n_powerflow"] == twin.timings["n_powerflow"] > 0
+        assert b.timings["powerflow"] > 0 and b.timings["set_injections"] > 0
