@@ -172,7 +172,7 @@ class GridBatch:
         self.action_subset = self.catalog.checked_subset(action_subset)
         self.n_actions = len(self.catalog if action_subset is None else self.action_subset)
         # each env's scheduled generation of its last step (a view of its scenario's rows)
-        self.last_gen_p: list[np.ndarray] = [np.zeros(model.n_gen)] * self.n
+        self.last_gen_p = np.zeros((self.n, model.n_gen))  # each env's last step's setpoints
 
         # Each episode starts from this state (BatchState.restore), its backend reset in place
         # to one that has never solved, so that the solver's warm start (hence every float of
@@ -455,9 +455,11 @@ class GridBatch:
         """Move the scenarios and clocks of ``rows`` one step on; the turn's inputs of that
         step, and whether the step was calm (no row could reach its max_steps or the end of
         its time block: neither is checked)."""
-        handlers = self.handlers
-        for row in rows.tolist():
-            handlers[row].advance()
+        handlers, packed = self.handlers, []
+        for row in rows.tolist():  # each scenario one step on, and its packed row there
+            handler = handlers[row]
+            handler.advance()
+            packed.append(handler.packed_row())
         sel = selector(rows, self.n)
         # step in the scenario, steps played, steps counted, time-feature row: one more
         if type(sel) is slice:  # every row: in place, no copy back
@@ -475,7 +477,7 @@ class GridBatch:
             times = self.time_features(rows)
         inputs = TurnInputs(
             clock_rows=rows,
-            injections=self._rows_now(rows),
+            injections=InjectionRows.of_rows(packed, self.model),
             outages=self.outages.now(rows),  # maintenance and hazards of this step
             setpoints=self.last_gen_p,
             length=None if self.storage is None else self.step_length(rows),

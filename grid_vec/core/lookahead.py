@@ -5,7 +5,7 @@ changes.
 A look-ahead is the turn of :mod:`grid_vec.core.turn` played on copies of the envs' states
 (``K`` copies per env, one per candidate), on the inputs of their next step as far as the
 current step tells (:meth:`Lookahead.inputs`): the forecast injections, the outages known
-now, no attack, the clocks one step on, setpoints written to a throwaway list, nothing
+now, no attack, the clocks one step on, setpoints written to a throwaway array, nothing
 truncated. A horizon ``H`` chains ``H`` turns on the same copies, the ``h``-th on the
 forecast made now of step ``t + h``
 (:meth:`~grid_vec.chronics.handler.ScenarioHandler.rows_ahead`), as grid2op chains
@@ -79,7 +79,7 @@ class LookaheadHost(Protocol):
     done: np.ndarray
     inv_limit: np.ndarray
     simulate_seconds: np.ndarray
-    last_gen_p: list[np.ndarray]
+    last_gen_p: np.ndarray  # (n, n_gen)
     n_actions: int
     safe_mask_rho: float | None
 
@@ -184,7 +184,7 @@ class Lookahead:
         envs = np.unique(copies)
         env_of = np.searchsorted(envs, copies)  # each copy's position in envs
         state = host.state.take(copies)
-        setpoints = [host.last_gen_p[r] for r in copies.tolist()]
+        setpoints = host.last_gen_p[copies]  # the copies' own (a gather copies)
         left = (host.max_steps[envs] - host.played[envs])[env_of]  # steps each may play
         outages = host.outages.now(envs)
         playing = np.arange(len(copies))
@@ -233,14 +233,14 @@ class Lookahead:
         env_of: np.ndarray,
         h: int,
         playing: np.ndarray,
-        setpoints: list[np.ndarray],
+        setpoints: np.ndarray,
         outages: outages_.OutageRows | None,
         action_masks: bool,
     ) -> TurnInputs:
         """The inputs of step ``h`` ahead of the copies ``playing`` (positions among the
         copies, of the envs ``envs[env_of]``), as far as the current step tells: the forecast
         made now of that step, the ``outages`` of ``envs`` known now carried ``h`` steps on,
-        no attack, the clocks ``h`` steps ahead, ``setpoints`` (the copies' own list: a step
+        no attack, the clocks ``h`` steps ahead, ``setpoints`` (the copies' own array: a step
         writes them, the next reads them), nothing truncated; the legal actions of the
         outcome if ``action_masks``."""
         host = self.host

@@ -72,15 +72,15 @@ class TurnInputs:
 
     For ``step`` the scenarios and clocks have moved to the step played; for ``simulate`` they
     are one step behind (``ahead`` 1), the injections are the forecast, nobody attacks, the
-    setpoints written go to a throwaway list and nothing is truncated.
+    setpoints written go to a throwaway array and nothing is truncated.
     """
 
     clock_rows: np.ndarray  # the batch rows whose clocks the state's rows follow
     injections: InjectionRows  # each row's injections of the step played
     outages: outages_.OutageRows | None  # the step's maintenance and hazards (None: none)
-    # each state row's generator setpoints of its last step: read to wake a row at rest,
-    # written with the step's (the batch's own list for a step)
-    setpoints: list[np.ndarray]
+    # (rows of the state, n_gen) each state row's generator setpoints of its last step: read
+    # to wake a row at rest, written with the step's (the batch's own array for a step)
+    setpoints: np.ndarray
     length: StepLength | None  # the rows' step lengths (None: no storage unit)
     opponent: OpponentBatch | None  # who attacks (None: nobody)
     times: np.ndarray  # (k, 6) time features of the step played
@@ -280,7 +280,7 @@ class Turn:
         rows: np.ndarray,
         injections: InjectionRows,
         curtail: np.ndarray | None,
-        setpoints: list[np.ndarray],
+        setpoints: np.ndarray,
         length: StepLength | None,
         *,
         first: bool = False,
@@ -312,8 +312,7 @@ class Turn:
         backends, listed = state.backends, rows.tolist()
         if listed:
             type(backends[listed[0]]).set_injections_rows(backends, listed, injections)
-        for row, row_gen_p in zip(listed, injections.gen_p, strict=True):
-            setpoints[row] = row_gen_p
+        setpoints[selector(rows, state.n)] = injections.gen_p
         return dead
 
     def solve(self, state: BatchState, rows: np.ndarray, dead: dict[int, str]) -> StepOutcome:
@@ -428,7 +427,7 @@ class Turn:
         )
 
 
-def _wake(state: BatchState, rows: np.ndarray, setpoints: list[np.ndarray]) -> None:
+def _wake(state: BatchState, rows: np.ndarray, setpoints: np.ndarray) -> None:
     """Rows at rest about to dispatch start from the setpoints of their last step: their
     schedule (grid2op updates them every step; a row at rest keeps them in ``setpoints``)."""
     for row in rows.tolist():
