@@ -302,10 +302,18 @@ class Backend(abc.ABC):
         m = backends[rows[0]].model
         n_elements = m.n_load + m.n_gen + 2 * m.n_branch + m.n_storage
         cls.set_topologies_trusted(backends, rows, np.ones((len(rows), n_elements), np.int32))
+        start = perf_counter()
         for row in rows:
-            start = perf_counter()
             backends[row]._forget_solves()
-            backends[row].timings["set_topology"] += perf_counter() - start
+        cls.share_time(backends, rows, "set_topology", perf_counter() - start)
+
+    @classmethod
+    def share_time(cls, backends: list[Backend], rows: list[int], key: str, seconds: float) -> None:
+        """Add ``seconds``, the time of one call for all of ``rows``, to their ``timings[key]``,
+        shared out evenly (a backend class may keep its timings as arrays: LightSimBackend)."""
+        each = seconds / len(rows)
+        for row in rows:
+            backends[row].timings[key] += each
 
     def solver_state(self) -> np.ndarray:
         """What the next power flow starts from besides the injections and the topology

@@ -7,9 +7,10 @@ change or a divergence the next power flow starts from the base case of the comp
 also carries the slack's reference angle).
 
 The module runs past 600 lines for one reason: the many-row paths of a batch
-(``solve_rows``, ``set_injections_rows``) read and write the same private state as the one-row
-methods (the float32 injection buffer, the setpoints sent, the warm start, the plan), and
-putting them elsewhere would make that state public.
+(``solve_rows``, ``set_injections_rows``, ``set_topologies_trusted``) and the one-row methods
+read and write the same state (each backend's row of its ``SolverRows``:
+:mod:`grid_vec.grid.lightsim_rows`, which holds the state itself) and the same private
+lightsim2grid objects; putting either kind elsewhere would make the other's internals public.
 """
 
 from __future__ import annotations
@@ -29,7 +30,16 @@ from grid_vec.grid.backend import (
     PowerFlowResults,
     flow_slices,
 )
-from grid_vec.grid.lightsim_rows import LIGHTSIM, LOOK_UP, TIMINGS, SolverRows, route, rows_of
+from grid_vec.grid.lightsim_rows import (
+    COLUMN,
+    LIGHTSIM,
+    LOOK_UP,
+    RowTimings,
+    SolverRows,
+    route,
+    row_field,
+    rows_of,
+)
 from grid_vec.grid.model import GridModel
 
 MAX_ITER = 10
@@ -58,19 +68,7 @@ def _index(rows: list[int] | np.ndarray) -> slice | np.ndarray:
     return np.asarray(rows, dtype=np.intp)
 
 
-_SET_INJECTIONS, _SET_TOPOLOGY, _POWERFLOW = (
-    TIMINGS.index(key) for key in ("set_injections", "set_topology", "powerflow")
-)
-
-
-def _charge(backends: list, rows: list[int], column: int, seconds: float) -> None:
-    """Charge each of ``rows`` ``seconds`` of timings column ``column``: a single backend on
-    its own row (a one-backend list given by its own methods is no batch to gather)."""
-    if len(rows) == 1:
-        backend = backends[rows[0]]
-        backend._rows.charge(slice(backend._i, backend._i + 1), column, seconds)
-    else:
-        rows_of(backends).charge(_index(rows), column, seconds)
+_SET_INJECTIONS, _POWERFLOW = (COLUMN[key] for key in ("set_injections", "powerflow"))
 
 
 _NONE = np.zeros(0)  # the storage setpoints of rows of a grid without storage
@@ -162,35 +160,17 @@ class LightSimBackend(Backend):
         self._buses = np.ones(n_topo + self._sgen.size, dtype=np.int32)
         self._plan = _NO_PLAN_YET
 
-    # --- this backend's row of its SolverRows (see lightsim_rows), read and written in place
-
-    @property
-    def _V(self) -> np.ndarray:
-        return self._rows.V[self._i]
-
-    @_V.setter
-    def _V(self, value: np.ndarray) -> None:
-        self._rows.V[self._i] = value
-
-    @property
-    def _inj32(self) -> np.ndarray:
-        return self._rows.inj32[self._i]
-
-    @property
-    def _storage_p32(self) -> np.ndarray:
-        return self._rows.storage_p32[self._i]
+    # --- this backend's row of its SolverRows (see lightsim_rows), read and written in place:
+    # arrays as views of the row, flags as Python values
+    _V = row_field("V")  # the warm start
+    _inj32 = row_field("inj32")
+    _storage_p32 = row_field("storage_p32")
+    _inj_pending = row_field("pending", bool)
+    _by_chord = row_field("by_chord", bool)
 
     @property
     def _gen_v_sent(self) -> bytes:
         return self._rows.gen_v_sent[self._i].tobytes()
-
-    @property
-    def _inj_pending(self) -> bool:
-        return bool(self._rows.pending[self._i])
-
-    @_inj_pending.setter
-    def _inj_pending(self, value: bool) -> None:
-        self._rows.pending[self._i] = value
 
     @property
     def _steady_solves(self) -> int:
@@ -209,14 +189,6 @@ class LightSimBackend(Backend):
     def _storage_island(self, value: bool) -> None:
         self._rows.island[self._i] = value
         self._set_route()
-
-    @property
-    def _by_chord(self) -> bool:
-        return bool(self._rows.by_chord[self._i])
-
-    @_by_chord.setter
-    def _by_chord(self, value: bool) -> None:
-        self._rows.by_chord[self._i] = value
 
     @property
     def _converged(self) -> bool | None:
@@ -244,8 +216,8 @@ class LightSimBackend(Backend):
         )
 
     @property
-    def timings(self) -> _RowTimings:  # type: ignore[override]
-        return _RowTimings(self._rows, self._i)
+    def timings(self) -> RowTimings:  # type: ignore[override]
+        return RowTimings(self._rows, self._i)
 
     def _apply_injections(
         self, load_p: np.ndarray, load_q: np.ndarray, gen_p: np.ndarray, gen_v: np.ndarray
@@ -335,7 +307,18 @@ class LightSimBackend(Backend):
             return
         start = perf_counter()
         cls._apply_topologies([backends[row] for row in rows], buses)
-        _charge(backends, rows, _SET_TOPOLOGY, (perf_counter() - start) / len(rows))
+        cls.share_time(backends, rows, "set_topology", perf_counter() - start)
+
+    @classmethod
+    def share_time(cls, backends: list, rows: list[int], key: str, seconds: float) -> None:
+        """:meth:`Backend.share_time`, charged to the rows of their :class:`SolverRows` (one
+        backend on its own row: a one-backend list given by its own methods is no batch)."""
+        column, each = COLUMN[key], seconds / len(rows)
+        if len(rows) == 1:
+            backend = backends[rows[0]]
+            backend._rows.charge(slice(backend._i, backend._i + 1), column, each)
+        else:
+            rows_of(backends).charge(_index(rows), column, each)
 
     @staticmethod
     def _apply_topologies(backends: list[LightSimBackend], buses: np.ndarray) -> None:
@@ -740,36 +723,3 @@ class _ResultViews:
             tuple(grid.get_sgens_res()),
             tuple(grid.get_storages_res_full()) if has_storage else (),
         )
-
-
-class _RowTimings:
-    """A backend's timings (``Backend.timings``' keys), read from and written to its row of
-    its :class:`SolverRows`: ``timings["powerflow"] += dt`` updates the row."""
-
-    __slots__ = ("_i", "_rows")
-
-    def __init__(self, rows: SolverRows, i: int) -> None:
-        self._rows, self._i = rows, i
-
-    def __getitem__(self, key: str) -> float:
-        if self._rows.charges:
-            self._rows.settle()
-        value = float(self._rows.timings[self._i, TIMINGS.index(key)])
-        return int(value) if key == "n_powerflow" else value
-
-    def __setitem__(self, key: str, value: float) -> None:
-        if self._rows.charges:
-            self._rows.settle()
-        self._rows.timings[self._i, TIMINGS.index(key)] = value
-
-    def keys(self) -> tuple[str, ...]:
-        return TIMINGS
-
-    def __iter__(self):
-        return iter(TIMINGS)
-
-    def __len__(self) -> int:
-        return len(TIMINGS)
-
-    def items(self) -> list[tuple[str, float]]:
-        return [(key, self[key]) for key in self.keys()]

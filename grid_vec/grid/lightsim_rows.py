@@ -36,6 +36,7 @@ _FIELDS = {
     "timings": (np.float64, 5),  # TIMINGS' (seconds; the last, a count of power flows)
 }
 TIMINGS = ("set_injections", "set_topology", "results", "powerflow", "n_powerflow")
+COLUMN = {key: column for column, key in enumerate(TIMINGS)}  # each one's column in a row
 _MAX_CHARGES = 64  # sets of rows whose charged time is kept apart before it is added up
 LIGHTSIM, LOOK_UP = 0, 1  # routes: lightsim2grid solves the row; the chord, once its plan is found
 
@@ -128,3 +129,51 @@ def rows_of(backends: list) -> SolverRows:
         backend._rows, backend._i = shared, j
     shared.members = backends
     return shared
+
+
+def row_field(name: str, cast: type | None = None) -> property:
+    """A backend's property reading and writing its row of field ``name`` of its
+    :class:`SolverRows` (``backend._rows``, row ``backend._i``): an array field as a view of
+    the row, a flag as ``cast`` of it."""
+
+    def get(backend: Any) -> Any:
+        value = getattr(backend._rows, name)[backend._i]
+        return value if cast is None else cast(value)
+
+    def put(backend: Any, value: Any) -> None:
+        getattr(backend._rows, name)[backend._i] = value
+
+    return property(get, put)
+
+
+class RowTimings:
+    """A backend's timings (``Backend.timings``' keys), read from and written to its row of
+    its :class:`SolverRows`: ``timings["powerflow"] += dt`` updates the row."""
+
+    __slots__ = ("_i", "_rows")
+
+    def __init__(self, rows: SolverRows, i: int) -> None:
+        self._rows, self._i = rows, i
+
+    def __getitem__(self, key: str) -> float:
+        if self._rows.charges:
+            self._rows.settle()
+        value = float(self._rows.timings[self._i, COLUMN[key]])
+        return int(value) if key == "n_powerflow" else value
+
+    def __setitem__(self, key: str, value: float) -> None:
+        if self._rows.charges:
+            self._rows.settle()
+        self._rows.timings[self._i, COLUMN[key]] = value
+
+    def keys(self) -> tuple[str, ...]:
+        return TIMINGS
+
+    def __iter__(self):
+        return iter(TIMINGS)
+
+    def __len__(self) -> int:
+        return len(TIMINGS)
+
+    def items(self) -> list[tuple[str, float]]:
+        return [(key, self[key]) for key in TIMINGS]
