@@ -111,6 +111,7 @@ class LightSimBackend(Backend):
         self._rows = SolverRows(1, _sizes(model, self._v_init.size))
         self._i = 0
         self._rows.gen_v_sent[0] = np.nan
+        self._steady, self._island = 0, False
         n_topo = model.n_load + self._ls_gen.size + 2 * model.n_branch + model.n_storage
         self._has_storage = bool(model.n_storage)
         self._mask_storage = np.ones(model.n_storage, dtype=bool)
@@ -172,22 +173,25 @@ class LightSimBackend(Backend):
     def _gen_v_sent(self) -> bytes:
         return self._rows.gen_v_sent[self._i].tobytes()
 
+    # what decides the route but is read row by row only: plain attributes (_steady: converged
+    # solves in a row in this topology and setpoints, counted up to chord.STEADY_SOLVES only;
+    # _island: a storage unit on a bus bar no branch reaches)
     @property
     def _steady_solves(self) -> int:
-        return int(self._rows.steady[self._i])
+        return self._steady
 
     @_steady_solves.setter
     def _steady_solves(self, value: int) -> None:
-        self._rows.steady[self._i] = min(value, chord.STEADY_SOLVES)  # no more is told apart
+        self._steady = min(int(value), chord.STEADY_SOLVES)  # no more is told apart
         self._set_route()
 
     @property
     def _storage_island(self) -> bool:
-        return bool(self._rows.island[self._i])
+        return self._island
 
     @_storage_island.setter
     def _storage_island(self, value: bool) -> None:
-        self._rows.island[self._i] = value
+        self._island = bool(value)
         self._set_route()
 
     @property
@@ -212,7 +216,7 @@ class LightSimBackend(Backend):
         """Who solves this row next, from its steady count, storage island and plan."""
         rows, i = self._rows, self._i
         rows.route[i] = route(
-            rows.steady[i], rows.island[i], rows.plan[i], _NO_PLAN_YET, chord.STEADY_SOLVES
+            self._steady, self._island, rows.plan[i], _NO_PLAN_YET, chord.STEADY_SOLVES
         )
 
     @property
@@ -347,7 +351,7 @@ class LightSimBackend(Backend):
                 # topology starts again from the base case: the previous solution can be a poor
                 # first guess, and lightsim2grid takes the slack's angle from the first guess
                 shared, i = backend._rows, backend._i
-                shared.plan[i], shared.steady[i], shared.route[i] = _NO_PLAN_YET, 0, LIGHTSIM
+                shared.plan[i], shared.route[i], backend._steady = _NO_PLAN_YET, LIGHTSIM, 0
                 shared.V[i] = backend._v_init
                 backend._topo = topo
                 backend._set_bus_active()
@@ -479,10 +483,9 @@ class LightSimBackend(Backend):
             shared.by_chord[i] = False
             if V.size:
                 shared.V[i], shared.converged[i] = V, 1
-                steady = shared.steady[i] + 1
-                if steady <= chord.STEADY_SOLVES:  # counted up to there only
-                    shared.steady[i] = steady
-                    if steady == chord.STEADY_SOLVES:  # the chord's from now on
+                if backend._steady < chord.STEADY_SOLVES:  # counted up to there only
+                    backend._steady += 1
+                    if backend._steady == chord.STEADY_SOLVES:  # the chord's from now on
                         backend._set_route()
                 views = backend._views
                 if views is None:
@@ -521,7 +524,7 @@ class LightSimBackend(Backend):
     def _diverged(self) -> None:
         shared, i = self._rows, self._i  # no steady solve: lightsim2grid's next, from the base case
         shared.V[i] = self._v_init
-        shared.steady[i], shared.route[i], shared.converged[i] = 0, LIGHTSIM, 0
+        shared.route[i], shared.converged[i], self._steady = LIGHTSIM, 0, 0
         self._views = None  # a failed solve reallocates lightsim2grid's result vectors
 
     def _set_bus_active(self) -> None:
@@ -639,9 +642,8 @@ class LightSimBackend(Backend):
         self._grid.tell_solver_need_reset()
         shared, i = self._rows, self._i  # no solve yet, lightsim2grid's next, from the base case
         shared.V[i] = self._v_init
-        shared.steady[i], shared.route[i], shared.by_chord[i], shared.converged[i] = (
-            0, LIGHTSIM, False, -1
-        )  # fmt: skip
+        shared.route[i], shared.by_chord[i], shared.converged[i] = LIGHTSIM, False, -1
+        self._steady = 0
         # the views are kept: lightsim2grid's result vectors outlive a solver reset (only a
         # failed solve reallocates them, and it dropped the views then)
 

@@ -27,9 +27,6 @@ _FIELDS = {
     "storage_p32": (np.float32, "n_storage"),
     "gen_v_sent": (np.float64, "n_gen"),  # the last voltage setpoints sent (kV; NaN: none)
     "pending": (np.bool_, ()),  # lightsim2grid's grid lacks the last injections
-    # converged solves in a row in this topology and setpoints, counted up to STEADY_SOLVES
-    "steady": (np.int64, ()),
-    "island": (np.bool_, ()),  # a storage unit on a bus bar no branch reaches
     "by_chord": (np.bool_, ()),  # the last solve was the chord's
     "converged": (np.int8, ()),  # the last solve: -1 none yet, 0 diverged, 1 converged
     "route": (np.int64, ()),  # who solves the row next: see route()
