@@ -30,7 +30,7 @@ import numpy as np
 
 from grid_vec.core.parameters import Parameters
 from grid_vec.core.topology import TopologyLayout, unsolvable
-from grid_vec.grid.backend import Backend, flow_slices
+from grid_vec.grid.backend import Backend, Backends, flow_slices
 from grid_vec.grid.model import GridModel
 
 # count_nonzero is several times cheaper than ndarray.any() on the small arrays of the step
@@ -149,7 +149,7 @@ def _assemble(
         cooldown_line=cooldown_line,
         cooldown_sub=cooldown_sub,
         protection_counter=counter,
-        backends=backends,
+        backends=Backends(backends),
         flows=flows,
         a_or=flows[:, slices["a_or"]],
         load_p=flows[:, slices["load_p"]],

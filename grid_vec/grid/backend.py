@@ -125,6 +125,18 @@ class InjectionRows:
         return InjectionRows(self.block[positions], self.n_load, self.n_gen)
 
 
+class Backends(list):
+    """A batch's backends, one per env: a list that can be referred to weakly.
+
+    A backend class may keep state for the whole list (LightSimBackend's solver rows find
+    their list by its identity); a weak reference lets the list and its backends go as soon as
+    the batch lets them go (a look-ahead's copies, thousands per call), with no cycle for the
+    garbage collector to find.
+    """
+
+    __slots__ = ("__weakref__",)
+
+
 class Backend(abc.ABC):
     """One grid's state (injections + topology) and an AC power-flow solver.
 

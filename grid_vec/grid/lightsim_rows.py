@@ -9,13 +9,16 @@ A backend reads and writes its row through properties (``LightSimBackend._V`` an
 others), so its one-row methods are unchanged; a new backend, a copy or an unpickled one has
 rows of its own (one row). :func:`rows_of` gathers the backends of a list given to a batch
 method into one :class:`SolverRows` the first time, then finds it again by the list's
-identity. A backend gathered into another list leaves its old rows, which are then no
-longer any list's (the next batch call on that list gathers it again), so a row is only
-ever read where its backend wrote it.
+identity (held weakly when the list is a batch's ``Backends``, so that dropping a batch frees
+its backends at once: no cycle). A backend gathered into another list leaves its old rows,
+which are then no longer any list's (the next batch call on that list gathers it again), so a
+row is only ever read where its backend wrote it.
 """
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -64,7 +67,8 @@ class SolverRows:
             shape = (n,) if size == () else (n, sizes[size] if isinstance(size, str) else size)
             setattr(self, name, np.zeros(shape, dtype=dtype))
         self.plan = np.empty(n, dtype=object)
-        self.members: list | None = None  # the list whose backends these rows are
+        # the list whose backends these rows are: weakly where it can be (a batch's Backends)
+        self.members: Callable[[], list | None] = _NOBODY
         # time charged to rows and not yet added to their timings: (rows, column) -> [rows,
         # seconds per row, calls]. A batch call charges the same rows every step: adding up
         # here costs a dict update, adding to the array a numpy operation
@@ -116,16 +120,27 @@ def rows_of(backends: list) -> SolverRows:
     :class:`SolverRows` in which backend ``i`` has row ``i``: gathered the first time this
     list is given, then found by its identity."""
     rows = backends[0]._rows
-    if rows.members is backends:
+    if rows.members() is backends:
         return rows
     shared = SolverRows(len(backends), rows.sizes)
     for j, backend in enumerate(backends):
         old = backend._rows
         old.copy_row(backend._i, shared, j)
-        old.members = None  # its list no longer holds every one of its rows
+        old.members = _NOBODY  # its list no longer holds every one of its rows
         backend._rows, backend._i = shared, j
-    shared.members = backends
+    try:  # no reference from the rows back to their list: no cycle through the backends
+        shared.members = weakref.ref(backends)
+    except TypeError:  # a plain list (a caller's own): held, a cycle the collector breaks
+        shared.members = lambda: backends
     return shared
+
+
+def _nobody() -> None:
+    """The list of rows that no list holds whole."""
+    return None
+
+
+_NOBODY = _nobody
 
 
 def row_field(name: str, cast: type | None = None) -> property:

@@ -7,7 +7,9 @@ took before) on the same injections, topology and warm start.
 
 from __future__ import annotations
 
+import gc
 import pickle
+import weakref
 from functools import partial
 
 import numpy as np
@@ -15,7 +17,7 @@ import pytest
 from grid_helpers import perturbed_injections, random_outage, random_split
 
 from grid_vec.grid import chord
-from grid_vec.grid.backend import FLOW_FIELDS, InjectionRows, flow_slices
+from grid_vec.grid.backend import FLOW_FIELDS, Backends, InjectionRows, flow_slices
 from grid_vec.grid.compile import compile_net
 from grid_vec.grid.lightsim import LightSimBackend
 from grid_vec.grid.networks import load_network
@@ -308,3 +310,25 @@ def test_a_backend_solved_through_another_list_keeps_its_own_row_in_each(model) 
         np.testing.assert_array_equal(b._V, twin._V)
         assert b.timings["n_powerflow"] == twin.timings["n_powerflow"] > 0
         assert b.timings["powerflow"] > 0 and b.timings["set_injections"] > 0
+
+
+def test_a_batch_of_gathered_backends_goes_with_its_list_no_collector_needed(model) -> None:
+    """The rows a batch method gathers refer to their list weakly (a batch's ``Backends``):
+    dropping the list frees its backends (and their lightsim2grid grids) at once, with the
+    garbage collector off. A strong reference made a cycle, and a look-ahead over case118's
+    whole catalog then held its chunks of 512 grid copies until a full collection (peak
+    resident memory 0.56 -> 1.4 GB)."""
+    rng = np.random.default_rng(3)
+    base = LightSimBackend(model)
+    batch = Backends(base.copy() for _ in range(4))
+    packed = [np.concatenate(perturbed_injections(model, rng)) for _ in batch]
+    LightSimBackend.set_injections_rows(batch, [0, 1, 2, 3], InjectionRows.of_rows(packed, model))
+    flows = np.zeros((4, flow_slices(model)["all"].stop))
+    assert LightSimBackend.solve_rows(batch, [0, 1, 2, 3], flows) == []
+    alive = [weakref.ref(b) for b in batch]
+    gc.disable()
+    try:
+        del batch
+        assert [ref() for ref in alive] == [None] * 4
+    finally:
+        gc.enable()
