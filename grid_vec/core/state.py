@@ -95,7 +95,7 @@ class BatchState:
             {name: getattr(self, name)[rows] for name in _ROW_ARRAYS},
             self.timers[rows],
             self.flows[rows],
-            [self.backends[r].copy() for r in rows],
+            type(self.backends[0]).copy_rows(self.backends, rows.tolist()),
             self.slices,
             self.cooldown_sub.shape[1],
         )
@@ -149,7 +149,7 @@ def _assemble(
         cooldown_line=cooldown_line,
         cooldown_sub=cooldown_sub,
         protection_counter=counter,
-        backends=Backends(backends),
+        backends=backends if type(backends) is Backends else Backends(backends),
         flows=flows,
         a_or=flows[:, slices["a_or"]],
         load_p=flows[:, slices["load_p"]],

@@ -25,6 +25,7 @@ from grid_vec.grid._lightsim_cpp import lightsim_cpp
 from grid_vec.grid.backend import (
     FLOW_FIELDS,
     Backend,
+    Backends,
     InjectionRows,
     PowerFlowDivergedError,
     PowerFlowResults,
@@ -682,14 +683,31 @@ class LightSimBackend(Backend):
         # the attributes taken over directly (copy.copy would go through __getstate__ and
         # __setstate__, which build a plan book this copy does not use: a look-ahead pays it
         # per candidate); the copy shares the plans
+        new = self._copy_grid()
+        new._rows, new._i = self._rows.take([self._i]), 0  # a copy of its row
+        return new
+
+    def _copy_grid(self) -> LightSimBackend:
+        """A copy of everything but the row (the caller gives it one)."""
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new._grid = self._grid.copy()
         new._views = None
-        new._rows, new._i = SolverRows(1, self._rows.sizes), 0  # a copy of its row
-        self._rows.copy_row(self._i, new._rows, 0)
         new._sgen_bus = self._sgen_bus.copy()
         return new
+
+    @classmethod
+    def copy_rows(cls, backends: list, rows: list[int]) -> Backends:
+        """:meth:`Backend.copy_rows` with the copies' rows taken from the backends' in one
+        gather per field (what is per row: the ``LSGrid`` copy), already gathered as the
+        returned list's."""
+        copies = Backends(backends[row]._copy_grid() for row in rows)
+        if copies:
+            shared = rows_of(backends).take(rows)
+            for j, new in enumerate(copies):
+                new._rows, new._i = shared, j
+            shared.gathered(copies)
+        return copies
 
 
 _NO_PLAN_YET = object()  # a backend's plan not looked up since its topology changed

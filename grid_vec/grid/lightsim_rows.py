@@ -101,6 +101,22 @@ class SolverRows:
         for name in (*_FIELDS, "plan"):
             getattr(into, name)[j] = getattr(self, name)[i]
 
+    def take(self, rows: list[int]) -> SolverRows:
+        """New rows holding copies of ``rows`` (one gather per field), held by no list."""
+        self.settle()
+        new = SolverRows.__new__(SolverRows)
+        new.sizes, new.charges, new.members = self.sizes, {}, _NOBODY
+        for name in (*_FIELDS, "plan"):
+            setattr(new, name, getattr(self, name)[rows])
+        return new
+
+    def gathered(self, backends: list) -> None:
+        """Record that backend ``i`` of ``backends`` has row ``i`` here (every row)."""
+        try:  # no reference from the rows back to their list: no cycle through the backends
+            self.members = weakref.ref(backends)
+        except TypeError:  # a plain list (a caller's own): held, a cycle the collector breaks
+            self.members = lambda: backends
+
     def row(self, i: int) -> dict[str, Any]:
         """Row ``i`` as plain values (copies), as a pickle carries it."""
         self.settle()
@@ -128,10 +144,7 @@ def rows_of(backends: list) -> SolverRows:
         old.copy_row(backend._i, shared, j)
         old.members = _NOBODY  # its list no longer holds every one of its rows
         backend._rows, backend._i = shared, j
-    try:  # no reference from the rows back to their list: no cycle through the backends
-        shared.members = weakref.ref(backends)
-    except TypeError:  # a plain list (a caller's own): held, a cycle the collector breaks
-        shared.members = lambda: backends
+    shared.gathered(backends)
     return shared
 
 
