@@ -332,3 +332,37 @@ def test_a_batch_of_gathered_backends_goes_with_its_list_no_collector_needed(mod
         assert [ref() for ref in alive] == [None] * 4
     finally:
         gc.enable()
+
+
+def test_copies_of_rows_taken_together_solve_bitwise_as_copies_taken_one_by_one(model) -> None:
+    """``copy_rows`` (a look-ahead's copies: the rows taken from the batch's in one gather,
+    a row repeated for each of its candidates) gives backends that solve, through the chord
+    and lightsim2grid, bitwise as ``copy()`` of each, and leaves the batch as it was."""
+    rng = np.random.default_rng(5)
+    batch, _ = _pair(model, rng, 4, split=False)
+    batch = Backends(batch)
+    setpoints = [perturbed_injections(model, rng)[3] for _ in batch]
+    width = flow_slices(model)["all"].stop
+
+    def step(backends: list, which: list[int], injections: list[np.ndarray]) -> np.ndarray:
+        rows = list(range(len(backends)))
+        flows = np.zeros((len(backends), width))
+        packed = [np.concatenate([*injections[j][:3], setpoints[j]]) for j in which]
+        LightSimBackend.set_injections_rows(backends, rows, InjectionRows.of_rows(packed, model))
+        assert LightSimBackend.solve_rows(backends, rows, flows) == []
+        return flows
+
+    for _ in range(chord.STEADY_SOLVES + 1):
+        step(batch, [0, 1, 2, 3], [perturbed_injections(model, rng) for _ in batch])
+    before = [b.solver_state() for b in batch]
+    which = [2, 2, 0]
+    together = LightSimBackend.copy_rows(batch, which)
+    one_by_one = [batch[j].copy() for j in which]
+    for _ in range(2):
+        injections = [perturbed_injections(model, rng) for _ in batch]
+        np.testing.assert_array_equal(
+            step(together, which, injections), step(one_by_one, which, injections)
+        )
+    assert all(b._by_chord for b in together)
+    for b, state in zip(batch, before, strict=True):
+        np.testing.assert_array_equal(b.solver_state(), state)
