@@ -455,11 +455,9 @@ class GridBatch:
         """Move the scenarios and clocks of ``rows`` one step on; the turn's inputs of that
         step, and whether the step was calm (no row could reach its max_steps or the end of
         its time block: neither is checked)."""
-        handlers, packed = self.handlers, []
-        for row in rows.tolist():  # each scenario one step on, and its packed row there
-            handler = handlers[row]
-            handler.advance()
-            packed.append(handler.packed_row())
+        handlers = self.handlers
+        for row in rows.tolist():
+            handlers[row].advance()
         sel = selector(rows, self.n)
         # step in the scenario, steps played, steps counted, time-feature row: one more
         if type(sel) is slice:  # every row: in place, no copy back
@@ -477,7 +475,7 @@ class GridBatch:
             times = self.time_features(rows)
         inputs = TurnInputs(
             clock_rows=rows,
-            injections=InjectionRows.of_rows(packed, self.model),
+            injections=self._rows_now(rows),
             outages=self.outages.now(rows),  # maintenance and hazards of this step
             setpoints=self.last_gen_p,
             length=None if self.storage is None else self.step_length(rows),

@@ -35,6 +35,7 @@ from grid_vec.grid.lightsim_rows import (
     COLUMN,
     LIGHTSIM,
     LOOK_UP,
+    NO_PLAN_YET,
     RowTimings,
     SolverRows,
     route,
@@ -160,7 +161,7 @@ class LightSimBackend(Backend):
         # lightsim2grid's result vectors are not this backend's results)
         self._book = chord.PlanBook(partial(LightSimBackend, model))
         self._buses = np.ones(n_topo + self._sgen.size, dtype=np.int32)
-        self._plan = _NO_PLAN_YET
+        self._plan = NO_PLAN_YET
 
     # --- this backend's row of its SolverRows (see lightsim_rows), read and written in place:
     # arrays as views of the row, flags as Python values
@@ -216,9 +217,7 @@ class LightSimBackend(Backend):
     def _set_route(self) -> None:
         """Who solves this row next, from its steady count, storage island and plan."""
         rows, i = self._rows, self._i
-        rows.route[i] = route(
-            self._steady, self._island, rows.plan[i], _NO_PLAN_YET, chord.STEADY_SOLVES
-        )
+        rows.route[i] = route(self._steady, self._island, rows.plan[i])
 
     @property
     def timings(self) -> RowTimings:  # type: ignore[override]
@@ -352,7 +351,7 @@ class LightSimBackend(Backend):
                 # topology starts again from the base case: the previous solution can be a poor
                 # first guess, and lightsim2grid takes the slack's angle from the first guess
                 shared, i = backend._rows, backend._i
-                shared.plan[i], shared.route[i], backend._steady = _NO_PLAN_YET, LIGHTSIM, 0
+                shared.plan[i], shared.route[i], backend._steady = NO_PLAN_YET, LIGHTSIM, 0
                 shared.V[i] = backend._v_init
                 backend._topo = topo
                 backend._set_bus_active()
@@ -599,7 +598,7 @@ class LightSimBackend(Backend):
         row = state.pop("_rows")
         self.__dict__.update(state)
         self._rows = SolverRows.of_row(row, _sizes(self.model, self._v_init.size))
-        self._plan = _NO_PLAN_YET
+        self._plan = NO_PLAN_YET
         self._book = chord.PlanBook(partial(LightSimBackend, self.model))
 
     def outage_currents(
@@ -708,9 +707,6 @@ class LightSimBackend(Backend):
                 new._rows, new._i = shared, j
             shared.gathered(copies)
         return copies
-
-
-_NO_PLAN_YET = object()  # a backend's plan not looked up since its topology changed
 
 
 class _ResultViews:

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from grid_vec.grid import chord
+
 # the fields of a row: name -> (dtype, its shape after the row axis: a size name or ())
 _FIELDS = {
     "V": (np.complex128, "n_bus"),  # the warm start (the last solution)
@@ -39,17 +41,19 @@ TIMINGS = ("set_injections", "set_topology", "results", "powerflow", "n_powerflo
 COLUMN = {key: column for column, key in enumerate(TIMINGS)}  # each one's column in a row
 _MAX_CHARGES = 64  # sets of rows whose charged time is kept apart before it is added up
 LIGHTSIM, LOOK_UP = 0, 1  # routes: lightsim2grid solves the row; the chord, once its plan is found
+NO_PLAN_YET = object()  # a row's plan, not looked up since its topology changed
 
 
-def route(steady: int, island: bool, plan: Any, not_looked_up: Any, steady_solves: int) -> int:
+def route(steady: int, island: bool, plan: Any) -> int:
     """Who solves a row next, as one integer (a batch groups its rows by it in one
-    comparison): :data:`LIGHTSIM` until it has had ``steady_solves`` converged solves in its
-    topology, when a storage unit is islanded, or when its topology has no plan;
-    :data:`LOOK_UP` when the chord takes it but its plan is not looked up yet; else the chord
-    with its plan, the plan object's id (the row holds the plan: the id stays its own)."""
-    if steady < steady_solves or island or plan is None:
+    comparison): :data:`LIGHTSIM` until it has had ``chord.STEADY_SOLVES`` converged solves in
+    its topology, when a storage unit is islanded, or when its topology has no plan;
+    :data:`LOOK_UP` when the chord takes it but its plan is not looked up yet
+    (:data:`NO_PLAN_YET`); else the chord with its plan, the plan object's id (the row holds
+    the plan: the id stays its own)."""
+    if steady < chord.STEADY_SOLVES or island or plan is None:
         return LIGHTSIM
-    return LOOK_UP if plan is not_looked_up else id(plan)
+    return LOOK_UP if plan is NO_PLAN_YET else id(plan)
 
 
 class SolverRows:
@@ -68,7 +72,7 @@ class SolverRows:
             setattr(self, name, np.zeros(shape, dtype=dtype))
         self.plan = np.empty(n, dtype=object)
         # the list whose backends these rows are: weakly where it can be (a batch's Backends)
-        self.members: Callable[[], list | None] = _NOBODY
+        self.members: Callable[[], list | None] = _nobody
         # time charged to rows and not yet added to their timings: (rows, column) -> [rows,
         # seconds per row, calls]. A batch call charges the same rows every step: adding up
         # here costs a dict update, adding to the array a numpy operation
@@ -105,7 +109,7 @@ class SolverRows:
         """New rows holding copies of ``rows`` (one gather per field), held by no list."""
         self.settle()
         new = SolverRows.__new__(SolverRows)
-        new.sizes, new.charges, new.members = self.sizes, {}, _NOBODY
+        new.sizes, new.charges, new.members = self.sizes, {}, _nobody
         for name in (*_FIELDS, "plan"):
             setattr(new, name, getattr(self, name)[rows])
         return new
@@ -142,7 +146,7 @@ def rows_of(backends: list) -> SolverRows:
     for j, backend in enumerate(backends):
         old = backend._rows
         old.copy_row(backend._i, shared, j)
-        old.members = _NOBODY  # its list no longer holds every one of its rows
+        old.members = _nobody  # its list no longer holds every one of its rows
         backend._rows, backend._i = shared, j
     shared.gathered(backends)
     return shared
@@ -151,9 +155,6 @@ def rows_of(backends: list) -> SolverRows:
 def _nobody() -> None:
     """The list of rows that no list holds whole."""
     return None
-
-
-_NOBODY = _nobody
 
 
 def row_field(name: str, cast: type | None = None) -> property:
