@@ -19,7 +19,11 @@ Action types (``GridEnv(action_type=...)``, :data:`ACTION_TYPES`):
   column per dispatchable generator), curtailment (one per renewable generator), storage
   (one per storage unit, only on a grid with storage units).
 * ``"combined"``: ``Dict(topology=Discrete, continuous=Box)``, a catalog action and a
-  ``"continuous"`` one in the same step (grid2op plays both parts of one action).
+  ``"continuous"`` one in the same step (grid2op plays both parts of one action);
+* ``"set_bus"``: ``Dict(set_bus=MultiDiscrete, set_line_status=MultiDiscrete)``, grid2op's
+  general topology action: a bus bar per element end of the topology vector (-1 off, 0
+  unchanged, 1, 2) and a status per branch (-1 off, 0 unchanged, +1 on), played by
+  :mod:`grid_vec.core.rules.set_bus`; it has no continuous part.
 """
 
 from __future__ import annotations
@@ -40,7 +44,10 @@ ACTION_TYPES = (
     *(control.action_type for control in CONTROLS.values()),
     "continuous",
     "combined",
+    "set_bus",
 )
+# the action types without a continuous part
+_NO_CONTINUOUS = ("discrete", "set_bus")
 _TOL = 1e-5  # actions this far outside the box are accepted (float32 rounding)
 # what a control acting on each kind of entity needs of the grid, and whether "continuous"
 # and "combined" may go without it (a grid without storage units has no storage columns)
@@ -94,7 +101,8 @@ class ContinuousLayout:
     def of(
         cls, action_type: str, limits: GeneratorLimits, storage: StorageUnits | None = None
     ) -> ContinuousLayout | None:
-        """The layout of a continuous ``action_type`` (None for ``"discrete"``) on a grid
+        """The layout of a continuous ``action_type`` (None for ``"discrete"`` and
+        ``"set_bus"``) on a grid
         with these generators and storage units (None: none).
 
         Raises:
@@ -105,7 +113,7 @@ class ContinuousLayout:
         """
         if action_type not in ACTION_TYPES:
             raise ValueError(f"action_type must be one of {ACTION_TYPES}, got {action_type!r}")
-        if action_type == "discrete":
+        if action_type in _NO_CONTINUOUS:
             return None
         alone = action_type not in ("continuous", "combined")
         parts, low, high, start = [], [], [], 0

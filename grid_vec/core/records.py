@@ -117,9 +117,18 @@ class ActionBatch:
     (a module of :mod:`grid_vec.core.rules`) and the rule's call in its phase of
     :mod:`grid_vec.core.turn`. Everything in between (the spaces, the checks, the split of a
     flat action, refusal, slicing by env, the vector envs) reads the declarations.
+
+    A general topology action (action type ``"set_bus"``, grid2op's ``set_bus`` and
+    ``set_line_status``) is the pair ``set_bus`` / ``set_line_status``, both given or both
+    None; its rules are :mod:`grid_vec.core.rules.set_bus`'s.
     """
 
     topology: np.ndarray  # (k,) int64: agent action indices (catalog ones past the subset)
+    # (k, n_elem) int8 bus bar asked of each element end of the topology vector: -1
+    # disconnects, 0 leaves it, 1 or 2 puts it there (None: no general topology action)
+    set_bus: np.ndarray | None = None
+    # (k, n_branch) int8: -1 disconnects the branch, +1 reconnects it, 0 leaves it
+    set_line_status: np.ndarray | None = None
     # (k, n_gen) MW asked per generator
     redispatch: np.ndarray | None = field(default=None, metadata={"control": REDISPATCH})
     # (k, n_gen) curtailment limits, ratio of pmax (NaN: unchanged)
@@ -129,8 +138,10 @@ class ActionBatch:
 
     def rows(self, sel: slice | np.ndarray) -> ActionBatch:
         """The actions of some of the envs (``sel``: a slice or positions)."""
+        buses = None if self.set_bus is None else (self.set_bus[sel], self.set_line_status[sel])
         return ActionBatch(
             self.topology[sel],
+            *(buses or (None, None)),
             **{name: None if v is None else v[sel] for name, v in self.controls().items()},
         )
 
@@ -146,7 +157,28 @@ class ActionBatch:
         for name, control in CONTROLS.items():
             value = getattr(self, name)
             played[name] = None if value is None else np.where(column, control.neutral, value)
-        return ActionBatch(np.where(refused, 0, self.topology), **played)
+        return ActionBatch(
+            np.where(refused, 0, self.topology), *self._buses_without(refused), **played
+        )
+
+    def without_topology(self, undone: np.ndarray) -> ActionBatch:
+        """The same actions with the topology part of the ``undone`` (k,) rows played as
+        do-nothing (the catalog action and the general topology action; the controls kept)."""
+        return ActionBatch(
+            np.where(undone, 0, self.topology),
+            *self._buses_without(undone),
+            **self.controls(),
+        )
+
+    def _buses_without(self, rows: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The general topology action with ``rows`` asking nothing (None: there is none)."""
+        if self.set_bus is None:
+            return None, None
+        column = rows[:, None]
+        return (
+            np.where(column, 0, self.set_bus).astype(np.int8),
+            np.where(column, 0, self.set_line_status).astype(np.int8),
+        )
 
 
 # every continuous control by its ActionBatch field, in the columns' order

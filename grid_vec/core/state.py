@@ -373,27 +373,38 @@ def push_topology(
     return failed
 
 
+@dataclass(frozen=True)
+class Acted:
+    """What the agents' topology actions of a step acted on: their cooldowns start. Masks over
+    the whole batch, True only in the rows played; None where no env acted on such a thing."""
+
+    branches: np.ndarray | None = None  # (N, n_branch) bool: a status set or changed
+    substations: np.ndarray | None = None  # (N, n_sub) bool: a bus bar set or changed
+
+
+NOTHING_ACTED = Acted()
+
+
 def update_timers(
     state: BatchState,
     params: Parameters,
     limits: OverflowLimits,
     outcome: StepOutcome,
     rows: np.ndarray,
-    acted_line: np.ndarray | None,
-    acted_sub: np.ndarray | None,
-    reconnected: np.ndarray | None = None,
+    acted: Acted = NOTHING_ACTED,
 ) -> None:
     """Move the overflow counters and the reconnection / cooldown timers of ``rows`` after a
-    solve. ``acted_line`` / ``acted_sub`` (N,) hold the branch / substation each env acted on
-    this step (-1: none), or are None when no env acted; ``reconnected`` (N, n_branch) the
-    branches a substation configuration reconnected (their status changed too), or None."""
+    solve; the branches and substations ``acted`` on (their rows among ``rows``) get their
+    cooldowns."""
     if not len(rows):
         return
     sel = selector(rows, state.n)
     soft_is_thermal = params.soft_overflow_threshold == 1.0
+    branches, substations = acted.branches, acted.substations
     if (
         soft_is_thermal
-        and acted_line is None
+        and branches is None
+        and substations is None
         and not any_true(state.timers[sel])
         and not any_true(outcome.overflow)
         and not any_true(outcome.tripped)
@@ -420,20 +431,15 @@ def update_timers(
         cd = state.cooldown_line[sel]
         cd[tripped] = params.nb_timestep_reconnection
         state.cooldown_line[sel] = cd
-    if acted_line is None:
-        return
-    if params.nb_timestep_cooldown_line > 0:
-        r = rows[acted_line[rows] >= 0]
-        if len(r):
-            b = acted_line[r]
-            state.cooldown_line[r, b] = np.maximum(
-                state.cooldown_line[r, b], params.nb_timestep_cooldown_line
-            )
-    if reconnected is not None and params.nb_timestep_cooldown_line > 0:
-        done = reconnected & np.isin(np.arange(state.n), rows)[:, None]
-        cd = state.cooldown_line
-        cd[done] = np.maximum(cd[done], params.nb_timestep_cooldown_line)
-    if params.nb_timestep_cooldown_sub > 0:
-        r = rows[acted_sub[rows] >= 0]
-        if len(r):
-            state.cooldown_sub[r, acted_sub[r]] = params.nb_timestep_cooldown_sub
+    if branches is not None and params.nb_timestep_cooldown_line > 0:
+        done = branches[sel]
+        if any_true(done):
+            cd = state.cooldown_line[sel]
+            cd[done] = np.maximum(cd[done], params.nb_timestep_cooldown_line)
+            state.cooldown_line[sel] = cd
+    if substations is not None and params.nb_timestep_cooldown_sub > 0:
+        done = substations[sel]
+        if any_true(done):
+            cs = state.cooldown_sub[sel]
+            cs[done] = params.nb_timestep_cooldown_sub
+            state.cooldown_sub[sel] = cs

@@ -74,6 +74,28 @@ class TopologyLayout:
             elem_label=labels[order].astype(str),
         )
 
+    def describe_set_bus(
+        self, model: GridModel, set_bus: np.ndarray, set_status: np.ndarray
+    ) -> str:
+        """A general topology action (``set_bus`` per position, ``set_line_status`` per
+        branch) in words, e.g. ``"set_bus: load load_3_0 -> 2; set_line_status: branch
+        3_4_0 -> +1"``."""
+        parts = []
+        moved = np.flatnonzero(np.asarray(set_bus) != 0)
+        if len(moved):
+            parts.append(
+                "set_bus: " + ", ".join(f"{self.elem_label[i]} -> {int(set_bus[i])}" for i in moved)
+            )
+        status = np.flatnonzero(np.asarray(set_status) != 0)
+        if len(status):
+            parts.append(
+                "set_line_status: "
+                + ", ".join(
+                    f"branch {model.branch_names[b]} -> {int(set_status[b]):+d}" for b in status
+                )
+            )
+        return "; ".join(parts) or "do nothing"
+
     def grid2op_arrays(self, model: GridModel) -> dict[str, np.ndarray]:
         """grid2op's layout arrays under grid2op's names, for agents written against them:
         ``dim_topo``, ``sub_info``, ``{load,gen,line_or,line_ex}_pos_topo_vect``,

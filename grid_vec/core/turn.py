@@ -28,7 +28,7 @@ Reset uses :meth:`Turn.inject` too (the first state's injections).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from time import perf_counter
 from typing import Protocol
 
@@ -44,6 +44,7 @@ from grid_vec.core.rules.dispatch import GeneratorLimits, dispatch_rows, registe
 from grid_vec.core.rules.opponent import OpponentBatch
 from grid_vec.core.rules.storage import StepLength, StorageUnits, storage_step
 from grid_vec.core.state import (
+    Acted,
     BatchState,
     OverflowLimits,
     StepOutcome,
@@ -59,10 +60,6 @@ from grid_vec.grid.model import GridModel
 
 _NO_ATTACK = np.full(256, -1, dtype=np.int64)
 _NO_ATTACK.flags.writeable = False
-
-# what the topology actions did: (N,) acted branch and substation (-1: none) or None, and the
-# (N, n_branch) branches a configuration reconnected, or None (ActionRules.apply's)
-Acted = tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]
 
 
 @dataclass(slots=True, eq=False)  # not frozen: built every step, a frozen one costs more
@@ -190,9 +187,7 @@ class Turn:
         """Check the actions with the current timers; illegal or ambiguous ones become
         do-nothing. Returns the verdict and the actions played."""
         p = self.host.parameters
-        legal = self.rules.legalise(
-            state, rows, action.topology, action.redispatch, action.curtail, p
-        )
+        legal = self.rules.legalise_action(state, rows, action, p)
         return legal, neutralise(action, legal)
 
     def redispatch(
@@ -232,9 +227,9 @@ class Turn:
         the targets were given back)."""
         if not failed:
             return action
-        topology = action.topology.copy()
-        topology[np.array(list(failed))] = 0
-        return replace(action, topology=topology)
+        undone = np.zeros(len(action.topology), dtype=bool)
+        undone[np.array(list(failed))] = True
+        return action.without_topology(undone)
 
     def opponent(
         self, state: BatchState, rows: np.ndarray, inputs: TurnInputs
@@ -258,7 +253,7 @@ class Turn:
 
     def apply(self, state: BatchState, rows: np.ndarray, action: ActionBatch) -> Acted:
         """The agent's legal topology actions."""
-        return self.rules.apply(state, rows, action.topology)
+        return self.rules.apply(state, rows, action)
 
     def outages(
         self,
@@ -335,7 +330,7 @@ class Turn:
         host = self.host
         ended = outcome.ended  # False outside rows
         alive = rows[~ended[rows]] if any_true(ended) else rows
-        update_timers(state, host.parameters, host.limits, outcome, alive, *acted)
+        update_timers(state, host.parameters, host.limits, outcome, alive, acted)
         if inputs.outages is not None:
             outages_.hold_cooldowns(state, rows, inputs.outages, ~ended[rows])
 

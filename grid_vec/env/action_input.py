@@ -22,18 +22,72 @@ from grid_vec.core.records import ActionBatch
 
 __all__ = [
     "ACTION_TYPES",
+    "SET_BUS_KEYS",
     "ActionBatch",
     "RefusedActions",
     "batch_actions",
     "box",
     "horizon_actions",
     "one_action",
+    "set_bus_space",
 ]
+
+# the keys of a general topology action (action type "set_bus"), grid2op's
+SET_BUS_KEYS = ("set_bus", "set_line_status")
+_SET_BUS_RANGES = {"set_bus": (-1, 2), "set_line_status": (-1, 1)}
 
 
 def box(layout: ContinuousLayout) -> spaces.Box:
     """The ``Box`` of a continuous layout (its bounds copied: the space owns them)."""
     return spaces.Box(low=layout.low.copy(), high=layout.high.copy(), dtype=np.float32)
+
+
+def set_bus_space(n_elem: int, n_branch: int) -> spaces.Dict:
+    """The space of the general topology action: ``set_bus``, a bus bar per element end of
+    the topology vector (-1 off, 0 unchanged, 1, 2), and ``set_line_status``, a status per
+    branch (-1 off, 0 unchanged, +1 on)."""
+    return spaces.Dict(
+        {
+            "set_bus": spaces.MultiDiscrete(np.full(n_elem, 4), start=np.full(n_elem, -1)),
+            "set_line_status": spaces.MultiDiscrete(
+                np.full(n_branch, 3), start=np.full(n_branch, -1)
+            ),
+        }
+    )
+
+
+def _set_bus_actions(sizes: dict[str, int], actions: Any, k: int | None) -> ActionBatch:
+    """Check general topology actions (``sizes``: each key's width; ``k`` not None: a batch
+    of rows, None: one env's action, without the row axis)."""
+    if not isinstance(actions, dict) or set(actions) != set(SET_BUS_KEYS):
+        keys = f" with keys {sorted(actions, key=str)}" if isinstance(actions, dict) else ""
+        raise ValueError(
+            "set_bus actions must be a dict with keys 'set_bus' (a bus bar per element of the "
+            "topology vector) and 'set_line_status' (a status per branch), got "
+            f"{type(actions).__name__}{keys}"
+        )
+    arrays = []
+    for key in SET_BUS_KEYS:
+        arr = np.asarray(actions[key])
+        size = sizes[key]
+        shape = (size,) if k is None else (len(arr) if arr.ndim else -1, size)
+        if arr.shape != shape or arr.dtype.kind not in "iu" or (k is not None and not len(arr)):
+            want = f"({size},)" if k is None else f"(k, {size})"
+            raise ValueError(
+                f"{key} must be ints of shape {want}, got {arr.dtype} of shape {arr.shape}"
+            )
+        low, high = _SET_BUS_RANGES[key]
+        outside = (arr < low) | (arr > high)
+        if outside.any():
+            raise RefusedActions(
+                f"{key} values must be in [{low}, {high}], got {arr[outside][:5].tolist()}",
+                outside[None] if k is None else outside,
+            )
+        arrays.append(arr.reshape(-1, size).astype(np.int8))
+    set_bus, set_status = arrays
+    if len(set_bus) != len(set_status):
+        raise ValueError("set_bus actions: as many 'set_bus' as 'set_line_status' rows")
+    return ActionBatch(np.zeros(len(set_bus), dtype=np.int64), set_bus, set_status)
 
 
 def batch_actions(
@@ -48,8 +102,9 @@ def batch_actions(
         layout: the continuous layout of the envs' batch (``GridBatch.continuous``; None for
             ``"discrete"``).
         space: one env's action space.
-        actions: ``k`` ints, a ``(k, size)`` float array, or a dict of both (``topology``,
-            ``continuous``).
+        actions: ``k`` ints, a ``(k, size)`` float array, a dict of both (``topology``,
+            ``continuous``), or a dict of ``(k, n_elem)`` and ``(k, n_branch)`` ints
+            (``set_bus``, ``set_line_status``).
 
     Returns:
         The actions as ``GridBatch.step`` takes them (agent action indices, redispatch MW,
@@ -59,6 +114,8 @@ def batch_actions(
         RefusedActions: actions outside ``space`` (naming the rows refused).
         ValueError: actions of the wrong shape, type or keys.
     """
+    if isinstance(space, spaces.Dict) and set(space.spaces) == set(SET_BUS_KEYS):
+        return _set_bus_actions({key: space[key].shape[0] for key in SET_BUS_KEYS}, actions, -1)
     if isinstance(space, spaces.Dict):
         if not isinstance(actions, dict) or set(actions) != {"topology", "continuous"}:
             keys = f" with keys {sorted(actions, key=str)}" if isinstance(actions, dict) else ""
@@ -165,6 +222,9 @@ def one_action(batch: Any, action_type: str, n_catalog: int, action: Any) -> Act
         topology = one_action(batch, "discrete", n_catalog, action["topology"])
         continuous = one_action(batch, "continuous", n_catalog, action["continuous"])
         return replace(continuous, topology=topology.topology)
+    if action_type == "set_bus":
+        sizes = {"set_bus": batch.topology.n_elem, "set_line_status": batch.model.n_branch}
+        return _set_bus_actions(sizes, action, None)
     layout = batch.continuous
     if not isinstance(action, np.ndarray) or action.dtype.kind != "f":
         raise ValueError(

@@ -47,6 +47,7 @@ from grid_vec.env.action_input import (
     box,
     horizon_actions,
     one_action,
+    set_bus_space,
 )
 from grid_vec.grid.model import GridModel
 
@@ -59,7 +60,10 @@ class GridEnv(gym.Env):
     ``model`` is a compiled grid, ``source`` any scenario source (synthetic or folder).
     ``action_type``: ``"discrete"`` (the topology catalog), ``"redispatch"``,
     ``"curtailment"``, ``"storage"`` or ``"continuous"`` (all three), played by grid2op's
-    dispatch and storage rules (see :mod:`grid_vec.env.action_input`,
+    dispatch and storage rules, ``"combined"`` (a catalog action and a continuous one) or
+    ``"set_bus"`` (grid2op's general topology action: ``{"set_bus": a bus bar per element of
+    the topology vector, "set_line_status": a status per branch}``, played by grid2op's
+    rules, :mod:`grid_vec.core.rules.set_bus`) (see :mod:`grid_vec.env.action_input`,
     :mod:`grid_vec.core.rules.dispatch` and :mod:`grid_vec.core.rules.storage`). ``dispatch_limits``
     are the generators' characteristics those rules use (a folder's ``prods_charac.csv``;
     :func:`grid_vec.make` passes them); without them, the net's pmin / pmax, ``gen_ramp``
@@ -193,6 +197,8 @@ class GridEnv(gym.Env):
                     "continuous": box(batch.continuous),
                 }
             )
+        elif action_type == "set_bus":
+            self.action_space = set_bus_space(self.topology.n_elem, model.n_branch)
         else:
             self.action_space = box(batch.continuous)
         # a bare int action is a catalog index below this (0 otherwise: no int is one)
@@ -535,6 +541,10 @@ class GridEnv(gym.Env):
         if self.action_type == "discrete":
             return self.catalog.describe(
                 self._batch.catalog_index(action), self.model, self.topology
+            )
+        if self.action_type == "set_bus":
+            return self.topology.describe_set_bus(
+                self.model, action["set_bus"], action["set_line_status"]
             )
         names = self.model.gen_names, self.model.storage_names
         if self.action_type == "combined":

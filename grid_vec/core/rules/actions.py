@@ -21,7 +21,8 @@ import numpy as np
 from grid_vec.core.actions import KIND_LINE, KIND_SUB, ActionCatalog, SubstationTable
 from grid_vec.core.parameters import Parameters
 from grid_vec.core.records import ActionBatch
-from grid_vec.core.state import BatchState, any_true, disconnect, reconnect
+from grid_vec.core.rules.set_bus import SetBusRules
+from grid_vec.core.state import NOTHING_ACTED, Acted, BatchState, any_true, disconnect, reconnect
 from grid_vec.core.topology import TopologyLayout
 from grid_vec.grid.model import GridModel
 
@@ -46,13 +47,51 @@ class ActionRules:
     topology: TopologyLayout
     sub_table: SubstationTable  # the catalog's configurations as fixed-width rows
     sub_branches: np.ndarray  # (n_sub, n_branch): the branches with an end at each substation
+    buses: SetBusRules  # the general topology action's rules
 
     @classmethod
     def of(cls, model: GridModel, catalog: ActionCatalog, topology: TopologyLayout) -> ActionRules:
         sub_branches = np.zeros((model.n_sub, model.n_branch), dtype=bool)
         sub_branches[model.branch_or_sub, np.arange(model.n_branch)] = True
         sub_branches[model.branch_ex_sub, np.arange(model.n_branch)] = True
-        return cls(model, catalog, topology, SubstationTable.of(catalog, topology), sub_branches)
+        return cls(
+            model,
+            catalog,
+            topology,
+            SubstationTable.of(catalog, topology),
+            sub_branches,
+            SetBusRules(model, topology),
+        )
+
+    def legalise_action(
+        self, state: BatchState, rows: np.ndarray, action: ActionBatch, p: Parameters
+    ) -> Legality:
+        """:meth:`legalise` of the catalog part, then grid2op's verdict on the general
+        topology action where the action type has one: ambiguous first (an ambiguous
+        action is not judged legal or not: it is played as do-nothing), then illegal."""
+        legal = self.legalise(state, rows, action.topology, action.redispatch, action.curtail, p)
+        if action.set_bus is None:
+            return legal
+        asking = np.flatnonzero(action.set_bus.any(axis=1) | action.set_line_status.any(axis=1))
+        if not len(asking):
+            return legal
+        set_bus, set_status = action.set_bus[asking], action.set_line_status[asking]
+        why_ambiguous = self.buses.ambiguous(set_bus, set_status)
+        clear = np.array([j not in why_ambiguous for j in range(len(asking))], dtype=bool)
+        r = rows[asking]
+        impact = self.buses.impact(state.line_status[r], set_bus, set_status)
+        why_illegal = self.buses.illegal(state, r, impact, p)
+        illegal, ambiguous, (was_illegal, was_ambiguous) = legal
+        illegal, ambiguous = illegal.copy(), ambiguous.copy()
+        was_illegal, was_ambiguous = dict(was_illegal), dict(was_ambiguous)
+        for j, why in why_ambiguous.items():
+            ambiguous[asking[j]] = True
+            was_ambiguous.setdefault(int(asking[j]), why)
+        for j, why in why_illegal.items():
+            if clear[j]:
+                illegal[asking[j]] = True
+                was_illegal.setdefault(int(asking[j]), why)
+        return illegal, ambiguous, (was_illegal, was_ambiguous)
 
     def legalise(
         self,
@@ -169,20 +208,37 @@ class ActionRules:
         self,
         state: BatchState,
         rows: np.ndarray,
-        actions: np.ndarray,
-    ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
-        """Apply legal catalog actions; return (N,) acted branch and acted substation (-1:
-        none), or None when no env acted on the topology, and the (N, n_branch) branches a
-        substation configuration reconnected (or None)."""
+        action: ActionBatch,
+    ) -> Acted:
+        """Apply legal topology actions (catalog ones, then general ones where the action
+        type has them); return what they acted on (:class:`~grid_vec.core.state.Acted`)."""
+        acted = self._apply_catalog(state, rows, action.topology)
+        if action.set_bus is None:
+            return acted
+        asking = np.flatnonzero(action.set_bus.any(axis=1) | action.set_line_status.any(axis=1))
+        if not len(asking):
+            return acted
+        r = rows[asking]
+        set_bus, set_status = action.set_bus[asking], action.set_line_status[asking]
+        impact = self.buses.impact(state.line_status[r], set_bus, set_status)
+        self.buses.apply(state, r, set_bus, set_status)
+        branches = np.zeros_like(state.line_status)
+        substations = np.zeros(state.cooldown_sub.shape, dtype=bool)
+        branches[r], substations[r] = impact.branches, impact.substations
+        return Acted(branches, substations)
+
+    def _apply_catalog(self, state: BatchState, rows: np.ndarray, actions: np.ndarray) -> Acted:
+        """Apply legal catalog actions: a toggle acts on its branch, a configuration on its
+        substation and on the branches it reconnects."""
         if not any_true(actions):
-            return None, None, None
-        acted_line = np.full(state.n, -1, dtype=np.int64)
-        acted_sub = np.full(state.n, -1, dtype=np.int64)
+            return NOTHING_ACTED
+        branches = np.zeros_like(state.line_status)
+        substations = np.zeros(state.cooldown_sub.shape, dtype=bool)
         kind, target = self.catalog.kind[actions], self.catalog.target[actions]
         line = kind == KIND_LINE
         if line.any():
             r, b = rows[line], target[line]
-            acted_line[r] = b
+            branches[r, b] = True
             on = state.line_status[r, b]
             if on.any():
                 mask = np.zeros_like(state.line_status)
@@ -191,18 +247,16 @@ class ActionRules:
             if not on.all():
                 reconnect(state, self.topology, r[~on], b[~on])
         sub = kind == KIND_SUB
-        reconnected = None
         if sub.any():
             r = rows[sub]
-            acted_sub[r] = target[sub]
+            substations[r, target[sub]] = True
             back = self.reconnected_by(state, r, target[sub])
             self.sub_table.apply(state, self.topology, r, actions[sub])
             if back.any():  # on the configured bus bar here, the last one at the other end
                 at, branch = np.nonzero(back)
                 reconnect(state, self.topology, r[at], branch)
-                reconnected = np.zeros_like(state.line_status)
-                reconnected[r[at], branch] = True
-        return acted_line, acted_sub, reconnected
+                branches[r[at], branch] = True
+        return Acted(branches, substations)
 
     def reconnected_by(self, state: BatchState, rows: np.ndarray, subs: np.ndarray) -> np.ndarray:
         """(k, n_branch): the disconnected branches a configuration of ``subs`` (-1: none)
