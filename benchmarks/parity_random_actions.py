@@ -9,12 +9,17 @@ scenarios) from its start; at each step, with probability ``--act`` (0.3; 0.05 g
 episodes), a catalog action drawn uniformly (branch toggles — on disconnected branches too —
 and substation configurations; the illegal ones
 are refused alike on both sides), else do-nothing; the same action on both sides (a toggle is
-``change_line_status``, a configuration ``set_bus`` on the whole substation). A run stops when
+``change_line_status``, a configuration ``set_bus`` on the whole substation). With
+``--set-bus``, grid_vec plays the general topology action (``action_type="set_bus"``) and the
+action drawn is a random ``set_bus`` / ``set_line_status`` pair
+(``grid_vec.bench.workloads.random_set_bus``: substations reconfigured, branch ends taken off
+and put back, statuses set, ambiguous mixes), the same dict on both sides. A run stops when
 either side ends it, or after ``--steps`` steps. Reported: runs whose end step (or survival)
-agrees, and for the others the first step where legality, line status or rho (1e-3) differ.
+agrees, and for the others the first step where legality, ambiguity, line status or rho
+(1e-3) differ.
 
     python benchmarks/parity_random_actions.py [--runs 100] [--steps 576] [--act 0.3]
-        [--folder l2rpn_case14_sandbox]
+        [--folder l2rpn_case14_sandbox] [--set-bus]
 
 Needs the ``grid2op`` extra. JSON: OUT/parity_random_actions_<folder>_act<p>.json (with --out OUT).
 """
@@ -33,10 +38,11 @@ import grid_vec
 from grid_vec._argtypes import positive_int
 from grid_vec.bench import add_out_argument, write_result
 from grid_vec.bench.grid2op_reference import bundled_folder, grid2op_env
+from grid_vec.bench.workloads import random_set_bus
 
 
-def pair(folder: Path, cooldown: int | None):
-    ours = grid_vec.make(folder, reward="flat", opponent=None)
+def pair(folder: Path, cooldown: int | None, action_type: str = "discrete"):
+    ours = grid_vec.make(folder, reward="flat", opponent=None, action_type=action_type)
     if cooldown is not None:
         ours.set_parameters(
             dataclasses.replace(
@@ -54,16 +60,32 @@ def pair(folder: Path, cooldown: int | None):
     return ours, theirs
 
 
+def draw(ours, rng: np.random.Generator, act: float, obs: np.ndarray) -> tuple[object, dict]:
+    """One step's action: ours, and grid2op's dict of it (do-nothing with probability 1 -
+    ``act``)."""
+    acting = rng.random() < act
+    if ours.action_type != "set_bus":
+        action = int(rng.integers(len(ours.catalog))) if acting else 0
+        return action, ours.catalog.grid2op_action(action)
+    n_branch = ours.model.n_branch
+    if acting:
+        action = random_set_bus(ours.topology, n_branch, ours.view(obs).line_status, rng)
+    else:
+        action = {"set_bus": np.zeros(ours.topology.n_elem, np.int64),
+                  "set_line_status": np.zeros(n_branch, np.int64)}  # fmt: skip
+    return action, dict(action)
+
+
 def run_once(ours, theirs, seed: int, steps: int, act: float) -> dict:
     scenario = seed % len(ours.scenario_order)
     theirs.set_id(scenario)
     theirs.reset()
     obs, _ = ours.reset(options={"scenario_id": scenario})
-    catalog, rng = ours.catalog, np.random.default_rng(seed)
+    rng = np.random.default_rng(seed)
     first_diff = None
     for t in range(1, steps + 1):
-        action = int(rng.integers(len(catalog))) if rng.random() < act else 0
-        g_obs, _, g_done, g_info = theirs.step(theirs.action_space(catalog.grid2op_action(action)))
+        action, g_action = draw(ours, rng, act, obs)
+        g_obs, _, g_done, g_info = theirs.step(theirs.action_space(g_action))
         obs, _, term, trunc, info = ours.step(action)
         if term or trunc or g_done:
             end = t if (term or trunc) else None
@@ -72,6 +94,7 @@ def run_once(ours, theirs, seed: int, steps: int, act: float) -> dict:
         view = ours.view(obs)
         if first_diff is None and (
             info["is_illegal"] != g_info["is_illegal"]
+            or info["is_ambiguous"] != g_info["is_ambiguous"]
             or not np.array_equal(view.line_status.astype(bool), g_obs.line_status)
             or float(np.abs(view.rho - g_obs.rho).max()) > 1e-3
         ):
@@ -85,13 +108,16 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--steps", type=positive_int, default=576, help="most steps per run")
     parser.add_argument("--act", type=float, default=0.3, help="probability of acting per step")
     parser.add_argument("--folder", default="l2rpn_case14_sandbox", help="a bundled folder")
+    parser.add_argument(
+        "--set-bus", action="store_true", help="random set_bus actions (action_type set_bus)"
+    )
     add_out_argument(parser)
     args = parser.parse_args(argv)
     folder = bundled_folder(args.folder)
     start = time.perf_counter()
     groups = {}
     for cooldown in (None, 3):
-        ours, theirs = pair(folder, cooldown)
+        ours, theirs = pair(folder, cooldown, "set_bus" if args.set_bus else "discrete")
         runs = [run_once(ours, theirs, seed, args.steps, args.act) for seed in range(args.runs)]
         same = [r for r in runs if r["end"] == r["grid2op_end"]]
         name = "folder's rules" if cooldown is None else f"cooldowns {cooldown}"
@@ -118,7 +144,8 @@ def main(argv: list[str] | None = None) -> dict:
     command = ["python", "benchmarks/parity_random_actions.py", *(argv or sys.argv[1:])]
     doc = {"command": " ".join(command), "folder": args.folder, "groups": groups,
            "same_end": total, "runs": count}  # fmt: skip
-    write_result(doc, args.out, f"parity_random_actions_{args.folder}_act{args.act}.json")
+    kind = "_set_bus" if args.set_bus else ""
+    write_result(doc, args.out, f"parity_random_actions_{args.folder}{kind}_act{args.act}.json")
     return doc
 
 

@@ -7,6 +7,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -24,6 +25,60 @@ def action_table(n_actions: int, num_envs: int, mode: str, seed: int) -> np.ndar
     if mode == "do-nothing":
         return np.zeros((ACTION_ROWS, num_envs), np.int64)
     return np.random.default_rng(seed).integers(0, n_actions, (ACTION_ROWS, num_envs), np.int64)
+
+
+def random_set_bus(
+    layout: Any, n_branch: int, line_status: np.ndarray, rng: np.random.Generator
+) -> dict[str, np.ndarray]:
+    """A random general topology action (action type ``"set_bus"``), as an agent exploring
+    grid2op's action space sends them: one or two substations reconfigured (25 of 70), a
+    few element ends set, branch ends taken off too (10), a branch status set either way
+    (13), a disconnected branch put back by its status, through an end or both (15), or an
+    ambiguous mix (7: off by its status and on by an end, or off at one end and on at the
+    other). Without a disconnected branch to put back, a status is set instead.
+
+    Args:
+        layout: the env's :class:`~grid_vec.core.topology.TopologyLayout`.
+        n_branch: the grid's branches.
+        line_status: ``(n_branch,)`` the branches' status now.
+        rng: where the draws come from.
+
+    Returns:
+        ``{"set_bus": (n_elem,) int64, "set_line_status": (n_branch,) int64}``.
+    """
+    set_bus = np.zeros(layout.n_elem, dtype=np.int64)
+    status = np.zeros(n_branch, dtype=np.int64)
+    kind = rng.random() * 0.7
+    off = np.flatnonzero(~np.asarray(line_status, dtype=bool))
+    branch_ends = set(layout.pos_or.tolist()) | set(layout.pos_ex.tolist())
+    if kind < 0.25:  # one substation (two: refused when max_sub_changed is 1)
+        n_sub = len(layout.sub_start) - 1
+        for sub in rng.choice(n_sub, 1 + int(rng.random() < 0.2), replace=False):
+            lo, hi = layout.sub_start[sub], layout.sub_start[sub + 1]
+            set_bus[lo:hi] = rng.integers(1, 3, hi - lo)
+    elif kind < 0.35:  # a few ends, some of them branch ends taken off
+        for pos in rng.choice(layout.n_elem, int(rng.integers(1, 4)), replace=False):
+            set_bus[pos] = rng.choice([-1, 1, 2] if int(pos) in branch_ends else [1, 2])
+    elif kind < 0.48 or not len(off):  # a branch status, either way
+        status[int(rng.integers(n_branch))] = rng.choice([-1, 1])
+    elif kind < 0.63:  # a disconnected branch put back: by its status, through an end, both
+        branch = int(rng.choice(off))
+        how = rng.integers(4)
+        if how in (0, 1):
+            status[branch] = 1
+        if how in (1, 2):
+            set_bus[layout.pos_or[branch]] = rng.integers(1, 3)
+        if how == 3:
+            set_bus[layout.pos_or[branch]], set_bus[layout.pos_ex[branch]] = rng.integers(1, 3, 2)
+    else:  # ambiguous
+        branch = int(rng.integers(n_branch))
+        if rng.random() < 0.5:
+            status[branch] = -1
+            set_bus[layout.pos_ex[branch]] = 2
+        else:
+            set_bus[layout.pos_or[branch]] = -1
+            set_bus[layout.pos_ex[branch]] = 1
+    return {"set_bus": set_bus, "set_line_status": status}
 
 
 SANDBOX = "l2rpn_case14_sandbox"

@@ -9,9 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from batch_compare import cascade_limits, compare, factory
+from gymnasium.vector import AutoresetMode
 
 import grid_vec
+from grid_vec.bench.workloads import random_set_bus
+from grid_vec.core.actions import KIND_LINE, KIND_SUB
 from grid_vec.core.parameters import Parameters
+from grid_vec.env.action_input import batch_actions
 
 
 def _nothing(env) -> dict[str, np.ndarray]:
@@ -19,48 +24,6 @@ def _nothing(env) -> dict[str, np.ndarray]:
         "set_bus": np.zeros(env.topology.n_elem, dtype=np.int64),
         "set_line_status": np.zeros(env.model.n_branch, dtype=np.int64),
     }
-
-
-def random_set_bus(env, rng: np.random.Generator, line_status: np.ndarray) -> dict[str, np.ndarray]:
-    """A random general topology action: do-nothing, one or two substations reconfigured,
-    a few element ends set (branch ends to -1 too), a branch status set, a disconnected
-    branch (``line_status``: the env's now) put back by its status or through an end, or an
-    ambiguous mix, as an agent exploring grid2op's action space would send them."""
-    action, layout = _nothing(env), env.topology
-    set_bus, status = action["set_bus"], action["set_line_status"]
-    kind = rng.random()
-    n_sub = len(layout.sub_start) - 1
-    off = np.flatnonzero(~np.asarray(line_status, dtype=bool))
-    if kind < 0.3:
-        return action
-    if kind < 0.55:  # one substation (two: refused when max_sub_changed is 1)
-        for sub in rng.choice(n_sub, 1 + int(rng.random() < 0.2), replace=False):
-            lo, hi = layout.sub_start[sub], layout.sub_start[sub + 1]
-            set_bus[lo:hi] = rng.integers(1, 3, hi - lo)
-    elif kind < 0.65:  # a few ends, some of them branch ends taken off
-        for pos in rng.choice(layout.n_elem, int(rng.integers(1, 4)), replace=False):
-            is_branch_end = pos in layout.pos_or or pos in layout.pos_ex
-            set_bus[pos] = rng.choice([-1, 1, 2] if is_branch_end else [1, 2])
-    elif kind < 0.78 or not len(off):  # a branch status, either way
-        status[int(rng.integers(env.model.n_branch))] = rng.choice([-1, 1])
-    elif kind < 0.93:  # a disconnected branch put back: by its status, through an end, both
-        branch = int(rng.choice(off))
-        how = rng.integers(4)
-        if how in (0, 1):
-            status[branch] = 1
-        if how in (1, 2):
-            set_bus[layout.pos_or[branch]] = rng.integers(1, 3)
-        if how == 3:
-            set_bus[layout.pos_or[branch]], set_bus[layout.pos_ex[branch]] = rng.integers(1, 3, 2)
-    else:  # ambiguous: off by its status and on by an end, or off at one end and on at the other
-        branch = int(rng.integers(env.model.n_branch))
-        if rng.random() < 0.5:
-            status[branch] = -1
-            set_bus[layout.pos_ex[branch]] = 2
-        else:
-            set_bus[layout.pos_or[branch]] = -1
-            set_bus[layout.pos_ex[branch]] = 1
-    return action
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +66,11 @@ def test_random_set_bus_actions_play_as_grid2op(sandbox, seed, max_sub, max_line
     rng = np.random.default_rng(seed)
     compared = ended = flagged = 0
     for t in range(120):
-        action = random_set_bus(ours, rng, ours.view(obs).line_status)
+        action = _nothing(ours)
+        if rng.random() > 0.3:
+            action = random_set_bus(
+                ours.topology, ours.model.n_branch, ours.view(obs).line_status, rng
+            )
         g_act = theirs.action_space(
             {"set_bus": action["set_bus"], "set_line_status": action["set_line_status"]}
         )
@@ -168,3 +135,155 @@ def test_impact_and_ambiguity_are_grid2ops_for_random_actions_and_statuses(sandb
         np.testing.assert_array_equal(impact.substations[0], g_subs)
         checked["impacted"] += bool(g_subs.any() or g_lines.any())
     assert checked["ambiguous"] > 300 and checked["impacted"] > 1000
+
+
+def _as_set_bus(env, index: int, line_status: np.ndarray) -> dict[str, np.ndarray]:
+    """Catalog action ``index`` as a general topology action: a configuration sets its
+    substation's bus bars, a toggle sets its branch's status the other way."""
+    action, catalog, layout = _nothing(env), env.catalog, env.topology
+    kind, target = int(catalog.kind[index]), int(catalog.target[index])
+    if kind == KIND_SUB:
+        action["set_bus"][layout.sub_start[target] : layout.sub_start[target + 1]] = (
+            catalog.sub_buses[index]
+        )
+    elif kind == KIND_LINE:
+        action["set_line_status"][target] = -1 if line_status[target] else 1
+    return action
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_catalog_actions_given_as_set_bus_play_bitwise_as_the_catalog(make_env, case14, seed):
+    """The catalog's configurations and toggles, given as ``set_bus`` / ``set_line_status``
+    (tight limits: trips and reconnections; cooldowns of 2), play bitwise what the catalog
+    plays: observations, rewards, flags and ends."""
+    params = Parameters(nb_timestep_cooldown_line=2, nb_timestep_cooldown_sub=2)
+    limits = 0.9 * cascade_limits(case14)
+    by_index = make_env(parameters=params, thermal_limits=limits, length=60)
+    by_buses = make_env(parameters=params, thermal_limits=limits, length=60, action_type="set_bus")
+    by_index.reset(seed=seed)
+    obs_b, _ = by_buses.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    refused = 0
+    for t in range(60):
+        index = int(rng.integers(len(by_index.catalog))) if rng.random() < 0.5 else 0
+        action = _as_set_bus(by_buses, index, by_buses.view(obs_b).line_status)
+        out, out_b = by_index.step(index), by_buses.step(action)
+        where = f"step {t}: {by_index.describe_action(index)}"
+        np.testing.assert_array_equal(out[0], out_b[0], where)
+        assert out[1:4] == out_b[1:4], where
+        assert out[4]["is_illegal"] == out_b[4]["is_illegal"], where
+        refused += out[4]["is_illegal"]
+        obs_b = out_b[0]
+        if out[2] or out[3]:
+            by_index.reset()
+            obs_b, _ = by_buses.reset()
+    assert refused >= 1
+
+
+def _random_actions(rng, n: int, envs, t: int) -> dict[str, np.ndarray]:
+    space = envs.single_action_space
+    n_elem, n_branch = space["set_bus"].shape[0], space["set_line_status"].shape[0]
+    set_bus = np.where(rng.random((n, n_elem)) < 0.05, rng.integers(1, 3, (n, n_elem)), 0)
+    status = np.where(rng.random((n, n_branch)) < 0.03, rng.choice([-1, 1], (n, n_branch)), 0)
+    return {"set_bus": set_bus, "set_line_status": status}
+
+
+@pytest.mark.parametrize("kind", ["batched", "workers"])
+def test_set_bus_actions_in_vector_envs_play_as_single_envs(case14, kind):
+    """Random ``set_bus`` actions in BatchedGridVecEnv and GridVecEnv (two workers): every
+    output equal to SyncVectorEnv over single GridEnvs, episodes ending on the way."""
+    env_factory = factory(
+        case14, length=40, action_type="set_bus", thermal_limits=cascade_limits(case14)
+    )
+    _, ends = compare(env_factory, 5, kind, AutoresetMode.NEXT_STEP, 30, _random_actions)
+    assert ends >= 1
+
+
+def test_set_bus_actions_outside_the_space_are_refused(make_env):
+    env = make_env(action_type="set_bus")
+    env.reset(seed=0)
+    good = _nothing(env)
+    bad = [
+        ({"set_bus": good["set_bus"]}, "dict with keys 'set_bus'"),
+        (
+            {**good, "set_bus": np.full(env.topology.n_elem, 3)},
+            r"set_bus values must be in \[-1, 2\]",
+        ),
+        ({**good, "set_line_status": np.full(env.model.n_branch, -2)}, "set_line_status values"),
+        ({**good, "set_bus": good["set_bus"][:-1]}, r"set_bus must be ints of shape \("),
+        ({**good, "set_bus": good["set_bus"].astype(float)}, "set_bus must be ints"),
+        (3, "dict with keys"),
+    ]
+    for action, message in bad:
+        with pytest.raises(ValueError, match=message):
+            env.step(action)
+    env.step(good)  # the env still plays
+    batch = _random_actions(np.random.default_rng(0), 2, _Spaces(env.action_space), 0)
+    batch["set_bus"][1, 0] = 5
+    with pytest.raises(ValueError, match="set_bus values") as refused:
+        batch_actions(None, env.action_space, batch)
+    assert refused.value.rows == (1,)
+
+
+class _Spaces:
+    """What _random_actions reads of a vector env: its single action space."""
+
+    def __init__(self, space) -> None:
+        self.single_action_space = space
+
+
+def test_set_bus_candidates_are_simulated_as_single_simulates(make_env):
+    """``simulate_candidates`` takes ``set_bus`` candidates (``(K, n_elem)`` and ``(K,
+    n_branch)``): each row is what ``simulate`` of that action gives, and the env is left as
+    it was."""
+    env = make_env(action_type="set_bus", parameters=Parameters(max_sub_changed=2))
+    env.reset(seed=3)
+    env.step(_nothing(env))
+    candidates = _random_actions(np.random.default_rng(1), 6, _Spaces(env.action_space), 0)
+    candidates["set_bus"][0] = 0  # do-nothing among them
+    before = env.unwrapped.snapshot()
+    found = env.unwrapped.simulate_candidates(candidates)
+    for k in range(6):
+        one = {key: value[k] for key, value in candidates.items()}
+        sim_obs, sim_reward, sim_done, sim_info = env.unwrapped.simulate(one)
+        np.testing.assert_array_equal(found.observations[k], sim_obs, f"candidate {k}")
+        assert found.rewards[k] == sim_reward and found.terminated[k] == sim_done
+        assert found.illegal[k] == sim_info["is_illegal"]
+    after = env.unwrapped.snapshot()
+    for name, value in before.state.items():
+        np.testing.assert_array_equal(value, after.state[name], name)
+
+
+def test_a_set_bus_action_in_words(make_env):
+    env = make_env(action_type="set_bus")
+    action = _nothing(env)
+    assert env.describe_action(action) == "do nothing"
+    layout = env.topology
+    action["set_bus"][layout.pos_load[0]] = 2
+    action["set_line_status"][3] = -1
+    words = env.describe_action(action)
+    load, branch = env.model.load_names[0], env.model.branch_names[3]
+    assert words == f"set_bus: load {load} -> 2; set_line_status: branch {branch} -> -1"
+
+
+def test_heuristics_reconnect_only_on_steps_whose_set_bus_action_asks_nothing(make_env):
+    """With ``reconnect_on_agent_steps``, a step whose general topology action asks
+    something plays it alone (no reconnection slipped in beside it); a step asking nothing
+    gets the reconnection."""
+    from grid_vec.core.rules.heuristics import Heuristics
+
+    env = make_env(
+        action_type="set_bus",
+        heuristics=Heuristics(reconnect_lines=True, reconnect_on_agent_steps=True),
+    )
+    env.reset(seed=0)
+    off = _nothing(env)
+    off["set_line_status"][5] = -1
+    obs, *_ = env.step(off)
+    assert env.view(obs).line_status[5] == 0
+    move = _nothing(env)
+    move["set_bus"][env.topology.pos_load[-1]] = 1  # asks something (already there)
+    obs, _, _, _, info = env.step(move)
+    assert not info["is_illegal"] and env.view(obs).line_status[5] == 0
+    obs, *_ = env.step(_nothing(env))
+    assert env.view(obs).line_status[5] == 1
