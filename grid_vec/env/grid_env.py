@@ -512,6 +512,11 @@ class GridEnv(gym.Env):
         return self._handler.info if self._batch.started[self._k] else None
 
     @property
+    def source(self) -> ScenarioSource:
+        """Where the scenarios come from (a grid2op folder's source has its ``path``)."""
+        return self._source
+
+    @property
     def scenario_order(self) -> np.ndarray:
         """Scenario ids in the order the next resets play them."""
         return self._handler.order

@@ -1,0 +1,349 @@
+"""grid2op's agents on grid_vec's envs, unchanged (``pip install grid_vec[grid2op]``).
+
+A grid2op agent (a ``BaseAgent``: ``act(observation, reward, done)``) reads grid2op
+observation objects (``obs.rho``, ``obs.topo_vect``, ``obs.simulate(action)``, ...) and
+returns grid2op actions built with grid2op's ``action_space``. :class:`Grid2opAgentPolicy`
+plays it on a GridEnv of the same grid2op folder: each step it builds the folder's own
+grid2op observation from grid_vec's (every attribute grid_vec computes, under grid2op's
+name and dtype; ``simulate`` played by grid_vec's ``simulate``), hands it to the agent, and
+turns the agent's action into grid_vec's general topology action (``action_type="set_bus"``).
+
+::
+
+    env = make_env(folder)                        # grid_vec's GridEnv for grid2op agents
+    g2op = reference_env(folder)                  # grid2op's env: its spaces build agents
+    policy = Grid2opAgentPolicy(TopologyGreedy(g2op.action_space), env, g2op)
+    obs, info = env.reset(seed=0)
+    reward, done = 0.0, False
+    while not done:
+        obs, reward, terminated, truncated, info = env.step(policy.act(obs, reward, done))
+        done = terminated or truncated
+
+What is translated, and what is refused (:class:`UnplayableAction`, naming the part):
+
+* ``set_bus`` and ``set_line_status`` as they are; ``change_bus`` as the set of the other
+  bus bar of the element now (refused on a disconnected element), ``change_line_status`` as
+  the set of the other status now;
+* an action grid2op finds ambiguous (``is_ambiguous()``) as an action grid_vec finds
+  ambiguous too, so the env plays it as grid2op does (do-nothing, ``info["is_ambiguous"]``);
+* redispatch, curtailment, storage, injections and alarms are refused: the env's action type
+  is the general topology action (the continuous controls are another action type), and a
+  storage unit cannot be moved off bus bar 1 in grid_vec;
+* ``obs.simulate(action, time_step=1)`` is grid_vec's ``simulate`` (the forecast of the next
+  step, no opponent); another ``time_step`` is refused.
+
+The observation's attributes grid_vec does not compute (alarms and alerts, shunts,
+``gen_p_delta``, ``_forecasted_inj``) keep the values of the grid2op observation the policy
+was built with.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+try:
+    import grid2op
+    from grid2op.Observation import BaseObservation
+except ImportError as exc:  # pragma: no cover - the extra is missing
+    raise ImportError(
+        "grid_vec.integrations.grid2op needs grid2op: pip install 'grid_vec[grid2op]'"
+    ) from exc
+
+import grid_vec
+
+__all__ = [
+    "GRID2OP_OBSERVATION",
+    "Grid2opAgentPolicy",
+    "UnplayableAction",
+    "make_env",
+    "observation_attributes",
+    "reference_env",
+]
+
+# grid_vec's observation attributes that are grid2op's too, under the same name: the
+# observation a policy reads (the storage ones only where the grid has storage units)
+GRID2OP_OBSERVATION = (
+    "year", "month", "day", "hour_of_day", "minute_of_hour", "day_of_week",
+    "gen_p", "gen_q", "gen_v", "load_p", "load_q", "load_v",
+    "p_or", "q_or", "v_or", "a_or", "p_ex", "q_ex", "v_ex", "a_ex",
+    "rho", "line_status", "timestep_overflow", "topo_vect",
+    "time_before_cooldown_line", "time_before_cooldown_sub",
+    "time_next_maintenance", "duration_next_maintenance",
+    "target_dispatch", "actual_dispatch",
+    "gen_p_before_curtail", "curtailment", "curtailment_limit", "curtailment_limit_effective",
+    "current_step", "max_step", "delta_time", "gen_margin_up", "gen_margin_down",
+    "timestep_protection_engaged", "theta_or", "theta_ex", "load_theta", "gen_theta",
+)  # fmt: skip
+_STORAGE = ("storage_charge", "storage_power_target", "storage_power", "storage_theta")
+# the parts of a grid2op action grid_vec's general topology action cannot carry: its flag
+_REFUSED = {
+    "_modif_redispatch": "redispatch",
+    "_modif_curtailment": "curtailment",
+    "_modif_storage": "storage",
+    "_modif_inj": "injections",
+    "_modif_alarm": "alarms",
+    "_modif_alert": "alerts",
+}
+
+
+# what a grid2op observation derives from its values and keeps (read again after a fill)
+_CACHES = ("_connectivity_matrix_", "_bus_connectivity_matrix_", "_dictionnarized", "_vectorized")
+
+
+class UnplayableAction(ValueError):
+    """A grid2op action (or part of one) that a grid_vec env cannot play; the message names
+    the part."""
+
+
+def observation_attributes(n_storage: int) -> tuple[str, ...]:
+    """The observation attributes a :class:`Grid2opAgentPolicy` reads, on a grid with
+    ``n_storage`` storage units."""
+    return GRID2OP_OBSERVATION + (_STORAGE if n_storage else ())
+
+
+def make_env(folder: str | Path, **kwargs: Any) -> Any:
+    """A GridEnv of a grid2op folder that grid2op agents play through
+    :class:`Grid2opAgentPolicy`: the general topology action and the observation attributes
+    grid2op's observation is built from.
+
+    Args:
+        folder: a grid2op-format dataset folder (or a bundled one's name).
+        **kwargs: :func:`grid_vec.make`'s other keywords.
+
+    Returns:
+        The env.
+
+    Raises:
+        ValueError: ``action_type`` or ``observation_attributes`` given (they are this
+            function's), or what :func:`grid_vec.make` raises.
+    """
+    for own in ("action_type", "observation_attributes"):
+        if own in kwargs:
+            raise ValueError(f"make_env sets {own} itself; got {own}={kwargs[own]!r}")
+    probe = grid_vec.make(folder, **kwargs)
+    attributes = observation_attributes(probe.model.n_storage)
+    return grid_vec.make(folder, action_type="set_bus", observation_attributes=attributes, **kwargs)
+
+
+def reference_env(folder: str | Path, **kwargs: Any) -> Any:
+    """grid2op's env of ``folder`` (with lightsim2grid's backend): its ``action_space`` builds
+    the agents, its ``observation_space`` the observations a policy hands them.
+
+    Args:
+        folder: the folder's path.
+        **kwargs: ``grid2op.make``'s other keywords.
+    """
+    from lightsim2grid import LightSimBackend
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return grid2op.make(str(folder), backend=LightSimBackend(), **kwargs)
+
+
+class Grid2opAgentPolicy:
+    """A grid2op agent as a policy of a GridEnv (see the module docstring).
+
+    Args:
+        agent: a grid2op ``BaseAgent`` (built with ``reference``'s ``action_space``).
+        env: a GridEnv of the same folder, made by :func:`make_env` (or with
+            ``action_type="set_bus"`` and :func:`observation_attributes`).
+        reference: grid2op's env of that folder (:func:`reference_env`; None: made from the
+            env's folder).
+
+    Raises:
+        ValueError: an env without the general topology action or without an attribute the
+            observation is built from, or of another grid than ``reference``'s.
+    """
+
+    def __init__(self, agent: Any, env: Any, reference: Any = None) -> None:
+        self.agent = agent
+        self.env = env.unwrapped
+        if self.env.action_type != "set_bus":
+            raise ValueError(
+                "Grid2opAgentPolicy plays grid2op actions as the general topology action: "
+                "make the env with make_env(folder) or action_type='set_bus', got "
+                f"action_type={self.env.action_type!r}"
+            )
+        wanted = observation_attributes(self.env.model.n_storage)
+        missing = [name for name in wanted if name not in self.env.obs_layout.names]
+        if missing:
+            raise ValueError(
+                f"the env's observation lacks {missing}: make it with make_env(folder) or "
+                "observation_attributes=observation_attributes(n_storage)"
+            )
+        if reference is None:
+            reference = reference_env(self.env.source.path)
+        self.reference = reference
+        self._template = reference.reset() if reference.current_obs is None else None
+        if self._template is None:
+            self._template = reference.current_obs
+        cls = type(self._template)
+        if cls.dim_topo - cls.n_storage != self.env.topology.n_elem or cls.n_line != (
+            self.env.model.n_branch
+        ):
+            raise ValueError("the grid2op env and the GridEnv are not of the same grid")
+        self._positions = _positions(cls, self.env.topology)
+        self._observed = _simulating(cls)
+        self.last_action: Any = None  # the agent's last grid2op action
+
+    # --- observations ----------------------------------------------------------------------
+
+    def observation(self, obs: np.ndarray) -> BaseObservation:
+        """grid_vec's observation ``obs`` (of this policy's env) as grid2op's observation
+        object, whose ``simulate`` plays grid_vec's."""
+        g_obs = copy.copy(self._template)  # grid2op's copy: its arrays, its own caches
+        for cache in _CACHES:  # nothing derived from the template's values
+            if hasattr(g_obs, cache):
+                setattr(g_obs, cache, None)
+        view = self.env.view(obs)
+        for name in self.env.obs_layout.names:
+            if not hasattr(g_obs, name) or name == "topo_vect":
+                continue
+            old = getattr(g_obs, name)
+            value = getattr(view, name)
+            if isinstance(old, np.ndarray) and old.shape:
+                setattr(g_obs, name, np.asarray(value, dtype=old.dtype).reshape(old.shape))
+            else:
+                setattr(g_obs, name, type(old)(np.asarray(value).reshape(-1)[0]))
+        topo = np.ones(type(g_obs).dim_topo, dtype=g_obs.topo_vect.dtype)  # storage: bar 1
+        topo[self._positions] = view.topo_vect
+        g_obs.topo_vect = topo
+        g_obs.line_status = np.asarray(view.line_status > 0.5)
+        g_obs.__class__ = self._observed
+        g_obs._grid_vec_policy = self
+        return g_obs
+
+    # --- actions ---------------------------------------------------------------------------
+
+    def action(self, g_act: Any, obs: BaseObservation | None = None) -> dict[str, np.ndarray]:
+        """A grid2op action as grid_vec's general topology action, in the state of ``obs``
+        (grid2op's observation of the state it is played in; None: the env's now), which a
+        ``change`` reads.
+
+        Raises:
+            UnplayableAction: a part grid_vec cannot play (named).
+        """
+        for flag, what in _REFUSED.items():
+            if getattr(g_act, flag, False):
+                raise UnplayableAction(
+                    f"grid2op action with {what}: a grid_vec env of the general topology "
+                    f"action plays set/change bus and line status only ({g_act})"
+                )
+        layout, n_branch = self.env.topology, self.env.model.n_branch
+        set_bus = np.zeros(layout.n_elem, dtype=np.int64)
+        status = np.zeros(n_branch, dtype=np.int64)
+        if g_act.is_ambiguous()[0]:  # grid2op plays it as do-nothing: so will the env
+            status[0], set_bus[layout.pos_or[0]] = -1, 1
+            return {"set_bus": set_bus, "set_line_status": status}
+        cls = type(g_act)
+        storage_pos = np.asarray(cls.storage_pos_topo_vect, dtype=np.int64)
+        if cls.n_storage and (
+            (g_act._set_topo_vect[storage_pos] > 1).any()
+            or g_act._change_bus_vect[storage_pos].any()
+        ):
+            raise UnplayableAction(
+                "grid2op action moving a storage unit: grid_vec keeps them on bus bar 1"
+            )
+        if g_act._modif_set_bus:
+            set_bus[:] = g_act._set_topo_vect[self._positions]
+        if g_act._modif_set_status:
+            status[:] = g_act._set_line_status
+        if g_act._modif_change_bus or g_act._modif_change_status:
+            topo, on = self._now(obs)
+            if g_act._modif_change_bus:
+                change = g_act._change_bus_vect[self._positions]
+                if (topo[change] < 1).any():
+                    raise UnplayableAction(
+                        "grid2op action changing the bus of a disconnected element: set it instead"
+                    )
+                set_bus[change] = 3 - topo[change]
+            if g_act._modif_change_status:
+                switch = np.asarray(g_act._switch_line_status, dtype=bool)
+                status[switch] = np.where(on[switch], -1, 1)
+        return {"set_bus": set_bus, "set_line_status": status}
+
+    def to_grid2op(self, action: dict[str, np.ndarray]) -> Any:
+        """grid_vec's general topology action as grid2op's action (the reverse of
+        :meth:`action`)."""
+        cls = type(self._template)
+        set_bus = np.zeros(cls.dim_topo, dtype=np.int64)
+        set_bus[self._positions] = action["set_bus"]
+        status = np.asarray(action["set_line_status"])
+        parts = {"set_bus": set_bus, "set_line_status": status}  # only those asking something
+        return self.reference.action_space({k: v for k, v in parts.items() if v.any()})
+
+    def _now(self, obs: BaseObservation | None) -> tuple[np.ndarray, np.ndarray]:
+        """(topology vector in grid_vec's order, branch status) of ``obs`` or the env now."""
+        if obs is not None:
+            return np.asarray(obs.topo_vect)[self._positions], np.asarray(obs.line_status)
+        snapshot = self.env.snapshot()
+        return snapshot.state["topo"], snapshot.state["line_status"].astype(bool)
+
+    # --- the agent's API, as the Runner and a loop call it ----------------------------------
+
+    def act(self, obs: np.ndarray, reward: float, done: bool) -> dict[str, np.ndarray]:
+        """The agent's action on grid_vec's observation ``obs``, as grid_vec's action."""
+        g_obs = self.observation(obs)
+        self.last_action = self.agent.act(g_obs, reward, done)
+        return self.action(self.last_action, g_obs)
+
+    def reset(self, obs: np.ndarray) -> None:
+        """A new episode: the agent's ``reset`` with its first observation."""
+        if hasattr(self.agent, "reset"):
+            self.agent.reset(self.observation(obs))
+
+    def seed(self, seed: int | None) -> None:
+        """The agent's ``seed``."""
+        if hasattr(self.agent, "seed"):
+            self.agent.seed(seed)
+
+    def __deepcopy__(self, memo: dict) -> Grid2opAgentPolicy:
+        """A copy with its own agent, over the same env and grid2op env."""
+        twin = copy.copy(self)
+        twin.agent = copy.deepcopy(self.agent, memo)
+        return twin
+
+
+def _positions(cls: Any, layout: Any) -> np.ndarray:
+    """For each position of grid_vec's topology vector, its position in grid2op's (which
+    also holds the storage units)."""
+    positions = np.empty(layout.n_elem, dtype=np.int64)
+    for ours, theirs in (
+        (layout.pos_load, cls.load_pos_topo_vect),
+        (layout.pos_gen, cls.gen_pos_topo_vect),
+        (layout.pos_or, cls.line_or_pos_topo_vect),
+        (layout.pos_ex, cls.line_ex_pos_topo_vect),
+    ):
+        positions[ours] = theirs
+    return positions
+
+
+_SIMULATING: dict[type, type] = {}
+
+
+def _simulating(cls: type) -> type:
+    """``cls`` (a grid2op observation class) whose ``simulate`` is grid_vec's."""
+    if cls not in _SIMULATING:
+        _SIMULATING[cls] = type(cls.__name__, (cls,), {"simulate": _simulate})
+    return _SIMULATING[cls]
+
+
+def _simulate(self: Any, action: Any, time_step: int = 1, **_: Any) -> tuple:
+    """grid2op's ``obs.simulate(action, time_step)``, played by grid_vec's ``simulate`` on
+    the env the observation came from: ``(observation, reward, done, info)``."""
+    policy: Grid2opAgentPolicy = self._grid_vec_policy
+    if time_step != 1:
+        raise UnplayableAction(f"obs.simulate with time_step={time_step}: grid_vec's is 1")
+    sim_obs, reward, done, info = policy.env.simulate(policy.action(action, self))
+    g_info = {
+        "is_illegal": bool(info["is_illegal"]),
+        "is_ambiguous": bool(info["is_ambiguous"]),
+        "disc_lines": np.where(info["tripped_branches"], 0, -1),
+        "exception": [info["game_over_reason"]] if "game_over_reason" in info else [],
+    }
+    return policy.observation(sim_obs), reward, done, g_info
