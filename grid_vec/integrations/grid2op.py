@@ -30,11 +30,13 @@ What is translated, and what is refused (:class:`UnplayableAction`, naming the p
   is the general topology action (the continuous controls are another action type), and a
   storage unit cannot be moved off bus bar 1 in grid_vec;
 * ``obs.simulate(action, time_step=1)`` is grid_vec's ``simulate`` (the forecast of the next
-  step, no opponent); another ``time_step`` is refused.
+  step, no opponent; the info holds ``is_illegal``, ``is_ambiguous`` and ``exception``);
+  another ``time_step`` is refused. grid2op's greedy agents' candidates are simulated
+  together, in one ``simulate_candidates`` call (:meth:`Grid2opAgentPolicy.act`).
 
 The observation's attributes grid_vec does not compute (alarms and alerts, shunts,
-``gen_p_delta``, ``_forecasted_inj``) keep the values of the grid2op observation the policy
-was built with.
+``gen_p_delta``, ``_forecasted_inj``) are those of the grid2op observation the policy was
+built with, shared, not copied (read them, do not write them).
 """
 
 from __future__ import annotations
@@ -61,12 +63,11 @@ __all__ = [
     "Grid2opAgentPolicy",
     "UnplayableAction",
     "make_env",
-    "observation_attributes",
     "reference_env",
 ]
 
 # grid_vec's observation attributes that are grid2op's too, under the same name: the
-# observation a policy reads (the storage ones only where the grid has storage units)
+# observation a policy reads (the storage ones are empty on a grid without storage units)
 GRID2OP_OBSERVATION = (
     "year", "month", "day", "hour_of_day", "minute_of_hour", "day_of_week",
     "gen_p", "gen_q", "gen_v", "load_p", "load_q", "load_v",
@@ -78,8 +79,8 @@ GRID2OP_OBSERVATION = (
     "gen_p_before_curtail", "curtailment", "curtailment_limit", "curtailment_limit_effective",
     "current_step", "max_step", "delta_time", "gen_margin_up", "gen_margin_down",
     "timestep_protection_engaged", "theta_or", "theta_ex", "load_theta", "gen_theta",
+    "storage_charge", "storage_power_target", "storage_power", "storage_theta",
 )  # fmt: skip
-_STORAGE = ("storage_charge", "storage_power_target", "storage_power", "storage_theta")
 # the parts of a grid2op action grid_vec's general topology action cannot carry: its flag
 _REFUSED = {
     "_modif_redispatch": "redispatch",
@@ -98,12 +99,6 @@ _CACHES = ("_connectivity_matrix_", "_bus_connectivity_matrix_", "_dictionnarize
 class UnplayableAction(ValueError):
     """A grid2op action (or part of one) that a grid_vec env cannot play; the message names
     the part."""
-
-
-def observation_attributes(n_storage: int) -> tuple[str, ...]:
-    """The observation attributes a :class:`Grid2opAgentPolicy` reads, on a grid with
-    ``n_storage`` storage units."""
-    return GRID2OP_OBSERVATION + (_STORAGE if n_storage else ())
 
 
 def make_env(folder: str | Path, **kwargs: Any) -> Any:
@@ -125,9 +120,9 @@ def make_env(folder: str | Path, **kwargs: Any) -> Any:
     for own in ("action_type", "observation_attributes"):
         if own in kwargs:
             raise ValueError(f"make_env sets {own} itself; got {own}={kwargs[own]!r}")
-    probe = grid_vec.make(folder, **kwargs)
-    attributes = observation_attributes(probe.model.n_storage)
-    return grid_vec.make(folder, action_type="set_bus", observation_attributes=attributes, **kwargs)
+    return grid_vec.make(
+        folder, action_type="set_bus", observation_attributes=GRID2OP_OBSERVATION, **kwargs
+    )
 
 
 def reference_env(folder: str | Path, **kwargs: Any) -> Any:
@@ -151,7 +146,7 @@ class Grid2opAgentPolicy:
     Args:
         agent: a grid2op ``BaseAgent`` (built with ``reference``'s ``action_space``).
         env: a GridEnv of the same folder, made by :func:`make_env` (or with
-            ``action_type="set_bus"`` and :func:`observation_attributes`).
+            ``action_type="set_bus"`` and ``observation_attributes=GRID2OP_OBSERVATION``).
         reference: grid2op's env of that folder (:func:`reference_env`; None: made from the
             env's folder).
 
@@ -169,12 +164,11 @@ class Grid2opAgentPolicy:
                 "make the env with make_env(folder) or action_type='set_bus', got "
                 f"action_type={self.env.action_type!r}"
             )
-        wanted = observation_attributes(self.env.model.n_storage)
-        missing = [name for name in wanted if name not in self.env.obs_layout.names]
+        missing = [n for n in GRID2OP_OBSERVATION if n not in self.env.obs_layout.names]
         if missing:
             raise ValueError(
                 f"the env's observation lacks {missing}: make it with make_env(folder) or "
-                "observation_attributes=observation_attributes(n_storage)"
+                "observation_attributes=GRID2OP_OBSERVATION"
             )
         if reference is None:
             reference = reference_env(self.env.source.path)
@@ -188,6 +182,13 @@ class Grid2opAgentPolicy:
         ):
             raise ValueError("the grid2op env and the GridEnv are not of the same grid")
         self._positions = _positions(cls, self.env.topology)
+        # what an observation fills: (name, its segment, grid2op's dtype or scalar type,
+        # whether it is a scalar), for every attribute of grid_vec's that grid2op's has
+        self._fills = [
+            (name, at, *_cast(getattr(self._template, name)))
+            for name, at in self.env.obs_layout.slices.items()
+            if name not in ("topo_vect", "line_status") and hasattr(self._template, name)
+        ]
         self._observed = _simulating(cls)
         self.last_action: Any = None  # the agent's last grid2op action
 
@@ -196,26 +197,23 @@ class Grid2opAgentPolicy:
     def observation(self, obs: np.ndarray) -> BaseObservation:
         """grid_vec's observation ``obs`` (of this policy's env) as grid2op's observation
         object, whose ``simulate`` plays grid_vec's."""
-        g_obs = copy.copy(self._template)  # grid2op's copy: its arrays, its own caches
+        # a shallow copy of the template (grid2op's own copy deep-copies its internals, most
+        # of an observation's cost): every attribute grid_vec computes is a new array below
+        g_obs = object.__new__(self._observed)
+        g_obs.__dict__.update(self._template.__dict__)
         for cache in _CACHES:  # nothing derived from the template's values
-            if hasattr(g_obs, cache):
+            if cache in g_obs.__dict__:
                 setattr(g_obs, cache, None)
-        view = self.env.view(obs)
-        for name in self.env.obs_layout.names:
-            if not hasattr(g_obs, name) or name == "topo_vect":
-                continue
-            old = getattr(g_obs, name)
-            value = getattr(view, name)
-            if isinstance(old, np.ndarray) and old.shape:
-                setattr(g_obs, name, np.asarray(value, dtype=old.dtype).reshape(old.shape))
-            else:
-                setattr(g_obs, name, type(old)(np.asarray(value).reshape(-1)[0]))
-        topo = np.ones(type(g_obs).dim_topo, dtype=g_obs.topo_vect.dtype)  # storage: bar 1
-        topo[self._positions] = view.topo_vect
+        values = g_obs.__dict__
+        for name, at, cast, scalar in self._fills:
+            values[name] = cast(obs[at.start]) if scalar else obs[at].astype(cast)
+        slices = self.env.obs_layout.slices
+        topo = np.ones(type(g_obs).dim_topo, dtype=self._template.topo_vect.dtype)  # storage: 1
+        topo[self._positions] = obs[slices["topo_vect"]]
         g_obs.topo_vect = topo
-        g_obs.line_status = np.asarray(view.line_status > 0.5)
-        g_obs.__class__ = self._observed
+        g_obs.line_status = obs[slices["line_status"]] > 0.5
         g_obs._grid_vec_policy = self
+        g_obs._grid_vec_found = None
         return g_obs
 
     # --- actions ---------------------------------------------------------------------------
@@ -287,10 +285,36 @@ class Grid2opAgentPolicy:
     # --- the agent's API, as the Runner and a loop call it ----------------------------------
 
     def act(self, obs: np.ndarray, reward: float, done: bool) -> dict[str, np.ndarray]:
-        """The agent's action on grid_vec's observation ``obs``, as grid_vec's action."""
+        """The agent's action on grid_vec's observation ``obs``, as grid_vec's action.
+
+        grid2op's greedy agents (``GreedyAgent``'s subclasses of ``grid2op.Agent``) simulate
+        their candidates one by one; their candidates are simulated here first, in one
+        ``simulate_candidates`` call, and each ``obs.simulate`` of the agent reads its row
+        (the same results as one ``simulate`` each)."""
         g_obs = self.observation(obs)
+        if _searches_candidates(self.agent):
+            self._simulate_together(g_obs, self.agent._get_tested_action(g_obs))
         self.last_action = self.agent.act(g_obs, reward, done)
         return self.action(self.last_action, g_obs)
+
+    def _simulate_together(self, g_obs: BaseObservation, candidates: list) -> None:
+        """Simulate the ``candidates`` (grid2op actions) of ``g_obs`` in one call and keep
+        the results on it, by action (those grid_vec cannot play are left to ``simulate``,
+        which names them)."""
+        actions = {}
+        for candidate in candidates:
+            try:
+                action = self.action(candidate, g_obs)
+            except UnplayableAction:
+                continue
+            actions.setdefault(_key(action), action)
+        if len(actions) < 2:
+            return
+        keys = list(actions)
+        found = self.env.simulate_candidates(
+            {name: np.stack([actions[k][name] for k in keys]) for name in _ACTION_KEYS}
+        )
+        g_obs._grid_vec_found = (dict(zip(keys, range(len(keys)), strict=True)), found)
 
     def reset(self, obs: np.ndarray) -> None:
         """A new episode: the agent's ``reset`` with its first observation."""
@@ -307,6 +331,14 @@ class Grid2opAgentPolicy:
         twin = copy.copy(self)
         twin.agent = copy.deepcopy(self.agent, memo)
         return twin
+
+
+def _cast(value: Any) -> tuple[Any, bool]:
+    """How a grid2op observation holds an attribute of this value: (its array's dtype, False)
+    or (its scalar type, True)."""
+    if isinstance(value, np.ndarray) and value.shape:
+        return value.dtype, False
+    return type(value), True
 
 
 def _positions(cls: Any, layout: Any) -> np.ndarray:
@@ -339,11 +371,42 @@ def _simulate(self: Any, action: Any, time_step: int = 1, **_: Any) -> tuple:
     policy: Grid2opAgentPolicy = self._grid_vec_policy
     if time_step != 1:
         raise UnplayableAction(f"obs.simulate with time_step={time_step}: grid_vec's is 1")
-    sim_obs, reward, done, info = policy.env.simulate(policy.action(action, self))
+    played = policy.action(action, self)
+    known = self._grid_vec_found
+    row = None if known is None else known[0].get(_key(played))
+    if row is None:
+        sim_obs, reward, done, info = policy.env.simulate(played)
+        illegal, ambiguous = info["is_illegal"], info["is_ambiguous"]
+        why = info.get("game_over_reason", "")
+    else:
+        found = known[1]
+        sim_obs, reward, done = (
+            found.observations[row],
+            float(found.rewards[row]),
+            bool(found.terminated[row]),
+        )
+        illegal, ambiguous = found.illegal[row], found.ambiguous[row]
+        why = found.game_over_reason[row]
     g_info = {
-        "is_illegal": bool(info["is_illegal"]),
-        "is_ambiguous": bool(info["is_ambiguous"]),
-        "disc_lines": np.where(info["tripped_branches"], 0, -1),
-        "exception": [info["game_over_reason"]] if "game_over_reason" in info else [],
+        "is_illegal": bool(illegal),
+        "is_ambiguous": bool(ambiguous),
+        "exception": [why] if why else [],
     }
     return policy.observation(sim_obs), reward, done, g_info
+
+
+_ACTION_KEYS = ("set_bus", "set_line_status")
+
+
+def _key(action: dict[str, np.ndarray]) -> bytes:
+    """What tells general topology actions apart (their arrays' bytes, int64)."""
+    return b"".join(np.asarray(action[name], dtype=np.int64).tobytes() for name in _ACTION_KEYS)
+
+
+def _searches_candidates(agent: Any) -> bool:
+    """Whether ``agent`` is one of grid2op's own greedy agents, whose candidates
+    (``_get_tested_action``) depend on the observation alone, so that asking for them once
+    more changes nothing."""
+    from grid2op.Agent import GreedyAgent
+
+    return isinstance(agent, GreedyAgent) and type(agent).__module__.startswith("grid2op.")

@@ -201,3 +201,19 @@ def test_grid2op_actions_translate_both_ways_and_unplayable_ones_are_named(sandb
         policy.action(space({"redispatch": [(0, 1.0)]}))
     with pytest.raises(ValueError, match="action_type='set_bus'"):
         Grid2opAgentPolicy(DoNothingAgent(space), grid_vec.make(sandbox), theirs)
+
+
+def test_the_example_plays_an_agent_on_both_and_reports_the_same_actions():
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[2] / "examples" / "grid2op_agents.py"
+    out = subprocess.run(
+        [sys.executable, str(script), "--agent", "PowerLineSwitch", "--steps", "4", "--compare"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "grid_vec: PowerLineSwitch played 4 steps" in out.stdout
+    assert "the same action at 4 of 4 steps" in out.stdout
