@@ -19,6 +19,10 @@ turns the agent's action into grid_vec's general topology action (``action_type=
         obs, reward, terminated, truncated, info = env.step(policy.act(obs, reward, done))
         done = terminated or truncated
 
+In grid_vec's Runner, over a vector env of such envs, the agent is a
+:class:`Grid2opBatchPolicy` (one copy of the agent per sub-env; the greedy agents' candidates
+of every sub-env simulated in one call).
+
 What is translated, and what is refused (:class:`UnplayableAction`, naming the part):
 
 * ``set_bus`` and ``set_line_status`` as they are; ``change_bus`` as the set of the other
@@ -43,6 +47,8 @@ from __future__ import annotations
 
 import copy
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +67,7 @@ import grid_vec
 __all__ = [
     "GRID2OP_OBSERVATION",
     "Grid2opAgentPolicy",
+    "Grid2opBatchPolicy",
     "UnplayableAction",
     "make_env",
     "reference_env",
@@ -140,6 +147,159 @@ def reference_env(folder: str | Path, **kwargs: Any) -> Any:
         return grid2op.make(str(folder), backend=LightSimBackend(), **kwargs)
 
 
+@dataclass(frozen=True)
+class _Simulated:
+    """What ``obs.simulate`` hands back, as grid_vec gives it."""
+
+    obs: np.ndarray
+    reward: float
+    done: bool
+    illegal: bool
+    ambiguous: bool
+    reason: str
+
+
+class _Bridge:
+    """grid2op's observation and action objects of one folder for a grid_vec layout (the
+    observation's segments, the topology vector, the branches): the part both policies
+    share.
+
+    Raises:
+        ValueError: a layout without the general topology action or without an attribute the
+            observation is built from, or of another grid than ``reference``'s.
+    """
+
+    def __init__(
+        self, reference: Any, action_type: str, obs_layout: Any, topology: Any, n_branch: int
+    ) -> None:
+        if action_type != "set_bus":
+            raise ValueError(
+                "grid2op's agents play through the general topology action: make the env "
+                f"with make_env(folder) or action_type='set_bus', got action_type={action_type!r}"
+            )
+        missing = [n for n in GRID2OP_OBSERVATION if n not in obs_layout.names]
+        if missing:
+            raise ValueError(
+                f"the env's observation lacks {missing}: make it with make_env(folder) or "
+                "observation_attributes=GRID2OP_OBSERVATION"
+            )
+        self.reference, self.topology, self.n_branch = reference, topology, n_branch
+        self.slices = obs_layout.slices
+        current = getattr(reference, "current_obs", None)
+        self.template = reference.reset() if current is None else current
+        cls = type(self.template)
+        if cls.dim_topo - cls.n_storage != topology.n_elem or cls.n_line != n_branch:
+            raise ValueError("the grid2op env and the grid_vec env are not of the same grid")
+        self.positions = _positions(cls, topology)
+        # what an observation fills: (name, its segment, grid2op's dtype or scalar type,
+        # whether it is a scalar), for every attribute of grid_vec's that grid2op's has
+        self.fills = [
+            (name, at, *_cast(getattr(self.template, name)))
+            for name, at in self.slices.items()
+            if name not in ("topo_vect", "line_status") and hasattr(self.template, name)
+        ]
+        self.observed = _simulating(cls)
+
+    def observation(
+        self, obs: np.ndarray, simulate: Callable[[dict], _Simulated]
+    ) -> BaseObservation:
+        """grid_vec's observation ``obs`` as grid2op's observation object, whose ``simulate``
+        plays ``simulate`` (a general topology action -> its simulated step)."""
+        # a shallow copy of the template (grid2op's own copy deep-copies its internals, most
+        # of an observation's cost): every attribute grid_vec computes is a new array below
+        g_obs = object.__new__(self.observed)
+        g_obs.__dict__.update(self.template.__dict__)
+        for cache in _CACHES:  # nothing derived from the template's values
+            if cache in g_obs.__dict__:
+                setattr(g_obs, cache, None)
+        values = g_obs.__dict__
+        for name, at, cast, scalar in self.fills:
+            values[name] = cast(obs[at.start]) if scalar else obs[at].astype(cast)
+        topo = np.ones(type(g_obs).dim_topo, dtype=self.template.topo_vect.dtype)  # storage: 1
+        topo[self.positions] = obs[self.slices["topo_vect"]]
+        g_obs.topo_vect = topo
+        g_obs.line_status = obs[self.slices["line_status"]] > 0.5
+        g_obs._grid_vec_bridge = self
+        g_obs._grid_vec_simulate = simulate
+        g_obs._grid_vec_found = None
+        return g_obs
+
+    def action(
+        self, g_act: Any, now: Callable[[], tuple[np.ndarray, np.ndarray]]
+    ) -> dict[str, np.ndarray]:
+        """A grid2op action as grid_vec's general topology action; ``now`` gives the state it
+        is played in (topology vector in grid_vec's order, branch status), which a
+        ``change`` reads.
+
+        Raises:
+            UnplayableAction: a part grid_vec cannot play (named).
+        """
+        for flag, what in _REFUSED.items():
+            if getattr(g_act, flag, False):
+                raise UnplayableAction(
+                    f"grid2op action with {what}: a grid_vec env of the general topology "
+                    f"action plays set/change bus and line status only ({g_act})"
+                )
+        layout = self.topology
+        set_bus = np.zeros(layout.n_elem, dtype=np.int64)
+        status = np.zeros(self.n_branch, dtype=np.int64)
+        if g_act.is_ambiguous()[0]:  # grid2op plays it as do-nothing: so will the env
+            status[0], set_bus[layout.pos_or[0]] = -1, 1
+            return {"set_bus": set_bus, "set_line_status": status}
+        cls = type(g_act)
+        storage_pos = np.asarray(cls.storage_pos_topo_vect, dtype=np.int64)
+        if cls.n_storage and (
+            (g_act._set_topo_vect[storage_pos] > 1).any()
+            or g_act._change_bus_vect[storage_pos].any()
+        ):
+            raise UnplayableAction(
+                "grid2op action moving a storage unit: grid_vec keeps them on bus bar 1"
+            )
+        if g_act._modif_set_bus:
+            set_bus[:] = g_act._set_topo_vect[self.positions]
+        if g_act._modif_set_status:
+            status[:] = g_act._set_line_status
+        if g_act._modif_change_bus or g_act._modif_change_status:
+            topo, on = now()
+            if g_act._modif_change_bus:
+                change = g_act._change_bus_vect[self.positions]
+                if (topo[change] < 1).any():
+                    raise UnplayableAction(
+                        "grid2op action changing the bus of a disconnected element: set it instead"
+                    )
+                set_bus[change] = 3 - topo[change]
+            if g_act._modif_change_status:
+                switch = np.asarray(g_act._switch_line_status, dtype=bool)
+                status[switch] = np.where(on[switch], -1, 1)
+        return {"set_bus": set_bus, "set_line_status": status}
+
+    def state_of(self, g_obs: BaseObservation) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
+        """``now`` for :meth:`action`: the state ``g_obs`` shows."""
+        return lambda: (np.asarray(g_obs.topo_vect)[self.positions], np.asarray(g_obs.line_status))
+
+    def to_grid2op(self, action: dict[str, np.ndarray]) -> Any:
+        """grid_vec's general topology action as grid2op's action (the reverse of
+        :meth:`action`)."""
+        set_bus = np.zeros(type(self.template).dim_topo, dtype=np.int64)
+        set_bus[self.positions] = action["set_bus"]
+        status = np.asarray(action["set_line_status"])
+        parts = {"set_bus": set_bus, "set_line_status": status}  # only those asking something
+        return self.reference.action_space({k: v for k, v in parts.items() if v.any()})
+
+    def candidates(self, g_obs: BaseObservation, tried: list) -> dict[bytes, dict]:
+        """A greedy agent's candidates (grid2op actions) in ``g_obs``'s state as grid_vec's,
+        by their key, each once (those grid_vec cannot play are left to ``simulate``, which
+        names them)."""
+        actions: dict[bytes, dict] = {}
+        for candidate in tried:
+            try:
+                action = self.action(candidate, self.state_of(g_obs))
+            except UnplayableAction:
+                continue
+            actions.setdefault(_key(action), action)
+        return actions
+
+
 class Grid2opAgentPolicy:
     """A grid2op agent as a policy of a GridEnv (see the module docstring).
 
@@ -158,65 +318,22 @@ class Grid2opAgentPolicy:
     def __init__(self, agent: Any, env: Any, reference: Any = None) -> None:
         self.agent = agent
         self.env = env.unwrapped
-        if self.env.action_type != "set_bus":
-            raise ValueError(
-                "Grid2opAgentPolicy plays grid2op actions as the general topology action: "
-                "make the env with make_env(folder) or action_type='set_bus', got "
-                f"action_type={self.env.action_type!r}"
-            )
-        missing = [n for n in GRID2OP_OBSERVATION if n not in self.env.obs_layout.names]
-        if missing:
-            raise ValueError(
-                f"the env's observation lacks {missing}: make it with make_env(folder) or "
-                "observation_attributes=GRID2OP_OBSERVATION"
-            )
         if reference is None:
             reference = reference_env(self.env.source.path)
         self.reference = reference
-        self._template = reference.reset() if reference.current_obs is None else None
-        if self._template is None:
-            self._template = reference.current_obs
-        cls = type(self._template)
-        if cls.dim_topo - cls.n_storage != self.env.topology.n_elem or cls.n_line != (
-            self.env.model.n_branch
-        ):
-            raise ValueError("the grid2op env and the GridEnv are not of the same grid")
-        self._positions = _positions(cls, self.env.topology)
-        # what an observation fills: (name, its segment, grid2op's dtype or scalar type,
-        # whether it is a scalar), for every attribute of grid_vec's that grid2op's has
-        self._fills = [
-            (name, at, *_cast(getattr(self._template, name)))
-            for name, at in self.env.obs_layout.slices.items()
-            if name not in ("topo_vect", "line_status") and hasattr(self._template, name)
-        ]
-        self._observed = _simulating(cls)
+        self._bridge = _Bridge(
+            reference,
+            self.env.action_type,
+            self.env.obs_layout,
+            self.env.topology,
+            self.env.model.n_branch,
+        )
         self.last_action: Any = None  # the agent's last grid2op action
-
-    # --- observations ----------------------------------------------------------------------
 
     def observation(self, obs: np.ndarray) -> BaseObservation:
         """grid_vec's observation ``obs`` (of this policy's env) as grid2op's observation
-        object, whose ``simulate`` plays grid_vec's."""
-        # a shallow copy of the template (grid2op's own copy deep-copies its internals, most
-        # of an observation's cost): every attribute grid_vec computes is a new array below
-        g_obs = object.__new__(self._observed)
-        g_obs.__dict__.update(self._template.__dict__)
-        for cache in _CACHES:  # nothing derived from the template's values
-            if cache in g_obs.__dict__:
-                setattr(g_obs, cache, None)
-        values = g_obs.__dict__
-        for name, at, cast, scalar in self._fills:
-            values[name] = cast(obs[at.start]) if scalar else obs[at].astype(cast)
-        slices = self.env.obs_layout.slices
-        topo = np.ones(type(g_obs).dim_topo, dtype=self._template.topo_vect.dtype)  # storage: 1
-        topo[self._positions] = obs[slices["topo_vect"]]
-        g_obs.topo_vect = topo
-        g_obs.line_status = obs[slices["line_status"]] > 0.5
-        g_obs._grid_vec_policy = self
-        g_obs._grid_vec_found = None
-        return g_obs
-
-    # --- actions ---------------------------------------------------------------------------
+        object, whose ``simulate`` plays the env's."""
+        return self._bridge.observation(obs, self._simulate)
 
     def action(self, g_act: Any, obs: BaseObservation | None = None) -> dict[str, np.ndarray]:
         """A grid2op action as grid_vec's general topology action, in the state of ``obs``
@@ -226,63 +343,23 @@ class Grid2opAgentPolicy:
         Raises:
             UnplayableAction: a part grid_vec cannot play (named).
         """
-        for flag, what in _REFUSED.items():
-            if getattr(g_act, flag, False):
-                raise UnplayableAction(
-                    f"grid2op action with {what}: a grid_vec env of the general topology "
-                    f"action plays set/change bus and line status only ({g_act})"
-                )
-        layout, n_branch = self.env.topology, self.env.model.n_branch
-        set_bus = np.zeros(layout.n_elem, dtype=np.int64)
-        status = np.zeros(n_branch, dtype=np.int64)
-        if g_act.is_ambiguous()[0]:  # grid2op plays it as do-nothing: so will the env
-            status[0], set_bus[layout.pos_or[0]] = -1, 1
-            return {"set_bus": set_bus, "set_line_status": status}
-        cls = type(g_act)
-        storage_pos = np.asarray(cls.storage_pos_topo_vect, dtype=np.int64)
-        if cls.n_storage and (
-            (g_act._set_topo_vect[storage_pos] > 1).any()
-            or g_act._change_bus_vect[storage_pos].any()
-        ):
-            raise UnplayableAction(
-                "grid2op action moving a storage unit: grid_vec keeps them on bus bar 1"
-            )
-        if g_act._modif_set_bus:
-            set_bus[:] = g_act._set_topo_vect[self._positions]
-        if g_act._modif_set_status:
-            status[:] = g_act._set_line_status
-        if g_act._modif_change_bus or g_act._modif_change_status:
-            topo, on = self._now(obs)
-            if g_act._modif_change_bus:
-                change = g_act._change_bus_vect[self._positions]
-                if (topo[change] < 1).any():
-                    raise UnplayableAction(
-                        "grid2op action changing the bus of a disconnected element: set it instead"
-                    )
-                set_bus[change] = 3 - topo[change]
-            if g_act._modif_change_status:
-                switch = np.asarray(g_act._switch_line_status, dtype=bool)
-                status[switch] = np.where(on[switch], -1, 1)
-        return {"set_bus": set_bus, "set_line_status": status}
+        return self._bridge.action(g_act, self._now if obs is None else self._bridge.state_of(obs))
 
     def to_grid2op(self, action: dict[str, np.ndarray]) -> Any:
         """grid_vec's general topology action as grid2op's action (the reverse of
         :meth:`action`)."""
-        cls = type(self._template)
-        set_bus = np.zeros(cls.dim_topo, dtype=np.int64)
-        set_bus[self._positions] = action["set_bus"]
-        status = np.asarray(action["set_line_status"])
-        parts = {"set_bus": set_bus, "set_line_status": status}  # only those asking something
-        return self.reference.action_space({k: v for k, v in parts.items() if v.any()})
+        return self._bridge.to_grid2op(action)
 
-    def _now(self, obs: BaseObservation | None) -> tuple[np.ndarray, np.ndarray]:
-        """(topology vector in grid_vec's order, branch status) of ``obs`` or the env now."""
-        if obs is not None:
-            return np.asarray(obs.topo_vect)[self._positions], np.asarray(obs.line_status)
+    def _now(self) -> tuple[np.ndarray, np.ndarray]:
         snapshot = self.env.snapshot()
         return snapshot.state["topo"], snapshot.state["line_status"].astype(bool)
 
-    # --- the agent's API, as the Runner and a loop call it ----------------------------------
+    def _simulate(self, played: dict) -> _Simulated:
+        obs, reward, done, info = self.env.simulate(played)
+        why = info.get("game_over_reason", "")
+        return _Simulated(obs, reward, done, info["is_illegal"], info["is_ambiguous"], why)
+
+    # --- the agent's API, as a loop calls it --------------------------------------------------
 
     def act(self, obs: np.ndarray, reward: float, done: bool) -> dict[str, np.ndarray]:
         """The agent's action on grid_vec's observation ``obs``, as grid_vec's action.
@@ -293,28 +370,12 @@ class Grid2opAgentPolicy:
         (the same results as one ``simulate`` each)."""
         g_obs = self.observation(obs)
         if _searches_candidates(self.agent):
-            self._simulate_together(g_obs, self.agent._get_tested_action(g_obs))
+            actions = self._bridge.candidates(g_obs, self.agent._get_tested_action(g_obs))
+            if len(actions) > 1:
+                found = self.env.simulate_candidates(_stacked(list(actions.values())))
+                g_obs._grid_vec_found = (_rows_by_key(actions), found)
         self.last_action = self.agent.act(g_obs, reward, done)
         return self.action(self.last_action, g_obs)
-
-    def _simulate_together(self, g_obs: BaseObservation, candidates: list) -> None:
-        """Simulate the ``candidates`` (grid2op actions) of ``g_obs`` in one call and keep
-        the results on it, by action (those grid_vec cannot play are left to ``simulate``,
-        which names them)."""
-        actions = {}
-        for candidate in candidates:
-            try:
-                action = self.action(candidate, g_obs)
-            except UnplayableAction:
-                continue
-            actions.setdefault(_key(action), action)
-        if len(actions) < 2:
-            return
-        keys = list(actions)
-        found = self.env.simulate_candidates(
-            {name: np.stack([actions[k][name] for k in keys]) for name in _ACTION_KEYS}
-        )
-        g_obs._grid_vec_found = (dict(zip(keys, range(len(keys)), strict=True)), found)
 
     def reset(self, obs: np.ndarray) -> None:
         """A new episode: the agent's ``reset`` with its first observation."""
@@ -331,6 +392,115 @@ class Grid2opAgentPolicy:
         twin = copy.copy(self)
         twin.agent = copy.deepcopy(self.agent, memo)
         return twin
+
+
+class Grid2opBatchPolicy:
+    """A grid2op agent as a batched policy of grid_vec's vector envs, for the Runner
+    (``Runner(envs, Grid2opBatchPolicy(agent, reference))``): one copy of the agent per
+    sub-env, called with its grid2op observation; the candidates of grid2op's greedy agents,
+    of every sub-env, simulated in one ``simulate_candidates`` call of the vector env.
+
+    A batched policy sees no reward and no episode boundary: the agents get ``reward`` 0 and
+    ``done`` False, and their ``reset`` is not called (grid2op's own agents read neither).
+
+    Args:
+        agent: a grid2op ``BaseAgent`` (built with ``reference``'s ``action_space``).
+        reference: grid2op's env of the sub-envs' folder (:func:`reference_env`).
+    """
+
+    def __init__(self, agent: Any, reference: Any) -> None:
+        self.agent = agent
+        self.reference = reference
+        self.agents: list[Any] = []
+        self.last_actions: list[Any] = []  # the agents' last grid2op actions, one per sub-env
+        self._env: Any = None
+        self._bridge: _Bridge | None = None
+
+    def bind(self, env: Any) -> None:
+        """Check the sub-envs (grid_vec GridEnvs made by :func:`make_env`) and give each its
+        copy of the agent (the Runner calls it).
+
+        Raises:
+            TypeError: a vector env without ``simulate_candidates`` (grid_vec's
+                ``BatchedGridVecEnv`` or ``GridVecEnv``).
+            ValueError: sub-envs without the general topology action or the attributes the
+                observation is built from.
+        """
+        if not hasattr(env, "simulate_candidates"):
+            raise TypeError(
+                "Grid2opBatchPolicy needs a vector env with simulate_candidates (grid_vec's "
+                f"BatchedGridVecEnv or GridVecEnv), got {type(env).__name__}"
+            )
+        first = {
+            name: env.get_attr(name)[0]
+            for name in ("action_type", "obs_layout", "topology", "model")
+        }
+        self._bridge = _Bridge(
+            self.reference,
+            first["action_type"],
+            first["obs_layout"],
+            first["topology"],
+            first["model"].n_branch,
+        )
+        self._env = env
+        self.agents = [copy.deepcopy(self.agent) for _ in range(env.num_envs)]
+
+    def __call__(self, obs_batch: np.ndarray) -> dict[str, np.ndarray]:
+        """Each sub-env's agent's action on its observation, as grid_vec's actions.
+
+        Raises:
+            RuntimeError: :meth:`bind` was not called.
+        """
+        if self._bridge is None:
+            raise RuntimeError("Grid2opBatchPolicy must be bound to a vector env (bind(env))")
+        bridge, n = self._bridge, len(obs_batch)
+        g_obs = [bridge.observation(obs_batch[i], self._one(i)) for i in range(n)]
+        searching = [i for i in range(n) if _searches_candidates(self.agents[i])]
+        if searching:
+            self._simulate_together(g_obs, searching)
+        self.last_actions = [self.agents[i].act(g_obs[i], 0.0, False) for i in range(n)]
+        played = [
+            bridge.action(a, bridge.state_of(o))
+            for a, o in zip(self.last_actions, g_obs, strict=True)
+        ]
+        return {name: np.stack([p[name] for p in played]) for name in _ACTION_KEYS}
+
+    def _simulate_together(self, g_obs: list[BaseObservation], rows: list[int]) -> None:
+        """Simulate the candidates of the sub-envs ``rows``, all in one call (a sub-env with
+        fewer candidates tries do-nothing in the columns left)."""
+        by_row = {
+            i: self._bridge.candidates(g_obs[i], self.agents[i]._get_tested_action(g_obs[i]))
+            for i in rows
+        }
+        width = max(len(actions) for actions in by_row.values())
+        nothing = _nothing(self._bridge)
+        table = [
+            list(by_row[i].values()) + [nothing] * (width - len(by_row[i]))
+            if i in by_row
+            else [nothing] * width
+            for i in range(len(g_obs))
+        ]
+        found = self._env.simulate_candidates(
+            {name: np.stack([[a[name] for a in row] for row in table]) for name in _ACTION_KEYS}
+        )
+        for i, actions in by_row.items():
+            g_obs[i]._grid_vec_found = (_rows_by_key(actions), _row(found, i))
+
+    def _one(self, i: int) -> Callable[[dict], _Simulated]:
+        """Sub-env ``i``'s ``simulate`` of one action (the others try do-nothing)."""
+
+        def simulate(played: dict) -> _Simulated:
+            nothing = _nothing(self._bridge)
+            table = {
+                name: np.stack(
+                    [[played[name] if j == i else nothing[name]] for j in range(self._env.num_envs)]
+                )
+                for name in _ACTION_KEYS
+            }
+            found = _row(self._env.simulate_candidates(table), i)
+            return _found(found, 0)
+
+        return simulate
 
 
 def _cast(value: Any) -> tuple[Any, bool]:
@@ -366,33 +536,55 @@ def _simulating(cls: type) -> type:
 
 
 def _simulate(self: Any, action: Any, time_step: int = 1, **_: Any) -> tuple:
-    """grid2op's ``obs.simulate(action, time_step)``, played by grid_vec's ``simulate`` on
-    the env the observation came from: ``(observation, reward, done, info)``."""
-    policy: Grid2opAgentPolicy = self._grid_vec_policy
+    """grid2op's ``obs.simulate(action, time_step)``, played by grid_vec on the env the
+    observation came from (a candidate simulated already is read from its row):
+    ``(observation, reward, done, info)``."""
     if time_step != 1:
         raise UnplayableAction(f"obs.simulate with time_step={time_step}: grid_vec's is 1")
-    played = policy.action(action, self)
+    bridge: _Bridge = self._grid_vec_bridge
+    played = bridge.action(action, bridge.state_of(self))
     known = self._grid_vec_found
     row = None if known is None else known[0].get(_key(played))
-    if row is None:
-        sim_obs, reward, done, info = policy.env.simulate(played)
-        illegal, ambiguous = info["is_illegal"], info["is_ambiguous"]
-        why = info.get("game_over_reason", "")
-    else:
-        found = known[1]
-        sim_obs, reward, done = (
-            found.observations[row],
-            float(found.rewards[row]),
-            bool(found.terminated[row]),
-        )
-        illegal, ambiguous = found.illegal[row], found.ambiguous[row]
-        why = found.game_over_reason[row]
-    g_info = {
-        "is_illegal": bool(illegal),
-        "is_ambiguous": bool(ambiguous),
-        "exception": [why] if why else [],
+    result = self._grid_vec_simulate(played) if row is None else _found(known[1], row)
+    info = {
+        "is_illegal": bool(result.illegal),
+        "is_ambiguous": bool(result.ambiguous),
+        "exception": [result.reason] if result.reason else [],
     }
-    return policy.observation(sim_obs), reward, done, g_info
+    return bridge.observation(result.obs, self._grid_vec_simulate), result.reward, result.done, info
+
+
+def _found(found: Any, k: int) -> _Simulated:
+    """Candidate ``k`` of a GridEnv's (or one sub-env's) ``CandidateResults``."""
+    return _Simulated(
+        found.observations[k],
+        float(found.rewards[k]),
+        bool(found.terminated[k]),
+        bool(found.illegal[k]),
+        bool(found.ambiguous[k]),
+        str(found.game_over_reason[k]),
+    )
+
+
+def _row(found: Any, i: int) -> Any:
+    """Sub-env ``i``'s part of a vector env's ``CandidateResults``."""
+    return type(found)(**{f.name: getattr(found, f.name)[i] for f in fields(found)})
+
+
+def _nothing(bridge: _Bridge) -> dict[str, np.ndarray]:
+    return {
+        "set_bus": np.zeros(bridge.topology.n_elem, dtype=np.int64),
+        "set_line_status": np.zeros(bridge.n_branch, dtype=np.int64),
+    }
+
+
+def _stacked(actions: list[dict]) -> dict[str, np.ndarray]:
+    """Actions as one candidates record: each key's arrays stacked."""
+    return {name: np.stack([a[name] for a in actions]) for name in _ACTION_KEYS}
+
+
+def _rows_by_key(actions: dict[bytes, dict]) -> dict[bytes, int]:
+    return {key: k for k, key in enumerate(actions)}
 
 
 _ACTION_KEYS = ("set_bus", "set_line_status")

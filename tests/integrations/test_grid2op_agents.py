@@ -217,3 +217,32 @@ def test_the_example_plays_an_agent_on_both_and_reports_the_same_actions():
     assert out.returncode == 0, out.stderr[-3000:]
     assert "grid_vec: PowerLineSwitch played 4 steps" in out.stdout
     assert "the same action at 4 of 4 steps" in out.stdout
+
+
+def test_the_runner_plays_a_grid2op_agent_as_a_loop_plays_it(sandbox):
+    """``Grid2opBatchPolicy`` in grid_vec's Runner, on a batched vector env of 2 sub-envs
+    over 3 scenarios: each episode's length and summed reward are those of the agent played
+    through ``Grid2opAgentPolicy`` on a GridEnv, scenario by scenario (TopologyGreedy: the
+    candidates of both sub-envs simulated in one call)."""
+    from grid_vec.integrations.grid2op import GRID2OP_OBSERVATION, Grid2opBatchPolicy
+    from grid_vec.runner import Runner
+
+    base = make_env(sandbox).thermal_limit * _scaled(17, 0.6)
+    kwargs = {"opponent": None, "reward": "L2RPNReward", "thermal_limits": base}
+    reference = reference_env(sandbox, reward_class=L2RPNReward)
+    envs = grid_vec.make_vec(
+        sandbox, 2, vectorization="batched", action_type="set_bus",
+        observation_attributes=GRID2OP_OBSERVATION, **kwargs,
+    )  # fmt: skip
+    with Runner(envs, Grid2opBatchPolicy(TopologyGreedy(reference.action_space), reference)) as run:
+        results = run.run(3, max_iter=8, episode_id=[0, 1, 2])
+    env = make_env(sandbox, **kwargs)
+    for result in results:
+        policy = Grid2opAgentPolicy(TopologyGreedy(reference.action_space), env, reference)
+        obs, _ = env.reset(seed=result.env_seed, options={"scenario_id": result.scenario_id})
+        total, steps, done, reward = 0.0, 0, False, 0.0
+        while not done and steps < 8:
+            obs, reward, terminated, truncated, _ = env.step(policy.act(obs, reward, done))
+            total, steps, done = total + reward, steps + 1, terminated or truncated
+        assert (result.steps, result.terminated) == (steps, done), result
+        assert result.cum_reward == pytest.approx(total, rel=1e-9), result
