@@ -37,3 +37,25 @@ def grid2op_sample(name: str) -> Path:
     if not folder.is_dir():
         pytest.skip(f"grid2op ships no sample of {name}")
     return folder
+
+
+def assert_same_topology_state(view, g_obs, where: str) -> None:
+    """grid_vec's observation (``view``) shows the topology state and flows of grid2op's
+    observation ``g_obs``: line status, topology vector and cooldowns exactly, rho to 1e-5."""
+    np.testing.assert_array_equal(view.line_status.astype(bool), g_obs.line_status, where)
+    np.testing.assert_array_equal(view.topo_vect, g_obs.topo_vect, where)
+    np.testing.assert_array_equal(
+        view.time_before_cooldown_line, g_obs.time_before_cooldown_line, where
+    )
+    np.testing.assert_array_equal(
+        view.time_before_cooldown_sub, g_obs.time_before_cooldown_sub, where
+    )
+    np.testing.assert_allclose(view.rho, g_obs.rho, rtol=1e-5, atol=1e-6, err_msg=where)
+
+
+def restart_both(ours, theirs, scenario: int = 0) -> np.ndarray:
+    """Start ``scenario`` again on grid_vec's env and grid2op's; grid_vec's first
+    observation."""
+    theirs.set_id(scenario)
+    theirs.reset()
+    return ours.reset(options={"scenario_id": scenario})[0]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from env_helpers import assert_same_topology_state, restart_both
 
 import grid_vec
 from grid_vec.core.parameters import Parameters
@@ -133,9 +134,7 @@ def test_topo_vect_layout_and_substation_actions_as_grid2op(sandbox):
         assert term == g_done, t
         if term:  # both: start the scenario again
             ended += 1
-            theirs.set_id(0)
-            theirs.reset()
-            obs, _ = ours.reset(options={"scenario_id": 0})
+            obs = restart_both(ours, theirs)
             continue
         view = ours.view(obs)
         assert info["is_illegal"] == g_info["is_illegal"], t
@@ -178,21 +177,11 @@ def test_line_and_substation_actions_with_cooldowns_as_grid2op(sandbox, seed):
         obs, _, term, _, info = ours.step(action)
         assert term == g_done, f"step {t}: action {ours.describe_action(action)}"
         if term:
-            theirs.set_id(0)
-            theirs.reset()
-            obs, _ = ours.reset(options={"scenario_id": 0})
+            obs = restart_both(ours, theirs)
             continue
         view = ours.view(obs)
         where = f"step {t}: action {ours.describe_action(action)}"
         assert info["is_illegal"] == g_info["is_illegal"], where
-        np.testing.assert_array_equal(view.line_status.astype(bool), g_obs.line_status, where)
-        np.testing.assert_array_equal(view.topo_vect, g_obs.topo_vect, where)
-        np.testing.assert_array_equal(
-            view.time_before_cooldown_line, g_obs.time_before_cooldown_line, where
-        )
-        np.testing.assert_array_equal(
-            view.time_before_cooldown_sub, g_obs.time_before_cooldown_sub, where
-        )
-        np.testing.assert_allclose(view.rho, g_obs.rho, rtol=1e-5, atol=1e-6, err_msg=where)
+        assert_same_topology_state(view, g_obs, where)
         compared += 1
     assert compared >= 40

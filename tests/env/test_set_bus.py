@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from batch_compare import cascade_limits, compare, factory
+from env_helpers import assert_same_topology_state, restart_both
 from gymnasium.vector import AutoresetMode
 
 import grid_vec
@@ -83,20 +84,10 @@ def test_random_set_bus_actions_play_as_grid2op(sandbox, seed, max_sub, max_line
         flagged += info["is_ambiguous"] or info["is_illegal"]
         if term:
             ended += 1
-            theirs.set_id(0)
-            theirs.reset()
-            obs, _ = ours.reset(options={"scenario_id": 0})
+            obs = restart_both(ours, theirs)
             continue
         view = ours.view(obs)
-        np.testing.assert_array_equal(view.line_status.astype(bool), g_obs.line_status, where)
-        np.testing.assert_array_equal(view.topo_vect, g_obs.topo_vect, where)
-        np.testing.assert_array_equal(
-            view.time_before_cooldown_line, g_obs.time_before_cooldown_line, where
-        )
-        np.testing.assert_array_equal(
-            view.time_before_cooldown_sub, g_obs.time_before_cooldown_sub, where
-        )
-        np.testing.assert_allclose(view.rho, g_obs.rho, rtol=1e-5, atol=1e-6, err_msg=where)
+        assert_same_topology_state(view, g_obs, where)
         compared += 1
     assert compared >= 40 and ended >= 1 and flagged >= 3
 
