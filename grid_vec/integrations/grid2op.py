@@ -52,15 +52,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+import grid2op  # the extra: pip install 'grid_vec[grid2op]'
 import numpy as np
-
-try:
-    import grid2op
-    from grid2op.Observation import BaseObservation
-except ImportError as exc:  # pragma: no cover - the extra is missing
-    raise ImportError(
-        "grid_vec.integrations.grid2op needs grid2op: pip install 'grid_vec[grid2op]'"
-    ) from exc
+from grid2op.Observation import BaseObservation
 
 import grid_vec
 
