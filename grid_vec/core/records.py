@@ -161,6 +161,13 @@ class ActionBatch:
             np.where(refused, 0, self.topology), *self._buses_without(refused), **played
         )
 
+    def setting_buses(self) -> np.ndarray:
+        """(k,) bool: the rows whose general topology action asks something (all False
+        without one)."""
+        if self.set_bus is None:
+            return np.zeros(len(self.topology), dtype=bool)
+        return self.set_bus.any(axis=1) | self.set_line_status.any(axis=1)
+
     def without_topology(self, undone: np.ndarray) -> ActionBatch:
         """The same actions with the topology part of the ``undone`` (k,) rows played as
         do-nothing (the catalog action and the general topology action; the controls kept)."""

@@ -278,3 +278,44 @@ def test_heuristics_reconnect_only_on_steps_whose_set_bus_action_asks_nothing(ma
     assert not info["is_illegal"] and env.view(obs).line_status[5] == 0
     obs, *_ = env.step(_nothing(env))
     assert env.view(obs).line_status[5] == 1
+
+
+def test_a_reconnection_beside_set_bus_actions_in_one_batch_gets_its_cooldown(case14):
+    """Sub-env 0 asks a set_bus action while sub-env 1 asks nothing and the heuristics
+    reconnect a branch there: the batch's step plays both, and the reconnected branch gets
+    its cooldown (what the catalog's rows acted on is kept beside the set_bus rows')."""
+    from grid_vec.core.observation import ObservationView
+    from grid_vec.core.rules.heuristics import Heuristics
+    from grid_vec.vector.batched import BatchedGridVecEnv
+
+    env_factory = factory(
+        case14,
+        length=40,
+        action_type="set_bus",
+        parameters=Parameters(nb_timestep_cooldown_line=2, nb_timestep_cooldown_sub=2),
+        heuristics=Heuristics(reconnect_lines=True, reconnect_on_agent_steps=True),
+    )
+    envs = BatchedGridVecEnv.from_factory(env_factory, 2)
+    try:
+        obs, _ = envs.reset(seed=0)
+        layout = envs.get_attr("obs_layout")[0]
+        sizes = {
+            key: layout.slices[name].stop - layout.slices[name].start
+            for key, name in (("set_bus", "topo_vect"), ("set_line_status", "line_status"))
+        }
+        nothing = {key: np.zeros((2, size), int) for key, size in sizes.items()}
+        off = {key: value.copy() for key, value in nothing.items()}
+        off["set_line_status"][:, 5] = -1
+        obs, *_ = envs.step(off)
+        for _ in range(2):  # the branch's cooldown runs out
+            obs, *_ = envs.step(nothing)
+        assert [ObservationView(o, layout).line_status[5] for o in obs] == [0, 0]
+        move = {key: value.copy() for key, value in nothing.items()}
+        move["set_bus"][0, -1] = 1  # the last element, already on bus bar 1
+        obs, _, _, _, infos = envs.step(move)
+        views = [ObservationView(o, layout) for o in obs]
+        assert not infos["is_illegal"].any()
+        assert views[0].line_status[5] == 0 and views[1].line_status[5] == 1
+        assert views[1].time_before_cooldown_line[5] == 2
+    finally:
+        envs.close()

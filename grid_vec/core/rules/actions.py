@@ -70,9 +70,7 @@ class ActionRules:
         topology action where the action type has one: ambiguous first (an ambiguous
         action is not judged legal or not: it is played as do-nothing), then illegal."""
         legal = self.legalise(state, rows, action.topology, action.redispatch, action.curtail, p)
-        if action.set_bus is None:
-            return legal
-        asking = np.flatnonzero(action.set_bus.any(axis=1) | action.set_line_status.any(axis=1))
+        asking = np.flatnonzero(action.setting_buses())
         if not len(asking):
             return legal
         set_bus, set_status = action.set_bus[asking], action.set_line_status[asking]
@@ -213,18 +211,20 @@ class ActionRules:
         """Apply legal topology actions (catalog ones, then general ones where the action
         type has them); return what they acted on (:class:`~grid_vec.core.state.Acted`)."""
         acted = self._apply_catalog(state, rows, action.topology)
-        if action.set_bus is None:
-            return acted
-        asking = np.flatnonzero(action.set_bus.any(axis=1) | action.set_line_status.any(axis=1))
+        asking = np.flatnonzero(action.setting_buses())
         if not len(asking):
             return acted
         r = rows[asking]
         set_bus, set_status = action.set_bus[asking], action.set_line_status[asking]
         impact = self.buses.impact(state.line_status[r], set_bus, set_status)
         self.buses.apply(state, r, set_bus, set_status)
-        branches = np.zeros_like(state.line_status)
-        substations = np.zeros(state.cooldown_sub.shape, dtype=bool)
-        branches[r], substations[r] = impact.branches, impact.substations
+        # the catalog's rows of the batch (the heuristics' reconnections) keep what they did
+        branches, substations = acted.branches, acted.substations
+        if branches is None:
+            branches = np.zeros_like(state.line_status)
+            substations = np.zeros(state.cooldown_sub.shape, dtype=bool)
+        branches[r] |= impact.branches
+        substations[r] |= impact.substations
         return Acted(branches, substations)
 
     def _apply_catalog(self, state: BatchState, rows: np.ndarray, actions: np.ndarray) -> Acted:

@@ -206,9 +206,7 @@ def step_with_heuristics(
     """
     toggles = batch.line_toggles
     if heuristics.reconnect_on_agent_steps:
-        nothing = action.topology == 0
-        if action.set_bus is not None:  # a general topology action is an action too
-            nothing &= ~(action.set_bus.any(axis=1) | action.set_line_status.any(axis=1))
+        nothing = (action.topology == 0) & ~action.setting_buses()  # a set_bus acts too
         if nothing.any():
             own = np.where(nothing, reconnections(batch, rows, toggles), action.topology)
             action = replace(action, topology=own)

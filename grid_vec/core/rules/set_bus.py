@@ -135,7 +135,8 @@ class SetBusRules:
         nothing are left alone) on their topology, branch status and last bus bars."""
         layout = self.layout
         pos_or, pos_ex = layout.pos_or, layout.pos_ex
-        topo = state.topo[rows]
+        before = state.topo[rows]
+        topo = before.copy()
         last_or, last_ex = state.last_or[rows], state.last_ex[rows]
         was_on = state.line_status[rows]
         # 1. set_line_status: -1 takes both ends off, +1 puts each end that is off back
@@ -153,8 +154,8 @@ class SetBusRules:
         on = (topo[:, pos_or] >= 1) & (topo[:, pos_ex] >= 1)
         # a branch taken off keeps the bus bars it was on, to go back on them
         gone = was_on & ~on
-        last_or[gone] = state.topo[rows][:, pos_or][gone]
-        last_ex[gone] = state.topo[rows][:, pos_ex][gone]
+        last_or[gone] = before[:, pos_or][gone]
+        last_ex[gone] = before[:, pos_ex][gone]
         state.topo[rows] = topo
         state.line_status[rows] = on
         state.last_or[rows], state.last_ex[rows] = last_or, last_ex
