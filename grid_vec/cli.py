@@ -197,6 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     from grid_vec.task_commands import add_task_commands
 
     add_task_commands(commands)
+    from grid_vec.export_command import add_export_command
+
+    add_export_command(commands)
     return parser
 
 
@@ -298,6 +301,10 @@ def _main(argv: list[str]) -> int:
             from grid_vec.bench import run_from_args
 
             return run_from_args(args)
+        if args.command == "export":
+            from grid_vec.export_command import run_export_command
+
+            return run_export_command(args, argv)
         if args.command in ("eval", "actions"):
             from grid_vec.task_commands import run_task_command
 

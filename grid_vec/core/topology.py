@@ -96,6 +96,29 @@ class TopologyLayout:
             )
         return "; ".join(parts) or "do nothing"
 
+    def grid2op_set_bus(self, set_bus: np.ndarray, set_status: np.ndarray) -> dict:
+        """A general topology action in grid2op's vocabulary, the dict grid2op's
+        ``action_space(...)`` takes: ``set_bus`` by element kind and id (``loads_id``,
+        ``generators_id``, ``lines_or_id``, ``lines_ex_id``: ``(id, bus)`` pairs) and
+        ``set_line_status`` (``(branch, status)`` pairs), each only where it asks something
+        (``{}``: do nothing)."""
+        set_bus, set_status = np.asarray(set_bus), np.asarray(set_status)
+        by_kind = {}
+        for key, pos in (
+            ("loads_id", self.pos_load),
+            ("generators_id", self.pos_gen),
+            ("lines_or_id", self.pos_or),
+            ("lines_ex_id", self.pos_ex),
+        ):
+            asked = np.flatnonzero(set_bus[pos])
+            if len(asked):
+                by_kind[key] = [(int(i), int(set_bus[pos[i]])) for i in asked]
+        action: dict = {"set_bus": by_kind} if by_kind else {}
+        status = np.flatnonzero(set_status)
+        if len(status):
+            action["set_line_status"] = [(int(b), int(set_status[b])) for b in status]
+        return action
+
     def grid2op_arrays(self, model: GridModel) -> dict[str, np.ndarray]:
         """grid2op's layout arrays under grid2op's names, for agents written against them:
         ``dim_topo``, ``sub_info``, ``{load,gen,line_or,line_ex}_pos_topo_vect``,

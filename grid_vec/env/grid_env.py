@@ -559,6 +559,28 @@ class GridEnv(gym.Env):
             return f"{topology}; {continuous}"
         return self._batch.continuous.describe(action, *names)
 
+    def grid2op_action(self, action: Any) -> dict:
+        """An action of this env's action space in grid2op's vocabulary: the dict grid2op's
+        ``action_space(...)`` takes (``{}``: do nothing), for the env's grid2op folder.
+
+        A catalog toggle is grid2op's ``change_line_status``, a configuration its ``set_bus``
+        of the substation; the continuous part names every generator and unit of its box
+        (``redispatch``, ``curtail``, ``set_storage``).
+
+        Raises:
+            ValueError: an action outside the action space.
+        """
+        self._parse(action)
+        if self.action_type == "set_bus":
+            return self.topology.grid2op_set_bus(action["set_bus"], action["set_line_status"])
+        if self.action_type in ("discrete", "combined"):
+            index = action["topology"] if self.action_type == "combined" else action
+            topology = self.catalog.grid2op_action(self._batch.catalog_index(index))
+            if self.action_type == "discrete":
+                return topology
+            return {**topology, **self._batch.continuous.grid2op_action(action["continuous"])}
+        return self._batch.continuous.grid2op_action(action)
+
     # --- internals ----------------------------------------------------------------------
 
     def _parse(self, action: Any) -> ActionBatch:

@@ -156,21 +156,14 @@ class _Simulated:
 class _Bridge:
     """grid2op's observation and action objects of one folder for a grid_vec layout (the
     observation's segments, the topology vector, the branches): the part both policies
-    share.
+    (and the export of recorded runs) share.
 
     Raises:
-        ValueError: a layout without the general topology action or without an attribute the
-            observation is built from, or of another grid than ``reference``'s.
+        ValueError: a layout without an attribute the observation is built from, or of
+            another grid than ``reference``'s.
     """
 
-    def __init__(
-        self, reference: Any, action_type: str, obs_layout: Any, topology: Any, n_branch: int
-    ) -> None:
-        if action_type != "set_bus":
-            raise ValueError(
-                "grid2op's agents play through the general topology action: make the env "
-                f"with make_env(folder) or action_type='set_bus', got action_type={action_type!r}"
-            )
+    def __init__(self, reference: Any, obs_layout: Any, topology: Any, n_branch: int) -> None:
         missing = [n for n in GRID2OP_OBSERVATION if n not in obs_layout.names]
         if missing:
             raise ValueError(
@@ -315,9 +308,9 @@ class Grid2opAgentPolicy:
         if reference is None:
             reference = reference_env(self.env.source.path)
         self.reference = reference
+        _check_agents_play(self.env.action_type)
         self._bridge = _Bridge(
             reference,
-            self.env.action_type,
             self.env.obs_layout,
             self.env.topology,
             self.env.model.n_branch,
@@ -429,9 +422,9 @@ class Grid2opBatchPolicy:
             name: env.get_attr(name)[0]
             for name in ("action_type", "obs_layout", "topology", "model")
         }
+        _check_agents_play(first["action_type"])
         self._bridge = _Bridge(
             self.reference,
-            first["action_type"],
             first["obs_layout"],
             first["topology"],
             first["model"].n_branch,
@@ -495,6 +488,15 @@ class Grid2opBatchPolicy:
             return _found(found, 0)
 
         return simulate
+
+
+def _check_agents_play(action_type: str) -> None:
+    """Refuse an env whose action type is not the general topology action."""
+    if action_type != "set_bus":
+        raise ValueError(
+            "grid2op's agents play through the general topology action: make the env "
+            f"with make_env(folder) or action_type='set_bus', got action_type={action_type!r}"
+        )
 
 
 def _cast(value: Any) -> tuple[Any, bool]:

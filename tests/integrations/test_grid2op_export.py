@@ -1,0 +1,196 @@
+"""Recorded runs exported in grid2op's layout (``grid-vec export``): grid2op's
+``EpisodeData.from_disk`` loads them, their observations are the recording's, their actions
+the agent's as grid2op actions, and a do-nothing run is what grid2op's own Runner writes."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("grid2op", reason="needs the grid2op extra")
+
+import grid2op
+from grid2op.Agent import DoNothingAgent
+from grid2op.Episode import EpisodeData as Grid2opEpisodeData
+from grid2op.Runner import Runner as Grid2opRunner
+
+import grid_vec
+from grid_vec.cli import main
+from grid_vec.integrations.grid2op import reference_env
+from grid_vec.integrations.grid2op_export import ExportError, export_run
+from grid_vec.runner import RandomAgent, Runner, load_run
+from grid_vec.vector.batched import BatchedGridVecEnv
+
+pytestmark = pytest.mark.grid2op
+SANDBOX = Path(grid2op.__file__).parent / "data" / "l2rpn_case14_sandbox"
+STEPS = 12
+
+
+@pytest.fixture(scope="module")
+def random_run(tmp_path_factory) -> Path:
+    """Random catalog actions on the sandbox, recorded by ``grid-vec run``."""
+    run = tmp_path_factory.mktemp("random") / "run"
+    argv = ["run", "--env", str(SANDBOX), "--agent", "random", "--episodes", "2"]
+    argv += ["--max-iter", str(STEPS), "--save", str(run), "--no-progress"]
+    assert main(argv) == 0
+    return run
+
+
+def _exported(run: Path, out: Path, **kwargs) -> list:
+    episodes = export_run(run, out, **kwargs)
+    assert [e.episode for e in episodes] == sorted(e.result.episode for e in load_run(run))
+    return episodes
+
+
+def test_an_exported_run_loads_in_grid2op_with_the_recorded_observations_and_actions(
+    random_run, tmp_path
+):
+    out = tmp_path / "random"
+    exported = _exported(random_run, out)
+    recorded = {e.result.episode: e for e in load_run(random_run)}
+    env = grid_vec.make(str(SANDBOX))
+    reference = reference_env(SANDBOX)
+    for episode in exported:
+        theirs = Grid2opEpisodeData.from_disk(str(out), episode.name)
+        ours = recorded[episode.episode]
+        assert len(theirs.observations) == len(ours) + 1  # random actions end episodes early
+        assert len(theirs.actions) == len(ours)
+        views = [env.view(row) for row in ours.observations]
+        for name in ("rho", "p_or", "a_or", "v_or", "load_p", "gen_p", "line_status"):
+            want = np.stack([np.asarray(getattr(v, name)) for v in views])
+            got = np.stack(
+                [np.asarray(getattr(o, name), dtype=want.dtype) for o in theirs.observations]
+            )
+            np.testing.assert_array_equal(got, want, err_msg=name)
+        for t, action in enumerate(ours.actions):
+            want = reference.action_space(env.grid2op_action(int(action)))
+            assert theirs.actions[t] == want, f"step {t}: {theirs.actions[t]} != {want}"
+        n = len(ours)  # the arrays have max_steps rows, NaN past the episode's end
+        np.testing.assert_array_equal(theirs.rewards[:n], ours.rewards.astype(np.float32))
+        assert np.isnan(theirs.rewards[n:]).all() and len(theirs.rewards) == STEPS
+        assert theirs.meta["nb_timestep_played"] == len(ours)
+        assert theirs.meta["cumulative_reward"] == pytest.approx(ours.result.cum_reward)
+        np.testing.assert_array_equal(~theirs.legal[:n], ours.info("is_illegal"))
+
+
+def test_an_exported_do_nothing_run_is_what_grid2ops_runner_writes(tmp_path):
+    """Same scenario, same agent: the files, the observations (float32 rounding apart), the
+    env modifications (the scenario's injections, bitwise), the rewards and the flags."""
+    ours_run, ours_out, theirs_out = tmp_path / "run", tmp_path / "ours", tmp_path / "theirs"
+    env = BatchedGridVecEnv(grid_vec.make(str(SANDBOX)).sharing_one_batch(1))
+    try:
+        Runner(env, grid_vec.runner.DoNothingAgent()).run(
+            1,
+            max_iter=STEPS,
+            episode_id=[1],
+            reset_options={"max_steps": STEPS},
+            path_save=ours_run,
+        )
+    finally:
+        env.close()
+    (episode,) = _exported(ours_run, ours_out)
+    theirs_out.mkdir()
+    reference = reference_env(SANDBOX)
+    runner = Grid2opRunner(**reference.get_params_for_runner(), agentClass=DoNothingAgent)
+    runner.run(nb_episode=1, episode_id=[1], max_iter=STEPS, path_save=str(theirs_out))
+    assert sorted(p.name for p in (theirs_out / "0001").iterdir()) == sorted(
+        p.name for p in episode.path.iterdir() if p.name != Grid2opEpisodeData.LEGAL_AMBIGUOUS
+    )
+    ours = Grid2opEpisodeData.from_disk(str(ours_out), "0001")
+    theirs = Grid2opEpisodeData.from_disk(str(theirs_out), "0001")
+    assert len(ours.observations) == len(theirs.observations) == STEPS + 1
+    for o, g in zip(ours.observations, theirs.observations, strict=True):
+        np.testing.assert_allclose(o.rho, g.rho, atol=1e-5)
+        np.testing.assert_allclose(o.p_or, g.p_or, atol=1e-4)
+        np.testing.assert_array_equal(o.topo_vect, g.topo_vect)
+        assert (o.current_step, o.max_step, o.hour_of_day) == (
+            g.current_step,
+            g.max_step,
+            g.hour_of_day,
+        )
+    for o, g in zip(ours.env_actions, theirs.env_actions, strict=True):
+        np.testing.assert_array_equal(o.to_vect(), g.to_vect())
+    np.testing.assert_allclose(ours.rewards, theirs.rewards, rtol=1e-6)
+    np.testing.assert_array_equal(ours.disc_lines, theirs.disc_lines)
+    for key in ("nb_timestep_played", "chronics_max_timestep", "chronics_path"):
+        assert ours.meta[key] == theirs.meta[key], key
+
+
+def test_general_topology_actions_are_exported_as_grid2op_set_bus_actions(tmp_path):
+    run, out = tmp_path / "run", tmp_path / "out"
+    env = BatchedGridVecEnv(grid_vec.make(str(SANDBOX), action_type="set_bus").sharing_one_batch(1))
+    try:
+        Runner(env, RandomAgent(env.single_action_space), seed=3).run(
+            1, max_iter=6, reset_options={"max_steps": 6}, path_save=run
+        )
+    finally:
+        env.close()
+    (episode,) = _exported(run, out)
+    (ours,) = load_run(run)
+    theirs = Grid2opEpisodeData.from_disk(str(out), episode.name)
+    single = grid_vec.make(str(SANDBOX), action_type="set_bus")
+    reference = reference_env(SANDBOX)
+    from gymnasium import spaces
+
+    for t in range(len(ours)):
+        action = spaces.unflatten(single.action_space, ours.actions[t])
+        want = reference.action_space(single.grid2op_action(action))
+        assert theirs.actions[t] == want
+        g_set = want.set_bus  # grid2op's topology order: each asked element where we asked it
+        assert (g_set != 0).sum() == (action["set_bus"] != 0).sum()
+
+
+def test_a_recording_that_does_not_play_again_is_refused_naming_the_episode_and_step(
+    random_run, tmp_path
+):
+    run = tmp_path / "run"
+    (run / "episode_00000").mkdir(parents=True)
+    source = random_run / "episode_00000"
+    (run / "episode_00000" / "meta.json").write_bytes((source / "meta.json").read_bytes())
+    with zipfile.ZipFile(source / "arrays.npz") as zf:
+        arrays = {n[: -len(".npy")]: np.load(zf.open(n)) for n in zf.namelist()}
+    arrays["actions"] = arrays["actions"].copy()
+    # another action at step 2 (do-nothing, or toggling branch 0)
+    arrays["actions"][1] = 1 if arrays["actions"][1] == 0 else 0
+    np.savez(run / "episode_00000" / "arrays.npz", **arrays)
+    with pytest.raises(ExportError, match=r"episode_00000.*does not play again.*step 2 "):
+        export_run(run, tmp_path / "out")
+    assert not (tmp_path / "out" / "0001").exists()
+    assert not any(p.name.startswith(".") for p in (tmp_path / "out").iterdir())
+
+
+def test_a_recording_naming_objects_the_export_cannot_make_is_refused(random_run, tmp_path):
+    run = tmp_path / "run"
+    (run / "episode_00000").mkdir(parents=True)
+    source = random_run / "episode_00000"
+    meta = json.loads((source / "meta.json").read_text())
+    meta["env_kwargs"]["opponent"] = "RandomLineOpponent(...)"
+    (run / "episode_00000" / "meta.json").write_text(json.dumps(meta))
+    (run / "episode_00000" / "arrays.npz").write_bytes((source / "arrays.npz").read_bytes())
+    with pytest.raises(ExportError, match=r"meta.json: env_kwargs has keys .*opponent"):
+        export_run(run, tmp_path / "out")
+
+
+def test_grid_vec_export_writes_the_episodes_and_refuses_mistakes_in_one_line(
+    random_run, tmp_path, capsys
+):
+    out = tmp_path / "agents" / "random"
+    assert main(["export", str(random_run), "--grid2op", str(out)]) == 0
+    names = sorted(p.name for p in out.iterdir() if p.is_dir())
+    assert names == ["0001", "0002"] or len(names) == 2
+    capsys.readouterr()
+    assert main(["export", str(random_run), "--grid2op", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "exists" in err and "--skip-existing" in err
+    assert main(["export", str(random_run), "--grid2op", str(out), "--skip-existing"]) == 0
+    assert main(["export", str(tmp_path / "nothing"), "--grid2op", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "not a directory of a saved run" in err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["export", str(empty), "--grid2op", str(out)]) == 2
+    assert "no recorded episode" in capsys.readouterr().err
