@@ -28,7 +28,7 @@ LAYERS = (
     ("env",),
     ("vector",),
     ("runner",),
-    ("integrations", "bench", "task_commands", "cli", "grid_vec_launcher"),
+    ("integrations", "bench", "task_commands", "export_command", "cli", "grid_vec_launcher"),
 )
 _RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 

@@ -153,7 +153,7 @@ class _Simulated:
     reason: str
 
 
-class _Bridge:
+class Grid2opBridge:
     """grid2op's observation and action objects of one folder for a grid_vec layout (the
     observation's segments, the topology vector, the branches): the part both policies
     (and the export of recorded runs) share.
@@ -309,7 +309,7 @@ class Grid2opAgentPolicy:
             reference = reference_env(self.env.source.path)
         self.reference = reference
         _check_agents_play(self.env.action_type)
-        self._bridge = _Bridge(
+        self._bridge = Grid2opBridge(
             reference,
             self.env.obs_layout,
             self.env.topology,
@@ -401,7 +401,7 @@ class Grid2opBatchPolicy:
         self.agents: list[Any] = []
         self.last_actions: list[Any] = []  # the agents' last grid2op actions, one per sub-env
         self._env: Any = None
-        self._bridge: _Bridge | None = None
+        self._bridge: Grid2opBridge | None = None
 
     def bind(self, env: Any) -> None:
         """Check the sub-envs (grid_vec GridEnvs made by :func:`make_env`) and give each its
@@ -423,7 +423,7 @@ class Grid2opBatchPolicy:
             for name in ("action_type", "obs_layout", "topology", "model")
         }
         _check_agents_play(first["action_type"])
-        self._bridge = _Bridge(
+        self._bridge = Grid2opBridge(
             self.reference,
             first["obs_layout"],
             first["topology"],
@@ -537,7 +537,7 @@ def _simulate(self: Any, action: Any, time_step: int = 1, **_: Any) -> tuple:
     ``(observation, reward, done, info)``."""
     if time_step != 1:
         raise UnplayableAction(f"obs.simulate with time_step={time_step}: grid_vec's is 1")
-    bridge: _Bridge = self._grid_vec_bridge
+    bridge: Grid2opBridge = self._grid_vec_bridge
     played = bridge.action(action, bridge.state_of(self))
     known = self._grid_vec_found
     row = None if known is None else known[0].get(_key(played))
@@ -567,7 +567,7 @@ def _row(found: Any, i: int) -> Any:
     return type(found)(**{f.name: getattr(found, f.name)[i] for f in fields(found)})
 
 
-def _nothing(bridge: _Bridge) -> dict[str, np.ndarray]:
+def _nothing(bridge: Grid2opBridge) -> dict[str, np.ndarray]:
     return {
         "set_bus": np.zeros(bridge.topology.n_elem, dtype=np.int64),
         "set_line_status": np.zeros(bridge.n_branch, dtype=np.int64),

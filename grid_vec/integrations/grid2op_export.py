@@ -44,7 +44,7 @@ from grid2op.Episode import EpisodeData as Grid2opEpisodeData
 from gymnasium import spaces
 
 import grid_vec
-from grid_vec.integrations.grid2op import GRID2OP_OBSERVATION, _Bridge, reference_env
+from grid_vec.integrations.grid2op import GRID2OP_OBSERVATION, Grid2opBridge, reference_env
 from grid_vec.runner import EpisodeData, EpisodeDataError
 from grid_vec.runner.recording import finished_episodes
 
@@ -182,7 +182,7 @@ class _Exporter:
             )
         self.reference = reference_env(self.folder)
         twin_env = self.twin.unwrapped
-        self.bridge = _Bridge(
+        self.bridge = Grid2opBridge(
             self.reference, twin_env.obs_layout, twin_env.topology, twin_env.model.n_branch
         )
 
