@@ -14,12 +14,15 @@ keep charging or discharging, as an agent that keeps them would send). The same 
 both sides (``ContinuousLayout.grid2op_action``: grid2op's ``redispatch``, ``curtail`` and
 ``set_storage`` on every generator and unit of the box). ``combined`` adds, with probability
 ``--act``, a catalog action drawn uniformly (the same on both sides, as
-``ActionCatalog.grid2op_action`` says it), else do-nothing. A run stops when either side ends
-it, or after ``--steps`` steps.
+``ActionCatalog.grid2op_action`` says it), else do-nothing; ``set_bus_continuous`` likewise
+a random general topology action (``grid_vec.bench.workloads.random_set_bus``; both sides
+given ``GridEnv.grid2op_action`` of the whole action). A run stops when either side ends it,
+or after ``--steps`` steps.
 
 Reported per action type: runs whose end step agrees, and over every step both played the
-largest |difference| of ``actual_dispatch``, ``gen_p`` (MW), ``storage_charge`` (MWh) and
-``storage_power`` (MW), and the failed-redispatch and illegal flags that differ.
+largest |difference| of ``actual_dispatch``, ``gen_p`` (MW), ``storage_charge`` (MWh),
+``storage_power`` (MW) and ``line_status``, and the failed-redispatch, illegal and ambiguous
+flags that differ.
 
     python benchmarks/parity_continuous.py [--runs 100] [--steps 288] [--act 0.2]
         [--scale 0.5] [--folder l2rpn_case14_sandbox]
@@ -41,9 +44,10 @@ import grid_vec
 from grid_vec._argtypes import positive_int
 from grid_vec.bench import add_out_argument, write_result
 from grid_vec.bench.grid2op_reference import bundled_folder, grid2op_env
+from grid_vec.bench.workloads import random_set_bus
 
-TYPES = ("redispatch", "curtailment", "storage", "continuous", "combined")
-COMPARED = ("actual_dispatch", "gen_p", "storage_charge", "storage_power")
+TYPES = ("redispatch", "curtailment", "storage", "continuous", "combined", "set_bus_continuous")
+COMPARED = ("actual_dispatch", "gen_p", "storage_charge", "storage_power", "line_status")
 
 
 def pair(folder: Path, action_type: str):
@@ -84,6 +88,7 @@ def run_once(ours, theirs, seed: int, steps: int, act: float, scale: float) -> d
     layout = ours.unwrapped._batch.continuous
     n_r = len(layout.redispatch_gens)
     keep = draw(ours, rng, 0.0)  # no redispatch, limits at 1
+    line_status = np.ones(ours.model.n_branch, dtype=bool)
     worst = dict.fromkeys(COMPARED, 0.0)
     flags = 0
     for t in range(1, steps + 1):
@@ -95,10 +100,14 @@ def run_once(ours, theirs, seed: int, steps: int, act: float, scale: float) -> d
             index = int(rng.integers(len(ours.catalog))) if rng.random() < act else 0
             theirs_action.update(ours.catalog.grid2op_action(index))
             action = {"topology": index, "continuous": action}
+        elif ours.action_type == "set_bus_continuous":
+            action = {**_set_bus(ours, rng, act, line_status), "continuous": action}
+            theirs_action = ours.grid2op_action(action)
         g_obs, _, g_done, g_info = theirs.step(theirs.action_space(theirs_action))
         obs, _, term, trunc, info = ours.step(action)
         flags += bool(g_info["failed_redispatching"]) != ("failed_redispatch_reason" in info)
         flags += bool(g_info["is_illegal"]) != info["is_illegal"]
+        flags += bool(g_info["is_ambiguous"]) != info["is_ambiguous"]
         if term or trunc or g_done:
             return {
                 "seed": seed,
@@ -109,11 +118,23 @@ def run_once(ours, theirs, seed: int, steps: int, act: float, scale: float) -> d
                 "game_over_reason": info.get("game_over_reason"),
             }
         view = ours.view(obs)
+        line_status = view.line_status > 0.5
         for name in worst:
             diff = float(np.abs(getattr(view, name) - getattr(g_obs, name)).max(initial=0.0))
             worst[name] = max(worst[name], diff)
     return {"seed": seed, "end": None, "grid2op_end": None, "worst": worst,
             "flag_differences": flags, "game_over_reason": None}  # fmt: skip
+
+
+def _set_bus(ours, rng: np.random.Generator, act: float, line_status: np.ndarray) -> dict:
+    """A random general topology action (with probability ``act``), else one asking
+    nothing."""
+    if rng.random() < act:
+        return random_set_bus(ours.topology, ours.model.n_branch, line_status, rng)
+    return {
+        "set_bus": np.zeros(ours.topology.n_elem, dtype=np.int64),
+        "set_line_status": np.zeros(ours.model.n_branch, dtype=np.int64),
+    }
 
 
 def main(argv: list[str] | None = None) -> dict:

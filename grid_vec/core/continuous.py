@@ -24,6 +24,9 @@ Action types (``GridEnv(action_type=...)``, :data:`ACTION_TYPES`):
   general topology action: a bus bar per element end of the topology vector (-1 off, 0
   unchanged, 1, 2) and a status per branch (-1 off, 0 unchanged, +1 on), played by
   :mod:`grid_vec.core.rules.set_bus`; it has no continuous part.
+* ``"set_bus_continuous"``: the general topology action and a ``"continuous"`` one in the
+  same step (``Dict(set_bus=..., set_line_status=..., continuous=Box)``): every part of a
+  grid2op action grid_vec plays (grid2op's agents play through it).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ ACTION_TYPES = (
     "continuous",
     "combined",
     "set_bus",
+    "set_bus_continuous",
 )
 # the action types without a continuous part
 _NO_CONTINUOUS = ("discrete", "set_bus")
@@ -115,7 +119,7 @@ class ContinuousLayout:
             raise ValueError(f"action_type must be one of {ACTION_TYPES}, got {action_type!r}")
         if action_type in _NO_CONTINUOUS:
             return None
-        alone = action_type not in ("continuous", "combined")
+        alone = action_type not in ("continuous", "combined", "set_bus_continuous")
         parts, low, high, start = [], [], [], 0
         for name, control in CONTROLS.items():
             if alone and control.action_type != action_type:
@@ -156,6 +160,17 @@ class ContinuousLayout:
             if part.control.action_type == action_type:
                 return part.columns
         return np.zeros(0, dtype=np.intp)
+
+    def start_of(self, action_type: str) -> int:
+        """The first column of the control of ``action_type``.
+
+        Raises:
+            KeyError: a control not in this layout.
+        """
+        for part in self.parts:
+            if part.control.action_type == action_type:
+                return part.start
+        raise KeyError(f"no {action_type} columns in this layout ({self.controls})")
 
     @property
     def redispatch_gens(self) -> np.ndarray:

@@ -22,6 +22,7 @@ from grid_vec.core.records import ActionBatch
 
 __all__ = [
     "ACTION_TYPES",
+    "SET_BUS_CONTINUOUS_KEYS",
     "SET_BUS_KEYS",
     "ActionBatch",
     "RefusedActions",
@@ -34,6 +35,8 @@ __all__ = [
 
 # the keys of a general topology action (action type "set_bus"), grid2op's
 SET_BUS_KEYS = ("set_bus", "set_line_status")
+# with the continuous controls in the same step (action type "set_bus_continuous")
+SET_BUS_CONTINUOUS_KEYS = (*SET_BUS_KEYS, "continuous")
 _SET_BUS_RANGES = {"set_bus": (-1, 2), "set_line_status": (-1, 1)}
 
 
@@ -42,29 +45,36 @@ def box(layout: ContinuousLayout) -> spaces.Box:
     return spaces.Box(low=layout.low.copy(), high=layout.high.copy(), dtype=np.float32)
 
 
-def set_bus_space(n_elem: int, n_branch: int) -> spaces.Dict:
+def set_bus_space(
+    n_elem: int, n_branch: int, continuous: ContinuousLayout | None = None
+) -> spaces.Dict:
     """The space of the general topology action: ``set_bus``, a bus bar per element end of
     the topology vector (-1 off, 0 unchanged, 1, 2), and ``set_line_status``, a status per
-    branch (-1 off, 0 unchanged, +1 on)."""
-    return spaces.Dict(
-        {
-            "set_bus": spaces.MultiDiscrete(np.full(n_elem, 4), start=np.full(n_elem, -1)),
-            "set_line_status": spaces.MultiDiscrete(
-                np.full(n_branch, 3), start=np.full(n_branch, -1)
-            ),
-        }
-    )
+    branch (-1 off, 0 unchanged, +1 on); with a ``continuous`` layout, its ``Box`` too
+    (action type ``"set_bus_continuous"``)."""
+    parts: dict[str, spaces.Space] = {
+        "set_bus": spaces.MultiDiscrete(np.full(n_elem, 4), start=np.full(n_elem, -1)),
+        "set_line_status": spaces.MultiDiscrete(np.full(n_branch, 3), start=np.full(n_branch, -1)),
+    }
+    if continuous is not None:
+        parts["continuous"] = box(continuous)
+    return spaces.Dict(parts)
 
 
-def _set_bus_actions(sizes: dict[str, int], actions: Any, k: int | None) -> ActionBatch:
+def _set_bus_actions(
+    sizes: dict[str, int], actions: Any, k: int | None, continuous: ContinuousLayout | None = None
+) -> ActionBatch:
     """Check general topology actions (``sizes``: each key's width; ``k`` not None: a batch
-    of rows, None: one env's action, without the row axis)."""
-    if not isinstance(actions, dict) or set(actions) != set(SET_BUS_KEYS):
-        keys = f" with keys {sorted(actions, key=str)}" if isinstance(actions, dict) else ""
+    of rows, None: one env's action, without the row axis), with their continuous part when
+    the layout ``continuous`` is given."""
+    keys = SET_BUS_KEYS if continuous is None else SET_BUS_CONTINUOUS_KEYS
+    if not isinstance(actions, dict) or set(actions) != set(keys):
+        given = f" with keys {sorted(actions, key=str)}" if isinstance(actions, dict) else ""
+        more = "" if continuous is None else " and 'continuous' (a float array)"
         raise ValueError(
             "set_bus actions must be a dict with keys 'set_bus' (a bus bar per element of the "
-            "topology vector) and 'set_line_status' (a status per branch), got "
-            f"{type(actions).__name__}{keys}"
+            f"topology vector) and 'set_line_status' (a status per branch){more}, got "
+            f"{type(actions).__name__}{given}"
         )
     arrays = []
     for key in SET_BUS_KEYS:
@@ -87,7 +97,17 @@ def _set_bus_actions(sizes: dict[str, int], actions: Any, k: int | None) -> Acti
     set_bus, set_status = arrays
     if len(set_bus) != len(set_status):
         raise ValueError("set_bus actions: as many 'set_bus' as 'set_line_status' rows")
-    return ActionBatch(np.zeros(len(set_bus), dtype=np.int64), set_bus, set_status)
+    batch = ActionBatch(np.zeros(len(set_bus), dtype=np.int64), set_bus, set_status)
+    if continuous is None:
+        return batch
+    arr = np.asarray(actions["continuous"])
+    shape = (continuous.size,) if k is None else (len(set_bus), continuous.size)
+    if arr.shape != shape or arr.dtype.kind != "f":
+        raise ValueError(
+            f"continuous must be floats of shape {shape}, got {arr.dtype} of shape {arr.shape}"
+        )
+    continuous.check(arr, "continuous actions")
+    return replace(batch, **continuous.split(arr.reshape(-1, continuous.size)))
 
 
 def batch_actions(
@@ -114,8 +134,10 @@ def batch_actions(
         RefusedActions: actions outside ``space`` (naming the rows refused).
         ValueError: actions of the wrong shape, type or keys.
     """
-    if isinstance(space, spaces.Dict) and set(space.spaces) == set(SET_BUS_KEYS):
-        return _set_bus_actions({key: space[key].shape[0] for key in SET_BUS_KEYS}, actions, -1)
+    if isinstance(space, spaces.Dict) and set(space.spaces) >= set(SET_BUS_KEYS):
+        sizes = {key: space[key].shape[0] for key in SET_BUS_KEYS}
+        with_continuous = layout if "continuous" in space.spaces else None
+        return _set_bus_actions(sizes, actions, -1, with_continuous)
     if isinstance(space, spaces.Dict):
         if not isinstance(actions, dict) or set(actions) != {"topology", "continuous"}:
             keys = f" with keys {sorted(actions, key=str)}" if isinstance(actions, dict) else ""
@@ -222,9 +244,9 @@ def one_action(batch: Any, action_type: str, n_catalog: int, action: Any) -> Act
         topology = one_action(batch, "discrete", n_catalog, action["topology"])
         continuous = one_action(batch, "continuous", n_catalog, action["continuous"])
         return replace(continuous, topology=topology.topology)
-    if action_type == "set_bus":
+    if action_type in ("set_bus", "set_bus_continuous"):
         sizes = {"set_bus": batch.topology.n_elem, "set_line_status": batch.model.n_branch}
-        return _set_bus_actions(sizes, action, None)
+        return _set_bus_actions(sizes, action, None, batch.continuous)
     layout = batch.continuous
     if not isinstance(action, np.ndarray) or action.dtype.kind != "f":
         raise ValueError(

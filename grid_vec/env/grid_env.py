@@ -63,7 +63,9 @@ class GridEnv(gym.Env):
     dispatch and storage rules, ``"combined"`` (a catalog action and a continuous one) or
     ``"set_bus"`` (grid2op's general topology action: ``{"set_bus": a bus bar per element of
     the topology vector, "set_line_status": a status per branch}``, played by grid2op's
-    rules, :mod:`grid_vec.core.rules.set_bus`) (see :mod:`grid_vec.env.action_input`,
+    rules, :mod:`grid_vec.core.rules.set_bus`) or ``"set_bus_continuous"`` (both, with a
+    ``"continuous"`` part: every part of a grid2op action grid_vec plays) (see
+    :mod:`grid_vec.env.action_input`,
     :mod:`grid_vec.core.rules.dispatch` and :mod:`grid_vec.core.rules.storage`). ``dispatch_limits``
     are the generators' characteristics those rules use (a folder's ``prods_charac.csv``;
     :func:`grid_vec.make` passes them); without them, the net's pmin / pmax, ``gen_ramp``
@@ -183,6 +185,8 @@ class GridEnv(gym.Env):
         self.action_type = action_type
         self.topology = batch.topology
         self.catalog = batch.catalog
+        # where each control lies in the continuous part of an action (None: there is none)
+        self.continuous = batch.continuous
         self.obs_layout = batch.obs_layout
         self.observation_space = spaces.Box(*self.obs_layout.bounds(), dtype=np.float32)
         self.redispatchable = batch.redispatchable
@@ -197,8 +201,10 @@ class GridEnv(gym.Env):
                     "continuous": box(batch.continuous),
                 }
             )
-        elif action_type == "set_bus":
-            self.action_space = set_bus_space(self.topology.n_elem, model.n_branch)
+        elif action_type in ("set_bus", "set_bus_continuous"):
+            self.action_space = set_bus_space(
+                self.topology.n_elem, model.n_branch, batch.continuous
+            )
         else:
             self.action_space = box(batch.continuous)
         # a bare int action is a catalog index below this (0 otherwise: no int is one)
@@ -547,11 +553,15 @@ class GridEnv(gym.Env):
             return self.catalog.describe(
                 self._batch.catalog_index(action), self.model, self.topology
             )
-        if self.action_type == "set_bus":
-            return self.topology.describe_set_bus(
+        names = self.model.gen_names, self.model.storage_names
+        if self.action_type in ("set_bus", "set_bus_continuous"):
+            topology = self.topology.describe_set_bus(
                 self.model, action["set_bus"], action["set_line_status"]
             )
-        names = self.model.gen_names, self.model.storage_names
+            if self.action_type == "set_bus":
+                return topology
+            continuous = self._batch.continuous.describe(action["continuous"], *names)
+            return f"{topology}; {continuous}"
         if self.action_type == "combined":
             index = self._batch.catalog_index(action["topology"])
             topology = self.catalog.describe(index, self.model, self.topology)
@@ -571,8 +581,11 @@ class GridEnv(gym.Env):
             ValueError: an action outside the action space.
         """
         self._parse(action)
-        if self.action_type == "set_bus":
-            return self.topology.grid2op_set_bus(action["set_bus"], action["set_line_status"])
+        if self.action_type in ("set_bus", "set_bus_continuous"):
+            topology = self.topology.grid2op_set_bus(action["set_bus"], action["set_line_status"])
+            if self.action_type == "set_bus":
+                return topology
+            return {**topology, **self._batch.continuous.grid2op_action(action["continuous"])}
         if self.action_type in ("discrete", "combined"):
             index = action["topology"] if self.action_type == "combined" else action
             topology = self.catalog.grid2op_action(self._batch.catalog_index(index))

@@ -57,8 +57,11 @@ import numpy as np
 from grid2op.Observation import BaseObservation
 
 import grid_vec
+from grid_vec.core.continuous import ContinuousLayout
+from grid_vec.env.action_input import SET_BUS_CONTINUOUS_KEYS, SET_BUS_KEYS
 
 __all__ = [
+    "AGENT_ACTION_TYPES",
     "GRID2OP_OBSERVATION",
     "Grid2opAgentPolicy",
     "Grid2opBatchPolicy",
@@ -82,14 +85,17 @@ GRID2OP_OBSERVATION = (
     "timestep_protection_engaged", "theta_or", "theta_ex", "load_theta", "gen_theta",
     "storage_charge", "storage_power_target", "storage_power", "storage_theta",
 )  # fmt: skip
-# the parts of a grid2op action grid_vec's general topology action cannot carry: its flag
+# the action types grid2op's agents play through: the general topology action, alone or with
+# the continuous controls (redispatch, curtailment, storage)
+AGENT_ACTION_TYPES = ("set_bus_continuous", "set_bus")
+# the parts of a grid2op action grid_vec never plays, by their flag
+_REFUSED_ALWAYS = {"_modif_inj": "injections", "_modif_alarm": "alarms", "_modif_alert": "alerts"}
+# and those the general topology action alone cannot carry
 _REFUSED = {
     "_modif_redispatch": "redispatch",
     "_modif_curtailment": "curtailment",
     "_modif_storage": "storage",
-    "_modif_inj": "injections",
-    "_modif_alarm": "alarms",
-    "_modif_alert": "alerts",
+    **_REFUSED_ALWAYS,
 }
 
 
@@ -102,13 +108,16 @@ class UnplayableAction(ValueError):
     the part."""
 
 
-def make_env(folder: str | Path, **kwargs: Any) -> Any:
+def make_env(folder: str | Path, *, continuous: bool = True, **kwargs: Any) -> Any:
     """A GridEnv of a grid2op folder that grid2op agents play through
-    :class:`Grid2opAgentPolicy`: the general topology action and the observation attributes
-    grid2op's observation is built from.
+    :class:`Grid2opAgentPolicy`: the general topology action with the continuous controls
+    (action type ``"set_bus_continuous"``: redispatch, curtailment, storage) and the
+    observation attributes grid2op's observation is built from.
 
     Args:
         folder: a grid2op-format dataset folder (or a bundled one's name).
+        continuous: False: the general topology action alone (``"set_bus"``; a folder without
+            the generators' characteristics has no continuous controls).
         **kwargs: :func:`grid_vec.make`'s other keywords.
 
     Returns:
@@ -116,13 +125,15 @@ def make_env(folder: str | Path, **kwargs: Any) -> Any:
 
     Raises:
         ValueError: ``action_type`` or ``observation_attributes`` given (they are this
-            function's), or what :func:`grid_vec.make` raises.
+            function's), or what :func:`grid_vec.make` raises (a folder without
+            ``prods_charac.csv`` with ``continuous``).
     """
     for own in ("action_type", "observation_attributes"):
         if own in kwargs:
             raise ValueError(f"make_env sets {own} itself; got {own}={kwargs[own]!r}")
+    action_type = AGENT_ACTION_TYPES[0] if continuous else AGENT_ACTION_TYPES[1]
     return grid_vec.make(
-        folder, action_type="set_bus", observation_attributes=GRID2OP_OBSERVATION, **kwargs
+        folder, action_type=action_type, observation_attributes=GRID2OP_OBSERVATION, **kwargs
     )
 
 
@@ -139,6 +150,16 @@ def reference_env(folder: str | Path, **kwargs: Any) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return grid2op.make(str(folder), backend=LightSimBackend(), **kwargs)
+
+
+@dataclass(frozen=True)
+class PlayedIn:
+    """What a grid2op action reads of the state it is played in: a ``change`` the topology
+    and the branches' status, a curtailment left unchanged the limits."""
+
+    topology: np.ndarray  # (n_elem,) bus bars, grid_vec's order
+    line_status: np.ndarray  # (n_branch,) bool
+    curtailment_limit: np.ndarray  # (n_gen,) ratio of pmax (1: not curtailed)
 
 
 @dataclass(frozen=True)
@@ -163,7 +184,14 @@ class Grid2opBridge:
             another grid than ``reference``'s.
     """
 
-    def __init__(self, reference: Any, obs_layout: Any, topology: Any, n_branch: int) -> None:
+    def __init__(
+        self,
+        reference: Any,
+        obs_layout: Any,
+        topology: Any,
+        n_branch: int,
+        continuous: ContinuousLayout | None = None,
+    ) -> None:
         missing = [n for n in GRID2OP_OBSERVATION if n not in obs_layout.names]
         if missing:
             raise ValueError(
@@ -171,6 +199,8 @@ class Grid2opBridge:
                 "observation_attributes=GRID2OP_OBSERVATION"
             )
         self.reference, self.topology, self.n_branch = reference, topology, n_branch
+        self.continuous = continuous  # None: the env plays no continuous part
+        self.keys = SET_BUS_KEYS if continuous is None else SET_BUS_CONTINUOUS_KEYS
         self.slices = obs_layout.slices
         current = getattr(reference, "current_obs", None)
         self.template = reference.reset() if current is None else current
@@ -211,28 +241,31 @@ class Grid2opBridge:
         g_obs._grid_vec_found = None
         return g_obs
 
-    def action(
-        self, g_act: Any, now: Callable[[], tuple[np.ndarray, np.ndarray]]
-    ) -> dict[str, np.ndarray]:
-        """A grid2op action as grid_vec's general topology action; ``now`` gives the state it
-        is played in (topology vector in grid_vec's order, branch status), which a
-        ``change`` reads.
+    def action(self, g_act: Any, now: Callable[[], PlayedIn]) -> dict[str, np.ndarray]:
+        """A grid2op action as grid_vec's action (the general topology action, and its
+        continuous part when the env has one); ``now`` gives the state it is played in,
+        which a ``change`` and a part left unchanged read.
 
         Raises:
             UnplayableAction: a part grid_vec cannot play (named).
         """
-        for flag, what in _REFUSED.items():
-            if getattr(g_act, flag, False):
-                raise UnplayableAction(
-                    f"grid2op action with {what}: a grid_vec env of the general topology "
-                    f"action plays set/change bus and line status only ({g_act})"
-                )
+        refused = _REFUSED if self.continuous is None else _REFUSED_ALWAYS
+        for flag, what in refused.items():
+            if not getattr(g_act, flag, False):
+                continue
+            if what in _REFUSED_ALWAYS.values():
+                raise UnplayableAction(f"grid2op action with {what}: grid_vec plays none ({g_act})")
+            raise UnplayableAction(
+                f"grid2op action with {what}: an env of the general topology action alone "
+                "(action_type='set_bus') plays set/change bus and line status only; make it "
+                f"with make_env(folder) ({g_act})"
+            )
         layout = self.topology
         set_bus = np.zeros(layout.n_elem, dtype=np.int64)
         status = np.zeros(self.n_branch, dtype=np.int64)
         if g_act.is_ambiguous()[0]:  # grid2op plays it as do-nothing: so will the env
             status[0], set_bus[layout.pos_or[0]] = -1, 1
-            return {"set_bus": set_bus, "set_line_status": status}
+            return self._with_continuous(set_bus, status, g_act, now, ambiguous=True)
         cls = type(g_act)
         storage_pos = np.asarray(cls.storage_pos_topo_vect, dtype=np.int64)
         if cls.n_storage and (
@@ -247,7 +280,8 @@ class Grid2opBridge:
         if g_act._modif_set_status:
             status[:] = g_act._set_line_status
         if g_act._modif_change_bus or g_act._modif_change_status:
-            topo, on = now()
+            state = now()
+            topo, on = state.topology, state.line_status
             if g_act._modif_change_bus:
                 change = g_act._change_bus_vect[self.positions]
                 if (topo[change] < 1).any():
@@ -258,20 +292,59 @@ class Grid2opBridge:
             if g_act._modif_change_status:
                 switch = np.asarray(g_act._switch_line_status, dtype=bool)
                 status[switch] = np.where(on[switch], -1, 1)
-        return {"set_bus": set_bus, "set_line_status": status}
+        return self._with_continuous(set_bus, status, g_act, now)
 
-    def state_of(self, g_obs: BaseObservation) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
+    def _with_continuous(
+        self,
+        set_bus: np.ndarray,
+        status: np.ndarray,
+        g_act: Any,
+        now: Callable[[], PlayedIn],
+        ambiguous: bool = False,
+    ) -> dict[str, np.ndarray]:
+        """The action with its continuous part (where the env has one): grid2op's
+        redispatch (MW), curtailment limits (its -1, "unchanged": the limit now) and storage
+        powers (MW) in the box's columns; neutral for an ambiguous action."""
+        action = {"set_bus": set_bus, "set_line_status": status}
+        layout = self.continuous
+        if layout is None:
+            return action
+        limits = np.asarray(now().curtailment_limit)
+        if ambiguous:
+            action["continuous"] = _neutral(layout, limits)
+            return action
+        values = {
+            "redispatch": g_act._redispatch,
+            "curtailment": np.where(g_act._curtail < 0, limits, g_act._curtail),
+            "storage": g_act._storage_power,
+        }
+        continuous = np.zeros(layout.size, dtype=np.float32)
+        for part in layout.parts:
+            continuous[part.start : part.stop] = values[part.control.action_type][part.columns]
+        action["continuous"] = continuous
+        return action
+
+    def state_of(self, g_obs: BaseObservation) -> Callable[[], PlayedIn]:
         """``now`` for :meth:`action`: the state ``g_obs`` shows."""
-        return lambda: (np.asarray(g_obs.topo_vect)[self.positions], np.asarray(g_obs.line_status))
+        return lambda: PlayedIn(
+            np.asarray(g_obs.topo_vect)[self.positions],
+            np.asarray(g_obs.line_status),
+            np.asarray(g_obs.curtailment_limit),
+        )
 
-    def to_grid2op(self, action: dict[str, np.ndarray]) -> Any:
-        """grid_vec's general topology action as grid2op's action (the reverse of
-        :meth:`action`)."""
-        set_bus = np.zeros(type(self.template).dim_topo, dtype=np.int64)
-        set_bus[self.positions] = action["set_bus"]
-        status = np.asarray(action["set_line_status"])
-        parts = {"set_bus": set_bus, "set_line_status": status}  # only those asking something
-        return self.reference.action_space({k: v for k, v in parts.items() if v.any()})
+    def to_grid2op(self, action: dict[str, np.ndarray], now: Callable[[], PlayedIn]) -> Any:
+        """grid_vec's action as grid2op's action (the reverse of :meth:`action`), in the
+        state ``now`` gives: the parts that ask something (a redispatch or storage power
+        other than 0, a curtailment limit other than the limit now)."""
+        parts = self.topology.grid2op_set_bus(action["set_bus"], action["set_line_status"])
+        if self.continuous is not None:
+            limits = np.asarray(now().curtailment_limit)
+            for key, pairs in self.continuous.grid2op_action(action["continuous"]).items():
+                neutral = (lambda g: limits[g]) if key == "curtail" else (lambda g: 0.0)
+                asked = [(e, v) for e, v in pairs if not np.isclose(v, neutral(e), atol=1e-6)]
+                if asked:
+                    parts[key] = asked
+        return self.reference.action_space(parts)
 
     def candidates(self, g_obs: BaseObservation, tried: list) -> dict[bytes, dict]:
         """A greedy agent's candidates (grid2op actions) in ``g_obs``'s state as grid_vec's,
@@ -314,6 +387,7 @@ class Grid2opAgentPolicy:
             self.env.obs_layout,
             self.env.topology,
             self.env.model.n_branch,
+            self.env.continuous,
         )
         self.last_action: Any = None  # the agent's last grid2op action
 
@@ -332,14 +406,17 @@ class Grid2opAgentPolicy:
         """
         return self._bridge.action(g_act, self._now if obs is None else self._bridge.state_of(obs))
 
-    def to_grid2op(self, action: dict[str, np.ndarray]) -> Any:
-        """grid_vec's general topology action as grid2op's action (the reverse of
-        :meth:`action`)."""
-        return self._bridge.to_grid2op(action)
+    def to_grid2op(self, action: dict[str, np.ndarray], obs: BaseObservation | None = None) -> Any:
+        """grid_vec's action as grid2op's action (the reverse of :meth:`action`), in the
+        state of ``obs`` (None: the env's now), whose curtailment limits an unchanged
+        curtailment keeps."""
+        return self._bridge.to_grid2op(
+            action, self._now if obs is None else self._bridge.state_of(obs)
+        )
 
-    def _now(self) -> tuple[np.ndarray, np.ndarray]:
-        snapshot = self.env.snapshot()
-        return snapshot.state["topo"], snapshot.state["line_status"].astype(bool)
+    def _now(self) -> PlayedIn:
+        state = self.env.snapshot().state
+        return PlayedIn(state["topo"], state["line_status"].astype(bool), state["curtail_limit"])
 
     def _simulate(self, played: dict) -> _Simulated:
         obs, reward, done, info = self.env.simulate(played)
@@ -359,7 +436,9 @@ class Grid2opAgentPolicy:
         if _searches_candidates(self.agent):
             actions = self._bridge.candidates(g_obs, self.agent._get_tested_action(g_obs))
             if len(actions) > 1:
-                found = self.env.simulate_candidates(_stacked(list(actions.values())))
+                found = self.env.simulate_candidates(
+                    _stacked(list(actions.values()), self._bridge.keys)
+                )
                 g_obs._grid_vec_found = (_rows_by_key(actions), found)
         self.last_action = self.agent.act(g_obs, reward, done)
         return self.action(self.last_action, g_obs)
@@ -420,7 +499,7 @@ class Grid2opBatchPolicy:
             )
         first = {
             name: env.get_attr(name)[0]
-            for name in ("action_type", "obs_layout", "topology", "model")
+            for name in ("action_type", "obs_layout", "topology", "model", "continuous")
         }
         _check_agents_play(first["action_type"])
         self._bridge = Grid2opBridge(
@@ -428,6 +507,7 @@ class Grid2opBatchPolicy:
             first["obs_layout"],
             first["topology"],
             first["model"].n_branch,
+            first["continuous"],
         )
         self._env = env
         self.agents = [copy.deepcopy(self.agent) for _ in range(env.num_envs)]
@@ -450,7 +530,7 @@ class Grid2opBatchPolicy:
             bridge.action(a, bridge.state_of(o))
             for a, o in zip(self.last_actions, g_obs, strict=True)
         ]
-        return {name: np.stack([p[name] for p in played]) for name in _ACTION_KEYS}
+        return _stacked(played, bridge.keys)
 
     def _simulate_together(self, g_obs: list[BaseObservation], rows: list[int]) -> None:
         """Simulate the candidates of the sub-envs ``rows``, all in one call (a sub-env with
@@ -468,7 +548,10 @@ class Grid2opBatchPolicy:
             for i in range(len(g_obs))
         ]
         found = self._env.simulate_candidates(
-            {name: np.stack([[a[name] for a in row] for row in table]) for name in _ACTION_KEYS}
+            {
+                name: np.stack([[a[name] for a in row] for row in table])
+                for name in self._bridge.keys
+            }
         )
         for i, actions in by_row.items():
             g_obs[i]._grid_vec_found = (_rows_by_key(actions), _row(found, i))
@@ -482,7 +565,7 @@ class Grid2opBatchPolicy:
                 name: np.stack(
                     [[played[name] if j == i else nothing[name]] for j in range(self._env.num_envs)]
                 )
-                for name in _ACTION_KEYS
+                for name in self._bridge.keys
             }
             found = _row(self._env.simulate_candidates(table), i)
             return _found(found, 0)
@@ -491,11 +574,13 @@ class Grid2opBatchPolicy:
 
 
 def _check_agents_play(action_type: str) -> None:
-    """Refuse an env whose action type is not the general topology action."""
-    if action_type != "set_bus":
+    """Refuse an env whose action type is not the general topology action (with or without
+    its continuous part)."""
+    if action_type not in AGENT_ACTION_TYPES:
         raise ValueError(
             "grid2op's agents play through the general topology action: make the env "
-            f"with make_env(folder) or action_type='set_bus', got action_type={action_type!r}"
+            f"with make_env(folder) or action_type in {AGENT_ACTION_TYPES}, got "
+            f"action_type={action_type!r}"
         )
 
 
@@ -568,27 +653,44 @@ def _row(found: Any, i: int) -> Any:
 
 
 def _nothing(bridge: Grid2opBridge) -> dict[str, np.ndarray]:
-    return {
+    """An action asking nothing, for the rows of a candidates table whose results are not
+    read (its continuous part lifts the curtailment)."""
+    action = {
         "set_bus": np.zeros(bridge.topology.n_elem, dtype=np.int64),
         "set_line_status": np.zeros(bridge.n_branch, dtype=np.int64),
     }
+    if bridge.continuous is not None:
+        limits = np.ones(bridge.continuous.curtail_gens.max(initial=-1) + 1)
+        action["continuous"] = _neutral(bridge.continuous, limits)
+    return action
 
 
-def _stacked(actions: list[dict]) -> dict[str, np.ndarray]:
+def _neutral(layout: ContinuousLayout, limits: np.ndarray) -> np.ndarray:
+    """A continuous action asking nothing: no redispatch, no storage power, the curtailment
+    limits ``limits`` (per generator) kept."""
+    continuous = np.zeros(layout.size, dtype=np.float32)
+    for part in layout.parts:
+        if part.control.action_type == "curtailment":
+            continuous[part.start : part.stop] = limits[part.columns]
+    return continuous
+
+
+def _stacked(actions: list[dict], keys: tuple[str, ...]) -> dict[str, np.ndarray]:
     """Actions as one candidates record: each key's arrays stacked."""
-    return {name: np.stack([a[name] for a in actions]) for name in _ACTION_KEYS}
+    return {name: np.stack([a[name] for a in actions]) for name in keys}
 
 
 def _rows_by_key(actions: dict[bytes, dict]) -> dict[bytes, int]:
     return {key: k for k, key in enumerate(actions)}
 
 
-_ACTION_KEYS = ("set_bus", "set_line_status")
-
-
 def _key(action: dict[str, np.ndarray]) -> bytes:
-    """What tells general topology actions apart (their arrays' bytes, int64)."""
-    return b"".join(np.asarray(action[name], dtype=np.int64).tobytes() for name in _ACTION_KEYS)
+    """What tells actions apart (their arrays' bytes: topology as int64, the continuous part
+    as float32)."""
+    return b"".join(
+        np.asarray(action[name], dtype=np.float32 if name == "continuous" else np.int64).tobytes()
+        for name in sorted(action)
+    )
 
 
 def _searches_candidates(agent: Any) -> bool:

@@ -27,7 +27,9 @@ def parity():
     return module
 
 
-@pytest.mark.parametrize("action_type", ["redispatch", "curtailment", "continuous", "combined"])
+@pytest.mark.parametrize(
+    "action_type", ["redispatch", "curtailment", "continuous", "combined", "set_bus_continuous"]
+)
 def test_random_continuous_actions_play_as_in_grid2op(parity, action_type):
     """Whole-box random actions (infeasible dispatches and failed redispatches included):
     every step's actual_dispatch and gen_p within 1e-3 MW, the same flags, the same end."""

@@ -197,9 +197,29 @@ def test_grid2op_actions_translate_both_ways_and_unplayable_ones_are_named(sandb
     assert ambiguous.is_ambiguous()[0]
     _, _, _, _, info = ours.step(policy.action(ambiguous, g_obs))
     assert info["is_ambiguous"]
-    with pytest.raises(UnplayableAction, match="redispatch"):
-        policy.action(space({"redispatch": [(0, 1.0)]}))
-    with pytest.raises(ValueError, match="action_type='set_bus'"):
+    # the continuous parts, in the box's columns; a curtailment left unchanged keeps the
+    # limit now; the reverse again gives the same action back
+    layout = ours.continuous
+    mixed = space({"redispatch": [(1, -2.5)], "curtail": [(3, 0.4)], "set_line_status": [(3, -1)]})
+    played = policy.action(mixed, g_obs)
+    column = {
+        int(g): layout.start_of("redispatch") + i for i, g in enumerate(layout.redispatch_gens)
+    }
+    curtail = {
+        int(g): layout.start_of("curtailment") + i for i, g in enumerate(layout.curtail_gens)
+    }
+    assert played["continuous"][column[1]] == -2.5 and played["continuous"][curtail[3]] == 0.4
+    others = [c for g, c in curtail.items() if g != 3]
+    np.testing.assert_array_equal(
+        played["continuous"][others], g_obs.curtailment_limit[[g for g in curtail if g != 3]]
+    )
+    assert played["set_line_status"][3] == -1
+    assert policy.to_grid2op(played, g_obs) == mixed
+    alone = make_env(sandbox, continuous=False, opponent=None)
+    topology_only = Grid2opAgentPolicy(DoNothingAgent(space), alone, theirs)
+    with pytest.raises(UnplayableAction, match=r"redispatch.*make_env"):
+        topology_only.action(space({"redispatch": [(0, 1.0)]}))
+    with pytest.raises(ValueError, match="make_env"):
         Grid2opAgentPolicy(DoNothingAgent(space), grid_vec.make(sandbox), theirs)
 
 
