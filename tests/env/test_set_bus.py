@@ -176,15 +176,21 @@ def _random_actions(rng, n: int, envs, t: int) -> dict[str, np.ndarray]:
     n_elem, n_branch = space["set_bus"].shape[0], space["set_line_status"].shape[0]
     set_bus = np.where(rng.random((n, n_elem)) < 0.05, rng.integers(1, 3, (n, n_elem)), 0)
     status = np.where(rng.random((n, n_branch)) < 0.03, rng.choice([-1, 1], (n, n_branch)), 0)
-    return {"set_bus": set_bus, "set_line_status": status}
+    actions = {"set_bus": set_bus, "set_line_status": status}
+    if "continuous" in space.spaces:  # the whole box, so that redispatches fail too
+        box = space["continuous"]
+        actions["continuous"] = rng.uniform(box.low, box.high, (n, *box.shape)).astype(np.float32)
+    return actions
 
 
+@pytest.mark.parametrize("action_type", ["set_bus", "set_bus_continuous"])
 @pytest.mark.parametrize("kind", ["batched", "workers"])
-def test_set_bus_actions_in_vector_envs_play_as_single_envs(case14, kind):
-    """Random ``set_bus`` actions in BatchedGridVecEnv and GridVecEnv (two workers): every
-    output equal to SyncVectorEnv over single GridEnvs, episodes ending on the way."""
+def test_set_bus_actions_in_vector_envs_play_as_single_envs(case14, kind, action_type):
+    """Random ``set_bus`` actions (with random continuous parts) in BatchedGridVecEnv and
+    GridVecEnv (two workers): every output equal to SyncVectorEnv over single GridEnvs,
+    episodes ending on the way."""
     env_factory = factory(
-        case14, length=40, action_type="set_bus", thermal_limits=cascade_limits(case14)
+        case14, length=40, action_type=action_type, thermal_limits=cascade_limits(case14)
     )
     _, ends = compare(env_factory, 5, kind, AutoresetMode.NEXT_STEP, 30, _random_actions)
     assert ends >= 1
