@@ -40,7 +40,8 @@ What is translated, and what is refused (:class:`UnplayableAction`, naming the p
 
 The observation's attributes grid_vec does not compute (alarms and alerts, shunts,
 ``gen_p_delta``, ``_forecasted_inj``) are those of the grid2op observation the policy was
-built with, shared, not copied (read them, do not write them).
+built with, shared, not copied (read them, do not write them); ``thermal_limit`` is the
+grid_vec env's.
 """
 
 from __future__ import annotations
@@ -191,6 +192,7 @@ class Grid2opBridge:
         topology: Any,
         n_branch: int,
         continuous: ContinuousLayout | None = None,
+        thermal_limit: np.ndarray | None = None,
     ) -> None:
         missing = [n for n in GRID2OP_OBSERVATION if n not in obs_layout.names]
         if missing:
@@ -203,8 +205,13 @@ class Grid2opBridge:
         self.keys = SET_BUS_KEYS if continuous is None else SET_BUS_CONTINUOUS_KEYS
         self.slices = obs_layout.slices
         current = getattr(reference, "current_obs", None)
-        self.template = reference.reset() if current is None else current
+        self.template = (reference.reset() if current is None else current).copy()
         cls = type(self.template)
+        if thermal_limit is not None:  # the grid_vec env's, which grid2op's observation holds
+            limits = np.asarray(thermal_limit, dtype=self.template.thermal_limit.dtype)
+            if limits.shape != self.template.thermal_limit.shape:
+                raise ValueError("the grid2op env and the grid_vec env are not of the same grid")
+            self.template._thermal_limit = limits  # grid2op's storage of the property
         if cls.dim_topo - cls.n_storage != topology.n_elem or cls.n_line != n_branch:
             raise ValueError("the grid2op env and the grid_vec env are not of the same grid")
         self.positions = _positions(cls, topology)
@@ -388,6 +395,7 @@ class Grid2opAgentPolicy:
             self.env.topology,
             self.env.model.n_branch,
             self.env.continuous,
+            self.env.thermal_limit,
         )
         self.last_action: Any = None  # the agent's last grid2op action
 
@@ -499,8 +507,10 @@ class Grid2opBatchPolicy:
             )
         first = {
             name: env.get_attr(name)[0]
-            for name in ("action_type", "obs_layout", "topology", "model", "continuous")
-        }
+            for name in (
+                "action_type", "obs_layout", "topology", "model", "continuous", "thermal_limit",
+            )
+        }  # fmt: skip
         _check_agents_play(first["action_type"])
         self._bridge = Grid2opBridge(
             self.reference,
@@ -508,6 +518,7 @@ class Grid2opBatchPolicy:
             first["topology"],
             first["model"].n_branch,
             first["continuous"],
+            first["thermal_limit"],
         )
         self._env = env
         self.agents = [copy.deepcopy(self.agent) for _ in range(env.num_envs)]

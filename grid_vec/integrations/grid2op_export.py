@@ -183,7 +183,11 @@ class _Exporter:
         self.reference = reference_env(self.folder)
         twin_env = self.twin.unwrapped
         self.bridge = Grid2opBridge(
-            self.reference, twin_env.obs_layout, twin_env.topology, twin_env.model.n_branch
+            self.reference,
+            twin_env.obs_layout,
+            twin_env.topology,
+            twin_env.model.n_branch,
+            thermal_limit=twin_env.thermal_limit,
         )
 
     def write_spaces(self, root: Path) -> None:

@@ -266,3 +266,17 @@ def test_the_runner_plays_a_grid2op_agent_as_a_loop_plays_it(sandbox):
             total, steps, done = total + reward, steps + 1, terminated or truncated
         assert (result.steps, result.terminated) == (steps, done), result
         assert result.cum_reward == pytest.approx(total, rel=1e-9), result
+
+
+def test_the_observation_holds_the_grid_vec_envs_thermal_limits(sandbox):
+    """An agent that reads ``obs.thermal_limit`` (OptimCVXPY does) sees the limits the env
+    plays, not those grid2op's env was made with (it saw rho > 1 under limits it found
+    loose, and did nothing)."""
+    theirs = grid2op_env(sandbox, opponent=False)
+    limits = np.asarray(theirs.get_thermal_limit()) * 0.8
+    ours = make_env(sandbox, opponent=None, thermal_limits=limits)
+    policy = Grid2opAgentPolicy(DoNothingAgent(theirs.action_space), ours, theirs)
+    obs, _ = ours.reset(options={"scenario_id": 0})
+    g_obs = policy.observation(obs)
+    np.testing.assert_allclose(g_obs.thermal_limit, limits, rtol=1e-6)
+    np.testing.assert_allclose(g_obs.a_or / g_obs.thermal_limit, g_obs.rho, rtol=1e-4)
