@@ -19,12 +19,15 @@ changed how a ``Parameter`` indexes), and two names it imports were removed sinc
 ``numpy.nan``; ``lightsim2grid.gridmodel.init``, now ``init_from_pandapower``). Its code
 runs as published, the same on both sides.
 
-Both sides: no opponent, the folder's reward, thermal limits and maintenance; scenarios
-``0 .. --scenarios - 1`` from their start, at most ``--steps`` steps. The agent is slow
+Both sides: no opponent, the folder's reward, thermal limits (times ``--limits-scale``) and
+maintenance; scenarios ``0 .. --scenarios - 1`` from their start, at most ``--steps`` steps.
+Reported per scenario: each side's steps, summed reward and seconds (start-up included), the
+steps where the agent acted (an action other than do-nothing), those where the two sides'
+actions differ, and the largest difference of the highest rho of a step. The agent is slow
 (a cvxpy solve per step out of the "do nothing" band), so both sides take about its time.
 
     python benchmarks/compare_l2rpn_baseline.py [--folder l2rpn_case14_sandbox]
-        [--scenarios 4] [--steps 288] [--out OUT]
+        [--scenarios 3] [--steps 288] [--limits-scale 1.0] [--out OUT]
 
 JSON: OUT/compare_l2rpn_baseline_<folder>.json (with --out OUT).
 """
@@ -127,17 +130,38 @@ def differing_steps(ours: Episode, theirs: Episode) -> list[int]:
     ]
 
 
+def action_difference(ours: Episode, theirs: Episode) -> float:
+    """The largest difference between the two sides' action vectors at a step where they
+    differ (MW of redispatch or storage, ratio of curtailment; 0: none differ)."""
+    worst = 0.0
+    for t in differing_steps(ours, theirs):
+        a, b = ours.actions[t - 1].to_vect(), theirs.actions[t - 1].to_vect()
+        both = np.isfinite(a) & np.isfinite(b)
+        worst = max(worst, float(np.abs(a[both] - b[both]).max(initial=0.0)))
+    return worst
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--folder", default="l2rpn_case14_sandbox", help="a bundled folder")
-    parser.add_argument("--scenarios", type=positive_int, default=4)
+    parser.add_argument("--scenarios", type=positive_int, default=3)
     parser.add_argument("--steps", type=positive_int, default=288)
+    parser.add_argument(
+        "--limits-scale",
+        type=float,
+        default=1.0,
+        help="the folder's thermal limits times this, on both sides (< 1: the agent is in "
+        "danger more often, so it redispatches and curtails more)",
+    )
     add_out_argument(parser)
     args = parser.parse_args(argv)
     folder = bundled_folder(args.folder)
     from grid_vec.integrations.grid2op import make_env
 
-    limits = make_env(folder).thermal_limit  # the folder's, given to both sides
+    probe = make_env(folder)
+    limits = probe.thermal_limit * args.limits_scale  # given to both sides
+    if args.scenarios > len(probe.scenario_order):
+        parser.error(f"--scenarios: {args.folder} has {len(probe.scenario_order)} scenarios")
     rows = []
     for scenario in range(args.scenarios):
         sides = {}
@@ -156,6 +180,8 @@ def main(argv: list[str] | None = None) -> dict:
                     k: v for k, v in asdict(theirs).items() if k not in ("actions", "rho_max")
                 },
                 "differing_steps": differing_steps(ours, theirs),
+                "max_action_difference": action_difference(ours, theirs),
+                "steps_acting": sum(a != theirs.actions[0].__class__() for a in theirs.actions),
                 "max_rho_difference": max(
                     (abs(a - b) for a, b in zip(ours.rho_max, theirs.rho_max, strict=False)),
                     default=0.0,
@@ -165,7 +191,9 @@ def main(argv: list[str] | None = None) -> dict:
         print(
             f"scenario {scenario}: grid_vec {ours.steps} steps, reward {ours.reward:.2f}, "
             f"{ours.seconds:.1f} s | grid2op {theirs.steps} steps, reward {theirs.reward:.2f}, "
-            f"{theirs.seconds:.1f} s | actions differ at {len(rows[-1]['differing_steps'])} "
+            f"{theirs.seconds:.1f} s | the agent acted at {rows[-1]['steps_acting']} steps; "
+            f"actions differ at {len(rows[-1]['differing_steps'])} (by at most "
+            f"{rows[-1]['max_action_difference']:.1e}) "
             f"steps, max |rho diff| {rows[-1]['max_rho_difference']:.2e}",
             flush=True,
         )
@@ -174,10 +202,12 @@ def main(argv: list[str] | None = None) -> dict:
         "agent": "l2rpn_baselines.OptimCVXPY (0.8.0)",
         "folder": args.folder,
         "steps": args.steps,
+        "limits_scale": args.limits_scale,
         "rows": rows,
         "load": os.getloadavg(),
     }
-    write_result(result, args.out, f"compare_l2rpn_baseline_{args.folder}.json")
+    scale = "" if args.limits_scale == 1.0 else f"_limits{args.limits_scale:g}"
+    write_result(result, args.out, f"compare_l2rpn_baseline_{args.folder}{scale}.json")
     return result
 
 
