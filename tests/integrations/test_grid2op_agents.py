@@ -223,20 +223,21 @@ def test_grid2op_actions_translate_both_ways_and_unplayable_ones_are_named(sandb
         Grid2opAgentPolicy(DoNothingAgent(space), grid_vec.make(sandbox), theirs)
 
 
-def test_the_example_plays_an_agent_on_both_and_reports_the_same_actions():
+def test_the_example_plays_an_agent_on_both_and_reports_the_same_actions(tmp_path):
     import subprocess
     import sys
 
     script = Path(__file__).resolve().parents[2] / "examples" / "grid2op_agents.py"
+    argv = ["--agent", "PowerLineSwitch", "--steps", "4", "--compare", "--export", str(tmp_path)]
     out = subprocess.run(
-        [sys.executable, str(script), "--agent", "PowerLineSwitch", "--steps", "4", "--compare"],
-        capture_output=True,
-        text=True,
-        timeout=300,
+        [sys.executable, str(script), *argv], capture_output=True, text=True, timeout=300
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "grid_vec: PowerLineSwitch played 4 steps" in out.stdout
     assert "the same action at 4 of 4 steps" in out.stdout
+    # the Runner's run, exported and read back by grid2op
+    assert out.stdout.count("grid2op reads 5 observations") == 2, out.stdout
+    assert len(list((tmp_path / "grid2op" / "PowerLineSwitch").glob("*/observations.npz"))) == 2
 
 
 def test_the_runner_plays_a_grid2op_agent_as_a_loop_plays_it(sandbox):
