@@ -3,20 +3,14 @@ never asserted: benchmarks are not timed in tests)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_lookahead.py"
+from benchmark_scripts import load_benchmark
 
 
 @pytest.mark.slow
 def test_bench_lookahead_reports_every_subject(tmp_path, capsys):
     pytest.importorskip("grid2op", reason="needs the grid2op extra")
-    spec = importlib.util.spec_from_file_location("bench_lookahead", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_benchmark("bench_lookahead")
     doc = module.main(
         [
             "--reps",

@@ -4,11 +4,11 @@ the dispatch observation attributes read as grid2op's."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
+from benchmark_scripts import load_benchmark
 
 import grid_vec
 
@@ -16,15 +16,11 @@ grid2op = pytest.importorskip("grid2op")
 pytest.importorskip("lightsim2grid")
 
 SANDBOX = Path(grid2op.__file__).parent / "data" / "l2rpn_case14_sandbox"
-HARNESS = Path(__file__).parents[2] / "benchmarks" / "parity_continuous.py"
 
 
 @pytest.fixture(scope="module")
 def parity():
-    spec = importlib.util.spec_from_file_location("parity_continuous", HARNESS)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("parity_continuous")
 
 
 @pytest.mark.parametrize(

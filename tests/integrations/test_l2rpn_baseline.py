@@ -4,8 +4,6 @@ adapter: the same actions at every step as on grid2op + LightSimBackend."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,21 +14,17 @@ pytest.importorskip("l2rpn_baselines", reason="needs the l2rpn extra")
 pytest.importorskip("cvxpy", reason="needs the l2rpn extra")
 
 import grid2op
+from benchmark_scripts import load_benchmark
 
 from grid_vec.integrations.grid2op import make_env
 
 pytestmark = pytest.mark.grid2op
 SANDBOX = Path(grid2op.__file__).parent / "data" / "l2rpn_case14_sandbox"
-HARNESS = Path(__file__).parents[2] / "benchmarks" / "compare_l2rpn_baseline.py"
 
 
 @pytest.fixture(scope="module")
 def harness():
-    spec = importlib.util.spec_from_file_location("compare_l2rpn_baseline", HARNESS)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("compare_l2rpn_baseline")
 
 
 def test_optim_cvxpy_chooses_grid2ops_actions_at_every_step_on_grid_vec(harness):
