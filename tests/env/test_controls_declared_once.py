@@ -32,7 +32,9 @@ def test_every_control_field_is_declared_and_has_its_own_action_type():
     declared = [f.name for f in fields(ActionBatch) if "control" in f.metadata]
     assert list(CONTROLS) == declared == ["redispatch", "curtail", "storage"]
     singles = [c.action_type for c in CONTROLS.values()]
-    assert ("discrete", *singles, "continuous", "combined", "set_bus") == ACTION_TYPES
+    assert ("discrete", *singles, "continuous", "combined", "set_bus", "set_bus_continuous") == (
+        ACTION_TYPES
+    )
 
 
 @pytest.mark.parametrize("module", BETWEEN)
