@@ -18,7 +18,8 @@ grid2op spaces)::
     actions.npz                 the agent's actions as grid2op actions (GridEnv.grid2op_action)
     env_modifications.npz       the scenario's injections of each step (no voltages, as
                                 grid2op's), the branches in maintenance
-    opponent_attack.npz         the opponent's attacks (set_line_status -1 of the branch)
+    opponent_attack.npz         the opponent's attack at every step it lasts (set_line_status
+                                -1 of the branch)
     rewards.npz, agent_exec_times.npz, disc_lines_cascading_failure.npz, legal_ambiguous.npz
     episode_meta.json, episode_times.json, _parameters.json, other_rewards.json, grid2op.info
 
@@ -236,7 +237,6 @@ class _Exporter:
         out.observations[0] = self._observation(full)
         source, space = self.twin.unwrapped.source, self.env.action_space
         n_branch = ref.n_line
-        attacked = _info(recorded, "attacked_branch", (steps,), "iu")
         tripped = _info(recorded, "tripped_branches", (steps, n_branch), "b")
         illegal = _info(recorded, "is_illegal", (steps,), "b")
         ambiguous = _info(recorded, "is_ambiguous", (steps,), "b")
@@ -251,8 +251,9 @@ class _Exporter:
             out.env_modifications[t] = self._env_modification(source, full)
             out.rewards[t] = reward
             out.agent_times[t] = recorded.arrays["agent_time"][t]
-            if attacked is not None and 0 <= attacked[t] < n_branch:
-                attack = ref._opponent_action_space({"set_line_status": [(int(attacked[t]), -1)]})
+            attacked = self._under_attack()
+            if attacked is not None:  # grid2op records the attack at every step it lasts
+                attack = ref._opponent_action_space({"set_line_status": [(attacked, -1)]})
                 out.attacks[t] = attack.to_vect()
             if tripped is not None:
                 # grid2op stores info["disc_lines"] (-1: not tripped, else the cascade's
@@ -264,6 +265,13 @@ class _Exporter:
             if ambiguous is not None:
                 out.legal_ambiguous[t, 1] = ambiguous[t]
         return out.files()
+
+    def _under_attack(self) -> int | None:
+        """The branch the opponent holds down in the step just played (None: none)."""
+        opponent = self.twin.unwrapped.opponent_info()
+        if opponent is None or opponent["attacked_branch"] < 0:
+            return None
+        return int(opponent["attacked_branch"]) if opponent["remaining_steps"] > 0 else None
 
     def _observation(self, full: np.ndarray) -> np.ndarray:
         return self.bridge.observation(full, _no_simulate).to_vect()

@@ -194,3 +194,24 @@ def test_grid_vec_export_writes_the_episodes_and_refuses_mistakes_in_one_line(
     empty.mkdir()
     assert main(["export", str(empty), "--grid2op", str(out)]) == 2
     assert "no recorded episode" in capsys.readouterr().err
+
+
+def test_the_opponents_attacks_are_exported_at_every_step_they_last(tmp_path):
+    """grid2op's Runner records the opponent's attack at every step it holds its branch down;
+    the recording marks the step an attack starts (``info["attacked_branch"]``)."""
+    folder = SANDBOX.parent / "rte_case14_opponent"
+    run, out = tmp_path / "run", tmp_path / "out"
+    argv = ["run", "--env", str(folder), "--episodes", "1", "--max-iter", "100"]
+    assert main([*argv, "--save", str(run), "--no-progress"]) == 0
+    (episode,) = export_run(run, out)
+    (ours,) = load_run(run)
+    starts = np.flatnonzero(ours.info("attacked_branch") >= 0)
+    assert len(starts) >= 1  # the opponent attacked in this episode
+    theirs = Grid2opEpisodeData.from_disk(str(out), episode.name)
+    attacking = np.flatnonzero(np.abs(theirs.attacks.collection).sum(axis=1) > 0)
+    assert set(starts) <= set(attacking) and len(attacking) > len(starts)
+    for t in attacking:
+        block_start = max(s for s in starts if s <= t)  # the attack it belongs to
+        branch = ours.info("attacked_branch")[block_start]
+        status = theirs.attacks[int(t)].line_set_status
+        assert status[branch] == -1 and np.count_nonzero(status) == 1, t
