@@ -156,8 +156,9 @@ class _Exporter:
             folder = kwargs.get("id_or_path")
             if not isinstance(folder, str) or not Path(folder).is_dir():
                 raise ExportError(
-                    f"{meta_file}: env_kwargs.id_or_path is not a grid2op folder here "
-                    f"({folder!r}): give the dataset folder (--data FOLDER)"
+                    f"{meta_file}: the run's env ({str(folder)[:120]!r}) is not a grid2op "
+                    "dataset folder here: grid2op's layout needs one (--data FOLDER names it "
+                    "when the run was recorded on one elsewhere)"
                 )
         others = {k: v for k, v in kwargs.items() if k != "id_or_path"}
         unknown = sorted(

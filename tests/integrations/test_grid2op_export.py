@@ -194,6 +194,15 @@ def test_grid_vec_export_writes_the_episodes_and_refuses_mistakes_in_one_line(
     empty.mkdir()
     assert main(["export", str(empty), "--grid2op", str(out)]) == 2
     assert "no recorded episode" in capsys.readouterr().err
+    # a run of an embedded grid has no grid2op folder to export for
+    embedded = tmp_path / "embedded"
+    argv = ["run", "--env", "case14", "--episodes", "1", "--max-iter", "3", "--save", str(embedded)]
+    assert main([*argv, "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["export", str(embedded), "--grid2op", str(tmp_path / "nowhere")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "'case14'" in err and "not a grid2op dataset folder" in err
+    assert not (tmp_path / "nowhere").exists()
 
 
 def test_the_opponents_attacks_are_exported_at_every_step_they_last(tmp_path):
