@@ -45,7 +45,13 @@ AGENTS = {
     "random": "RandomAgent",
     "reconnect": "ReconnectAgent",
     "greedy": "GreedyAgent",
+    # grid2op's own agents, unchanged, through grid_vec.integrations.grid2op (on a grid2op
+    # folder, with the grid2op extra); recorded as Grid2opBatchPolicy names them
+    "grid2op-reco-powerline": "grid2op.RecoPowerlineAgent",
+    "grid2op-powerline-switch": "grid2op.PowerLineSwitch",
+    "grid2op-topology-greedy": "grid2op.TopologyGreedy",
 }
+_GRID2OP_PREFIX = "grid2op."
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for a Ctrl-C
 # Episodes of one run at most: the episodes are planned up front (and each is a directory),
@@ -397,6 +403,8 @@ def _env_factory(args: argparse.Namespace) -> Any:
         if args.env not in TASKS:
             raise UsageError("grid-vec run", "--action-set needs --env TASK (a named task)")
         kwargs["action_set"] = str(args.action_set)
+    if AGENTS[args.agent].startswith(_GRID2OP_PREFIX):
+        kwargs.update(_grid2op_env_kwargs(args))
     try:
         return env_factory(args.env, backend=args.backend, **kwargs)
     except DatasetNotFoundError as exc:  # worded with the option the user types
@@ -455,7 +463,7 @@ def _evaluate(args: argparse.Namespace, factory: Any, path: Path | None) -> list
     if args.ray is None:
         envs = GridVecEnv([factory] * args.num_envs, autoreset_mode=AutoresetMode.DISABLED)
         with _shutting_down(envs.close):
-            agent = _make_agent(args.agent, envs.single_action_space, factory)
+            agent = _make_agent(args.agent, envs.single_action_space, factory, args.env)
             return _play(args, Runner(envs, agent, seed=args.seed), path)
     try:
         from grid_vec.integrations.ray import RayExecutor
@@ -501,9 +509,38 @@ def _sigint_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _make_agent(name: str, action_space: Any, env_factory: Any) -> Any:
+def _grid2op_env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The env a grid2op agent plays on: a grid2op folder's, with grid2op's actions and
+    observation attributes."""
+    where = f"--agent {args.agent}"
+    if args.ray is not None or args.action_set is not None:
+        raise UsageError("grid-vec run", f"{where} plays without --ray and --action-set")
+    if not Path(args.env).is_dir():
+        raise UsageError("grid-vec run", f"{where} plays on a grid2op dataset folder: --env FOLDER")
+    try:
+        with warnings.catch_warnings():  # grid2op's import warns of optional packages
+            warnings.simplefilter("ignore")
+            from grid_vec.integrations.grid2op import AGENT_ACTION_TYPES, GRID2OP_OBSERVATION
+    except ModuleNotFoundError as exc:
+        raise UsageError(
+            "grid-vec run", f"{where} needs grid2op: pip install 'grid_vec[grid2op]'"
+        ) from exc
+    return {"action_type": AGENT_ACTION_TYPES[0], "observation_attributes": GRID2OP_OBSERVATION}
+
+
+def _make_agent(name: str, action_space: Any, env_factory: Any, folder: str = "") -> Any:
     from grid_vec.runner import DoNothingAgent, GreedyAgent, RandomAgent, ReconnectAgent
 
+    if AGENTS[name].startswith(_GRID2OP_PREFIX):
+        with warnings.catch_warnings():  # grid2op's import warns of optional packages
+            warnings.simplefilter("ignore")
+            import grid2op.Agent
+
+            from grid_vec.integrations.grid2op import Grid2opBatchPolicy, reference_env
+
+        reference = reference_env(folder)
+        agent_class = getattr(grid2op.Agent, AGENTS[name][len(_GRID2OP_PREFIX) :])
+        return Grid2opBatchPolicy(agent_class(reference.action_space), reference)
     if name == "do-nothing":
         return DoNothingAgent()
     if name == "random":

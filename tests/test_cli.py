@@ -105,6 +105,14 @@ def mistakes(tmp_path):
         (["replay", str(garbage_run)], f"grid-vec replay: {garbage_run}/episode_00000/meta.json"),
         (["bench", "--num-envs", "0"], "grid-vec bench: argument --num-envs: must be a positive"),
         (
+            ["run", "--agent", "grid2op-topology-greedy"],  # on the embedded case14
+            "grid-vec run: --agent grid2op-topology-greedy plays on a grid2op dataset folder",
+        ),
+        (
+            ["run", "--env", str(tmp_path), "--agent", "grid2op-reco-powerline", "--ray"],
+            "grid-vec run: --agent grid2op-reco-powerline plays without --ray",
+        ),
+        (
             ["actions", "grid_vec/Case14Topology-v0", "--max-steps", "0"],
             "grid-vec actions: argument --max-steps: must be a positive",
         ),
@@ -165,3 +173,14 @@ def test_replay_plots_rho_only_for_a_known_env_with_the_recorded_layout(tmp_path
     png = save / "episode_00000" / "episode.png"
     assert capsys.readouterr().out.rstrip().endswith(f"wrote {png}")
     assert png.read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_grid2op_agent_without_grid2op_is_one_line_naming_the_extra(
+    tmp_path, capsys, monkeypatch
+):
+    for module in ("grid2op", "grid_vec.integrations.grid2op"):
+        monkeypatch.setitem(sys.modules, module, None)  # as if the extra were not installed
+    argv = ["run", "--env", str(tmp_path), "--agent", "grid2op-topology-greedy", "--no-save"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install 'grid_vec[grid2op]'" in err

@@ -490,6 +490,11 @@ class Grid2opBatchPolicy:
         self._env: Any = None
         self._bridge: Grid2opBridge | None = None
 
+    @property
+    def agent_name(self) -> str:
+        """The name a run records: ``grid2op.`` and the agent's class."""
+        return f"grid2op.{type(self.agent).__name__}"
+
     def bind(self, env: Any) -> None:
         """Check the sub-envs (grid_vec GridEnvs made by :func:`make_env`) and give each its
         copy of the agent (the Runner calls it).

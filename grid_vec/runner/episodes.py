@@ -79,12 +79,19 @@ def env_spec(env: VectorEnv) -> Any:
     return env.get_attr("spec")[0] if spec is None else spec
 
 
+def agent_name(agent: Any) -> str:
+    """The name a run records for ``agent``: its ``agent_name`` when it gives one (an adapter
+    naming the agent it plays), else its class's name."""
+    name = getattr(agent, "agent_name", None)
+    return name if isinstance(name, str) and name else type(agent).__name__
+
+
 def run_identity(env: VectorEnv, agent: Any) -> dict[str, Any]:
     """The metadata entries, shared by a run's episodes, that a resumed run must find
     unchanged: which env (id and spaces) and which agent."""
     return {
         "env_id": getattr(env_spec(env), "id", None),
-        "agent": type(agent).__name__,
+        "agent": agent_name(agent),
         "observation_space": repr(env.single_observation_space),
         "action_space": repr(env.single_action_space),
     }

@@ -281,3 +281,35 @@ def test_the_observation_holds_the_grid_vec_envs_thermal_limits(sandbox):
     g_obs = policy.observation(obs)
     np.testing.assert_allclose(g_obs.thermal_limit, limits, rtol=1e-6)
     np.testing.assert_allclose(g_obs.a_or / g_obs.thermal_limit, g_obs.rho, rtol=1e-4)
+
+
+def test_grid_vec_run_plays_a_grid2op_agent_as_the_loop_plays_it(sandbox, tmp_path, capsys):
+    """``grid-vec run --agent grid2op-powerline-switch`` (GridVecEnv workers, the Runner,
+    ``Grid2opBatchPolicy``) records each episode's actions as the agent chooses them through
+    ``Grid2opAgentPolicy`` on a GridEnv from the same seed; the run names the agent, a resume
+    with another one is refused, and the run exports."""
+    from gymnasium import spaces
+
+    from grid_vec.cli import main
+    from grid_vec.integrations.grid2op_export import export_run
+    from grid_vec.runner import load_run
+
+    run = tmp_path / "run"
+    argv = ["run", "--env", str(sandbox), "--agent", "grid2op-powerline-switch", "--episodes", "2"]
+    assert main([*argv, "--max-iter", "6", "--save", str(run), "--no-progress"]) == 0
+    theirs = grid2op_env(sandbox)
+    for episode in load_run(run):
+        assert episode.meta["agent"] == "grid2op.PowerLineSwitch"
+        env = make_env(sandbox)
+        policy = Grid2opAgentPolicy(PowerLineSwitch(theirs.action_space), env, theirs)
+        obs, _ = env.reset(seed=episode.meta["env_seed"], options=episode.meta["reset_options"])
+        for t, recorded in enumerate(episode.actions):
+            action = policy.act(obs, 0.0, False)
+            played = spaces.flatten(env.action_space, action)
+            np.testing.assert_array_equal(played, recorded, err_msg=f"step {t}")
+            obs, *_ = env.step(action)
+    capsys.readouterr()
+    other = [*argv[:4], "grid2op-topology-greedy", *argv[5:]]
+    assert main([*other, "--max-iter", "6", "--save", str(run), "--resume"]) == 2
+    assert "recorded 'grid2op-powerline-switch'" in capsys.readouterr().err
+    assert len(export_run(run, tmp_path / "export")) == 2
