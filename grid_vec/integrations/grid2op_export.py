@@ -177,11 +177,12 @@ class _Exporter:
             self.twin = grid_vec.make(str(self.folder), **twin)
         except (ValueError, TypeError, OSError) as exc:
             raise ExportError(f"{meta_file}: the run's env cannot be made again: {exc}") from exc
-        if repr(self.env.observation_space) != first.meta.get("observation_space"):
-            raise ExportError(
-                f"{meta_file}: the env made from it observes another space than the recording "
-                "(recorded with another grid_vec or dataset?)"
-            )
+        for space in ("observation_space", "action_space"):
+            if repr(getattr(self.env, space)) != first.meta.get(space):
+                raise ExportError(
+                    f"{meta_file}: the env made from it has another {space} than the "
+                    "recording (recorded with another grid_vec or dataset?)"
+                )
         self.reference = reference_env(self.folder)
         twin_env = self.twin.unwrapped
         self.bridge = Grid2opBridge(
@@ -199,7 +200,8 @@ class _Exporter:
             text = json.dumps(space_of(self.reference).cls_to_dict(), indent=4, sort_keys=True)
             path = root / file
             if path.exists():
-                if path.read_text(encoding="utf-8") != text:
+                data = text.encode("utf-8")  # read no more than the file it must equal
+                if path.stat().st_size != len(data) or path.read_bytes() != data:
                     raise ExportError(f"{root} holds episodes of another grid ({path} differs)")
                 continue
             path.write_text(text, encoding="utf-8")
@@ -232,7 +234,14 @@ class _Exporter:
         ref = self.reference
         out = _Grid2opArrays(ref, max(max_steps, steps))
         seed, options = recorded.meta.get("env_seed"), recorded.meta.get("reset_options")
-        obs, _ = self.env.reset(seed=seed, options=options)
+        if not (seed is None or type(seed) is int) or not (
+            options is None or type(options) is dict
+        ):
+            raise ExportError(f"{where / 'meta.json'}: env_seed or reset_options malformed")
+        try:
+            obs, _ = self.env.reset(seed=seed, options=options)
+        except (ValueError, TypeError) as exc:
+            raise ExportError(f"{where / 'meta.json'}: the reset it records fails: {exc}") from exc
         full, _ = self.twin.reset(seed=seed, options=options)
         _same(where, 0, "observation", obs, recorded.observations[0])
         out.observations[0] = self._observation(full)
@@ -242,8 +251,11 @@ class _Exporter:
         illegal = _info(recorded, "is_illegal", (steps,), "b")
         ambiguous = _info(recorded, "is_ambiguous", (steps,), "b")
         for t in range(steps):
-            action = _action(space, recorded.actions[t])
-            obs, reward, *_ = self.env.step(action)
+            try:
+                action = _action(space, recorded.actions[t])
+                obs, reward, *_ = self.env.step(action)
+            except (ValueError, TypeError, IndexError) as exc:
+                raise ExportError(f"{where}: the action of step {t + 1} is refused: {exc}") from exc
             full = self.twin.step(action)[0]
             _same(where, t + 1, "observation", obs, recorded.observations[t + 1])
             _same(where, t + 1, "reward", np.float64(reward), recorded.rewards[t])

@@ -224,3 +224,24 @@ def test_the_opponents_attacks_are_exported_at_every_step_they_last(tmp_path):
         branch = ours.info("attacked_branch")[block_start]
         status = theirs.attacks[int(t)].line_set_status
         assert status[branch] == -1 and np.count_nonzero(status) == 1, t
+
+
+def test_a_recording_with_a_malformed_seed_or_action_is_one_export_error(random_run, tmp_path):
+    """A recorded run is untrusted: a seed of another type, or an action the env refuses,
+    is an ExportError naming the file (never a traceback of the env's)."""
+    source = random_run / "episode_00000"
+    with zipfile.ZipFile(source / "arrays.npz") as zf:
+        arrays = {n[: -len(".npy")]: np.load(zf.open(n)) for n in zf.namelist()}
+    meta = json.loads((source / "meta.json").read_text())
+    for name, change in (
+        ("seed", lambda m, a: m.update(env_seed="42")),
+        ("action", lambda m, a: a["actions"].__setitem__(0, 10_000)),  # beyond the catalog
+    ):
+        run = tmp_path / name / "run"
+        (run / "episode_00000").mkdir(parents=True)
+        m, a = json.loads(json.dumps(meta)), {k: v.copy() for k, v in arrays.items()}
+        change(m, a)
+        (run / "episode_00000" / "meta.json").write_text(json.dumps(m))
+        np.savez(run / "episode_00000" / "arrays.npz", **a)
+        with pytest.raises(ExportError, match=r"episode_00000"):
+            export_run(run, tmp_path / name / "out")
