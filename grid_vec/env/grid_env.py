@@ -549,25 +549,16 @@ class GridEnv(gym.Env):
             ValueError: an action outside the action space.
         """
         self._parse(action)
-        if self.action_type == "discrete":
-            return self.catalog.describe(
-                self._batch.catalog_index(action), self.model, self.topology
-            )
-        names = self.model.gen_names, self.model.storage_names
-        if self.action_type in ("set_bus", "set_bus_continuous"):
-            topology = self.topology.describe_set_bus(
-                self.model, action["set_bus"], action["set_line_status"]
-            )
-            if self.action_type == "set_bus":
-                return topology
-            continuous = self._batch.continuous.describe(action["continuous"], *names)
-            return f"{topology}; {continuous}"
-        if self.action_type == "combined":
-            index = self._batch.catalog_index(action["topology"])
-            topology = self.catalog.describe(index, self.model, self.topology)
-            continuous = self._batch.continuous.describe(action["continuous"], *names)
-            return f"{topology}; {continuous}"
-        return self._batch.continuous.describe(action, *names)
+        index, buses, continuous = self._action_parts(action)
+        words = []
+        if index is not None:
+            words.append(self.catalog.describe(index, self.model, self.topology))
+        if buses is not None:
+            words.append(self.topology.describe_set_bus(self.model, *buses))
+        if continuous is not None:
+            names = self.model.gen_names, self.model.storage_names
+            words.append(self._batch.continuous.describe(continuous, *names))
+        return "; ".join(words)
 
     def grid2op_action(self, action: Any) -> dict:
         """An action of this env's action space in grid2op's vocabulary: the dict grid2op's
@@ -581,20 +572,31 @@ class GridEnv(gym.Env):
             ValueError: an action outside the action space.
         """
         self._parse(action)
-        if self.action_type in ("set_bus", "set_bus_continuous"):
-            topology = self.topology.grid2op_set_bus(action["set_bus"], action["set_line_status"])
-            if self.action_type == "set_bus":
-                return topology
-            return {**topology, **self._batch.continuous.grid2op_action(action["continuous"])}
-        if self.action_type in ("discrete", "combined"):
-            index = action["topology"] if self.action_type == "combined" else action
-            topology = self.catalog.grid2op_action(self._batch.catalog_index(index))
-            if self.action_type == "discrete":
-                return topology
-            return {**topology, **self._batch.continuous.grid2op_action(action["continuous"])}
-        return self._batch.continuous.grid2op_action(action)
+        index, buses, continuous = self._action_parts(action)
+        parts: dict = {}
+        if index is not None:
+            parts.update(self.catalog.grid2op_action(index))
+        if buses is not None:
+            parts.update(self.topology.grid2op_set_bus(*buses))
+        if continuous is not None:
+            parts.update(self._batch.continuous.grid2op_action(continuous))
+        return parts
 
     # --- internals ----------------------------------------------------------------------
+
+    def _action_parts(self, action: Any) -> tuple[int | None, tuple | None, Any]:
+        """A checked action's parts, None where the action type has none: the catalog index,
+        the general topology action (``set_bus``, ``set_line_status``), the continuous
+        action."""
+        kind = self.action_type
+        if kind == "discrete":
+            return self._batch.catalog_index(action), None, None
+        if kind == "combined":
+            return self._batch.catalog_index(action["topology"]), None, action["continuous"]
+        if kind in ("set_bus", "set_bus_continuous"):
+            buses = (action["set_bus"], action["set_line_status"])
+            return None, buses, action.get("continuous")
+        return None, None, action
 
     def _parse(self, action: Any) -> ActionBatch:
         """Validate an action; return it as the batch plays it (one row)."""
