@@ -318,17 +318,14 @@ class Grid2opBridge:
             return action
         limits = np.asarray(now().curtailment_limit)
         if ambiguous:
-            action["continuous"] = _neutral(layout, limits)
+            action["continuous"] = _in_columns(layout, {"curtailment": limits})
             return action
         values = {
             "redispatch": g_act._redispatch,
             "curtailment": np.where(g_act._curtail < 0, limits, g_act._curtail),
             "storage": g_act._storage_power,
         }
-        continuous = np.zeros(layout.size, dtype=np.float32)
-        for part in layout.parts:
-            continuous[part.start : part.stop] = values[part.control.action_type][part.columns]
-        action["continuous"] = continuous
+        action["continuous"] = _in_columns(layout, values)
         return action
 
     def state_of(self, g_obs: BaseObservation) -> Callable[[], PlayedIn]:
@@ -347,8 +344,11 @@ class Grid2opBridge:
         if self.continuous is not None:
             limits = np.asarray(now().curtailment_limit)
             for key, pairs in self.continuous.grid2op_action(action["continuous"]).items():
-                neutral = (lambda g: limits[g]) if key == "curtail" else (lambda g: 0.0)
-                asked = [(e, v) for e, v in pairs if not np.isclose(v, neutral(e), atol=1e-6)]
+                asked = [
+                    (e, v)
+                    for e, v in pairs
+                    if not np.isclose(v, limits[e] if key == "curtail" else 0.0, atol=1e-6)
+                ]
                 if asked:
                     parts[key] = asked
         return self.reference.action_space(parts)
@@ -676,18 +676,19 @@ def _nothing(bridge: Grid2opBridge) -> dict[str, np.ndarray]:
         "set_line_status": np.zeros(bridge.n_branch, dtype=np.int64),
     }
     if bridge.continuous is not None:
-        limits = np.ones(bridge.continuous.curtail_gens.max(initial=-1) + 1)
-        action["continuous"] = _neutral(bridge.continuous, limits)
+        limits = np.ones(type(bridge.template).n_gen)
+        action["continuous"] = _in_columns(bridge.continuous, {"curtailment": limits})
     return action
 
 
-def _neutral(layout: ContinuousLayout, limits: np.ndarray) -> np.ndarray:
-    """A continuous action asking nothing: no redispatch, no storage power, the curtailment
-    limits ``limits`` (per generator) kept."""
+def _in_columns(layout: ContinuousLayout, values: dict[str, np.ndarray]) -> np.ndarray:
+    """A continuous action from per-entity values by control (its action type: redispatch MW
+    and curtailment limits per generator, storage MW per unit), 0 for a control not given."""
     continuous = np.zeros(layout.size, dtype=np.float32)
     for part in layout.parts:
-        if part.control.action_type == "curtailment":
-            continuous[part.start : part.stop] = limits[part.columns]
+        given = values.get(part.control.action_type)
+        if given is not None:
+            continuous[part.start : part.stop] = np.asarray(given)[part.columns]
     return continuous
 
 
