@@ -31,6 +31,7 @@ from grid_vec.env.datasets import (
     is_grid2op_sample,
 )
 from grid_vec.env.embedded import EMBEDDED, embedded_model
+from grid_vec.env.graph import OBSERVATIONS, GraphObservation
 from grid_vec.env.grid_env import GridEnv
 from grid_vec.env.multimix import MultiMixEnv, MultiMixFactory
 from grid_vec.env.registration import GYM_IDS
@@ -47,8 +48,9 @@ def make(
     difficulty: str | None = None,
     split: str | None = None,
     data_dir: str | os.PathLike | None = None,
+    observation: str = "flat",
     **kwargs: Any,
-) -> GridEnv | MultiMixEnv:
+) -> GridEnv | MultiMixEnv | GraphObservation:
     """A GridEnv for ``"case14"``, ``"case118"`` (or their gymnasium ids), a named task
     (:mod:`grid_vec.env.tasks`: ``split`` is ``"train"`` (default), ``"validation"`` or
     ``"test"``; keyword arguments override the task's settings; ``data_dir`` is the folder of
@@ -96,11 +98,19 @@ def make(
     (:mod:`grid_vec.core.rules.storage`), with the characteristics of its
     ``storage_units_charac.csv``.
 
+    ``observation="graph"`` wraps the GridEnv in a
+    :class:`~grid_vec.env.graph.GraphObservation`: its observations are graphs (bus bars and
+    branches, see :mod:`grid_vec.env.graph`) instead of the flat vector.
+
     The env's ``spec`` names it (the registered gymnasium id of an embedded grid,
     ``grid_vec/<folder name>`` for a folder) and keeps the arguments, so that recordings can
     name the env and ``gymnasium.make(env.spec)`` builds it again.
+
+    Raises:
+        ValueError: an unknown grid, task or ``observation``, or a bad keyword value.
     """
-    return env_factory(
+    check_observation(observation)
+    env = env_factory(
         id_or_path,
         backend=backend,
         scenario_seed=scenario_seed,
@@ -110,6 +120,21 @@ def make(
         data_dir=data_dir,
         **kwargs,
     )()
+    if observation == "graph":
+        if isinstance(env, MultiMixEnv):
+            raise ValueError("observation='graph' takes a single grid, not a multi-mix folder")
+        return GraphObservation(env)
+    return env
+
+
+def check_observation(observation: Any) -> None:
+    """Refuse an ``observation`` form that is not one of :data:`~grid_vec.env.graph.OBSERVATIONS`.
+
+    Raises:
+        ValueError: it is not.
+    """
+    if observation not in OBSERVATIONS:
+        raise ValueError(f"observation must be one of {OBSERVATIONS}, got {observation!r}")
 
 
 # embedded grid name -> its registered gymnasium id

@@ -22,6 +22,7 @@ def make_vec(
     autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
     vectorization: str = "multiprocess",
     vector_kwargs: dict[str, Any] | None = None,
+    observation: str = "flat",
     **env_kwargs: Any,
 ) -> VectorEnv:
     """``num_envs`` GridEnvs of ``id_or_path`` in one vector env.
@@ -43,16 +44,22 @@ def make_vec(
             sub-env in one batch in this process: no process, no pipe, the cheapest per
             env-step on one core.
         vector_kwargs: more arguments of the vector env's class.
+        observation: ``"flat"`` (the flat vector) or ``"graph"``: the vector env wrapped in a
+            :class:`~grid_vec.env.graph.GraphVectorObservation` (the sub-envs send flat
+            observations; the graphs are computed here, for the batch at once).
         **env_kwargs: the arguments of :func:`grid_vec.make`.
 
     Returns:
         The vector env.
 
     Raises:
-        ValueError: a bad ``num_envs`` or ``vectorization``, or an argument of ``make``.
+        ValueError: a bad ``num_envs``, ``vectorization`` or ``observation``, or an argument
+            of ``make``.
     """
-    from grid_vec.env.make import env_factory
+    from grid_vec.env.graph import GraphVectorObservation, graph_layout
+    from grid_vec.env.make import check_observation, env_factory
 
+    check_observation(observation)
     if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
         raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
     if vectorization not in VECTORIZATIONS:
@@ -68,12 +75,19 @@ def make_vec(
             )
         from grid_vec.vector.batched import BatchedGridVecEnv
 
-        return BatchedGridVecEnv.from_factory(
+        env: VectorEnv = BatchedGridVecEnv.from_factory(
             factory, num_envs, autoreset_mode=autoreset_mode, **(vector_kwargs or {})
         )
-    return GridVecEnv(
-        [factory] * num_envs,
-        envs_per_worker=envs_per_worker,
-        autoreset_mode=autoreset_mode,
-        **(vector_kwargs or {}),
-    )
+    else:
+        env = GridVecEnv(
+            [factory] * num_envs,
+            envs_per_worker=envs_per_worker,
+            autoreset_mode=autoreset_mode,
+            **(vector_kwargs or {}),
+        )
+    if observation == "graph":
+        if not hasattr(factory, "sharing_one_batch"):
+            env.close()
+            raise ValueError("observation='graph' takes a single grid, not a multi-mix folder")
+        return GraphVectorObservation(env, graph_layout(factory()))
+    return env
