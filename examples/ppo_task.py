@@ -12,18 +12,20 @@ What it does, and why:
 
 * the env asks for a decision only when the grid needs one (the task's heuristics), so one
   agent step may cover hundreds of time steps; the return is the task's reward summed;
-* illegal actions are masked out of the policy with the env's ``info["action_mask"]``
-  (at evaluation the greedy action is taken unmasked, as when the figures of docs/tasks.md were
-  measured; the env plays an illegal one as do-nothing. A Runner agent may read the masks:
-  give it ``takes_infos = True`` and it is called with the infos);
+* illegal actions are masked out of the policy with the env's ``info["action_mask"]``, in
+  training and at evaluation (the highest logit among the legal actions);
+* ``--observation graph`` trains the GNN of :mod:`grid_vec.integrations.torch_policy` on graph
+  observations (:mod:`grid_vec.env.graph`) instead of the MLP on the flat vector;
 * the policy starts close to do-nothing (a bias on action 0's logit, ``--noop-bias``): most
   topology actions end an episode quickly, and an agent exploring uniformly would learn
   only from short episodes;
 * observations are normalised with running statistics (frozen for evaluation) and the
   rewards scaled by ``--reward-scale``.
 
-Writes ``<out>/curve.csv`` (wall-clock seconds, agent steps, time steps, mean time steps
-survived by the training episodes ended since the last line) and ``<out>/result.json`` (the
+Writes ``<out>/ppo.pt`` (the trained policy: ``grid-vec eval TASK --agent <out>/ppo.pt``
+scores it again, loading it without unpickling), ``<out>/curve.csv`` (wall-clock seconds,
+agent steps, time steps, mean time steps survived by the training episodes ended since the
+last line) and ``<out>/result.json`` (the
 test scores of PPO and do-nothing, the settings).
 """
 
@@ -33,13 +35,21 @@ import argparse
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
-from torch.distributions import Categorical
 
 import grid_vec
+from grid_vec.integrations.torch_policy import (
+    Architecture,
+    ObservationNorm,
+    TorchPolicy,
+    build_network,
+    policy_distribution,
+    save_checkpoint,
+)
 from grid_vec.runner.evaluate import evaluate_task, format_scores
 
 
@@ -62,67 +72,36 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--reward-scale", type=float, default=0.01)
     p.add_argument("--noop-bias", type=float, default=3.0)
     p.add_argument("--hidden", type=int, default=256)
+    p.add_argument(
+        "--observation",
+        default="flat",
+        choices=["flat", "graph"],
+        help="flat: the MLP on the flat observation; graph: the GNN on graph observations",
+    )
+    p.add_argument("--rounds", type=int, default=3, help="(graph) rounds of message passing")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--eval-split", default="test")
     p.add_argument("--out", default="runs/ppo")
     return p.parse_args()
 
 
-class RunningNorm:
-    """Running mean and variance of observations (Welford, batched)."""
-
-    def __init__(self, size: int) -> None:
-        self.mean, self.var, self.count = np.zeros(size), np.ones(size), 1e-4
-        self.frozen = False
-
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
-        if not self.frozen:
-            batch_mean, batch_var, n = obs.mean(0), obs.var(0), obs.shape[0]
-            delta, total = batch_mean - self.mean, self.count + n
-            self.mean = self.mean + delta * n / total
-            m2 = self.var * self.count + batch_var * n + delta**2 * self.count * n / total
-            self.var, self.count = m2 / total, total
-        return np.clip((obs - self.mean) / np.sqrt(self.var + 1e-8), -10, 10).astype(np.float32)
+def stacked(steps: list[Any]) -> Any:
+    """The per-step normalised observations of a rollout as one ``(T, n, ...)`` batch."""
+    if isinstance(steps[0], dict):
+        return {key: torch.stack([x[key] for x in steps]) for key in steps[0]}
+    return torch.stack(steps)
 
 
-class Agent(nn.Module):
-    def __init__(self, n_obs: int, n_actions: int, hidden: int, noop_bias: float) -> None:
-        super().__init__()
-
-        def layer(i: int, o: int, std: float = np.sqrt(2)) -> nn.Linear:
-            lin = nn.Linear(i, o)
-            nn.init.orthogonal_(lin.weight, std)
-            nn.init.constant_(lin.bias, 0.0)
-            return lin
-
-        body = [layer(n_obs, hidden), nn.Tanh(), layer(hidden, hidden), nn.Tanh()]
-        self.critic = nn.Sequential(*body, layer(hidden, 1, 1.0))
-        actor_body = [layer(n_obs, hidden), nn.Tanh(), layer(hidden, hidden), nn.Tanh()]
-        head = layer(hidden, n_actions, 0.01)
-        with torch.no_grad():
-            head.bias[0] = noop_bias
-        self.actor = nn.Sequential(*actor_body, head)
-
-    def value(self, x: torch.Tensor) -> torch.Tensor:
-        return self.critic(x).squeeze(-1)
-
-    def policy(self, x: torch.Tensor, mask: torch.Tensor | None) -> Categorical:
-        logits = self.actor(x)
-        if mask is not None:
-            logits = logits.masked_fill(~mask, -1e8)
-        return Categorical(logits=logits)
+def flattened(x: Any) -> Any:
+    """``(T, n, ...)`` -> ``(T * n, ...)``, per key for a graph."""
+    if isinstance(x, dict):
+        return {key: v.reshape(-1, *v.shape[2:]) for key, v in x.items()}
+    return x.reshape(-1, *x.shape[2:])
 
 
-class GreedyPolicy:
-    """The trained policy as a batched agent of the Runner: argmax of the logits."""
-
-    def __init__(self, agent: Agent, norm: RunningNorm) -> None:
-        self.agent, self.norm = agent, norm
-
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
-        with torch.no_grad():
-            logits = self.agent.actor(torch.as_tensor(self.norm(np.asarray(obs))))
-        return logits.argmax(-1).numpy().astype(np.int64)
+def rows(x: Any, idx: torch.Tensor) -> Any:
+    """The rows ``idx`` of a batch (per key for a graph)."""
+    return {key: v[idx] for key, v in x.items()} if isinstance(x, dict) else x[idx]
 
 
 def masks_of(infos: dict, n: int, n_actions: int) -> np.ndarray:
@@ -146,10 +125,19 @@ def main() -> None:
         vectorization=args.vectorization,
         autoreset_mode="SameStep",
         split="train",
+        observation=args.observation,
     )
     n, n_actions = args.num_envs, envs.single_action_space.n
-    norm = RunningNorm(envs.single_observation_space.shape[0])
-    agent = Agent(norm.mean.size, n_actions, args.hidden, args.noop_bias)
+    norm = ObservationNorm.for_space(envs.single_observation_space)
+    arch = Architecture(
+        kind="gnn" if args.observation == "graph" else "mlp",
+        n_actions=n_actions,
+        hidden=args.hidden,
+        n_obs=int(np.prod(envs.single_observation_space.shape or (0,))),
+        rounds=args.rounds,
+        noop_bias=args.noop_bias,
+    )
+    agent = build_network(arch)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.lr, eps=1e-5)
 
     # each sub-env starts on a random training scenario (seeded): no two play in step
@@ -157,7 +145,7 @@ def main() -> None:
     mask = masks_of(infos, n, n_actions)
     done = np.zeros(n, dtype=bool)
     T = args.num_steps
-    buf_obs = torch.zeros((T, n, norm.mean.size))
+    buf_obs: list[Any] = [None] * T
     buf_mask = torch.zeros((T, n, n_actions), dtype=torch.bool)
     buf_act, buf_logp = torch.zeros((T, n), dtype=torch.long), torch.zeros((T, n))
     buf_rew, buf_done, buf_val = torch.zeros((T, n)), torch.zeros((T, n)), torch.zeros((T, n))
@@ -173,7 +161,7 @@ def main() -> None:
             x = torch.as_tensor(norm(obs))
             m = torch.as_tensor(mask)
             with torch.no_grad():
-                dist = agent.policy(x, m)
+                dist = policy_distribution(agent, x, m)
                 action = dist.sample()
                 buf_logp[t], buf_val[t] = dist.log_prob(action), agent.value(x)
             buf_obs[t], buf_mask[t], buf_act[t] = x, m, action
@@ -203,7 +191,7 @@ def main() -> None:
             last = delta + args.gamma * args.gae_lambda * not_done * last
             adv[t] = last
         returns = adv + buf_val
-        b_obs, b_mask = buf_obs.reshape(T * n, -1), buf_mask.reshape(T * n, -1)
+        b_obs, b_mask = flattened(stacked(buf_obs)), buf_mask.reshape(T * n, -1)
         b_act, b_logp = buf_act.reshape(-1), buf_logp.reshape(-1)
         b_adv, b_ret = adv.reshape(-1), returns.reshape(-1)
         size = T * n
@@ -212,12 +200,12 @@ def main() -> None:
             order = torch.randperm(size)
             for k in range(0, size, mb):
                 idx = order[k : k + mb]
-                dist = agent.policy(b_obs[idx], b_mask[idx])
+                dist = policy_distribution(agent, rows(b_obs, idx), b_mask[idx])
                 ratio = (dist.log_prob(b_act[idx]) - b_logp[idx]).exp()
                 a = b_adv[idx]
                 a = (a - a.mean()) / (a.std() + 1e-8)
                 pg = torch.max(-a * ratio, -a * ratio.clamp(1 - args.clip, 1 + args.clip)).mean()
-                v_loss = 0.5 * (agent.value(b_obs[idx]) - b_ret[idx]).pow(2).mean()
+                v_loss = 0.5 * (agent.value(rows(b_obs, idx)) - b_ret[idx]).pow(2).mean()
                 loss = pg - args.ent_coef * dist.entropy().mean() + args.vf_coef * v_loss
                 optimizer.zero_grad()
                 loss.backward()
@@ -236,15 +224,18 @@ def main() -> None:
     envs.close()
     train_seconds = time.perf_counter() - start
 
-    norm.frozen = True
-    torch.save({"agent": agent.state_dict(), "mean": norm.mean, "var": norm.var}, out / "ppo.pt")
+    checkpoint = save_checkpoint(
+        out / "ppo.pt", agent, arch, norm, task=args.task, observation=args.observation
+    )
+    print(f"saved {checkpoint}: grid-vec eval {args.task} --agent {checkpoint}")
     scores = [
         evaluate_task(
             args.task,
-            GreedyPolicy(agent, norm),
-            agent_name="ppo",
+            TorchPolicy(agent, norm),
+            agent_name="ppo-gnn" if args.observation == "graph" else "ppo",
             split=args.eval_split,
             pbar="auto",
+            env_kwargs={"observation": args.observation},
         ),
         evaluate_task(args.task, "do_nothing", split=args.eval_split, pbar="auto"),
     ]

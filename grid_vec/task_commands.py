@@ -1,7 +1,9 @@
 """The ``grid-vec eval`` and ``grid-vec actions`` commands: the named tasks on the CLI.
 
-``eval`` scores baseline agents on a task's split (:mod:`grid_vec.runner.evaluate`) and
-prints a Markdown table (``--json`` also writes the rows); ``actions`` writes a task's reduced
+``eval`` scores baseline agents, and trained ones from their checkpoint files, on a task's
+split (:mod:`grid_vec.runner.evaluate`) and prints a Markdown table (``--json`` also writes the
+rows); a checkpoint is read without unpickling anything
+(:func:`grid_vec.integrations.torch_policy.load_policy`); ``actions`` writes a task's reduced
 action set (:mod:`grid_vec.runner.action_sets`) into the working directory or ``--out``,
 never into the package. Mistakes (an unknown task, split or agent, an output that cannot be
 written, too many scenarios, a damaged dataset file met mid-run) are one line and exit
@@ -51,10 +53,11 @@ def add_task_commands(commands: Any) -> None:
     evaluate.add_argument(
         "--agent",
         action="append",
-        type=cli_name,
-        choices=agents,
-        help=f"baseline to score (repeatable; default: every one of {', '.join(agents)} "
-        "the task's action space allows; do_nothing is accepted for do-nothing)",
+        type=agent_argument,
+        metavar="AGENT",
+        help=f"a baseline ({', '.join(agents)}; do_nothing is accepted for do-nothing) or a "
+        "trained policy's checkpoint file (ppo.pt, written by examples/ppo_task.py); "
+        "repeatable; default: every baseline the task's action space allows",
     )
     evaluate.add_argument("--split", default="test", choices=["test", "validation", "train"])
     evaluate.add_argument("--num-envs", type=positive_int, default=8)
@@ -107,6 +110,28 @@ def add_task_commands(commands: Any) -> None:
         help="decisions per scenario at most (default: every scenario to its end)",
     )
     actions.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
+
+
+def agent_argument(text: str) -> str | Path:
+    """``--agent``: a baseline's name (as the CLI spells it) or a checkpoint file.
+
+    Raises:
+        argparse.ArgumentTypeError: neither.
+    """
+    from grid_vec.runner.evaluate import BASELINES
+
+    name = cli_name(text)
+    if name in [cli_name(b) for b in BASELINES]:
+        return name
+    path = Path(text)
+    if path.is_file():
+        return path
+    baselines = ", ".join(cli_name(b) for b in BASELINES)
+    if path.suffix or "/" in text or path.exists():
+        raise argparse.ArgumentTypeError(f"{text}: no such checkpoint file")
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is neither a baseline ({baselines}) nor a checkpoint file"
+    )
 
 
 def run_task_command(args: argparse.Namespace) -> int:
@@ -189,24 +214,30 @@ def _eval(args: argparse.Namespace) -> int:
         agents.remove("greedy")
     if "greedy" in agents and not discrete:
         raise UsageError("grid-vec eval", "--agent greedy needs a task with discrete actions")
-    scores = [
-        # evaluate_task names its baselines as Python does (do_nothing); the CLI's spelling
-        # is the one printed and written.
-        dataclasses.replace(
-            evaluate_task(
-                args.task,
-                name.replace("-", "_"),
-                split=args.split,
-                num_envs=args.num_envs,
-                seed=args.seed,
-                scenarios=args.scenarios,
-                env_kwargs=kwargs,
-                pbar=_progress(args),
-            ),
-            agent=name,
+    # every checkpoint read (and refused) before anything is played
+    trained = {a: _trained_policy(a, args.task) for a in agents if isinstance(a, Path)}
+    scores = []
+    for agent in agents:
+        if isinstance(agent, Path):
+            loaded = trained[agent]
+            played: Any = loaded.policy
+            env_kwargs = {**kwargs, "observation": loaded.observation}
+        else:
+            # evaluate_task names its baselines as Python does (do_nothing); the CLI's
+            # spelling is the one printed and written
+            played, env_kwargs = agent.replace("-", "_"), kwargs
+        score = evaluate_task(
+            args.task,
+            played,
+            agent_name=str(agent),
+            split=args.split,
+            num_envs=args.num_envs,
+            seed=args.seed,
+            scenarios=args.scenarios,
+            env_kwargs=env_kwargs,
+            pbar=_progress(args),
         )
-        for name in agents
-    ]
+        scores.append(dataclasses.replace(score, agent=str(agent)))
     print(format_scores(scores))
     if args.json is not None:
         try:
@@ -215,3 +246,27 @@ def _eval(args: argparse.Namespace) -> int:
         except OSError as exc:  # checked writable before the run; changed since
             raise UsageError("grid-vec eval", f"--json {args.json}: {exc.strerror}") from exc
     return 0
+
+
+def _trained_policy(path: Path, task: str) -> Any:
+    """The policy of a checkpoint file, read without unpickling (one line for a mistake).
+
+    Raises:
+        UsageError: torch is missing, the file is not a checkpoint, or it was trained on
+            another task.
+    """
+    try:
+        from grid_vec.integrations.torch_policy import CheckpointError, load_policy
+    except ImportError as exc:
+        raise UsageError(
+            "grid-vec eval", f"--agent {path}: a checkpoint needs torch (pip install -e '.[sb3]')"
+        ) from exc
+    try:
+        loaded = load_policy(path, name=str(path))
+    except CheckpointError as exc:
+        raise UsageError("grid-vec eval", f"--agent {exc}") from exc
+    if loaded.task != task:
+        raise UsageError(
+            "grid-vec eval", f"--agent {path}: trained on {loaded.task}, not on {task}"
+        )
+    return loaded

@@ -136,8 +136,9 @@ def evaluate_task(
         vectorization: ``"batched"`` (one process) or ``"processes"`` (GridVecEnv workers).
         seed: the Runner's master seed (env and agent seeds derive from it).
         scenarios: play only the first this many scenarios of the split (None: all).
-        env_kwargs: settings overriding the task's (e.g. ``action_subset=None``), and
-            ``data_dir`` for a dataset task.
+        env_kwargs: settings overriding the task's (e.g. ``action_subset=None``),
+            ``data_dir`` for a dataset task, ``observation="graph"`` for an agent of graph
+            observations.
         pbar: progress bars, as :meth:`Runner.run` takes.
 
     Returns:
@@ -154,7 +155,9 @@ def evaluate_task(
     if task_id not in TASKS:
         raise ValueError(f"unknown task {task_id!r}; tasks: {', '.join(TASKS)}")
     kwargs = {**(env_kwargs or {}), "split": split, "other_rewards": {COST: COST}}
-    n_split = len(env_factory(task_id, **kwargs).source)  # a dataset's split: its size
+    # a dataset's split: its size (the observation form is the vector env's, not the env's)
+    grid_kwargs = {key: value for key, value in kwargs.items() if key != "observation"}
+    n_split = len(env_factory(task_id, **grid_kwargs).source)
     n = n_split if scenarios is None else int(scenarios)
     if not 1 <= n <= n_split:
         raise ValueError(f"scenarios must be in [1, {n_split}], got {scenarios}")

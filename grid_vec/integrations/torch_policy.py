@@ -1,0 +1,381 @@
+"""Actor-critic networks for grid_vec's tasks, their checkpoints, and a trained one as an
+agent of the Runner (PyTorch, the ``sb3`` extra).
+
+Two networks, chosen by the observation form:
+
+* :class:`MlpActorCritic` on the flat observation (two hidden layers each for the actor and
+  the critic);
+* :class:`GnnActorCritic` on graph observations (:mod:`grid_vec.env.graph`): bus bars and
+  branches encoded, a few rounds of message passing along the connected branches (a message
+  is weighted by its branch's ``line_status``, so a disconnected branch carries none), then
+  the bus bars pooled (mean and max) with the clock for the actor's logits and the critic's
+  value. Plain torch: no graph library.
+
+Observations are normalised by :class:`ObservationNorm` (running mean and variance per
+feature, frozen for evaluation). A checkpoint (:func:`save_checkpoint`) holds tensors, numbers
+and strings only: it is read with ``torch.load(weights_only=True)``, which unpickles no
+object, so a checkpoint from elsewhere cannot run code (:func:`load_policy`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.distributions import Categorical
+
+from grid_vec.env.graph import EDGE_FEATURES, GLOBAL_FEATURES, NODE_FEATURES
+
+CHECKPOINT_FORMAT = "grid_vec.torch_policy/1"
+MAX_CHECKPOINT_BYTES = 512 * 2**20
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file that is not one :func:`save_checkpoint` wrote (the message names it)."""
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """What builds a network again: its kind and sizes.
+
+    Args:
+        kind: ``"mlp"`` (flat observations) or ``"gnn"`` (graph observations).
+        n_actions: the size of the ``Discrete`` action space.
+        hidden: the width of the hidden layers.
+        n_obs: (mlp) the size of the flat observation.
+        rounds: (gnn) the rounds of message passing.
+        noop_bias: the initial bias of action 0's logit (training only).
+    """
+
+    kind: str
+    n_actions: int
+    hidden: int = 256
+    n_obs: int = 0
+    rounds: int = 3
+    noop_bias: float = 0.0
+
+    def __post_init__(self) -> None:
+        # plain Python values: a checkpoint holds no numpy scalar (weights_only refuses them)
+        for name in ("n_actions", "hidden", "n_obs", "rounds"):
+            object.__setattr__(self, name, int(getattr(self, name)))
+        object.__setattr__(self, "noop_bias", float(self.noop_bias))
+        object.__setattr__(self, "kind", str(self.kind))
+
+
+def _layer(n_in: int, n_out: int, std: float = float(np.sqrt(2))) -> nn.Linear:
+    lin = nn.Linear(n_in, n_out)
+    nn.init.orthogonal_(lin.weight, std)
+    nn.init.constant_(lin.bias, 0.0)
+    return lin
+
+
+def _head(n_in: int, n_actions: int, noop_bias: float) -> nn.Linear:
+    head = _layer(n_in, n_actions, 0.01)
+    with torch.no_grad():
+        head.bias[0] = noop_bias
+    return head
+
+
+class MlpActorCritic(nn.Module):
+    """Actor and critic on the flat observation (two tanh layers each)."""
+
+    def __init__(self, arch: Architecture) -> None:
+        super().__init__()
+        h = arch.hidden
+        self.critic = nn.Sequential(
+            _layer(arch.n_obs, h), nn.Tanh(), _layer(h, h), nn.Tanh(), _layer(h, 1, 1.0)
+        )
+        self.actor = nn.Sequential(
+            _layer(arch.n_obs, h),
+            nn.Tanh(),
+            _layer(h, h),
+            nn.Tanh(),
+            _head(h, arch.n_actions, arch.noop_bias),
+        )
+
+    def logits(self, x: Any) -> torch.Tensor:
+        return self.actor(x)
+
+    def value(self, x: Any) -> torch.Tensor:
+        return self.critic(x).squeeze(-1)
+
+
+class GnnActorCritic(nn.Module):
+    """Actor and critic on graph observations (see the module docstring)."""
+
+    def __init__(self, arch: Architecture) -> None:
+        super().__init__()
+        h = arch.hidden
+        self.node_in = nn.Sequential(_layer(len(NODE_FEATURES), h), nn.Tanh())
+        self.edge_in = nn.Sequential(_layer(len(EDGE_FEATURES), h), nn.Tanh())
+        self.messages = nn.ModuleList(
+            nn.Sequential(_layer(2 * h, h), nn.Tanh()) for _ in range(arch.rounds)
+        )
+        self.updates = nn.ModuleList(
+            nn.Sequential(_layer(2 * h, h), nn.Tanh()) for _ in range(arch.rounds)
+        )
+        pooled = 2 * h + len(GLOBAL_FEATURES)
+        self.actor = nn.Sequential(
+            _layer(pooled, h), nn.Tanh(), _head(h, arch.n_actions, arch.noop_bias)
+        )
+        self.critic = nn.Sequential(_layer(pooled, h), nn.Tanh(), _layer(h, 1, 1.0))
+        self._status = EDGE_FEATURES.index("line_status")
+
+    def embed(self, x: dict[str, torch.Tensor]) -> torch.Tensor:
+        """``(k, 2 h + 7)``: the pooled bus bars and the clock of ``k`` graphs."""
+        nodes, edges = x["nodes"], x["edges"]
+        k, n_node, _ = nodes.shape
+        h = self.node_in(nodes).reshape(k * n_node, -1)
+        e = self.edge_in(edges)  # (k, B, h)
+        # the raw status (1 / 0) rides along un-normalised under "status"
+        weight = x["status"].unsqueeze(-1)  # (k, B, 1)
+        offset = (torch.arange(k) * n_node).reshape(k, 1)
+        src = (x["edge_index"][:, 0] + offset).reshape(-1)
+        dst = (x["edge_index"][:, 1] + offset).reshape(-1)
+        e_flat, w_flat = e.reshape(k * e.shape[1], -1), weight.reshape(-1, 1)
+        for message, update in zip(self.messages, self.updates, strict=True):
+            # both directions of every branch, weighted by its status
+            m_fwd = message(torch.cat([h[src], e_flat], -1)) * w_flat
+            m_bwd = message(torch.cat([h[dst], e_flat], -1)) * w_flat
+            agg = torch.zeros_like(h).index_add_(0, dst, m_fwd).index_add_(0, src, m_bwd)
+            h = h + update(torch.cat([h, agg], -1))
+        h = h.reshape(k, n_node, -1)
+        return torch.cat([h.mean(1), h.amax(1), x["globals"]], -1)
+
+    def logits(self, x: dict[str, torch.Tensor]) -> torch.Tensor:
+        return self.actor(self.embed(x))
+
+    def value(self, x: dict[str, torch.Tensor]) -> torch.Tensor:
+        return self.critic(self.embed(x)).squeeze(-1)
+
+
+NETWORKS: dict[str, type[nn.Module]] = {"mlp": MlpActorCritic, "gnn": GnnActorCritic}
+
+
+def build_network(arch: Architecture) -> nn.Module:
+    """The network of ``arch`` (freshly initialised).
+
+    Raises:
+        ValueError: an unknown kind.
+    """
+    if arch.kind not in NETWORKS:
+        raise ValueError(f"network kind must be one of {tuple(NETWORKS)}, got {arch.kind!r}")
+    return NETWORKS[arch.kind](arch)
+
+
+class ObservationNorm:
+    """Running mean and variance of observations, per feature (Welford, batched).
+
+    A flat observation is normalised per entry; a graph's ``nodes``, ``edges`` and
+    ``globals`` per feature (the statistics pooled over the bus bars or the branches), its
+    ``edge_index`` kept, and its branches' raw ``line_status`` added under ``status``.
+
+    Args:
+        sizes: the feature count of each normalised key (``{"flat": n}`` for flat
+            observations).
+    """
+
+    def __init__(self, sizes: dict[str, int]) -> None:
+        self.mean = {key: np.zeros(n) for key, n in sizes.items()}
+        self.var = {key: np.ones(n) for key, n in sizes.items()}
+        self.count = 1e-4
+        self.frozen = False
+
+    @classmethod
+    def for_space(cls, space: Any) -> ObservationNorm:
+        """The statistics an observation space needs (a flat ``Box`` or a graph ``Dict``)."""
+        if hasattr(space, "spaces"):
+            return cls({key: space[key].shape[-1] for key in ("nodes", "edges", "globals")})
+        return cls({"flat": int(np.prod(space.shape))})
+
+    def _update(self, key: str, x: np.ndarray, count: float) -> None:
+        mean, var, n = x.mean(0), x.var(0), x.shape[0]
+        delta, total = mean - self.mean[key], count + n
+        self.mean[key] = self.mean[key] + delta * n / total
+        m2 = self.var[key] * count + var * n + delta**2 * count * n / total
+        self.var[key] = m2 / total
+
+    def _scaled(self, key: str, x: np.ndarray) -> torch.Tensor:
+        z = (x - self.mean[key]) / np.sqrt(self.var[key] + 1e-8)
+        return torch.as_tensor(np.clip(z, -10, 10).astype(np.float32))
+
+    def __call__(self, obs: Any) -> Any:
+        """The normalised tensors of a batch of observations (``(k, ...)``)."""
+        if "flat" in self.mean:
+            x = np.asarray(obs, dtype=np.float64)
+            if not self.frozen:
+                self._update("flat", x, self.count)
+                self.count += len(x)
+            return self._scaled("flat", x)
+        arrays = {key: np.asarray(obs[key], dtype=np.float64) for key in self.mean}
+        if not self.frozen:
+            for key, x in arrays.items():
+                self._update(key, x.reshape(-1, x.shape[-1]), self.count * x[0].size / x.shape[-1])
+            self.count += len(arrays["globals"])
+        out = {key: self._scaled(key, x) for key, x in arrays.items()}
+        out["edge_index"] = torch.as_tensor(np.asarray(obs["edge_index"], dtype=np.int64))
+        status = np.asarray(obs["edges"])[..., EDGE_FEATURES.index("line_status")]
+        out["status"] = torch.as_tensor(status.astype(np.float32))
+        return out
+
+    def state(self) -> dict[str, Any]:
+        """The statistics as tensors (for a checkpoint)."""
+        return {
+            "mean": {k: torch.as_tensor(v) for k, v in self.mean.items()},
+            "var": {k: torch.as_tensor(v) for k, v in self.var.items()},
+            "count": float(self.count),
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> ObservationNorm:
+        norm = cls({k: int(v.numel()) for k, v in state["mean"].items()})
+        norm.mean = {k: v.double().numpy() for k, v in state["mean"].items()}
+        norm.var = {k: v.double().numpy() for k, v in state["var"].items()}
+        norm.count, norm.frozen = float(state["count"]), True
+        return norm
+
+
+def policy_distribution(
+    network: nn.Module, x: Any, mask: torch.Tensor | None = None
+) -> Categorical:
+    """The policy's action distribution; ``mask`` (bool, True = legal) rules actions out."""
+    logits = network.logits(x)
+    if mask is not None:
+        logits = logits.masked_fill(~mask, -1e8)
+    return Categorical(logits=logits)
+
+
+def save_checkpoint(
+    path: str | os.PathLike,
+    network: nn.Module,
+    arch: Architecture,
+    norm: ObservationNorm,
+    *,
+    task: str,
+    observation: str,
+) -> Path:
+    """Write a trained network, its architecture and its observation statistics.
+
+    Args:
+        path: the file to write (its folder must exist).
+        network: the trained network.
+        arch: its architecture.
+        norm: its observation statistics.
+        task: the task it was trained on (``grid-vec eval`` refuses another one).
+        observation: ``"flat"`` or ``"graph"``.
+
+    Returns:
+        The path written.
+    """
+    path = Path(path)
+    torch.save(
+        {
+            "format": CHECKPOINT_FORMAT,
+            "task": task,
+            "observation": observation,
+            "architecture": asdict(arch),
+            "network": network.state_dict(),
+            "norm": norm.state(),
+        },
+        path,
+    )
+    return path
+
+
+class TorchPolicy:
+    """A trained network as a batched agent of the Runner: the action of highest logit
+    among the legal ones (the env's ``info["action_mask"]`` when it gives one).
+
+    Args:
+        network: the network.
+        norm: its observation statistics (frozen here).
+        name: the name the scores carry.
+    """
+
+    takes_infos = True  # the Runner hands it the infos: their action masks
+
+    def __init__(self, network: nn.Module, norm: ObservationNorm, name: str = "ppo") -> None:
+        self.network, self.norm, self.name = network.eval(), norm, name
+        norm.frozen = True
+
+    def __call__(self, obs: Any, infos: dict[str, Any] | None = None) -> np.ndarray:
+        with torch.no_grad():
+            logits = self.network.logits(self.norm(obs))
+        if infos and "action_mask" in infos:
+            present = infos.get("_action_mask", np.ones(len(logits), dtype=bool))
+            mask = np.ones(tuple(logits.shape), dtype=bool)
+            mask[present] = np.stack(list(infos["action_mask"][present]))
+            logits = logits.masked_fill(~torch.as_tensor(mask), -torch.inf)
+        return logits.argmax(-1).numpy().astype(np.int64)
+
+
+@dataclass(frozen=True)
+class LoadedPolicy:
+    """A checkpoint read back: the agent and what it was trained for."""
+
+    policy: TorchPolicy
+    task: str
+    observation: str
+    architecture: Architecture
+
+
+def load_policy(path: str | os.PathLike, name: str = "ppo") -> LoadedPolicy:
+    """Read a checkpoint of :func:`save_checkpoint` without unpickling any object
+    (``torch.load(weights_only=True)``: tensors, numbers, strings, lists and dicts only).
+
+    Args:
+        path: the checkpoint file.
+        name: the name the agent's scores carry.
+
+    Returns:
+        The agent and the task and observation form it was trained with.
+
+    Raises:
+        CheckpointError: the file is missing, too large, not a torch file, holds objects
+            other than tensors and plain values, or is not a checkpoint of this format
+            (the message names the file and what is wrong).
+    """
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise CheckpointError(f"{path}: {exc.strerror}") from exc
+    if size > MAX_CHECKPOINT_BYTES:
+        raise CheckpointError(
+            f"{path}: {size} bytes, over the {MAX_CHECKPOINT_BYTES} a checkpoint may have"
+        )
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch's unpickler refuses objects: the reason, one line
+        reason = _reason(exc)
+        raise CheckpointError(
+            f"{path}: not a grid_vec checkpoint torch can read without running code ({reason})"
+        ) from exc
+    if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
+        raise CheckpointError(
+            f"{path}: not a checkpoint of {CHECKPOINT_FORMAT} (written by "
+            "grid_vec.integrations.torch_policy.save_checkpoint, e.g. examples/ppo_task.py)"
+        )
+    try:
+        arch = Architecture(**data["architecture"])
+        network = build_network(arch)
+        network.load_state_dict(data["network"])
+        norm = ObservationNorm.from_state(data["norm"])
+        task, observation = str(data["task"]), str(data["observation"])
+    except (KeyError, TypeError, ValueError, RuntimeError, AttributeError) as exc:
+        reason = _reason(exc)
+        raise CheckpointError(f"{path}: a damaged checkpoint ({reason})") from exc
+    return LoadedPolicy(TorchPolicy(network, norm, name), task, observation, arch)
+
+
+def _reason(exc: BaseException) -> str:
+    """One line of an exception's message (torch's unpickler: the global it refused)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    refused = [line for line in lines if "Unsupported global" in line]
+    line = refused[0] if refused else (lines[0] if lines else type(exc).__name__)
+    return line.split("WeightsUnpickler error: ")[-1][:200]

@@ -1,0 +1,159 @@
+"""The task networks (MLP, GNN), their checkpoints read without unpickling, and ``grid-vec eval
+TASK --agent FILE`` scoring a checkpoint."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch", reason="needs the sb3 extra (torch)")
+
+import torch
+
+import grid_vec
+from grid_vec.cli import main
+from grid_vec.env.graph import EDGE_FEATURES
+from grid_vec.integrations.torch_policy import (
+    Architecture,
+    CheckpointError,
+    ObservationNorm,
+    TorchPolicy,
+    build_network,
+    load_policy,
+    save_checkpoint,
+)
+from grid_vec.runner.evaluate import evaluate_task
+
+TASK = "grid_vec/Case14Topology-v0"
+
+
+def _trained_like(observation: str, *, seed: int = 0):
+    """A network of the task's sizes with random weights and statistics from a few
+    observations (what a training run saves, minus the training)."""
+    torch.manual_seed(seed)
+    env = grid_vec.make(TASK, observation=observation)
+    n_actions = env.action_space.n
+    n_obs = 0 if observation == "graph" else env.observation_space.shape[0]
+    arch = Architecture("gnn" if observation == "graph" else "mlp", n_actions, 32, n_obs, 2, 1.0)
+    network = build_network(arch)
+    norm = ObservationNorm.for_space(env.observation_space)
+    obs = [env.reset(seed=s)[0] for s in range(3)]
+    batch = {k: np.stack([o[k] for o in obs]) for k in obs[0]} if observation == "graph" else obs
+    norm(batch if observation == "graph" else np.stack(obs))
+    return network, arch, norm, batch
+
+
+@pytest.mark.parametrize("observation", ["flat", "graph"])
+def test_a_checkpoint_read_back_gives_the_same_actions(tmp_path, observation):
+    network, arch, norm, batch = _trained_like(observation)
+    path = save_checkpoint(
+        tmp_path / "ppo.pt", network, arch, norm, task=TASK, observation=observation
+    )
+    loaded = load_policy(path)
+    assert (loaded.task, loaded.observation, loaded.architecture) == (TASK, observation, arch)
+    obs = batch if observation == "graph" else np.stack(batch)
+    expected = TorchPolicy(network, norm)(obs)
+    np.testing.assert_array_equal(loaded.policy(obs), expected)
+
+
+def test_the_policy_takes_the_best_legal_action_of_the_masks():
+    network, _, norm, batch = _trained_like("flat")
+    policy = TorchPolicy(network, norm)
+    obs = np.stack(batch)
+    first = policy(obs)
+    mask = np.ones((len(obs), network.actor[-1].out_features), dtype=bool)
+    mask[np.arange(len(obs)), first] = False
+    second = policy(obs, {"action_mask": mask, "_action_mask": np.ones(len(obs), bool)})
+    assert (second != first).all()
+    assert mask[np.arange(len(obs)), second].all()
+
+
+def test_a_disconnected_branch_sends_no_message_in_the_gnn():
+    network, _, norm, batch = _trained_like("graph")
+    norm.frozen = True
+    one = {k: v[:1].copy() for k, v in batch.items()}
+    status = EDGE_FEATURES.index("line_status")
+    one["edges"][0, 4, status] = 0.0
+    before = network.embed(norm(one))
+    one["edges"][0, 4, :status] += 50.0  # the flows of a branch that carries none
+    one["edges"][0, 4, status + 1 :] += 3.0
+    after = network.embed(norm(one))
+    torch.testing.assert_close(before, after)
+    one["edges"][0, 4, status] = 1.0  # connected again: its values count
+    assert not torch.allclose(network.embed(norm(one)), after)
+
+
+def test_a_checkpoint_holding_code_is_refused_without_running_it(tmp_path):
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (Path.touch, (marker,))
+
+    path = tmp_path / "evil.pt"
+    torch.save({"format": "grid_vec.torch_policy/1", "x": Payload()}, path)
+    with pytest.raises(CheckpointError, match=r"evil\.pt: not a grid_vec checkpoint"):
+        load_policy(path)
+    assert not marker.exists()
+    raw = tmp_path / "raw.pt"
+    raw.write_bytes(pickle.dumps(Payload()))
+    with pytest.raises(CheckpointError, match=r"raw\.pt"):
+        load_policy(raw)
+    assert not marker.exists()
+
+
+def test_a_file_that_is_not_a_checkpoint_is_one_error_naming_it(tmp_path):
+    torch.save({"weights": torch.zeros(3)}, tmp_path / "other.pt")
+    with pytest.raises(CheckpointError, match=r"other\.pt: not a checkpoint of"):
+        load_policy(tmp_path / "other.pt")
+    network, arch, norm, _ = _trained_like("flat")
+    path = save_checkpoint(tmp_path / "cut.pt", network, arch, norm, task=TASK, observation="flat")
+    data = torch.load(path, weights_only=True)
+    del data["network"]["actor.0.weight"]
+    torch.save(data, path)
+    with pytest.raises(CheckpointError, match=r"cut\.pt: a damaged checkpoint"):
+        load_policy(path)
+    (tmp_path / "text.pt").write_text("hello")
+    with pytest.raises(CheckpointError, match=r"text\.pt"):
+        load_policy(tmp_path / "text.pt")
+    with pytest.raises(CheckpointError, match=r"missing\.pt"):
+        load_policy(tmp_path / "missing.pt")
+
+
+@pytest.mark.parametrize("observation", ["flat", "graph"])
+def test_grid_vec_eval_scores_a_checkpoint_as_evaluate_task_does(tmp_path, capsys, observation):
+    network, arch, norm, _ = _trained_like(observation)
+    path = save_checkpoint(
+        tmp_path / "ppo.pt", network, arch, norm, task=TASK, observation=observation
+    )
+    argv = ["eval", TASK, "--agent", str(path), "--scenarios", "2", "--num-envs", "2"]
+    assert main([*argv, "--no-progress", "--json", str(tmp_path / "rows.json")]) == 0
+    out = capsys.readouterr().out
+    assert f"| {path} |" in out
+    direct = evaluate_task(
+        TASK,
+        TorchPolicy(network, norm),
+        scenarios=2,
+        num_envs=2,
+        env_kwargs={"observation": observation},
+    )
+    assert f"| {direct.row()['mean_survival']:.1f} |" in out
+
+
+def test_grid_vec_eval_refuses_a_checkpoint_in_one_line(tmp_path, capsys):
+    network, arch, norm, _ = _trained_like("flat")
+    other = save_checkpoint(
+        tmp_path / "other.pt", network, arch, norm, task="grid_vec/Case118Topology-v0",
+        observation="flat",
+    )  # fmt: skip
+    (tmp_path / "junk.pt").write_bytes(b"\x80\x04junk")
+    assert main(["eval", TASK, "--agent", str(other)]) == 2
+    assert main(["eval", TASK, "--agent", str(tmp_path / "junk.pt")]) == 2
+    assert main(["eval", TASK, "--agent", str(tmp_path / "nothing.pt")]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("\n") == 3
+    assert "trained on grid_vec/Case118Topology-v0" in err and "junk.pt" in err
+    assert "nothing.pt: no such checkpoint file" in err
