@@ -80,6 +80,7 @@ def parse_args() -> argparse.Namespace:
     )
     p.add_argument("--rounds", type=int, default=3, help="(graph) rounds of message passing")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--torch-threads", type=int, default=1)
     p.add_argument("--eval-split", default="test")
     p.add_argument("--out", default="runs/ppo")
     return p.parse_args()
@@ -119,6 +120,9 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(args.seed)
     torch.manual_seed(args.seed)
+    # the networks are small and the env steps in this thread: a second torch thread only
+    # spins against the env for the machine's cores
+    torch.set_num_threads(args.torch_threads)
     envs = grid_vec.make_vec(
         args.task,
         args.num_envs,

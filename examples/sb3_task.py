@@ -12,7 +12,8 @@ scored by the Runner beside do-nothing (progress shown as it goes). Writes
 ``<out>/result.json``, ``<out>/curve.csv`` (seconds, timesteps, mean time steps survived by
 the training episodes ended since the last line), and the trained model: ``<out>/model.zip``
 (``PPO.load``) with its observation statistics ``<out>/vecnormalize.pkl``
-(``VecNormalize.load``; SB3's own format, a pickle: load only files you wrote).
+(``VecNormalize.load``; SB3's own format, a pickle: load only files you wrote);
+``grid-vec eval TASK --agent <out>/model.zip --trust-pickle`` scores it again.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 import grid_vec
 from grid_vec.integrations.sb3 import GymnasiumToSB3VecEnv
+from grid_vec.integrations.sb3_policy import Sb3Policy
 from grid_vec.runner.evaluate import evaluate_task, format_scores
 
 
@@ -67,17 +69,6 @@ class Budget(BaseCallback):
         self.ended = []
 
 
-class Policy:
-    """The trained model as a batched agent of the Runner (normalised observations)."""
-
-    def __init__(self, model: PPO, normalize: VecNormalize) -> None:
-        self.model, self.normalize = model, normalize
-
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
-        actions, _ = self.model.predict(self.normalize.normalize_obs(obs), deterministic=True)
-        return np.asarray(actions, dtype=self.model.action_space.dtype)
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--task", default="grid_vec/Case14Topology-v0")
@@ -107,7 +98,7 @@ def main() -> None:
     venv.save(str(out / "vecnormalize.pkl"))
     print(f"saved the model to {out / 'model.zip'} (normalisation: {out / 'vecnormalize.pkl'})")
     scores = [
-        evaluate_task(args.task, Policy(model, venv), agent_name="sb3-ppo", pbar="auto"),
+        evaluate_task(args.task, Sb3Policy(model, venv), agent_name="sb3-ppo", pbar="auto"),
         evaluate_task(args.task, "do_nothing", pbar="auto"),
     ]
     venv.close()

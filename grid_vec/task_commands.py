@@ -56,8 +56,15 @@ def add_task_commands(commands: Any) -> None:
         type=agent_argument,
         metavar="AGENT",
         help=f"a baseline ({', '.join(agents)}; do_nothing is accepted for do-nothing) or a "
-        "trained policy's checkpoint file (ppo.pt, written by examples/ppo_task.py); "
-        "repeatable; default: every baseline the task's action space allows",
+        "trained policy's file: ppo.pt (examples/ppo_task.py; read without unpickling) or "
+        "model.zip (examples/sb3_task.py; needs --trust-pickle); repeatable; default: every "
+        "baseline the task's action space allows",
+    )
+    evaluate.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="load an SB3 model.zip (and the vecnormalize.pkl beside it): SB3's loader "
+        "unpickles, which can run code the file names; only for files you trust",
     )
     evaluate.add_argument("--split", default="test", choices=["test", "validation", "train"])
     evaluate.add_argument("--num-envs", type=positive_int, default=8)
@@ -215,7 +222,9 @@ def _eval(args: argparse.Namespace) -> int:
     if "greedy" in agents and not discrete:
         raise UsageError("grid-vec eval", "--agent greedy needs a task with discrete actions")
     # every checkpoint read (and refused) before anything is played
-    trained = {a: _trained_policy(a, args.task) for a in agents if isinstance(a, Path)}
+    trained = {
+        a: _trained_policy(a, args.task, args.trust_pickle) for a in agents if isinstance(a, Path)
+    }
     scores = []
     for agent in agents:
         if isinstance(agent, Path):
@@ -248,21 +257,35 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _trained_policy(path: Path, task: str) -> Any:
-    """The policy of a checkpoint file, read without unpickling (one line for a mistake).
+def _trained_policy(path: Path, task: str, trust_pickle: bool) -> Any:
+    """The policy of a trained agent's file (one line for a mistake): a torch checkpoint read
+    without unpickling, or an SB3 zip when trusted.
 
     Raises:
-        UsageError: torch is missing, the file is not a checkpoint, or it was trained on
-            another task.
+        UsageError: torch (or SB3) is missing, the file is not a checkpoint, is an SB3 zip
+            not trusted, or was trained on another task.
     """
     try:
-        from grid_vec.integrations.torch_policy import CheckpointError, load_policy
+        from grid_vec.integrations.torch_policy import CheckpointError, LoadedPolicy, load_policy
     except ImportError as exc:
         raise UsageError(
-            "grid-vec eval", f"--agent {path}: a checkpoint needs torch (pip install -e '.[sb3]')"
+            "grid-vec eval",
+            f"--agent {path}: a trained agent needs torch (pip install -e '.[sb3]')",
         ) from exc
     try:
+        if path.suffix == ".zip":
+            from grid_vec.env.make import make
+            from grid_vec.integrations.sb3_policy import load_sb3_policy
+
+            space = make(task).observation_space
+            policy = load_sb3_policy(path, trust_pickle=trust_pickle, observation_space=space)
+            return LoadedPolicy(policy, task, "flat", None)
         loaded = load_policy(path, name=str(path))
+    except ImportError as exc:
+        raise UsageError(
+            "grid-vec eval", f"--agent {path}: an SB3 model needs stable-baselines3 "
+            "(pip install -e '.[sb3]')",
+        ) from exc  # fmt: skip
     except CheckpointError as exc:
         raise UsageError("grid-vec eval", f"--agent {exc}") from exc
     if loaded.task != task:

@@ -291,17 +291,56 @@ class TorchPolicy:
     """A trained network as a batched agent of the Runner: the action of highest logit
     among the legal ones (the env's ``info["action_mask"]`` when it gives one).
 
+    With ``check_top`` K > 1, the policy's K preferred legal actions are simulated first
+    (one ``simulate_candidates`` call for every sub-env, on the forecast of the next step)
+    and the most preferred one whose simulated step keeps every branch's rho below
+    ``safe_rho`` is played; when none does, the one of lowest simulated maximum rho (a game
+    over ranking last): the simulate-based check of the L2RPN winners around a learnt
+    ranking. It needs grid_vec's vector envs (the Runner binds the agent to its env).
+
     Args:
         network: the network.
         norm: its observation statistics (frozen here).
         name: the name the scores carry.
+        check_top: the actions simulated per decision (1: none, the policy alone).
+        safe_rho: the maximum rho a simulated step must stay below to be taken as safe.
+
+    Raises:
+        ValueError: ``check_top`` < 1 or ``safe_rho`` <= 0.
     """
 
     takes_infos = True  # the Runner hands it the infos: their action masks
 
-    def __init__(self, network: nn.Module, norm: ObservationNorm, name: str = "ppo") -> None:
+    def __init__(
+        self,
+        network: nn.Module,
+        norm: ObservationNorm,
+        name: str = "ppo",
+        *,
+        check_top: int = 1,
+        safe_rho: float = 1.0,
+    ) -> None:
+        if isinstance(check_top, bool) or not isinstance(check_top, int) or check_top < 1:
+            raise ValueError(f"check_top must be an int >= 1, got {check_top!r}")
+        if not safe_rho > 0:
+            raise ValueError(f"safe_rho must be > 0, got {safe_rho!r}")
         self.network, self.norm, self.name = network.eval(), norm, name
+        self.check_top, self.safe_rho = check_top, float(safe_rho)
         norm.frozen = True
+        self._env: Any = None
+
+    def bind(self, env: Any) -> None:
+        """Keep the vector env whose sub-envs ``check_top`` simulates (the Runner calls it).
+
+        Raises:
+            TypeError: ``check_top`` > 1 and the env has no ``simulate_candidates``.
+        """
+        if self.check_top > 1 and not hasattr(env, "simulate_candidates"):
+            raise TypeError(
+                f"check_top={self.check_top} needs a vector env with simulate_candidates "
+                "(grid_vec's GridVecEnv or BatchedGridVecEnv)"
+            )
+        self._env = env
 
     def __call__(self, obs: Any, infos: dict[str, Any] | None = None) -> np.ndarray:
         with torch.no_grad():
@@ -311,17 +350,30 @@ class TorchPolicy:
             mask = np.ones(tuple(logits.shape), dtype=bool)
             mask[present] = np.stack(list(infos["action_mask"][present]))
             logits = logits.masked_fill(~torch.as_tensor(mask), -torch.inf)
-        return logits.argmax(-1).numpy().astype(np.int64)
+        if self.check_top == 1:
+            return logits.argmax(-1).numpy().astype(np.int64)
+        if self._env is None:
+            raise RuntimeError("check_top > 1: bind the policy to its vector env first")
+        k = min(self.check_top, logits.shape[-1])
+        top = torch.topk(logits, k, dim=-1).indices.numpy().astype(np.int64)
+        found = self._env.simulate_candidates(top)
+        max_rho = np.where(found.terminated | found.illegal, np.inf, found.max_rho)
+        safe = max_rho < self.safe_rho
+        # an illegal (masked) action is never safe: the preferred safe one, else the least
+        # loaded, else (everything a game over) the policy's first choice
+        choice = np.where(safe.any(1), safe.argmax(1), np.argmin(max_rho, axis=1))
+        return top[np.arange(len(top)), choice]
 
 
 @dataclass(frozen=True)
 class LoadedPolicy:
-    """A checkpoint read back: the agent and what it was trained for."""
+    """A trained agent read back: the agent and what it was trained for (the architecture:
+    None for an agent not of this module's networks)."""
 
-    policy: TorchPolicy
+    policy: Any
     task: str
     observation: str
-    architecture: Architecture
+    architecture: Architecture | None
 
 
 def load_policy(path: str | os.PathLike, name: str = "ppo") -> LoadedPolicy:
