@@ -162,7 +162,7 @@ def main() -> None:
     budget = args.minutes * 60
     while time.perf_counter() - start < budget:
         for t in range(T):
-            x = torch.as_tensor(norm(obs))
+            x = norm(obs)
             m = torch.as_tensor(mask)
             with torch.no_grad():
                 dist = policy_distribution(agent, x, m)
@@ -182,7 +182,7 @@ def main() -> None:
                 survived[i] = 0
             mask = masks_of(infos, n, n_actions)
         with torch.no_grad():
-            next_value = agent.value(torch.as_tensor(norm(obs)))
+            next_value = agent.value(norm(obs))
         # GAE; a finished episode does not bootstrap (its next obs is the reset's)
         adv = torch.zeros((T, n))
         last = torch.zeros(n)
