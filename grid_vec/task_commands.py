@@ -131,11 +131,9 @@ def agent_argument(text: str) -> str | Path:
     if name in [cli_name(b) for b in BASELINES]:
         return name
     path = Path(text)
-    if path.is_file():
+    if path.suffix or "/" in text or path.exists():  # read (and refused) before any episode
         return path
     baselines = ", ".join(cli_name(b) for b in BASELINES)
-    if path.suffix or "/" in text or path.exists():
-        raise argparse.ArgumentTypeError(f"{text}: no such checkpoint file")
     raise argparse.ArgumentTypeError(
         f"{text!r} is neither a baseline ({baselines}) nor a checkpoint file"
     )
@@ -272,6 +270,8 @@ def _trained_policy(path: Path, task: str, trust_pickle: bool) -> Any:
             "grid-vec eval",
             f"--agent {path}: a trained agent needs torch (pip install -e '.[sb3]')",
         ) from exc
+    if not path.is_file():
+        raise UsageError("grid-vec eval", f"--agent {path}: no such checkpoint file")
     try:
         if path.suffix == ".zip":
             from grid_vec.env.make import make
