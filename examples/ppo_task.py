@@ -46,6 +46,7 @@ from grid_vec.integrations.torch_policy import (
     Architecture,
     ObservationNorm,
     TorchPolicy,
+    action_masks,
     build_network,
     policy_distribution,
     save_checkpoint,
@@ -105,15 +106,6 @@ def rows(x: Any, idx: torch.Tensor) -> Any:
     return {key: v[idx] for key, v in x.items()} if isinstance(x, dict) else x[idx]
 
 
-def masks_of(infos: dict, n: int, n_actions: int) -> np.ndarray:
-    """The action masks of a vector env's infos (all legal where an env gives none)."""
-    mask = np.ones((n, n_actions), dtype=bool)
-    if "action_mask" in infos:
-        present = infos.get("_action_mask", np.ones(n, dtype=bool))
-        mask[present] = infos["action_mask"][present]
-    return mask
-
-
 def main() -> None:
     args = parse_args()
     out = Path(args.out)
@@ -146,7 +138,7 @@ def main() -> None:
 
     # each sub-env starts on a random training scenario (seeded): no two play in step
     obs, infos = envs.reset(seed=[int(s) for s in rng.integers(0, 2**31, n)])
-    mask = masks_of(infos, n, n_actions)
+    mask = action_masks(infos, n, n_actions)
     done = np.zeros(n, dtype=bool)
     T = args.num_steps
     buf_obs: list[Any] = [None] * T
@@ -180,7 +172,7 @@ def main() -> None:
             for i in np.flatnonzero(done):
                 ended.append(int(survived[i]))
                 survived[i] = 0
-            mask = masks_of(infos, n, n_actions)
+            mask = action_masks(infos, n, n_actions)
         with torch.no_grad():
             next_value = agent.value(norm(obs))
         # GAE; a finished episode does not bootstrap (its next obs is the reset's)

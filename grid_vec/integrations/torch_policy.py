@@ -240,6 +240,17 @@ class ObservationNorm:
         return norm
 
 
+def action_masks(infos: dict[str, Any], n: int, n_actions: int) -> np.ndarray:
+    """The ``(n, n_actions)`` action masks of a vector env's infos (all legal for a sub-env
+    that gives none, and for every sub-env when the infos hold no ``action_mask``)."""
+    mask = np.ones((n, n_actions), dtype=bool)
+    if "action_mask" in infos:
+        present = infos.get("_action_mask", np.ones(n, dtype=bool))
+        if present.any():
+            mask[present] = np.stack(list(infos["action_mask"][present]))
+    return mask
+
+
 def policy_distribution(
     network: nn.Module, x: Any, mask: torch.Tensor | None = None
 ) -> Categorical:
@@ -346,9 +357,7 @@ class TorchPolicy:
         with torch.no_grad():
             logits = self.network.logits(self.norm(obs))
         if infos and "action_mask" in infos:
-            present = infos.get("_action_mask", np.ones(len(logits), dtype=bool))
-            mask = np.ones(tuple(logits.shape), dtype=bool)
-            mask[present] = np.stack(list(infos["action_mask"][present]))
+            mask = action_masks(infos, *logits.shape)
             logits = logits.masked_fill(~torch.as_tensor(mask), -torch.inf)
         if self.check_top == 1:
             return logits.argmax(-1).numpy().astype(np.int64)
