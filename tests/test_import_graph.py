@@ -27,7 +27,7 @@ LAYERS = (
     ("core",),
     ("env",),
     ("vector",),
-    ("runner",),
+    ("runner", "marl"),
     ("integrations", "bench", "task_commands", "export_command", "cli", "grid_vec_launcher"),
 )
 _RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}

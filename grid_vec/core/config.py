@@ -26,8 +26,12 @@ from grid_vec.core.rules.opponent import Opponent
 from grid_vec.core.rules.storage import StorageUnits
 from grid_vec.grid.model import GridModel
 
-# the action types whose agent picks catalog actions (a mask or a subset needs a catalog)
+# the action types whose agent picks catalog actions (a subset or a safe mask needs a catalog)
 _CATALOG_TYPES = ("discrete", "combined")
+# and those whose agent can play every catalog action, so that the catalog's legal mask tells
+# it something: the general topology action plays a configuration as set_bus (the
+# multi-agent view's substation agents read their part of it, grid_vec.marl)
+_MASK_TYPES = (*_CATALOG_TYPES, "set_bus", "set_bus_continuous")
 
 
 @dataclass(frozen=True, eq=False)
@@ -145,10 +149,10 @@ class GameConfig:
         if storage_units is not None:
             _check_type(storage_units, StorageUnits, "storage_units")
         _check_bool(action_mask, "action_mask")
-        if action_mask and action_type not in _CATALOG_TYPES:
+        if action_mask and action_type not in _MASK_TYPES:
             raise ValueError(
-                "action_mask needs a catalog of discrete actions: action_type 'discrete' or "
-                f"'combined', got {action_type!r}"
+                "action_mask needs a catalog of topology actions: action_type 'discrete', "
+                f"'combined', 'set_bus' or 'set_bus_continuous', got {action_type!r}"
             )
         if heuristics is not None and not isinstance(heuristics, Heuristics):
             raise TypeError(

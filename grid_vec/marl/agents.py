@@ -1,0 +1,494 @@
+"""Who the agents of the multi-agent view are, and what each sees, may do and earns.
+
+A :class:`MultiAgentLayout` splits one GridEnv among agents, as MARL2Grid splits grid
+operation: one agent per **substation** (it picks one of its substation's bus-bar
+configurations of the topology catalog, or leaves it as it is) and / or one per
+**dispatchable generator** (it asks a redispatch, in MW, within the generator's ramps). Every
+method works on a batch of envs at once (arrays with a leading env axis), so the
+single-env :class:`~grid_vec.marl.parallel.GridParallelEnv` and the batched
+:class:`~grid_vec.marl.vector.MultiAgentVecEnv` share one implementation.
+
+**The joint action** is one grid2op action (``set_bus`` of the chosen configurations, and the
+redispatch of the generator agents), resolved first by a fixed rule, because grid2op refuses
+the *whole* action when one part breaks a rule:
+
+1. a substation agent's choice that the catalog's legal mask refuses now (its substation or a
+   branch it would reconnect in cooldown) is dropped: it plays "unchanged" (``refused``);
+2. of the substation agents still asking for a change, at most ``max_sub_changed`` act: those
+   whose branches are the most loaded (highest max rho over the substation's branches), ties
+   to the lower agent index; the others play "unchanged" (``deferred``).
+
+What is left is played as grid2op plays any action (a joint action whose reconnections exceed
+``max_line_status_changed`` is illegal as a whole and played as do-nothing, as grid2op does).
+
+**Observations** are a fixed-width vector per agent (one width for all agents, as a
+parameter-shared MAPPO actor wants): ``ELEMENT_FEATURES`` for each element of the agent's
+substation (the generator agent's: the substation it sits in), padded with zeros to the
+largest substation of the layout, then ``AGENT_FEATURES``. The global state is the env's flat
+observation.
+
+**Rewards** (:data:`REWARDS`): ``"shared"`` gives every agent the env's reward; ``"local"``
+gives each agent grid_vec's ``line_margin`` over its own substation's branches (mean of
+``max(0, 1 - rho)``, a disconnected branch 0) at the state returned, 0 on a game over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from grid_vec.core.actions import KIND_SUB
+
+KIND_SUBSTATION, KIND_GENERATOR = 0, 1
+ELEMENT_FEATURES = ("present", "is_load", "is_generator", "is_branch", "bus", "p_mw", "rho")
+AGENT_FEATURES = (
+    "is_substation",
+    "is_generator",
+    "substation_cooldown",
+    "generator_p_mw",
+    "actual_dispatch_mw",
+)
+# the observation segments the view reads (a custom observation_attributes must keep them)
+_SEGMENTS = (
+    "rho",
+    "line_status",
+    "p_or",
+    "p_ex",
+    "load_p",
+    "gen_p",
+    "actual_dispatch",
+    "topo_vect",
+    "time_before_cooldown_sub",
+)
+
+
+def _substation_agents(env: Any) -> tuple[list[int], list[int]]:
+    """Every substation with at least one configuration in the catalog."""
+    catalog = env.catalog
+    return sorted(set(catalog.target[catalog.kind == KIND_SUB].tolist())), []
+
+
+def _generator_agents(env: Any) -> tuple[list[int], list[int]]:
+    """Every dispatchable generator the action type can redispatch."""
+    return [], _redispatch_columns(env)[0].tolist()
+
+
+def _both(env: Any) -> tuple[list[int], list[int]]:
+    return _substation_agents(env)[0], _generator_agents(env)[1]
+
+
+# named scopes: the substation agents and the generator agents they make of an env
+SCOPES: dict[str, Callable[[Any], tuple[list[int], list[int]]]] = {
+    "substations": _substation_agents,
+    "generators": _generator_agents,
+    "substations_and_generators": _both,
+}
+
+
+def _redispatch_columns(env: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The generators the env's continuous part redispatches, and their columns in it."""
+    layout = env.continuous
+    if layout is None:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    for part in layout.parts:
+        if part.name == "redispatch":
+            columns = np.arange(part.start, part.stop, dtype=np.int64)
+            return np.asarray(part.columns, dtype=np.int64), columns
+    return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+
+
+def agent_name(kind: int, index: int) -> str:
+    """``"substation_<s>"`` or ``"generator_<g>"`` (indices of the grid's order)."""
+    return f"substation_{index}" if kind == KIND_SUBSTATION else f"generator_{index}"
+
+
+@dataclass(frozen=True)
+class JointActions:
+    """A batch of joint actions resolved into grid2op actions, and what became of each
+    agent's part.
+
+    Attributes:
+        set_bus: (N, n_elem) int64, grid2op's ``set_bus`` (0: unchanged).
+        continuous: (N, n_continuous) float32 (the redispatch columns the generator agents
+            set; every other redispatch 0, curtailment limits 1 (none), storage 0), or None
+            when the env has no continuous part.
+        refused: (N, A) bool, a substation choice the legal mask refused (played unchanged).
+        deferred: (N, A) bool, a legal substation choice beyond ``max_sub_changed``.
+    """
+
+    set_bus: np.ndarray
+    continuous: np.ndarray | None
+    refused: np.ndarray
+    deferred: np.ndarray
+    n_branch: int
+
+    def env_action(self, row: int) -> dict[str, np.ndarray]:
+        """Env ``row``'s action, as GridEnv's ``"set_bus"`` / ``"set_bus_continuous"``
+        action types take it."""
+        action = {
+            "set_bus": self.set_bus[row],
+            "set_line_status": np.zeros(self.n_branch, dtype=np.int64),
+        }
+        if self.continuous is not None:
+            action["continuous"] = self.continuous[row]
+        return action
+
+    def env_actions(self) -> dict[str, np.ndarray]:
+        """Every row's action, batched as a vector env of such GridEnvs takes it."""
+        action = {
+            "set_bus": self.set_bus,
+            "set_line_status": np.zeros((len(self.set_bus), self.n_branch), dtype=np.int64),
+        }
+        if self.continuous is not None:
+            action["continuous"] = self.continuous
+        return action
+
+
+@dataclass(frozen=True, eq=False)
+class MultiAgentLayout:
+    """The agents of one env's grid and the index arrays that serve them (build one with
+    :meth:`of`).
+
+    Attributes:
+        names: the agents' names, in agent order.
+        kind: (A,) ``KIND_SUBSTATION`` or ``KIND_GENERATOR``.
+        substation: (A,) the agent's substation (a generator's: where it is connected).
+        generator: (A,) the generator of a generator agent, -1 for a substation agent.
+        column: (A,) the column of the generator's redispatch in the continuous part, -1.
+        choices: (A, C) int64, the catalog index of each substation agent's choice ``k``
+            (choice 0, "unchanged", and padding hold 0).
+        n_choices: (A,) the number of choices of each agent (1 + its configurations; 0 for a
+            generator agent).
+        low, high: (A,) a generator agent's redispatch bounds, MW (0 for the others).
+    """
+
+    names: tuple[str, ...]
+    kind: np.ndarray
+    substation: np.ndarray
+    generator: np.ndarray
+    column: np.ndarray
+    choices: np.ndarray
+    n_choices: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    slots: np.ndarray  # (A, E) topology position of each element slot, -1 padding
+    sub_branches: np.ndarray  # (A, n_branch) bool: the branches with an end at the substation
+    sub_start: np.ndarray  # (n_sub + 1,) the topology vector's substation boundaries
+    element_kind: np.ndarray  # (n_elem,) 0 load, 1 generator, 2 branch origin, 3 extremity
+    element_index: np.ndarray  # (n_elem,) the element's index within its kind
+    neutral: np.ndarray | None  # (n_continuous,) the continuous part's "do nothing"
+    buses: dict[int, np.ndarray]  # the bus bars of each configuration a choice names
+    max_sub_changed: int
+    obs_slices: dict[str, slice]
+    n_elem: int
+    n_branch: int
+
+    @classmethod
+    def of(
+        cls, env: Any, scope: str = "substations", agents: Sequence[str] | None = None
+    ) -> MultiAgentLayout:
+        """The layout of ``env`` (a GridEnv of action type ``"set_bus"`` or
+        ``"set_bus_continuous"``) for a named scope, or for the agents named.
+
+        Args:
+            env: the GridEnv the agents share.
+            scope: a key of :data:`SCOPES`.
+            agents: the agents' names (``"substation_<s>"``, ``"generator_<g>"``), a
+                subset of the scopes' agents; None: the scope's.
+
+        Returns:
+            The layout.
+
+        Raises:
+            ValueError: an unknown scope or agent, no agent, an env whose action type or
+                observation the view cannot use.
+        """
+        if scope not in SCOPES:
+            raise ValueError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
+        missing = [name for name in _SEGMENTS if name not in env.obs_layout.slices]
+        if missing:
+            raise ValueError(
+                f"the multi-agent view reads the observation's {', '.join(missing)}: keep them "
+                "in observation_attributes"
+            )
+        subs, gens = SCOPES[scope](env)
+        if agents is not None:
+            subs, gens = _named(env, agents)
+        if not subs and not gens:
+            raise ValueError(f"scope {scope!r} makes no agent on this grid")
+        model, topology, catalog = env.model, env.topology, env.catalog
+        gen_of_column, columns = _redispatch_columns(env)
+        column_of = dict(zip(gen_of_column.tolist(), columns.tolist(), strict=True))
+        a = len(subs) + len(gens)
+        kind = np.array([KIND_SUBSTATION] * len(subs) + [KIND_GENERATOR] * len(gens))
+        substation = np.array(subs + [int(model.gen_sub[g]) for g in gens], dtype=np.int64)
+        generator = np.array([-1] * len(subs) + gens, dtype=np.int64)
+        column = np.array([-1] * len(subs) + [column_of[g] for g in gens], dtype=np.int64)
+        configs = [np.flatnonzero((catalog.kind == KIND_SUB) & (catalog.target == s)) for s in subs]
+        n_choices = np.array([1 + len(c) for c in configs] + [0] * len(gens), dtype=np.int64)
+        choices = np.zeros((a, max(int(n_choices.max()), 1)), dtype=np.int64)
+        for i, c in enumerate(configs):
+            choices[i, 1 : 1 + len(c)] = c
+        low = np.zeros(a, dtype=np.float32)
+        high = np.zeros(a, dtype=np.float32)
+        if gens:
+            box = env.continuous
+            low[len(subs) :] = box.low[column[len(subs) :]]
+            high[len(subs) :] = box.high[column[len(subs) :]]
+        start = topology.sub_start
+        sizes = start[substation + 1] - start[substation]
+        slots = np.full((a, int(sizes.max())), -1, dtype=np.int64)
+        for i, s in enumerate(substation.tolist()):
+            slots[i, : sizes[i]] = np.arange(start[s], start[s + 1])
+        branch_subs = np.stack([model.branch_or_sub, model.branch_ex_sub])
+        sub_branches = (branch_subs[None, :, :] == substation[:, None, None]).any(axis=1)
+        element_kind = np.empty(topology.n_elem, dtype=np.int64)
+        element_index = np.empty(topology.n_elem, dtype=np.int64)
+        for k, positions in enumerate(
+            (topology.pos_load, topology.pos_gen, topology.pos_or, topology.pos_ex)
+        ):
+            element_kind[positions] = k
+            element_index[positions] = np.arange(len(positions))
+        neutral = None
+        if env.continuous is not None:
+            # each control's "do nothing"; a curtailment's (NaN inside the core: the limit
+            # unchanged) is its limit lifted, 1, as no agent curtails
+            neutral = np.concatenate(
+                [np.full(p.stop - p.start, p.control.neutral) for p in env.continuous.parts]
+            ).astype(np.float32)
+            neutral = np.where(np.isnan(neutral), env.continuous.high, neutral)
+        return cls(
+            names=tuple(
+                [agent_name(KIND_SUBSTATION, s) for s in subs]
+                + [agent_name(KIND_GENERATOR, g) for g in gens]
+            ),
+            kind=kind,
+            substation=substation,
+            generator=generator,
+            column=column,
+            choices=choices,
+            n_choices=n_choices,
+            low=low,
+            high=high,
+            slots=slots,
+            sub_branches=sub_branches,
+            sub_start=np.asarray(start),
+            element_kind=element_kind,
+            element_index=element_index,
+            neutral=neutral,
+            buses={
+                int(i): np.asarray(catalog.sub_buses[i]) for i in np.unique(choices[choices > 0])
+            },
+            max_sub_changed=int(env.parameters.max_sub_changed),
+            obs_slices=dict(env.obs_layout.slices),
+            n_elem=int(topology.n_elem),
+            n_branch=int(model.n_branch),
+        )
+
+    @property
+    def num_agents(self) -> int:
+        return len(self.names)
+
+    @property
+    def observation_size(self) -> int:
+        """The width of an agent's observation."""
+        return self.slots.shape[1] * len(ELEMENT_FEATURES) + len(AGENT_FEATURES)
+
+    # --- actions ------------------------------------------------------------------------
+
+    def check_actions(self, actions: Any) -> np.ndarray:
+        """``actions`` as a float64 ``(N, A)`` array, checked: a substation agent's choice
+        an int in ``[0, n_choices)``, a generator agent's redispatch finite and within its
+        ramps.
+
+        Raises:
+            ValueError: a wrong shape or a value outside an agent's space, naming the agent.
+        """
+        arr = np.asarray(actions, dtype=np.float64)
+        if arr.ndim != 2 or arr.shape[1] != self.num_agents:
+            raise ValueError(
+                f"actions must be shaped (num_envs, {self.num_agents}), one per agent; got "
+                f"{np.shape(actions)}"
+            )
+        subs = self.kind == KIND_SUBSTATION
+        bad_sub = subs & (
+            (arr != np.round(arr)) | (arr < 0) | (arr >= self.n_choices) | ~np.isfinite(arr)
+        )
+        slack = 1e-5 * np.maximum(1.0, np.abs(self.high))  # float32 rounding, as the env's box
+        bad_gen = ~subs & (~np.isfinite(arr) | (arr < self.low - slack) | (arr > self.high + slack))
+        bad = np.argwhere(bad_sub | bad_gen)
+        if len(bad):
+            row, agent = (int(x) for x in bad[0])
+            allowed = (
+                f"an int in [0, {self.n_choices[agent] - 1}]"
+                if subs[agent]
+                else f"a redispatch in [{self.low[agent]:g}, {self.high[agent]:g}] MW"
+            )
+            raise ValueError(
+                f"env {row}, agent {self.names[agent]}: action must be {allowed}, got "
+                f"{arr[row, agent]!r}"
+            )
+        return arr
+
+    def joint_actions(
+        self, actions: np.ndarray, catalog_mask: np.ndarray, rho: np.ndarray
+    ) -> JointActions:
+        """Resolve checked agent actions into one grid2op action per env (the rule of the
+        module docstring).
+
+        Args:
+            actions: (N, A) from :meth:`check_actions`.
+            catalog_mask: (N, n_catalog) bool, the env's legal catalog actions now.
+            rho: (N, n_branch), the branches' loading now (ranks the substations).
+
+        Returns:
+            The joint actions and what became of each part.
+        """
+        n = len(actions)
+        subs = self.kind == KIND_SUBSTATION
+        choice = np.where(subs, actions, 0).astype(np.int64)
+        catalog_index = np.take_along_axis(self.choices[None].repeat(n, 0), choice[..., None], 2)
+        catalog_index = catalog_index[..., 0]
+        asking = choice > 0
+        legal = np.take_along_axis(catalog_mask, catalog_index, axis=1)
+        refused = asking & ~legal
+        asking &= legal
+        loading = np.where(self.sub_branches[None], rho[:, None, :], -np.inf).max(axis=2)
+        deferred = np.zeros_like(asking)
+        if (asking.sum(axis=1) > self.max_sub_changed).any():
+            # rank the asking agents: most loaded first, then the lower index
+            key = np.where(asking, -loading, np.inf)
+            order = np.lexsort((np.broadcast_to(np.arange(self.num_agents), key.shape), key))
+            rank = np.empty_like(order)
+            np.put_along_axis(rank, order, np.arange(self.num_agents)[None], axis=1)
+            deferred = asking & (rank >= self.max_sub_changed)
+            asking &= ~deferred
+        set_bus = np.zeros((n, self.n_elem), dtype=np.int64)
+        for row, agent in np.argwhere(asking).tolist():
+            lo, hi = self.slot_range(agent)
+            set_bus[row, lo:hi] = self.buses[int(catalog_index[row, agent])]
+        continuous = None
+        if self.neutral is not None:
+            continuous = np.repeat(self.neutral[None], n, axis=0)
+            gens = np.flatnonzero(~subs)
+            continuous[:, self.column[gens]] = actions[:, gens]
+        return JointActions(set_bus, continuous, refused, deferred, self.n_branch)
+
+    def slot_range(self, agent: int) -> tuple[int, int]:
+        """The agent's substation's positions in the topology vector, ``[lo, hi)``."""
+        s = int(self.substation[agent])
+        return int(self.sub_start[s]), int(self.sub_start[s + 1])
+
+    # --- what the agents see and earn -----------------------------------------------------
+
+    def masks(self, catalog_mask: np.ndarray) -> np.ndarray:
+        """(N, A, C) bool: each agent's legal choices (choice 0 always; padding and generator
+        agents False beyond their choices)."""
+        mask = catalog_mask[:, self.choices]  # (N, A, C)
+        mask[:, :, 0] = True
+        return mask & (np.arange(self.choices.shape[1]) < self.n_choices[:, None])[None]
+
+    def observe(self, obs: np.ndarray) -> np.ndarray:
+        """(N, A, W) float32: each agent's observation from the envs' flat observations
+        ``(N, size)``."""
+        seg = {name: obs[:, self.obs_slices[name]] for name in _SEGMENTS}
+        n = len(obs)
+        # the features of every element end of the topology vector, then each agent's slots
+        p = np.zeros((n, self.n_elem), dtype=np.float32)
+        rho = np.zeros((n, self.n_elem), dtype=np.float32)
+        for k, name in enumerate(("load_p", "gen_p", "p_or", "p_ex")):
+            at = self.element_kind == k
+            p[:, at] = seg[name][:, self.element_index[at]]
+            if k >= 2:
+                rho[:, at] = seg["rho"][:, self.element_index[at]]
+        kinds = np.eye(3, dtype=np.float32)[np.minimum(self.element_kind, 2)]
+        features = np.concatenate(
+            [
+                np.ones((n, self.n_elem, 1), dtype=np.float32),
+                np.broadcast_to(kinds, (n, self.n_elem, 3)),
+                seg["topo_vect"][..., None],
+                p[..., None],
+                rho[..., None],
+            ],
+            axis=2,
+        )
+        padded = np.concatenate([features, np.zeros((n, 1, features.shape[2]), np.float32)], 1)
+        local = padded[:, self.slots, :].reshape(n, self.num_agents, -1)  # -1 reads the zeros
+        gen = np.maximum(self.generator, 0)
+        is_gen = (self.kind == KIND_GENERATOR).astype(np.float32)
+        agent = np.stack(
+            [
+                np.broadcast_to(1.0 - is_gen, (n, self.num_agents)),
+                np.broadcast_to(is_gen, (n, self.num_agents)),
+                seg["time_before_cooldown_sub"][:, self.substation],
+                seg["gen_p"][:, gen] * is_gen,
+                seg["actual_dispatch"][:, gen] * is_gen,
+            ],
+            axis=2,
+        )
+        return np.concatenate([local, agent], axis=2).astype(np.float32)
+
+    def local_rewards(self, obs: np.ndarray, terminated: np.ndarray) -> np.ndarray:
+        """(N, A): ``line_margin`` over each agent's substation's branches, 0 on a game
+        over."""
+        rho = obs[:, self.obs_slices["rho"]]
+        status = obs[:, self.obs_slices["line_status"]]
+        margin = np.maximum(1.0 - rho.astype(np.float64), 0.0) * status  # (N, B)
+        counts = np.maximum(self.sub_branches.sum(axis=1), 1)
+        # a row's sum, not a matrix product: the same float whatever the batch's size
+        local = (margin[:, None, :] * self.sub_branches[None]).sum(axis=2) / counts
+        return np.where(np.asarray(terminated)[:, None], 0.0, local)
+
+
+def _shared_rewards(
+    layout: MultiAgentLayout, reward: np.ndarray, obs: np.ndarray, terminated: Any
+) -> np.ndarray:
+    """(N, A): the env's reward, to every agent."""
+    return np.repeat(np.asarray(reward, dtype=np.float64)[:, None], layout.num_agents, axis=1)
+
+
+def _local_rewards(
+    layout: MultiAgentLayout, reward: np.ndarray, obs: np.ndarray, terminated: Any
+) -> np.ndarray:
+    return layout.local_rewards(obs, terminated)
+
+
+# how the agents' rewards are made: fn(layout, env rewards (N,), observations, terminated)
+REWARDS: dict[str, Callable[..., np.ndarray]] = {"shared": _shared_rewards, "local": _local_rewards}
+
+
+def check_reward(reward: str) -> Callable[..., np.ndarray]:
+    """The reward maker of :data:`REWARDS` named ``reward``.
+
+    Raises:
+        ValueError: an unknown name.
+    """
+    if reward not in REWARDS:
+        raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
+    return REWARDS[reward]
+
+
+def _named(env: Any, agents: Sequence[str]) -> tuple[list[int], list[int]]:
+    """The substations and generators of agents given by name."""
+    allowed_subs = set(_substation_agents(env)[0])
+    allowed_gens = set(_generator_agents(env)[1])
+    subs, gens = [], []
+    for name in agents:
+        kind, _, index = str(name).rpartition("_")
+        ok = index.isdigit() and (
+            (kind == "substation" and int(index) in allowed_subs)
+            or (kind == "generator" and int(index) in allowed_gens)
+        )
+        if not ok:
+            raise ValueError(
+                f"unknown agent {name!r}: agents are substation_<s> for a substation with "
+                f"configurations ({sorted(allowed_subs)}) and generator_<g> for a "
+                f"dispatchable generator ({sorted(allowed_gens)})"
+            )
+        (subs if kind == "substation" else gens).append(int(index))
+    if len(set(subs)) < len(subs) or len(set(gens)) < len(gens):
+        raise ValueError(f"agents must be distinct, got {list(agents)}")
+    return sorted(subs), sorted(gens)
