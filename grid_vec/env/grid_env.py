@@ -100,7 +100,9 @@ class GridEnv(gym.Env):
     ``storage_power_target``, ``storage_power``, ``storage_theta`` (see
     :mod:`grid_vec.core.observation_select`). ``env.view(obs)`` names them.
 
-    ``action_mask=True`` (``"discrete"`` and ``"combined"`` action types) puts in the info
+    ``action_mask=True`` (``"discrete"``, ``"combined"``, ``"set_bus"`` and
+    ``"set_bus_continuous"``: the catalog's actions are general topology actions too) puts in
+    the info
     of every reset and step ``action_mask``, a ``(n_catalog,)`` bool array: True where the
     catalog action would be legal in the state returned (the cooldowns of its branch or
     substation are over, ``max_line_status_changed`` / ``max_sub_changed`` allow it, a

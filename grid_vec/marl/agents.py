@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -288,6 +289,19 @@ class MultiAgentLayout:
             n_branch=int(model.n_branch),
         )
 
+    @cached_property
+    def _lower(self) -> np.ndarray:
+        """(A,) the lowest action of each agent (float32 rounding allowed for a generator)."""
+        slack = 1e-5 * np.maximum(1.0, np.abs(self.low))
+        return np.where(self.kind == KIND_SUBSTATION, 0.0, self.low - slack)
+
+    @cached_property
+    def _upper(self) -> np.ndarray:
+        """(A,) a bound each action is below: a choice below ``n_choices``, a redispatch
+        below its ramp (float32 rounding allowed)."""
+        slack = 1e-5 * np.maximum(1.0, np.abs(self.high))
+        return np.where(self.kind == KIND_SUBSTATION, self.n_choices, self.high + slack * 2)
+
     @property
     def num_agents(self) -> int:
         return len(self.names)
@@ -314,24 +328,22 @@ class MultiAgentLayout:
                 f"{np.shape(actions)}"
             )
         subs = self.kind == KIND_SUBSTATION
-        bad_sub = subs & (
-            (arr != np.round(arr)) | (arr < 0) | (arr >= self.n_choices) | ~np.isfinite(arr)
+        ok = np.empty(arr.shape, dtype=bool)  # NaN fails every comparison
+        np.less(arr, self._upper, out=ok)
+        ok &= arr >= self._lower
+        ok[:, subs] &= arr[:, subs] == np.floor(arr[:, subs])
+        if ok.all():
+            return arr
+        row, agent = (int(x) for x in np.argwhere(~ok)[0])
+        allowed = (
+            f"an int in [0, {self.n_choices[agent] - 1}]"
+            if subs[agent]
+            else f"a redispatch in [{self.low[agent]:g}, {self.high[agent]:g}] MW"
         )
-        slack = 1e-5 * np.maximum(1.0, np.abs(self.high))  # float32 rounding, as the env's box
-        bad_gen = ~subs & (~np.isfinite(arr) | (arr < self.low - slack) | (arr > self.high + slack))
-        bad = np.argwhere(bad_sub | bad_gen)
-        if len(bad):
-            row, agent = (int(x) for x in bad[0])
-            allowed = (
-                f"an int in [0, {self.n_choices[agent] - 1}]"
-                if subs[agent]
-                else f"a redispatch in [{self.low[agent]:g}, {self.high[agent]:g}] MW"
-            )
-            raise ValueError(
-                f"env {row}, agent {self.names[agent]}: action must be {allowed}, got "
-                f"{arr[row, agent]!r}"
-            )
-        return arr
+        raise ValueError(
+            f"env {row}, agent {self.names[agent]}: action must be {allowed}, got "
+            f"{arr[row, agent]!r}"
+        )
 
     def joint_actions(
         self, actions: np.ndarray, catalog_mask: np.ndarray, rho: np.ndarray
@@ -350,16 +362,15 @@ class MultiAgentLayout:
         n = len(actions)
         subs = self.kind == KIND_SUBSTATION
         choice = np.where(subs, actions, 0).astype(np.int64)
-        catalog_index = np.take_along_axis(self.choices[None].repeat(n, 0), choice[..., None], 2)
-        catalog_index = catalog_index[..., 0]
+        catalog_index = self.choices[np.arange(self.num_agents), choice]  # (N, A)
         asking = choice > 0
-        legal = np.take_along_axis(catalog_mask, catalog_index, axis=1)
+        legal = catalog_mask[np.arange(n)[:, None], catalog_index]
         refused = asking & ~legal
         asking &= legal
-        loading = np.where(self.sub_branches[None], rho[:, None, :], -np.inf).max(axis=2)
         deferred = np.zeros_like(asking)
         if (asking.sum(axis=1) > self.max_sub_changed).any():
             # rank the asking agents: most loaded first, then the lower index
+            loading = np.where(self.sub_branches[None], rho[:, None, :], -np.inf).max(axis=2)
             key = np.where(asking, -loading, np.inf)
             order = np.lexsort((np.broadcast_to(np.arange(self.num_agents), key.shape), key))
             rank = np.empty_like(order)
@@ -393,43 +404,49 @@ class MultiAgentLayout:
 
     def observe(self, obs: np.ndarray) -> np.ndarray:
         """(N, A, W) float32: each agent's observation from the envs' flat observations
-        ``(N, size)``."""
-        seg = {name: obs[:, self.obs_slices[name]] for name in _SEGMENTS}
-        n = len(obs)
-        # the features of every element end of the topology vector, then each agent's slots
-        p = np.zeros((n, self.n_elem), dtype=np.float32)
-        rho = np.zeros((n, self.n_elem), dtype=np.float32)
-        for k, name in enumerate(("load_p", "gen_p", "p_or", "p_ex")):
-            at = self.element_kind == k
-            p[:, at] = seg[name][:, self.element_index[at]]
-            if k >= 2:
-                rho[:, at] = seg["rho"][:, self.element_index[at]]
-        kinds = np.eye(3, dtype=np.float32)[np.minimum(self.element_kind, 2)]
-        features = np.concatenate(
-            [
-                np.ones((n, self.n_elem, 1), dtype=np.float32),
-                np.broadcast_to(kinds, (n, self.n_elem, 3)),
-                seg["topo_vect"][..., None],
-                p[..., None],
-                rho[..., None],
-            ],
-            axis=2,
+        ``(N, size)`` (one gather: :attr:`obs_source`)."""
+        source, constant = self.obs_source
+        return np.where(source >= 0, obs[:, source], constant).astype(np.float32, copy=False)
+
+    @cached_property
+    def obs_source(self) -> tuple[np.ndarray, np.ndarray]:
+        """Where each entry of an agent's observation comes from: ``(A, W)`` indices into the
+        flat observation (-1 where the entry is a constant) and ``(A, W)`` constants (the
+        flags, zero padding)."""
+        at = self.obs_slices
+        first = {name: at[name].start for name in _SEGMENTS}
+        # per element end of the topology vector: its bus bar, its MW and its rho entries
+        p_of_kind = ("load_p", "gen_p", "p_or", "p_ex")
+        p_index = np.array(
+            [first[p_of_kind[k]] + i for k, i in zip(self.element_kind, self.element_index)]
         )
-        padded = np.concatenate([features, np.zeros((n, 1, features.shape[2]), np.float32)], 1)
-        local = padded[:, self.slots, :].reshape(n, self.num_agents, -1)  # -1 reads the zeros
+        is_branch = self.element_kind >= 2
+        rho_index = np.where(is_branch, first["rho"] + self.element_index, -1)
+        bus_index = first["topo_vect"] + np.arange(self.n_elem)
+        a, e = self.slots.shape
+        f = len(ELEMENT_FEATURES)
+        source = np.full((a, e, f), -1, dtype=np.int64)
+        constant = np.zeros((a, e, f), dtype=np.float32)
+        present = self.slots >= 0
+        slot = np.maximum(self.slots, 0)
+        kind = np.minimum(self.element_kind[slot], 2)
+        constant[..., 0] = present
+        for k in range(3):  # is_load, is_generator, is_branch
+            constant[..., 1 + k] = present & (kind == k)
+        source[..., 4] = np.where(present, bus_index[slot], -1)
+        source[..., 5] = np.where(present, p_index[slot], -1)
+        source[..., 6] = np.where(present, rho_index[slot], -1)
+        is_gen = self.kind == KIND_GENERATOR
         gen = np.maximum(self.generator, 0)
-        is_gen = (self.kind == KIND_GENERATOR).astype(np.float32)
-        agent = np.stack(
-            [
-                np.broadcast_to(1.0 - is_gen, (n, self.num_agents)),
-                np.broadcast_to(is_gen, (n, self.num_agents)),
-                seg["time_before_cooldown_sub"][:, self.substation],
-                seg["gen_p"][:, gen] * is_gen,
-                seg["actual_dispatch"][:, gen] * is_gen,
-            ],
-            axis=2,
-        )
-        return np.concatenate([local, agent], axis=2).astype(np.float32)
+        agent_source = np.full((a, len(AGENT_FEATURES)), -1, dtype=np.int64)
+        agent_constant = np.zeros((a, len(AGENT_FEATURES)), dtype=np.float32)
+        agent_constant[:, 0], agent_constant[:, 1] = ~is_gen, is_gen
+        agent_source[:, 2] = first["time_before_cooldown_sub"] + self.substation
+        agent_source[:, 3] = np.where(is_gen, first["gen_p"] + gen, -1)
+        agent_source[:, 4] = np.where(is_gen, first["actual_dispatch"] + gen, -1)
+        source = np.concatenate([source.reshape(a, -1), agent_source], axis=1)
+        constant = np.concatenate([constant.reshape(a, -1), agent_constant], axis=1)
+        return source, constant
 
     def local_rewards(self, obs: np.ndarray, terminated: np.ndarray) -> np.ndarray:
         """(N, A): ``line_margin`` over each agent's substation's branches, 0 on a game

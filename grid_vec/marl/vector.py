@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from grid_vec.marl.agents import MultiAgentLayout, check_reward
+from grid_vec.marl.agents import JointActions, MultiAgentLayout, check_reward
 
 
 @dataclass(frozen=True)
@@ -104,13 +104,7 @@ class MultiAgentVecEnv:
                 and the agent).
             RuntimeError: no reset yet.
         """
-        if self._obs is None:
-            raise RuntimeError("call reset() first")
-        checked = self.layout.check_actions(actions)
-        if len(checked) != self.num_envs:
-            raise ValueError(f"actions must have {self.num_envs} rows, got {len(checked)}")
-        rho = self._obs[:, self.layout.obs_slices["rho"]]
-        joint = self.layout.joint_actions(checked, self._mask, rho)
+        joint = self.resolve(actions)
         obs, reward, terminated, truncated, infos = self.vec_env.step(joint.env_actions())
         ended = terminated | truncated
         final_obs = obs
@@ -127,6 +121,21 @@ class MultiAgentVecEnv:
         return self._result(
             obs, infos, rewards, terminated, truncated, joint.refused, joint.deferred
         )
+
+    def resolve(self, actions: Any) -> JointActions:
+        """The joint actions the agents' ``actions`` make in the current states (what
+        :meth:`step` plays; nothing is played here).
+
+        Raises:
+            ValueError, RuntimeError: as :meth:`step`.
+        """
+        if self._obs is None:
+            raise RuntimeError("call reset() first")
+        checked = self.layout.check_actions(actions)
+        if len(checked) != self.num_envs:
+            raise ValueError(f"actions must have {self.num_envs} rows, got {len(checked)}")
+        rho = self._obs[:, self.layout.obs_slices["rho"]]
+        return self.layout.joint_actions(checked, self._mask, rho)
 
     def close(self) -> None:
         self.vec_env.close()
