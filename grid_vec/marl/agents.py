@@ -417,9 +417,8 @@ class MultiAgentLayout:
         first = {name: at[name].start for name in _SEGMENTS}
         # per element end of the topology vector: its bus bar, its MW and its rho entries
         p_of_kind = ("load_p", "gen_p", "p_or", "p_ex")
-        p_index = np.array(
-            [first[p_of_kind[k]] + i for k, i in zip(self.element_kind, self.element_index)]
-        )
+        starts = np.array([first[name] for name in p_of_kind])
+        p_index = starts[self.element_kind] + self.element_index
         is_branch = self.element_kind >= 2
         rho_index = np.where(is_branch, first["rho"] + self.element_index, -1)
         bus_index = first["topo_vect"] + np.arange(self.n_elem)
