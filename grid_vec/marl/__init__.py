@@ -3,7 +3,9 @@
 * :func:`parallel_env`: a PettingZoo ``ParallelEnv`` over one GridEnv (the ``marl`` extra,
   pettingzoo);
 * :func:`vector_env`: N of them stepped together, arrays shaped ``(num_envs, num_agents,
-  ...)`` (no pettingzoo needed).
+  ...)`` (no pettingzoo needed);
+* :class:`MultiAgentPolicy`: the agents' policy as a batched policy of single-agent GridEnvs,
+  which the Runner plays and ``evaluate_task`` scores beside single-agent policies.
 
 Who the agents are, what they see, how their actions become one grid2op action and what
 they earn: :mod:`grid_vec.marl.agents`. docs/marl.md is the guide.
@@ -18,6 +20,7 @@ from gymnasium.vector import AutoresetMode
 
 from grid_vec.env.make import env_factory
 from grid_vec.marl.agents import REWARDS, SCOPES, MultiAgentLayout, check_reward
+from grid_vec.marl.policy import MultiAgentPolicy
 from grid_vec.marl.vector import MultiAgentStep, MultiAgentVecEnv
 from grid_vec.vector.make_vec import make_vec
 
@@ -25,6 +28,7 @@ __all__ = [
     "REWARDS",
     "SCOPES",
     "MultiAgentLayout",
+    "MultiAgentPolicy",
     "MultiAgentStep",
     "MultiAgentVecEnv",
     "parallel_env",
