@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import nn
+from torch.distributions import Categorical
 
 from grid_vec.integrations.torch_policy import ObservationNorm
 from grid_vec.marl import MultiAgentPolicy, vector_env
@@ -94,11 +95,11 @@ class Mappo(nn.Module):
             self.actor[-1].bias.zero_()
             self.actor[-1].bias[0] = args.noop_bias
 
-    def distribution(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.distributions.Categorical:
+    def distribution(self, obs: torch.Tensor, mask: torch.Tensor) -> Categorical:
         """``obs`` (..., A, W) and ``mask`` (..., A, C): each agent's masked choices."""
         ids = torch.eye(self.n_agents).expand(*obs.shape[:-1], self.n_agents)
         logits = self.actor(torch.cat([obs, ids], dim=-1))
-        return torch.distributions.Categorical(logits=logits.masked_fill(~mask, -1e9))
+        return Categorical(logits=logits.masked_fill(~mask, -1e9))
 
     def value(self, state: torch.Tensor) -> torch.Tensor:
         return self.critic(state).squeeze(-1)

@@ -50,5 +50,5 @@ def test_the_runner_plays_the_agents_legal_choices_as_joint_actions(layout):
 
 def test_infos_without_the_catalog_mask_are_refused(layout):
     policy = MultiAgentPolicy(layout, lambda obs, masks, state: np.zeros(obs.shape[:2]))
-    with pytest.raises(ValueError, match="MultiAgentPolicy.env_kwargs"):
+    with pytest.raises(ValueError, match=r"MultiAgentPolicy\.env_kwargs"):
         policy(np.zeros((1, 410), dtype=np.float32), {})
