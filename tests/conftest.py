@@ -68,3 +68,34 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> objec
 def pytest_make_collect_report(collector: pytest.Collector) -> object:
     outcome = yield
     _fail_if_extras_required(outcome.get_result())
+
+
+# CI's second phase runs what its first did not (.ci/run): the first writes the node ids of
+# the tests that passed to GRID_VEC_PASSED_LOG, the second deselects those named in
+# GRID_VEC_SKIP_PASSED, so that it runs only the slow tests and those the first phase skipped
+# for a missing extra, instead of the whole suite again.
+PASSED_LOG_ENV = "GRID_VEC_PASSED_LOG"
+SKIP_PASSED_ENV = "GRID_VEC_SKIP_PASSED"
+_MAX_PASSED_LOG_BYTES = 16 << 20
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    path = os.environ.get(PASSED_LOG_ENV)
+    if path and report.when == "call" and report.passed:
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(report.nodeid + "\n")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    path = os.environ.get(SKIP_PASSED_ENV)
+    if not path:
+        return
+    with open(path, "rb") as log:
+        data = log.read(_MAX_PASSED_LOG_BYTES + 1)
+    if len(data) > _MAX_PASSED_LOG_BYTES:
+        raise pytest.UsageError(f"{path}: more than {_MAX_PASSED_LOG_BYTES} bytes of test ids")
+    passed = set(data.decode("utf-8").splitlines())
+    kept = [item for item in items if item.nodeid not in passed]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[i for i in items if i.nodeid in passed])
+        items[:] = kept
