@@ -43,6 +43,13 @@ import torch
 from torch import nn
 from torch.distributions import Categorical
 
+from grid_vec.integrations.ppo import (
+    TrainingCurve,
+    add_ppo_arguments,
+    advantages,
+    clipped_loss,
+    update,
+)
 from grid_vec.integrations.torch_policy import ObservationNorm
 from grid_vec.marl import MultiAgentPolicy, vector_env
 from grid_vec.runner.evaluate import evaluate_task, format_scores
@@ -55,18 +62,16 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--minutes", type=float, default=10.0, help="training wall-clock budget")
     p.add_argument("--num-envs", type=int, default=16)
     p.add_argument("--num-steps", type=int, default=64, help="decisions per env per rollout")
-    p.add_argument("--lr", type=float, default=3e-4)
-    p.add_argument("--gamma", type=float, default=0.99)
-    p.add_argument("--gae-lambda", type=float, default=0.95)
-    p.add_argument("--epochs", type=int, default=4)
-    p.add_argument("--minibatches", type=int, default=4)
-    p.add_argument("--clip", type=float, default=0.2)
-    p.add_argument("--ent-coef", type=float, default=0.01)
-    p.add_argument("--vf-coef", type=float, default=0.5)
-    p.add_argument("--max-grad-norm", type=float, default=0.5)
-    p.add_argument("--reward-scale", type=float, default=0.01)
+    add_ppo_arguments(p)
     p.add_argument("--noop-bias", type=float, default=5.0)
     p.add_argument("--hidden", type=int, default=128)
+    p.add_argument(
+        "--loss-on-played",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="leave out of the policy loss the agents' parts the joint action did not play "
+        "(deferred or refused)",
+    )
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--torch-threads", type=int, default=1)
     p.add_argument("--eval-split", default="test")
@@ -147,13 +152,12 @@ def main() -> None:
     buf_mask = torch.zeros((T, n, a, c), dtype=torch.bool)
     buf_act = torch.zeros((T, n, a), dtype=torch.long)
     buf_logp = torch.zeros((T, n, a))
+    buf_played = torch.ones((T, n, a))  # 0: an agent's part the joint action did not play
     buf_rew, buf_done, buf_val = torch.zeros((T, n)), torch.zeros((T, n)), torch.zeros((T, n))
     done = np.zeros(n, dtype=bool)
     start, decisions, time_steps = time.perf_counter(), 0, 0
     survived = np.zeros(n, dtype=np.int64)
-    ended: list[int] = []
-    curve = open(out / "curve.csv", "w")  # noqa: SIM115 - written through the whole loop
-    curve.write("seconds,decisions,time_steps,episodes,mean_survival\n")
+    curve = TrainingCurve(out / "curve.csv")
     while time.perf_counter() - start < args.minutes * 60:
         for t in range(T):
             x, s = norm(result.observations, result.state)
@@ -165,6 +169,10 @@ def main() -> None:
             buf_obs[t], buf_state[t], buf_mask[t], buf_act[t] = x, s, m, action
             buf_done[t] = torch.as_tensor(done, dtype=torch.float32)
             result = envs.step(action.numpy())
+            if args.loss_on_played:
+                buf_played[t] = torch.as_tensor(
+                    ~(result.refused | result.deferred), dtype=torch.float32
+                )
             skipped = result.infos.get("skipped_steps", np.zeros(n, dtype=np.int64))
             survived += 1 + skipped
             decisions += n
@@ -173,49 +181,33 @@ def main() -> None:
             buf_rew[t] = torch.as_tensor(result.rewards[:, 0] * args.reward_scale)
             done = result.terminated | result.truncated
             for i in np.flatnonzero(done):
-                ended.append(int(survived[i]))
+                curve.episode_ended(survived[i])
                 survived[i] = 0
         with torch.no_grad():
             next_value = model.value(norm(result.observations, result.state)[1])
-        adv, last = torch.zeros((T, n)), torch.zeros(n)
-        for t in reversed(range(T)):  # GAE; an ended episode does not bootstrap
-            not_done = 1.0 - (
-                torch.as_tensor(done, dtype=torch.float32) if t == T - 1 else buf_done[t + 1]
-            )
-            nxt = next_value if t == T - 1 else buf_val[t + 1]
-            delta = buf_rew[t] + args.gamma * nxt * not_done - buf_val[t]
-            last = delta + args.gamma * args.gae_lambda * not_done * last
-            adv[t] = last
+        # GAE; a finished episode does not bootstrap (its next obs is the reset's)
+        adv = advantages(
+            buf_rew, buf_val, buf_done, next_value, torch.as_tensor(done, dtype=torch.float32),
+            args.gamma, args.gae_lambda,
+        )  # fmt: skip
         returns = (adv + buf_val).reshape(-1)
         b_obs, b_state = buf_obs.reshape(T * n, a, -1), buf_state.reshape(T * n, -1)
         b_mask, b_act = buf_mask.reshape(T * n, a, c), buf_act.reshape(T * n, a)
         b_logp, b_adv = buf_logp.reshape(T * n, a), adv.reshape(-1)
+        b_played = buf_played.reshape(T * n, a)
         size, mb = T * n, (T * n) // args.minibatches
         for _ in range(args.epochs):
             order = torch.randperm(size)
             for k in range(0, size, mb):
                 idx = order[k : k + mb]
                 dist = model.distribution(b_obs[idx], b_mask[idx])
-                ratio = (dist.log_prob(b_act[idx]) - b_logp[idx]).exp()  # (mb, A)
-                adv_mb = b_adv[idx]
-                adv_mb = ((adv_mb - adv_mb.mean()) / (adv_mb.std() + 1e-8))[:, None]
-                clipped = ratio.clamp(1 - args.clip, 1 + args.clip)
-                pg = torch.max(-adv_mb * ratio, -adv_mb * clipped).mean()
+                # one advantage per env, for each of its agents' actions
+                pg = clipped_loss(
+                    dist.log_prob(b_act[idx]), b_logp[idx], b_adv[idx], args.clip, b_played[idx]
+                )
                 v_loss = 0.5 * (model.value(b_state[idx]) - returns[idx]).pow(2).mean()
-                loss = pg - args.ent_coef * dist.entropy().mean() + args.vf_coef * v_loss
-                optimizer.zero_grad()
-                loss.backward()
-                nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
-                optimizer.step()
-        seconds = time.perf_counter() - start
-        mean = float(np.mean(ended)) if ended else float("nan")
-        curve.write(f"{seconds:.1f},{decisions},{time_steps},{len(ended)},{mean:.1f}\n")
-        curve.flush()
-        print(
-            f"{seconds:7.0f}s  decisions {decisions:8d}  time steps {time_steps:9d}  "
-            f"episodes {len(ended):4d}  mean survival {mean:7.1f}"
-        )
-        ended = []
+                update(optimizer, model, pg, v_loss, dist.entropy().mean(), args)
+        curve.line(time.perf_counter() - start, decisions, time_steps)
     curve.close()
     envs.close()
     train_seconds = time.perf_counter() - start

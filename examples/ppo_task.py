@@ -24,7 +24,7 @@ What it does, and why:
 
 Writes ``<out>/ppo.pt`` (the trained policy: ``grid-vec eval TASK --agent <out>/ppo.pt``
 scores it again, loading it without unpickling), ``<out>/curve.csv`` (wall-clock seconds,
-agent steps, time steps, mean time steps survived by the training episodes ended since the
+decisions, time steps, mean time steps survived by the training episodes ended since the
 last line) and ``<out>/result.json`` (the
 test scores of PPO and do-nothing, the settings).
 """
@@ -39,9 +39,15 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
 
 import grid_vec
+from grid_vec.integrations.ppo import (
+    TrainingCurve,
+    add_ppo_arguments,
+    advantages,
+    clipped_loss,
+    update,
+)
 from grid_vec.integrations.torch_policy import (
     Architecture,
     ObservationNorm,
@@ -61,16 +67,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--num-envs", type=int, default=16)
     p.add_argument("--num-steps", type=int, default=64, help="agent steps per env per rollout")
     p.add_argument("--vectorization", default="batched", choices=["batched", "multiprocess"])
-    p.add_argument("--lr", type=float, default=3e-4)
-    p.add_argument("--gamma", type=float, default=0.99)
-    p.add_argument("--gae-lambda", type=float, default=0.95)
-    p.add_argument("--epochs", type=int, default=4)
-    p.add_argument("--minibatches", type=int, default=4)
-    p.add_argument("--clip", type=float, default=0.2)
-    p.add_argument("--ent-coef", type=float, default=0.01)
-    p.add_argument("--vf-coef", type=float, default=0.5)
-    p.add_argument("--max-grad-norm", type=float, default=0.5)
-    p.add_argument("--reward-scale", type=float, default=0.01)
+    add_ppo_arguments(p)
     p.add_argument("--noop-bias", type=float, default=3.0)
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument(
@@ -148,9 +145,7 @@ def main() -> None:
 
     start, agent_steps, time_steps = time.perf_counter(), 0, 0
     survived = np.zeros(n, dtype=np.int64)
-    ended: list[int] = []
-    curve = open(out / "curve.csv", "w")  # noqa: SIM115 - written through the whole loop
-    curve.write("seconds,agent_steps,time_steps,episodes,mean_survival\n")
+    curve = TrainingCurve(out / "curve.csv")
     budget = args.minutes * 60
     while time.perf_counter() - start < budget:
         for t in range(T):
@@ -170,22 +165,16 @@ def main() -> None:
             buf_rew[t] = torch.as_tensor(reward * args.reward_scale, dtype=torch.float32)
             done = terminated | truncated
             for i in np.flatnonzero(done):
-                ended.append(int(survived[i]))
+                curve.episode_ended(survived[i])
                 survived[i] = 0
             mask = action_masks(infos, n, n_actions)
         with torch.no_grad():
             next_value = agent.value(norm(obs))
         # GAE; a finished episode does not bootstrap (its next obs is the reset's)
-        adv = torch.zeros((T, n))
-        last = torch.zeros(n)
-        for t in reversed(range(T)):
-            not_done = 1.0 - (
-                torch.as_tensor(done, dtype=torch.float32) if t == T - 1 else buf_done[t + 1]
-            )
-            nxt = next_value if t == T - 1 else buf_val[t + 1]
-            delta = buf_rew[t] + args.gamma * nxt * not_done - buf_val[t]
-            last = delta + args.gamma * args.gae_lambda * not_done * last
-            adv[t] = last
+        adv = advantages(
+            buf_rew, buf_val, buf_done, next_value, torch.as_tensor(done, dtype=torch.float32),
+            args.gamma, args.gae_lambda,
+        )  # fmt: skip
         returns = adv + buf_val
         b_obs, b_mask = flattened(stacked(buf_obs)), buf_mask.reshape(T * n, -1)
         b_act, b_logp = buf_act.reshape(-1), buf_logp.reshape(-1)
@@ -197,25 +186,10 @@ def main() -> None:
             for k in range(0, size, mb):
                 idx = order[k : k + mb]
                 dist = policy_distribution(agent, rows(b_obs, idx), b_mask[idx])
-                ratio = (dist.log_prob(b_act[idx]) - b_logp[idx]).exp()
-                a = b_adv[idx]
-                a = (a - a.mean()) / (a.std() + 1e-8)
-                pg = torch.max(-a * ratio, -a * ratio.clamp(1 - args.clip, 1 + args.clip)).mean()
+                pg = clipped_loss(dist.log_prob(b_act[idx]), b_logp[idx], b_adv[idx], args.clip)
                 v_loss = 0.5 * (agent.value(rows(b_obs, idx)) - b_ret[idx]).pow(2).mean()
-                loss = pg - args.ent_coef * dist.entropy().mean() + args.vf_coef * v_loss
-                optimizer.zero_grad()
-                loss.backward()
-                nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-                optimizer.step()
-        seconds = time.perf_counter() - start
-        mean = float(np.mean(ended)) if ended else float("nan")
-        curve.write(f"{seconds:.1f},{agent_steps},{time_steps},{len(ended)},{mean:.1f}\n")
-        curve.flush()
-        print(
-            f"{seconds:7.0f}s  agent steps {agent_steps:8d}  time steps {time_steps:9d}  "
-            f"episodes {len(ended):4d}  mean survival {mean:7.1f}"
-        )
-        ended = []
+                update(optimizer, agent, pg, v_loss, dist.entropy().mean(), args)
+        curve.line(time.perf_counter() - start, agent_steps, time_steps)
     curve.close()
     envs.close()
     train_seconds = time.perf_counter() - start
