@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from grid_vec.core.actions import KIND_SUB
+from grid_vec.env.grid_env import GridEnv
 
 KIND_SUBSTATION, KIND_GENERATOR = 0, 1
 ELEMENT_FEATURES = ("present", "is_load", "is_generator", "is_branch", "bus", "p_mw", "rho")
@@ -189,7 +190,7 @@ class MultiAgentLayout:
 
     @classmethod
     def of(
-        cls, env: Any, scope: str = "substations", agents: Sequence[str] | None = None
+        cls, env: GridEnv, scope: str = "substations", agents: Sequence[str] | None = None
     ) -> MultiAgentLayout:
         """The layout of ``env`` (a GridEnv of action type ``"set_bus"`` or
         ``"set_bus_continuous"``) for a named scope, or for the agents named.
@@ -209,6 +210,11 @@ class MultiAgentLayout:
         """
         if scope not in SCOPES:
             raise ValueError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
+        if not isinstance(env, GridEnv):
+            raise ValueError(
+                f"the multi-agent view needs one GridEnv, got a {type(env).__name__} (a "
+                "multi-mix folder's mixes are different grids: give the folder of one mix)"
+            )
         missing = [name for name in _SEGMENTS if name not in env.obs_layout.slices]
         if missing:
             raise ValueError(

@@ -115,3 +115,13 @@ def test_the_batch_has_one_row_per_env_and_agent():
         bad[1, 1] = 0.5
         vec.step(bad)
     vec.close()
+
+
+def test_a_multi_mix_env_is_refused_with_a_clear_error():
+    import grid_vec
+    from grid_vec.env.multimix import MultiMixEnv
+    from grid_vec.marl.agents import MultiAgentLayout
+
+    mixes = [(name, grid_vec.make("case14", action_type="set_bus")) for name in ("a", "b")]
+    with pytest.raises(ValueError, match="needs one GridEnv, got a MultiMixEnv"):
+        MultiAgentLayout.of(MultiMixEnv(mixes))
