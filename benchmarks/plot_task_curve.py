@@ -1,4 +1,5 @@
-"""Plot a task's PPO learning curve beside its baselines (the figure of docs/tasks.md).
+"""Plot a task's learning curves beside its baselines (the figures of docs/tasks.md and
+docs/marl.md): one ``curve.csv`` of a training example per ``--curve``, named by ``--labels``.
 
     cd benchmarks/results/tasks && python ../../plot_task_curve.py \
         --curve ppo_case14topology_curve.csv --baselines baselines_case14topology.json \
@@ -22,26 +23,33 @@ COLORS = {"do-nothing": "k", "do_nothing": "k", "greedy": "g", "random": "r"}  #
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--curve", required=True)
+    p.add_argument("--curve", required=True, nargs="+")
+    p.add_argument("--labels", nargs="+", default=["PPO"])
     p.add_argument("--baselines", required=True)
     p.add_argument("--title", default="grid_vec/Case14Topology-v0")
     p.add_argument("--out", required=True)
     args = p.parse_args()
-    rows = np.genfromtxt(args.curve, delimiter=",", names=True)
-    ok = ~np.isnan(rows["mean_survival"])
-    minutes, survival, episodes = (
-        rows["seconds"][ok] / 60,
-        rows["mean_survival"][ok],
-        rows["episodes"][ok],
-    )
-    window = 20  # updates; weighted by the episodes each one saw
-    kernel = np.ones(window)
-    smooth = np.convolve(survival * episodes, kernel, "valid") / np.convolve(
-        episodes, kernel, "valid"
-    )
+    if len(args.labels) != len(args.curve):
+        p.error("give one label per curve")
     fig, ax = plt.subplots(figsize=(8, 3.5))
-    ax.plot(minutes, survival, ".", alpha=0.15, label="PPO: training episodes per update")
-    ax.plot(minutes[window - 1 :], smooth, label=f"PPO: mean over {window} updates")
+    for curve, label in zip(args.curve, args.labels, strict=True):
+        rows = np.genfromtxt(curve, delimiter=",", names=True)
+        ok = ~np.isnan(rows["mean_survival"])
+        minutes, survival, episodes = (
+            rows["seconds"][ok] / 60,
+            rows["mean_survival"][ok],
+            rows["episodes"][ok],
+        )
+        window = 20  # updates; weighted by the episodes each one saw
+        kernel = np.ones(window)
+        smooth = np.convolve(survival * episodes, kernel, "valid") / np.convolve(
+            episodes, kernel, "valid"
+        )
+        if len(args.curve) == 1:
+            ax.plot(
+                minutes, survival, ".", alpha=0.15, label=f"{label}: training episodes per update"
+            )
+        ax.plot(minutes[window - 1 :], smooth, label=f"{label}: mean over {window} updates")
     for row in json.loads(Path(args.baselines).read_text()):
         ax.axhline(
             row["mean_survival"],
