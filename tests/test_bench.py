@@ -113,6 +113,7 @@ def _check_schema(doc: dict, reps: int) -> None:
         assert math.isclose(q["ratio"], ref["steps_per_s"] / sub["steps_per_s"])
 
 
+@pytest.mark.slow
 def test_cli_quick_run_end_to_end(tmp_path, capsys):
     out = tmp_path / "results" / "t.json"
     argv = ["bench", "--quick", "--workloads", "case14", "trivial", "--reps", "2"]

@@ -162,7 +162,9 @@ def _peak_mb(code: str, cwd: Path, env: dict) -> tuple[float, str]:
 # --- the cache of compiled grids --------------------------------------------------------
 
 
-@pytest.mark.parametrize("backend", ["lightsim2grid", "pandapower"])
+@pytest.mark.parametrize(
+    "backend", ["lightsim2grid", pytest.param("pandapower", marks=pytest.mark.slow)]
+)
 def test_a_module_named_by_an_entry_is_never_imported(cache, tmp_path, reference14, backend):
     entry = _filled_entry(cache)
     marker = tmp_path / "evil ran"
@@ -193,6 +195,7 @@ def test_a_module_named_by_an_entry_is_never_imported(cache, tmp_path, reference
     np.testing.assert_allclose(json.loads(obs), reference14[1], rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_an_entry_copied_under_another_grids_name_is_refused(cache, reference14):
     entry14 = _filled_entry(cache)
     make("case118")
@@ -221,6 +224,7 @@ def test_an_entry_with_a_value_no_grid_has_is_refused(cache, reference14, field,
     _make_warns_and_equals(entry, reference14, f"{field}[{index}]")
 
 
+@pytest.mark.slow
 def test_a_deflate_bomb_in_a_model_entry_is_refused_before_it_is_inflated(
     cache, tmp_path, reference14
 ):
@@ -294,6 +298,7 @@ def _read_only_command(directory: Path) -> list[str] | None:
     return None if probe.returncode else ["unshare", "-m", "sh", "-c", mount, "sh"]
 
 
+@pytest.mark.slow
 def test_a_read_only_cache_with_a_damaged_entry_warns_once(cache, tmp_path, reference14):
     entry = _filled_entry(cache)
     entry.write_bytes(b"damaged")
@@ -336,6 +341,7 @@ def test_a_cache_directory_that_cannot_be_created_costs_at_most_one_warning(
         clear_compiled_cache()
 
 
+@pytest.mark.slow
 def test_a_full_disk_with_a_damaged_entry_warns_once_and_builds_the_env(
     cache, tmp_path, reference14
 ):
@@ -361,6 +367,7 @@ def test_a_full_disk_with_a_damaged_entry_warns_once_and_builds_the_env(
     assert not list(cache.glob(".tmp-*"))
 
 
+@pytest.mark.slow
 def test_two_processes_writing_one_entry_leave_one_whole_entry(cache, tmp_path, reference14):
     cache.mkdir()
     code = "from grid_vec.env.make import make; make('case14')"
@@ -575,6 +582,7 @@ def test_a_scenario_entry_from_files_of_other_content_is_refused(tmp_path, sourc
     _assert_refused(directory, entry, key, fresh, "other content")
 
 
+@pytest.mark.slow
 def test_scenario_keys_are_equal_in_two_processes(tmp_path, case14_model, net14):
     folder = write_folder(tmp_path / "env14", case14_model, net14, n_scenarios=1)
     code = f"""

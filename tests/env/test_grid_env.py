@@ -79,6 +79,7 @@ def test_view_and_physics_consistency(make_env, case14):
         _ = view.nope
 
 
+@pytest.mark.slow
 def test_pandapower_and_lightsim_agree(case14):
     from grid_vec.chronics.synthetic import SyntheticSource
     from grid_vec.env.grid_env import GridEnv
@@ -422,6 +423,7 @@ def test_infos_batch_in_gymnasium_vector_envs(case14):
     vec.close()
 
 
+@pytest.mark.slow
 def test_building_envs_prints_no_warning_about_numba():
     """pandapower -> lightsim2grid -> grid2op warn about numba at import, and pandapower's
     runpp logs it: none of it reaches the grid_vec user (a fresh process imports them)."""

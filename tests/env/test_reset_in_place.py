@@ -76,7 +76,10 @@ def _trajectory(envs: BatchedGridVecEnv, row: int, seed: int, actions: np.ndarra
     return out
 
 
-@pytest.mark.parametrize(("backend", "steps"), [("lightsim2grid", 200), ("pandapower", 30)])
+@pytest.mark.parametrize(
+    ("backend", "steps"),
+    [("lightsim2grid", 200), pytest.param("pandapower", 30, marks=pytest.mark.slow)],
+)
 def test_a_row_reset_in_place_plays_what_a_new_env_plays(case14, backend, steps):
     if backend == "pandapower":
         pytest.importorskip("pandapower")
@@ -99,7 +102,10 @@ def test_a_row_reset_in_place_plays_what_a_new_env_plays(case14, backend, steps)
     assert all(a is b for a, b in zip(backends, used._batch.state.backends, strict=True))
 
 
-@pytest.mark.parametrize("backend", BACKEND_NAMES)
+@pytest.mark.parametrize(
+    "backend",
+    [pytest.param(n, marks=pytest.mark.slow) if n == "pandapower" else n for n in BACKEND_NAMES],
+)
 def test_a_reset_that_keeps_the_topology_starts_the_solver_afresh(case14, backend):
     """After do-nothing steps (limits that never bind, no outage) the reset changes no
     topology: only the solver's state (its first guess, lightsim2grid's caches) could tell

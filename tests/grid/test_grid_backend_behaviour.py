@@ -243,7 +243,10 @@ def test_trusted_setters_and_read_flows_match_the_public_api(model, name: str) -
     assert flows[flow_slices(model)["v_ex"]][2] == 0.0
 
 
-@pytest.mark.parametrize("name", BACKEND_NAMES)
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=pytest.mark.slow) if n == "pandapower" else n for n in BACKEND_NAMES],
+)
 def test_topologies_set_in_one_call_match_one_at_a_time(model, name: str) -> None:
     """set_topologies_trusted (a batch's push) gives each backend of its rows exactly what
     set_topology_trusted gives it, and leaves the other rows alone."""

@@ -36,7 +36,10 @@ def _compare(model, fast, ref, injections, topology, context: str) -> bool:
     return converged
 
 
-@pytest.mark.parametrize("case", NETWORK_NAMES)
+# case14 in the quick suite, the other grids in the slow one
+@pytest.mark.parametrize(
+    "case", [c if c == "case14" else pytest.param(c, marks=pytest.mark.slow) for c in NETWORK_NAMES]
+)
 def test_backends_agree(case: str) -> None:
     model = compile_net(load_network(case), name=case)
     fast, ref = make_backend(model, "lightsim2grid"), make_backend(model, "pandapower")

@@ -13,6 +13,8 @@ import sys
 import termios
 import textwrap
 
+import pytest
+
 from grid_vec.runner.progress import LineBar, NoBar, make_bars
 
 
@@ -119,6 +121,7 @@ def test_grid_vec_eval_shows_its_progress_on_a_terminal():
     assert "episodes: 100%" in stderr and "2/2" in stderr
 
 
+@pytest.mark.slow
 def test_grid_vec_eval_off_a_terminal_writes_progress_lines_and_no_progress_silences_them():
     assert "episodes: 2/2 (100%)" in _stderr_of([*_EVAL, *_EVAL_ARGS], terminal=False)
     assert "episodes" not in _stderr_of([*_EVAL, *_EVAL_ARGS, "--no-progress"], terminal=False)
