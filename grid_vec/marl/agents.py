@@ -352,7 +352,11 @@ class MultiAgentLayout:
         )
 
     def joint_actions(
-        self, actions: np.ndarray, catalog_mask: np.ndarray, rho: np.ndarray
+        self,
+        actions: np.ndarray,
+        catalog_mask: np.ndarray,
+        rho: np.ndarray,
+        max_sub_changed: int | None = None,
     ) -> JointActions:
         """Resolve checked agent actions into one grid2op action per env (the rule of the
         module docstring).
@@ -361,6 +365,7 @@ class MultiAgentLayout:
             actions: (N, A) from :meth:`check_actions`.
             catalog_mask: (N, n_catalog) bool, the env's legal catalog actions now.
             rho: (N, n_branch), the branches' loading now (ranks the substations).
+            max_sub_changed: the rule in force (None: the env's when the layout was made).
 
         Returns:
             The joint actions and what became of each part.
@@ -374,14 +379,15 @@ class MultiAgentLayout:
         refused = asking & ~legal
         asking &= legal
         deferred = np.zeros_like(asking)
-        if (asking.sum(axis=1) > self.max_sub_changed).any():
+        limit = self.max_sub_changed if max_sub_changed is None else int(max_sub_changed)
+        if (asking.sum(axis=1) > limit).any():
             # rank the asking agents: most loaded first, then the lower index
             loading = np.where(self.sub_branches[None], rho[:, None, :], -np.inf).max(axis=2)
             key = np.where(asking, -loading, np.inf)
             order = np.lexsort((np.broadcast_to(np.arange(self.num_agents), key.shape), key))
             rank = np.empty_like(order)
             np.put_along_axis(rank, order, np.arange(self.num_agents)[None], axis=1)
-            deferred = asking & (rank >= self.max_sub_changed)
+            deferred = asking & (rank >= limit)
             asking &= ~deferred
         set_bus = np.zeros((n, self.n_elem), dtype=np.int64)
         for row, agent in np.argwhere(asking).tolist():

@@ -124,7 +124,9 @@ class GridParallelEnv(ParallelEnv):
             row[0, self._agent(name)] = np.asarray(action, dtype=np.float64).reshape(-1)[0]
         checked = self.layout.check_actions(row)
         rho = self._obs[None, self.layout.obs_slices["rho"]]
-        joint = self.layout.joint_actions(checked, self._mask[None], rho)
+        # the rules in force now (set_parameters may have changed them since the layout)
+        limit = self.env.parameters.max_sub_changed
+        joint = self.layout.joint_actions(checked, self._mask[None], rho, limit)
         obs, reward, terminated, truncated, info = self.env.step(joint.env_action(0))
         rewards = self._reward(self.layout, np.array([reward]), obs[None], np.array([terminated]))
         out_obs = self._agent_obs(obs, info)

@@ -7,7 +7,9 @@ batch's flat observations into the agents' with the same
 :class:`~grid_vec.marl.agents.MultiAgentLayout` methods the single env uses, for every env at
 once. Sub-envs reset on their own in the step that ends them (gymnasium's ``SAME_STEP``
 autoreset): the observation returned is the next episode's first, and ``info`` holds the
-ended episode's last under ``final_observation`` / ``final_state``.
+ended episode's last under ``final_observation`` / ``final_state``. The joint action's rule
+reads ``max_sub_changed`` as it was when the env was made (make a new one after changing the
+rules; the single env reads the rules in force at every step).
 """
 
 from __future__ import annotations

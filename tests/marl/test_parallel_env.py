@@ -310,3 +310,25 @@ def test_joint_actions_play_as_grid2op_plays_the_action_they_make():
         np.testing.assert_allclose(view.rho, g_obs.rho, rtol=1e-4, atol=1e-5, err_msg=where)
         compared += 1
     assert compared >= 30 and together >= 5 and redispatched >= 20
+
+
+def test_the_rule_follows_parameters_set_after_the_env_was_made():
+    """``set_parameters`` raising ``max_sub_changed`` to 2: two asking substations both act."""
+    env = parallel_env(TASK, split="train", heuristics=None)
+    env.env.set_parameters(Parameters(max_sub_changed=2))
+    obs, _ = env.reset(seed=0)
+    layout = env.layout
+    movers = layout.names[:2]
+    actions = {name: 0 for name in env.agents}
+    for name in movers:
+        actions[name] = int(np.flatnonzero(obs[name]["action_mask"])[1])
+    _, _, _, _, infos = env.step(actions)
+    assert not any(infos[name]["deferred"] for name in movers)
+    assert not infos[movers[0]]["env"]["is_illegal"]
+    topo = env.state()[layout.obs_slices["topo_vect"]]
+    for name in movers:
+        i = layout.names.index(name)
+        lo, hi = layout.slot_range(i)
+        np.testing.assert_array_equal(
+            topo[lo:hi], layout.buses[int(layout.choices[i, actions[name]])]
+        )
