@@ -19,7 +19,7 @@ from typing import Any
 from gymnasium.vector import AutoresetMode
 
 from grid_vec.env.make import env_factory
-from grid_vec.marl.agents import REWARDS, SCOPES, MultiAgentLayout, check_reward
+from grid_vec.marl.agents import REWARDS, SCOPES, MultiAgentLayout, check_reward, env_settings
 from grid_vec.marl.policy import MultiAgentPolicy
 from grid_vec.marl.vector import MultiAgentStep, MultiAgentVecEnv
 from grid_vec.vector.make_vec import make_vec
@@ -55,12 +55,7 @@ def _view_settings(scope: str, agents: Any, make_kwargs: dict[str, Any]) -> dict
         if agents is None
         else any(str(name).startswith("generator_") for name in agents)
     )
-    return {
-        **make_kwargs,
-        "action_type": "set_bus_continuous" if generators else "set_bus",
-        "action_mask": True,
-        "action_subset": None,
-    }
+    return {**make_kwargs, **env_settings(generators)}
 
 
 def parallel_env(

@@ -102,6 +102,16 @@ def _redispatch_columns(env: Any) -> tuple[np.ndarray, np.ndarray]:
     return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
 
 
+def env_settings(generators: bool) -> dict[str, Any]:
+    """The GridEnv settings the view needs: the general topology action (with its continuous
+    part when there are generator agents) and the catalog's legal mask, no action subset."""
+    return {
+        "action_type": "set_bus_continuous" if generators else "set_bus",
+        "action_mask": True,
+        "action_subset": None,
+    }
+
+
 def agent_name(kind: int, index: int) -> str:
     """``"substation_<s>"`` or ``"generator_<g>"`` (indices of the grid's order)."""
     return f"substation_{index}" if kind == KIND_SUBSTATION else f"generator_{index}"

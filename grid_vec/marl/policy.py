@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from grid_vec.marl.agents import MultiAgentLayout
+from grid_vec.marl.agents import MultiAgentLayout, env_settings
 
 # fn(observations (N, A, W), action masks (N, A, C), state (N, size)) -> actions (N, A)
 ChooseFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
@@ -40,12 +40,7 @@ class MultiAgentPolicy:
     def env_kwargs(self) -> dict[str, Any]:
         """The GridEnv settings the policy's envs need (``evaluate_task``'s
         ``env_kwargs``)."""
-        generators = bool((self.layout.generator >= 0).any())
-        return {
-            "action_type": "set_bus_continuous" if generators else "set_bus",
-            "action_mask": True,
-            "action_subset": None,
-        }
+        return env_settings(bool((self.layout.generator >= 0).any()))
 
     def __call__(self, obs: np.ndarray, infos: dict[str, Any] | None = None) -> dict:
         """The joint actions of a batch of flat observations.
