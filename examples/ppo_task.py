@@ -42,6 +42,7 @@ import torch
 
 import grid_vec
 from grid_vec.integrations.ppo import (
+    PoolRollout,
     TrainingCurve,
     add_ppo_arguments,
     advantages,
@@ -67,6 +68,13 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--num-envs", type=int, default=16)
     p.add_argument("--num-steps", type=int, default=64, help="agent steps per env per rollout")
     p.add_argument("--vectorization", default="batched", choices=["batched", "multiprocess"])
+    p.add_argument(
+        "--pool",
+        type=int,
+        default=0,
+        help="(batched) play NUM_ENVS envs as a pool and decide for the first POOL "
+        "whose turn ended (send/recv); 0: lockstep steps of every env",
+    )
     add_ppo_arguments(p)
     p.add_argument("--noop-bias", type=float, default=3.0)
     p.add_argument("--hidden", type=int, default=256)
@@ -103,6 +111,129 @@ def rows(x: Any, idx: torch.Tensor) -> Any:
     return {key: v[idx] for key, v in x.items()} if isinstance(x, dict) else x[idx]
 
 
+class Progress:
+    """Decisions and time steps played, and the time steps each training episode survived
+    (the learning curve's)."""
+
+    def __init__(self, n: int, curve: TrainingCurve) -> None:
+        self.curve, self.decisions, self.time_steps = curve, 0, 0
+        self.survived = np.zeros(n, dtype=np.int64)
+
+    def played(self, env_ids: np.ndarray, infos: dict[str, Any], done: np.ndarray) -> None:
+        k = len(env_ids)
+        skipped = infos.get("skipped_steps", np.zeros(k, dtype=np.int64))
+        self.survived[env_ids] += 1 + skipped
+        self.decisions += k
+        self.time_steps += int(k + skipped.sum())
+        for i in env_ids[done].tolist():
+            self.curve.episode_ended(self.survived[i])
+            self.survived[i] = 0
+
+
+class LockstepCollector:
+    """A rollout of ``num_steps`` lockstep steps of every env (``step``)."""
+
+    def __init__(self, envs: Any, obs: Any, infos: dict[str, Any]) -> None:
+        self.envs, self.obs, self.n = envs, obs, envs.num_envs
+        self.n_actions = envs.single_action_space.n
+        self.mask = action_masks(infos, self.n, self.n_actions)
+        self.done = np.zeros(self.n, dtype=bool)
+        self.ids = np.arange(self.n)
+
+    def __call__(
+        self, agent: Any, norm: ObservationNorm, args: argparse.Namespace, progress: Progress
+    ) -> dict[str, Any]:
+        T, n = args.num_steps, self.n
+        buf_obs: list[Any] = [None] * T
+        buf_mask = torch.zeros((T, n, self.n_actions), dtype=torch.bool)
+        buf_act, buf_logp = torch.zeros((T, n), dtype=torch.long), torch.zeros((T, n))
+        buf_rew, buf_done, buf_val = torch.zeros((T, n)), torch.zeros((T, n)), torch.zeros((T, n))
+        for t in range(T):
+            x = norm(self.obs)
+            m = torch.as_tensor(self.mask)
+            with torch.no_grad():
+                dist = policy_distribution(agent, x, m)
+                action = dist.sample()
+                buf_logp[t], buf_val[t] = dist.log_prob(action), agent.value(x)
+            buf_obs[t], buf_mask[t], buf_act[t] = x, m, action
+            buf_done[t] = torch.as_tensor(self.done, dtype=torch.float32)
+            self.obs, reward, terminated, truncated, infos = self.envs.step(action.numpy())
+            buf_rew[t] = torch.as_tensor(reward * args.reward_scale, dtype=torch.float32)
+            self.done = terminated | truncated
+            progress.played(self.ids, infos, self.done)
+            self.mask = action_masks(infos, n, self.n_actions)
+        with torch.no_grad():
+            next_value = agent.value(norm(self.obs))
+        # GAE; a finished episode does not bootstrap (its next obs is the reset's)
+        adv = advantages(
+            buf_rew, buf_val, buf_done, next_value, torch.as_tensor(self.done, dtype=torch.float32),
+            args.gamma, args.gae_lambda,
+        )  # fmt: skip
+        return {
+            "obs": flattened(stacked(buf_obs)),
+            "mask": buf_mask.reshape(T * n, -1),
+            "action": buf_act.reshape(-1),
+            "log_prob": buf_logp.reshape(-1),
+            "advantage": adv.reshape(-1),
+            "returns": (adv + buf_val).reshape(-1),
+        }
+
+
+class PoolCollector:
+    """A rollout of ``num_steps`` pool batches (``send`` / ``recv`` of the first ``--pool``
+    envs whose turn ended: :class:`~grid_vec.integrations.ppo.PoolRollout`)."""
+
+    def __init__(self, envs: Any, obs: Any, infos: dict[str, Any]) -> None:
+        self.envs, self.n_actions = envs, envs.single_action_space.n
+        self.rollout = PoolRollout(envs.num_envs)
+        # the first decision of every env
+        self.pending = (obs, action_masks(infos, envs.num_envs, self.n_actions), None)
+
+    def __call__(
+        self, agent: Any, norm: ObservationNorm, args: argparse.Namespace, progress: Progress
+    ) -> dict[str, Any]:
+        rollout = self.rollout
+        size = args.num_steps * self.envs.batch_size
+        while rollout.complete_count() < size:
+            if self.pending is not None:  # the reset's observations: every env at once
+                obs, mask, ids = self.pending
+                ids = np.arange(self.envs.num_envs) if ids is None else ids
+                self.pending = None
+            else:
+                batch = self.envs.recv()
+                ids, obs = batch.env_ids, batch.observations
+                done = batch.terminations | batch.truncations
+                rollout.outcomes(ids, batch.rewards * args.reward_scale, done)
+                progress.played(ids, batch.infos, done)
+                mask = action_masks(batch.infos, len(ids), self.n_actions)
+            x, m = norm(obs), torch.as_tensor(mask)
+            with torch.no_grad():
+                dist = policy_distribution(agent, x, m)
+                action = dist.sample()
+                log_prob, value = dist.log_prob(action), agent.value(x)
+            rollout.decide(ids, obs=x, mask=m, action=action, log_prob=log_prob, value=value)
+            self.envs.send(action.numpy(), ids)
+        return rollout.batch(args.gamma, args.gae_lambda)
+
+
+def train(agent: Any, optimizer: Any, data: dict[str, Any], args: argparse.Namespace) -> None:
+    """PPO's epochs of minibatch updates on a rollout."""
+    size = len(data["action"])
+    mb = size // args.minibatches
+    for _ in range(args.epochs):
+        order = torch.randperm(size)
+        for k in range(0, size, mb):
+            idx = order[k : k + mb]
+            x = rows(data["obs"], idx)
+            dist = policy_distribution(agent, x, data["mask"][idx])
+            pg = clipped_loss(
+                dist.log_prob(data["action"][idx]), data["log_prob"][idx],
+                data["advantage"][idx], args.clip,
+            )  # fmt: skip
+            v_loss = 0.5 * (agent.value(x) - data["returns"][idx]).pow(2).mean()
+            update(optimizer, agent, pg, v_loss, dist.entropy().mean(), args)
+
+
 def main() -> None:
     args = parse_args()
     out = Path(args.out)
@@ -112,6 +243,8 @@ def main() -> None:
     # the networks are small and the env steps in this thread: a second torch thread only
     # spins against the env for the machine's cores
     torch.set_num_threads(args.torch_threads)
+    if args.pool and args.vectorization != "batched":
+        raise SystemExit("--pool plays the batched vector env")
     envs = grid_vec.make_vec(
         args.task,
         args.num_envs,
@@ -119,6 +252,7 @@ def main() -> None:
         autoreset_mode="SameStep",
         split="train",
         observation=args.observation,
+        vector_kwargs={"batch_size": args.pool} if args.pool else None,
     )
     n, n_actions = args.num_envs, envs.single_action_space.n
     norm = ObservationNorm.for_space(envs.single_observation_space)
@@ -135,62 +269,16 @@ def main() -> None:
 
     # each sub-env starts on a random training scenario (seeded): no two play in step
     obs, infos = envs.reset(seed=[int(s) for s in rng.integers(0, 2**31, n)])
-    mask = action_masks(infos, n, n_actions)
-    done = np.zeros(n, dtype=bool)
-    T = args.num_steps
-    buf_obs: list[Any] = [None] * T
-    buf_mask = torch.zeros((T, n, n_actions), dtype=torch.bool)
-    buf_act, buf_logp = torch.zeros((T, n), dtype=torch.long), torch.zeros((T, n))
-    buf_rew, buf_done, buf_val = torch.zeros((T, n)), torch.zeros((T, n)), torch.zeros((T, n))
-
-    start, agent_steps, time_steps = time.perf_counter(), 0, 0
-    survived = np.zeros(n, dtype=np.int64)
-    curve = TrainingCurve(out / "curve.csv")
+    progress = Progress(n, TrainingCurve(out / "curve.csv"))
+    collect = PoolCollector(envs, obs, infos) if args.pool else LockstepCollector(envs, obs, infos)
+    start = time.perf_counter()
     budget = args.minutes * 60
     while time.perf_counter() - start < budget:
-        for t in range(T):
-            x = norm(obs)
-            m = torch.as_tensor(mask)
-            with torch.no_grad():
-                dist = policy_distribution(agent, x, m)
-                action = dist.sample()
-                buf_logp[t], buf_val[t] = dist.log_prob(action), agent.value(x)
-            buf_obs[t], buf_mask[t], buf_act[t] = x, m, action
-            buf_done[t] = torch.as_tensor(done, dtype=torch.float32)
-            obs, reward, terminated, truncated, infos = envs.step(action.numpy())
-            skipped = infos.get("skipped_steps", np.zeros(n, dtype=np.int64))
-            survived += 1 + skipped
-            agent_steps += n
-            time_steps += int(n + skipped.sum())
-            buf_rew[t] = torch.as_tensor(reward * args.reward_scale, dtype=torch.float32)
-            done = terminated | truncated
-            for i in np.flatnonzero(done):
-                curve.episode_ended(survived[i])
-                survived[i] = 0
-            mask = action_masks(infos, n, n_actions)
-        with torch.no_grad():
-            next_value = agent.value(norm(obs))
-        # GAE; a finished episode does not bootstrap (its next obs is the reset's)
-        adv = advantages(
-            buf_rew, buf_val, buf_done, next_value, torch.as_tensor(done, dtype=torch.float32),
-            args.gamma, args.gae_lambda,
-        )  # fmt: skip
-        returns = adv + buf_val
-        b_obs, b_mask = flattened(stacked(buf_obs)), buf_mask.reshape(T * n, -1)
-        b_act, b_logp = buf_act.reshape(-1), buf_logp.reshape(-1)
-        b_adv, b_ret = adv.reshape(-1), returns.reshape(-1)
-        size = T * n
-        mb = size // args.minibatches
-        for _ in range(args.epochs):
-            order = torch.randperm(size)
-            for k in range(0, size, mb):
-                idx = order[k : k + mb]
-                dist = policy_distribution(agent, rows(b_obs, idx), b_mask[idx])
-                pg = clipped_loss(dist.log_prob(b_act[idx]), b_logp[idx], b_adv[idx], args.clip)
-                v_loss = 0.5 * (agent.value(rows(b_obs, idx)) - b_ret[idx]).pow(2).mean()
-                update(optimizer, agent, pg, v_loss, dist.entropy().mean(), args)
-        curve.line(time.perf_counter() - start, agent_steps, time_steps)
-    curve.close()
+        data = collect(agent, norm, args, progress)
+        train(agent, optimizer, data, args)
+        progress.curve.line(time.perf_counter() - start, progress.decisions, progress.time_steps)
+    agent_steps, time_steps = progress.decisions, progress.time_steps
+    progress.curve.close()
     envs.close()
     train_seconds = time.perf_counter() - start
 

@@ -23,6 +23,7 @@ import json
 import time
 from pathlib import Path
 
+import gymnasium
 import numpy as np
 from gymnasium.vector import AutoresetMode
 from stable_baselines3 import PPO
@@ -74,7 +75,15 @@ def main() -> None:
     p.add_argument("--task", default="grid_vec/Case14Topology-v0")
     p.add_argument("--minutes", type=float, default=25.0)
     p.add_argument("--num-envs", type=int, default=16)
+    p.add_argument(
+        "--log-std-init",
+        type=float,
+        default=0.0,
+        help="(Box tasks) the log of the exploration noise's first standard deviation, in the "
+        "action's units (MW for redispatch)",
+    )
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--eval-split", default="test")
     p.add_argument("--out", default="runs/sb3")
     args = p.parse_args()
     out = Path(args.out)
@@ -89,7 +98,16 @@ def main() -> None:
     )
     venv = VecNormalize(GymnasiumToSB3VecEnv(envs), gamma=0.99)
     venv.seed(args.seed)
-    model = PPO("MlpPolicy", venv, n_steps=64, batch_size=256, seed=args.seed, verbose=0)
+    continuous = isinstance(envs.single_action_space, gymnasium.spaces.Box)
+    model = PPO(
+        "MlpPolicy",
+        venv,
+        n_steps=64,
+        batch_size=256,
+        seed=args.seed,
+        verbose=0,
+        policy_kwargs={"log_std_init": args.log_std_init} if continuous else None,
+    )
     start = time.perf_counter()
     model.learn(10**9, callback=Budget(args.minutes * 60, out / "curve.csv"))
     train_seconds = time.perf_counter() - start
@@ -98,8 +116,14 @@ def main() -> None:
     venv.save(str(out / "vecnormalize.pkl"))
     print(f"saved the model to {out / 'model.zip'} (normalisation: {out / 'vecnormalize.pkl'})")
     scores = [
-        evaluate_task(args.task, Sb3Policy(model, venv), agent_name="sb3-ppo", pbar="auto"),
-        evaluate_task(args.task, "do_nothing", pbar="auto"),
+        evaluate_task(
+            args.task,
+            Sb3Policy(model, venv),
+            agent_name="sb3-ppo",
+            split=args.eval_split,
+            pbar="auto",
+        ),
+        evaluate_task(args.task, "do_nothing", split=args.eval_split, pbar="auto"),
     ]
     venv.close()
     print(format_scores(scores))

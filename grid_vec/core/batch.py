@@ -6,10 +6,10 @@ a leading env axis; only what is per env by nature runs once per env (its scenar
 step, its power flow, the draws of its opponent). :class:`~grid_vec.env.grid_env.GridEnv` is
 the batch of one, and :class:`~grid_vec.vector.batched.BatchedGridVecEnv` the batch of N.
 
-(About 660 lines: the class is the one entry point of the core for reset, step, simulate,
-lookahead and snapshots; each of those lives in its own module and is a thin call here:
+(About 710 lines: the class is the one entry point of the core for reset, step, pool steps,
+simulate, lookahead and snapshots; each of those lives in its own module and is a thin call here:
 the look-ahead in :mod:`grid_vec.core.lookahead`, the turn in :mod:`grid_vec.core.turn`,
-snapshots in :mod:`grid_vec.core.snapshot`.)
+snapshots in :mod:`grid_vec.core.snapshot`, pool steps in :mod:`grid_vec.core.pool`.)
 
 One step, for the envs stepped together: move each scenario and clock one step, then play
 the turn (:mod:`grid_vec.core.turn`, grid2op's order: legality, redispatch, storage, the
@@ -50,6 +50,7 @@ from grid_vec.core.lookahead import Lookahead
 from grid_vec.core.observation import ObservationLayout, time_features_at
 from grid_vec.core.observation_select import ObservationSelection, extra_values
 from grid_vec.core.parameters import Parameters
+from grid_vec.core.pool import TurnPool
 from grid_vec.core.records import ActionBatch, CandidateResults, StepBatch
 from grid_vec.core.reset_options import (
     apply_init_state,
@@ -64,6 +65,7 @@ from grid_vec.core.rewards.base import (
 from grid_vec.core.rules import outages as outages_
 from grid_vec.core.rules.actions import ActionRules, false_flags
 from grid_vec.core.rules.heuristics import (
+    Heuristics,
     line_toggles,
     reference_actions,
     step_with_heuristics,
@@ -218,6 +220,7 @@ class GridBatch:
         self.simulate_seconds = np.zeros(self.n)
         self.turn = Turn(self, self._rules)  # the turn of a step and of a simulate
         self.lookahead = Lookahead(self)  # simulate, candidates and the safe-action mask
+        self._turns: TurnPool | None = None  # pool stepping, once asked for
 
     # --- rules ------------------------------------------------------------------------
 
@@ -266,6 +269,8 @@ class GridBatch:
         rows = np.asarray(rows, dtype=np.intp)
         options = [check_options(o) for o in options]
         restored = ["state" in o for o in options]
+        if self._turns is not None:  # a reset ends a pool turn in progress
+            self._turns.discard(rows)
         if any(restored):  # snapshots to restore (reset_options: the option comes alone)
             if not all(restored):
                 raise ValueError("reset option 'state': give it to every env reset together")
@@ -422,13 +427,49 @@ class GridBatch:
         Returns:
             The step of each row; ``done`` is updated.
         """
-        if self.action_subset is not None:
-            action = replace(action, topology=self.action_subset[action.topology])
+        if self._turns is not None and self._turns.in_turn[rows].any():
+            raise RuntimeError("a lockstep step of envs in a pool turn: finish_turns first")
+        action = self._catalog_actions(action)
         if self.heuristics is None:
             result = self.play_step(rows, action)
         else:
             result = step_with_heuristics(self, self.heuristics, rows, action)
         return self._with_safe_mask(rows, result)
+
+    def begin_turns(self, rows: np.ndarray, action: ActionBatch) -> None:
+        """Pool stepping (:mod:`grid_vec.core.pool`): play the agent's step of ``rows``
+        (arguments as :meth:`step`'s); :meth:`finish_turns` plays the rest of their turns.
+
+        Raises:
+            ValueError: some of ``rows`` are in a turn already.
+        """
+        if self._turns is None:
+            self._turns = TurnPool(self, self.heuristics or Heuristics(), self.n)
+        self._turns.begin(rows, self._catalog_actions(action))
+
+    def finish_turns(self, count: int) -> tuple[np.ndarray, StepBatch]:
+        """Pool stepping: the env's own steps of every env in a turn until ``count`` turns
+        have ended; those envs (sorted) and their steps, as :meth:`step` gives them.
+
+        Raises:
+            ValueError: fewer than ``count`` envs are in a turn.
+        """
+        if self._turns is None:
+            raise ValueError(f"{count} turns asked, none is begun")
+        rows, result = self._turns.finish(count)
+        return rows, self._with_safe_mask(rows, result)
+
+    def envs_in_turn(self) -> np.ndarray:
+        """Pool stepping: the envs (sorted) whose turn is begun and not yet finished."""
+        if self._turns is None:
+            return np.zeros(0, dtype=np.intp)
+        return np.flatnonzero(self._turns.in_turn)
+
+    def _catalog_actions(self, action: ActionBatch) -> ActionBatch:
+        """The agent's actions with their topology part as catalog indices."""
+        if self.action_subset is None:
+            return action
+        return replace(action, topology=self.action_subset[action.topology])
 
     def play_step(self, rows: np.ndarray, action: ActionBatch) -> StepBatch:
         """Play one step of ``rows``, without heuristics (arguments as :meth:`step`'s, the

@@ -266,11 +266,30 @@ class GraphVectorObservation(VectorWrapper):
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         obs, rewards, terminated, truncated, infos = self.env.step(actions)
-        if "final_obs" in infos:  # SAME_STEP: the ended episodes' last observations
-            infos = dict(infos)
-            ended = np.flatnonzero(infos.get("_final_obs", np.zeros(self.num_envs, bool)))
-            final = np.empty(self.num_envs, dtype=object)
-            for i in ended.tolist():
-                final[i] = self.graph.encode(np.asarray(infos["final_obs"][i], np.float32))
-            infos["final_obs"] = final
-        return self.graph.encode(obs), rewards, terminated, truncated, infos
+        return self.graph.encode(obs), rewards, terminated, truncated, self._final_graphs(infos)
+
+    def recv(self) -> Any:
+        """Pool mode (the wrapped env's ``recv``), the observations as graphs.
+
+        Returns:
+            The wrapped env's ``PoolBatch``, its observations (and ``final_obs``) graphs.
+        """
+        batch = self.env.recv()
+        return batch._replace(
+            observations=self.graph.encode(batch.observations),
+            infos=self._final_graphs(batch.infos),
+        )
+
+    def _final_graphs(self, infos: dict[str, Any]) -> dict[str, Any]:
+        """``infos`` with a ``SAME_STEP`` autoreset's ``final_obs`` (the ended episodes' last
+        observations) as graphs."""
+        if "final_obs" not in infos:
+            return infos
+        infos = dict(infos)
+        flat = infos["final_obs"]
+        ended = np.flatnonzero(infos.get("_final_obs", np.zeros(len(flat), bool)))
+        final = np.empty(len(flat), dtype=object)
+        for i in ended.tolist():
+            final[i] = self.graph.encode(np.asarray(flat[i], np.float32))
+        infos["final_obs"] = final
+        return infos

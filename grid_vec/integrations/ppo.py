@@ -130,3 +130,135 @@ class TrainingCurve:
 
     def close(self) -> None:
         self._file.close()
+
+
+def chain_advantages(
+    rewards: np.ndarray,
+    values: np.ndarray,
+    ends: np.ndarray,
+    complete: np.ndarray,
+    env_ids: np.ndarray,
+    gamma: float,
+    lam: float,
+) -> np.ndarray:
+    """Generalised advantage estimates of decisions made in a pool, one chain per env.
+
+    A pool (``send`` / ``recv``) hands out a different set of envs each time, so a rollout
+    is a list of decisions, each env's in the order made: each completed decision
+    bootstraps from its env's next one, and the last one of each env, whose outcome has
+    not come yet, is not scored (it waits for the next rollout).
+
+    Args:
+        rewards, values, ends: ``(S,)`` each decision's reward, its state's value and
+            whether its episode ended there (no bootstrap across it).
+        complete: ``(S,)`` bool, the decisions whose outcome (reward, end) has come.
+        env_ids: ``(S,)`` the env of each decision.
+        gamma, lam: the discount and GAE's lambda.
+
+    Returns:
+        ``(S,)`` advantages (0 for the decisions not complete; returns are advantages +
+        values).
+    """
+    out = np.zeros(len(rewards))
+    for env in np.unique(env_ids):
+        last, next_value = 0.0, 0.0
+        for j in np.flatnonzero(env_ids == env)[::-1].tolist():
+            if not complete[j]:  # the env's latest decision: the bootstrap of the one before
+                last, next_value = 0.0, float(values[j])
+                continue
+            going = 0.0 if ends[j] else 1.0
+            delta = rewards[j] + gamma * next_value * going - values[j]
+            last = delta + gamma * lam * going * last
+            out[j], next_value = last, float(values[j])
+    return out
+
+
+class PoolRollout:
+    """The decisions PPO makes on a pool (a vector env's ``send`` / ``recv``), in the order
+    made: each env's decision waits for the env's next batch, which brings its reward and
+    whether its episode ended; the decisions still waiting at the end of a rollout are kept
+    for the next one.
+
+    Args:
+        num_envs: the pool's envs.
+    """
+
+    def __init__(self, num_envs: int) -> None:
+        self.waiting = np.full(num_envs, -1, dtype=np.int64)  # each env's open decision
+        self._clear()
+
+    def _clear(self) -> None:
+        self.chunks: dict[str, list[Any]] = {k: [] for k in _DECISION_FIELDS}
+        self.env_ids: list[np.ndarray] = []
+        self.rewards: list[float] = []
+        self.ends: list[bool] = []
+        self.complete: list[bool] = []
+
+    def __len__(self) -> int:
+        return len(self.rewards)
+
+    def outcomes(self, env_ids: np.ndarray, rewards: np.ndarray, ends: np.ndarray) -> None:
+        """The batch a ``recv`` returned: the outcome of each env's open decision."""
+        for env, reward, end in zip(env_ids.tolist(), rewards.tolist(), ends.tolist(), strict=True):
+            j = int(self.waiting[env])
+            if j >= 0:
+                self.rewards[j], self.ends[j], self.complete[j] = reward, bool(end), True
+
+    def decide(self, env_ids: np.ndarray, **decision: Any) -> None:
+        """The decisions made for a batch (``obs``, ``mask``, ``action``, ``log_prob``,
+        ``value``: tensors with one row per env of ``env_ids``; ``obs`` a dict of them for
+        graph observations)."""
+        first = len(self)
+        for key in _DECISION_FIELDS:
+            self.chunks[key].append(decision[key])
+        self.env_ids.append(np.asarray(env_ids, dtype=np.int64))
+        k = len(env_ids)
+        self.rewards += [0.0] * k
+        self.ends += [False] * k
+        self.complete += [False] * k
+        self.waiting[env_ids] = np.arange(first, first + k)
+
+    def complete_count(self) -> int:
+        """How many decisions have their outcome."""
+        return int(sum(self.complete))
+
+    def batch(self, gamma: float, lam: float) -> dict[str, Any]:
+        """The completed decisions as one training batch (``advantage`` and ``returns``
+        added), then only the open ones kept, for the next rollout."""
+        data = {key: _cat(chunks) for key, chunks in self.chunks.items()}
+        env_ids = np.concatenate(self.env_ids)
+        complete = np.array(self.complete)
+        adv = chain_advantages(
+            np.array(self.rewards), data["value"].numpy().astype(np.float64),
+            np.array(self.ends), complete, env_ids, gamma, lam,
+        )  # fmt: skip
+        done = torch.as_tensor(np.flatnonzero(complete))
+        out = {key: _rows(value, done) for key, value in data.items()}
+        out["advantage"] = torch.as_tensor(adv[complete], dtype=torch.float32)
+        out["returns"] = out["advantage"] + out["value"]
+        open_ = np.flatnonzero(~complete)
+        self._clear()
+        self.waiting[:] = -1
+        if len(open_):
+            for key in _DECISION_FIELDS:
+                self.chunks[key].append(_rows(data[key], torch.as_tensor(open_)))
+            self.env_ids.append(env_ids[open_])
+            n = len(open_)
+            self.rewards, self.ends, self.complete = [0.0] * n, [False] * n, [False] * n
+            self.waiting[env_ids[open_]] = np.arange(n)
+        return out
+
+
+_DECISION_FIELDS = ("obs", "mask", "action", "log_prob", "value")
+
+
+def _cat(chunks: list[Any]) -> Any:
+    """Chunks of rows as one batch (per key for graph observations)."""
+    if isinstance(chunks[0], dict):
+        return {key: torch.cat([c[key] for c in chunks]) for key in chunks[0]}
+    return torch.cat(chunks)
+
+
+def _rows(x: Any, idx: torch.Tensor) -> Any:
+    """The rows ``idx`` of a batch (per key for graph observations)."""
+    return {key: v[idx] for key, v in x.items()} if isinstance(x, dict) else x[idx]

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from gymnasium.error import NoAsyncCallError
 from gymnasium.vector.utils import batch_space
 from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 
@@ -34,8 +35,11 @@ from grid_vec.core.contingency import ContingencyResults
 from grid_vec.core.records import ActionBatch, CandidateResults
 from grid_vec.core.snapshot import GridSnapshot
 from grid_vec.env.action_input import batch_actions, horizon_actions
+from grid_vec.vector import arguments
 from grid_vec.vector.errors import naming_env
 from grid_vec.vector.grid_commands import GridCommands
+from grid_vec.vector.infos import select_envs
+from grid_vec.vector.pool import PoolBatch
 from grid_vec.vector.slice_engine import SliceEngine
 
 
@@ -47,9 +51,17 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
             ``GridEnv.sharing_one_batch`` makes them (:meth:`from_factory` does it).
         autoreset_mode: gymnasium's ``NEXT_STEP`` (default), ``SAME_STEP`` or ``DISABLED``.
         copy: return copies of the observations (as SyncVectorEnv's ``copy``).
+        batch_size: number of envs :meth:`recv` returns in pool mode (default ``num_envs``).
+
+    Pool mode (``SAME_STEP`` or ``DISABLED`` autoreset), GridVecEnv's :meth:`send` /
+    :meth:`recv` in one process: with the env's heuristics a turn is the agent's step and
+    the steps the env then plays on its own, a different number of them for each env;
+    ``recv`` plays the turns of every env sent together until ``batch_size`` of them have
+    ended, and returns those (:mod:`grid_vec.core.pool`), where a lockstep ``step`` waits
+    for the longest turn. Each env's trajectory is the one ``step`` gives it.
 
     Raises:
-        ValueError: ``envs`` are not the rows of one batch, in order.
+        ValueError: ``envs`` are not the rows of one batch, in order; a bad ``batch_size``.
     """
 
     def __init__(
@@ -58,6 +70,7 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
         *,
         autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
         copy: bool = True,
+        batch_size: int | None = None,
     ) -> None:
         envs = list(envs)
         batch = envs[0].batch_row[0] if envs else None
@@ -79,6 +92,7 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
         self.copy = copy
         self._engine = SliceEngine(envs, self.autoreset_mode)
         self._all = np.arange(self.num_envs, dtype=np.intp)
+        self.batch_size = arguments.batch_size(self.num_envs, batch_size)
         self._closed = False
 
     @classmethod
@@ -163,6 +177,62 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
             engine.truncated.copy(),
             infos,
         )
+
+    # --- pool mode ----------------------------------------------------------------------
+
+    def send(self, actions: Any, env_ids: Sequence[int]) -> None:
+        """Pool mode: play the agent's step of the sub-envs ``env_ids``; :meth:`recv` plays
+        the rest of their turns.
+
+        Args:
+            actions: one action per id, batched as for ``len(env_ids)`` sub-envs.
+            env_ids: distinct sub-env indices, none of them sent and not yet received.
+
+        Raises:
+            ValueError: bad ``env_ids`` (or some sent and not received), an action outside
+                the space (nothing is played), or ``NEXT_STEP`` autoreset.
+            RuntimeError: an env whose episode is over (``DISABLED``).
+        """
+        self._check_open()
+        ids = np.asarray(arguments.env_ids(self.num_envs, env_ids), dtype=np.intp)
+        parsed = self._parse(actions, ids)
+        if self._batch.done[ids].any():
+            ended = int(ids[np.argmax(self._batch.done[ids])])
+            raise RuntimeError(f"sub-env {ended}: the episode is over: reset it first")
+        order = np.argsort(ids, kind="stable")
+        self._engine.begin(ids[order], parsed.rows(order))
+
+    def recv(self) -> PoolBatch:
+        """Pool mode: the first ``batch_size`` sub-envs whose turn ended.
+
+        Returns:
+            A :class:`~grid_vec.vector.pool.PoolBatch`: row ``j`` of each field is sub-env
+            ``env_ids[j]`` (sorted); ``SAME_STEP`` has reset those whose episode ended.
+
+        Raises:
+            NoAsyncCallError: fewer than ``batch_size`` sub-envs were sent and not received.
+        """
+        self._check_open()
+        engine = self._engine
+        pending = len(self.pending_env_ids)
+        if pending < self.batch_size:
+            raise NoAsyncCallError(
+                f"recv() needs {self.batch_size} envs sent, only {pending} are", "recv"
+            )
+        ids, infos = engine.finish(self.batch_size)
+        return PoolBatch(
+            self._out(engine.obs[ids]),
+            engine.rewards[ids],
+            engine.terminated[ids],
+            engine.truncated[ids],
+            select_envs(infos, ids),
+            ids.astype(np.int64),
+        )
+
+    @property
+    def pending_env_ids(self) -> tuple[int, ...]:
+        """Pool mode: ids sent and not yet returned by :meth:`recv`."""
+        return tuple(self._batch.envs_in_turn().tolist())
 
     def close_extras(self, **kwargs: Any) -> None:
         self._closed = True
@@ -283,16 +353,17 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
         if self._closed:
             raise RuntimeError("the vector env is closed")
 
-    def _parse(self, actions: Any) -> ActionBatch:
-        """Validate a batch of actions (one per env)."""
-        n = self.num_envs
+    def _parse(self, actions: Any, ids: np.ndarray | None = None) -> ActionBatch:
+        """Validate a batch of actions (one per env, or one per env of ``ids``)."""
+        ids = self._all if ids is None else ids
+        n = len(ids)
         leaves = actions.values() if isinstance(actions, dict) else [actions]
         if any(len(np.shape(leaf)) == 0 or np.shape(leaf)[0] != n for leaf in leaves):
             raise ValueError(f"actions must be one per env ({n}), got {actions!r}")
         try:
             return batch_actions(self._batch.continuous, self.single_action_space, actions)
         except ValueError as exc:
-            raise naming_env(exc, range(n)) from None
+            raise naming_env(exc, ids.tolist()) from None
 
 
 def _seeds(seed: Any, n: int) -> list[int | None]:

@@ -282,6 +282,15 @@ def merge_slices(slices: list[tuple[int, Any]], num_envs: int) -> dict[str, Any]
     return merged
 
 
+def select_envs(src: dict[str, Any], ids: np.ndarray) -> dict[str, Any]:
+    """The batched infos of the envs ``ids`` (in that order) from infos batched over every
+    env (keys no env of ``ids`` has are kept, their masks all False)."""
+    return {
+        key: select_envs(value, ids) if isinstance(value, dict) else value[ids]
+        for key, value in src.items()
+    }
+
+
 def unbatch_info(src: dict[str, Any], index: int) -> dict[str, Any]:
     """The info of row ``index`` of batched infos (entries whose mask is set)."""
     info: dict[str, Any] = {}

@@ -118,7 +118,6 @@ class SliceEngine:
         Raises:
             Exception: the batch's own errors (a row's ``env_index`` may name it).
         """
-        n = self.n
         infos: dict[str, Any] = {}
         stepping = rows
         if self.mode == AutoresetMode.NEXT_STEP:
@@ -131,21 +130,51 @@ class SliceEngine:
                 actions = actions.rows(kept)
         fixed = None
         if len(stepping):
-            result = self.batch.step(stepping, actions)
-            self.obs[stepping] = result.obs
-            self.rewards[stepping] = result.reward
-            self.terminated[stepping] = result.terminated
-            self.truncated[stepping] = result.truncated
-            ended = result.terminated | result.truncated
-            if self.mode == AutoresetMode.SAME_STEP and ended.any():
-                self._reset_ended(infos, result, stepping, ended)
-            elif not infos and len(stepping) == n and not has_reasons(result):
-                fixed = result
-            else:
-                _merge(infos, step_infos(result, self.all[: len(stepping)], stepping, n))
+            fixed = self._played(infos, stepping, self.batch.step(stepping, actions))
         if self.mode == AutoresetMode.NEXT_STEP:
             self.autoreset[rows] = self.terminated[rows] | self.truncated[rows]
         return SliceStep(infos, fixed)
+
+    def begin(self, rows: np.ndarray, actions: ActionBatch) -> None:
+        """Pool mode (``SAME_STEP`` or ``DISABLED``): play the agent's step of ``rows``
+        (sorted, running, not in a turn); :meth:`finish` plays the rest of their turns
+        (:mod:`grid_vec.core.pool`).
+
+        Raises:
+            ValueError: ``NEXT_STEP`` autoreset, or some of ``rows`` in a turn already.
+        """
+        if self.mode == AutoresetMode.NEXT_STEP:
+            raise ValueError("pool mode plays SAME_STEP or DISABLED autoreset, not NEXT_STEP")
+        self.batch.begin_turns(rows, actions)
+
+    def finish(self, count: int) -> tuple[np.ndarray, dict[str, Any]]:
+        """Pool mode: the first ``count`` envs whose turn ended (sorted), their outputs
+        written as :meth:`step` writes them, and the batched infos over the slice's rows.
+
+        Raises:
+            ValueError: fewer than ``count`` envs in a turn.
+        """
+        rows, result = self.batch.finish_turns(count)
+        infos: dict[str, Any] = {}
+        fixed = self._played(infos, rows, result)
+        return rows, infos if fixed is None else fixed_infos(fixed)
+
+    def _played(self, infos: dict[str, Any], stepping: np.ndarray, result: StepBatch) -> Any:
+        """Write the step of ``stepping`` (reset those it ended with ``SAME_STEP``); its
+        infos added to ``infos``, or the step itself returned when it is every row's and
+        its infos are the fixed layout (see :attr:`SliceStep.fixed`), else None."""
+        self.obs[stepping] = result.obs
+        self.rewards[stepping] = result.reward
+        self.terminated[stepping] = result.terminated
+        self.truncated[stepping] = result.truncated
+        ended = result.terminated | result.truncated
+        if self.mode == AutoresetMode.SAME_STEP and ended.any():
+            self._reset_ended(infos, result, stepping, ended)
+        elif not infos and len(stepping) == self.n and not has_reasons(result):
+            return result
+        else:
+            _merge(infos, step_infos(result, self.all[: len(stepping)], stepping, self.n))
+        return None
 
     def _reset_ended(
         self, infos: dict[str, Any], result: StepBatch, stepping: np.ndarray, ended: np.ndarray

@@ -204,22 +204,72 @@ def step_with_heuristics(
     Returns:
         One row per env of ``rows``, with ``skipped`` set.
     """
-    toggles = batch.line_toggles
+    result = agent_step(batch, heuristics, rows, action)
+    skipped = np.zeros(len(rows), dtype=np.int64)
+    result.skipped = skipped
+    idle = np.flatnonzero(still_idle(batch, heuristics, rows, result, skipped))
+    if not len(idle):
+        return result
+    result = writable(result)
+    while len(idle):
+        sub = rows[idle]
+        step = own_step(batch, heuristics, sub)
+        merge_own_step(result, step, idle)
+        skipped[idle] += 1
+        idle = idle[still_idle(batch, heuristics, sub, step, skipped[idle])]
+    return result
+
+
+def agent_step(
+    batch: GridBatch, heuristics: Heuristics, rows: np.ndarray, action: ActionBatch
+) -> StepBatch:
+    """The agent's step of ``rows`` (a reconnection added to its do-nothing actions with
+    ``reconnect_on_agent_steps``)."""
     if heuristics.reconnect_on_agent_steps:
         nothing = (action.topology == 0) & ~action.setting_buses()  # a set_bus acts too
         if nothing.any():
-            own = np.where(nothing, reconnections(batch, rows, toggles), action.topology)
+            own = np.where(nothing, reconnections(batch, rows, batch.line_toggles), action.topology)
             action = replace(action, topology=own)
-    result = batch.play_step(rows, action)
-    skipped = np.zeros(len(rows), dtype=np.int64)
-    result.skipped = skipped
+    return batch.play_step(rows, action)
+
+
+def own_step(batch: GridBatch, heuristics: Heuristics, rows: np.ndarray) -> StepBatch:
+    """One step the env plays on its own for ``rows``: a reconnection, else a recovery of
+    the reference topology, else do-nothing (as ``heuristics`` enable them)."""
+    own = (
+        reconnections(batch, rows, batch.line_toggles)
+        if heuristics.reconnect_lines
+        else np.zeros(len(rows), dtype=np.int64)
+    )
+    if heuristics.recover_topology:
+        free = own == 0
+        if free.any():
+            own[free] = recoveries(batch, rows[free], batch.reference_actions)
+    return batch.play_step(rows, ActionBatch(own))
+
+
+def still_idle(
+    batch: GridBatch,
+    heuristics: Heuristics,
+    rows: np.ndarray,
+    step: StepBatch,
+    skipped: np.ndarray,
+) -> np.ndarray:
+    """(k,) the rows of ``step`` the env goes on playing: their episode runs, their maximum
+    rho is below ``idle_below_rho`` and they have played fewer than ``max_skipped`` steps on
+    their own (``skipped``)."""
     threshold, cap = heuristics.idle_below_rho, heuristics.max_skipped
     if threshold is None or cap == 0:
-        return result
-    idle = np.flatnonzero(_idle(batch, rows, result, threshold))
-    if not len(idle):
-        return result
-    # the fields the env's steps replace or add to: own copies (some are shared read-only)
+        return np.zeros(len(rows), dtype=bool)
+    still = _idle(batch, rows, step, threshold)
+    if cap is not None:
+        still &= skipped < cap
+    return still
+
+
+def writable(result: StepBatch) -> StepBatch:
+    """``result`` with its own copies of the fields the env's steps replace or add to (some
+    are shared read-only)."""
     result.reward = result.reward.copy()
     result.terminated, result.truncated = result.terminated.copy(), result.truncated.copy()
     for column in INFO_COLUMNS:
@@ -229,24 +279,6 @@ def step_with_heuristics(
     for key, merge in REASONS.items():
         if merge != "keep":
             setattr(result, key, dict(getattr(result, key)))
-    while len(idle):
-        sub = rows[idle]
-        own = (
-            reconnections(batch, sub, toggles)
-            if heuristics.reconnect_lines
-            else np.zeros(len(sub), dtype=np.int64)
-        )
-        if heuristics.recover_topology:
-            free = own == 0
-            if free.any():
-                own[free] = recoveries(batch, sub[free], batch.reference_actions)
-        step = batch.play_step(sub, ActionBatch(own))
-        _merge(result, step, idle)
-        skipped[idle] += 1
-        still = _idle(batch, sub, step, threshold)
-        if cap is not None:
-            still &= skipped[idle] < cap
-        idle = idle[still]
     return result
 
 
@@ -257,7 +289,7 @@ def _idle(batch: GridBatch, rows: np.ndarray, step: StepBatch, threshold: float)
     return running & (rho.max(axis=1) < threshold)
 
 
-def _merge(result: StepBatch, step: StepBatch, at: np.ndarray) -> None:
+def merge_own_step(result: StepBatch, step: StepBatch, at: np.ndarray) -> None:
     """Fold ``step`` (the env's step of ``result``'s rows ``at``) into ``result``, each info
     entry as its layout says (:mod:`grid_vec.core.records`)."""
     result.obs[at] = step.obs
