@@ -471,12 +471,14 @@ class GridBatch:
             return action
         return replace(action, topology=self.action_subset[action.topology])
 
-    def play_step(self, rows: np.ndarray, action: ActionBatch) -> StepBatch:
+    def play_step(self, rows: np.ndarray, action: ActionBatch, *, masks: bool = True) -> StepBatch:
         """Play one step of ``rows``, without heuristics (arguments as :meth:`step`'s, the
         topology part as catalog indices): the turn (:mod:`grid_vec.core.turn`) on the
-        batch's state, its scenarios and clocks moved to the next step."""
+        batch's state, its scenarios and clocks moved to the next step. ``masks``: whether
+        the step carries the legal actions (the env's own steps of a turn need none: the
+        turn's last state gets them)."""
         t0 = perf_counter()
-        inputs, calm = self._next_step(rows)
+        inputs, calm = self._next_step(rows, masks)
         result = self.turn.play(self.state, rows, action, inputs)
         terminated, truncated = result.terminated, result.truncated
         if any_true(terminated) or any_true(truncated):
@@ -492,7 +494,7 @@ class GridBatch:
         timings["total"] += t3 - t0
         return result
 
-    def _next_step(self, rows: np.ndarray) -> tuple[TurnInputs, bool]:
+    def _next_step(self, rows: np.ndarray, masks: bool = True) -> tuple[TurnInputs, bool]:
         """Move the scenarios and clocks of ``rows`` one step on; the turn's inputs of that
         step, and whether the step was calm (no row could reach its max_steps or the end of
         its time block: neither is checked)."""
@@ -525,6 +527,7 @@ class GridBatch:
             played=played,
             max_steps=self.max_steps[sel],
             truncated=truncated,
+            action_masks=masks,
         )
         return inputs, calm
 

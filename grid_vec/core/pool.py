@@ -27,6 +27,7 @@ from grid_vec.core.rules.heuristics import (
     GridBatch,
     Heuristics,
     agent_step,
+    ended_masks,
     merge_own_step,
     own_step,
     still_idle,
@@ -100,6 +101,7 @@ class TurnPool:
             going = still_idle(batch, heuristics, rows, step, turns.skipped[rows])
             done = rows[~going]
             if len(done):
+                ended_masks(batch, turns, done, done)
                 self.idle[done] = False
                 self.ended.append(done)
         taken: list[np.ndarray] = []

@@ -68,9 +68,13 @@ class GridBatch(Protocol):
     line_toggles: np.ndarray
     reference_actions: np.ndarray
 
-    def play_step(self, rows: np.ndarray, action: ActionBatch) -> StepBatch: ...
+    def play_step(
+        self, rows: np.ndarray, action: ActionBatch, *, masks: bool = True
+    ) -> StepBatch: ...
 
     def legal_actions(self, rows: np.ndarray) -> np.ndarray: ...
+
+    def mask_of(self, state: BatchState, rows: np.ndarray) -> np.ndarray | None: ...
 
 
 @dataclass(frozen=True)
@@ -216,7 +220,9 @@ def step_with_heuristics(
         step = own_step(batch, heuristics, sub)
         merge_own_step(result, step, idle)
         skipped[idle] += 1
-        idle = idle[still_idle(batch, heuristics, sub, step, skipped[idle])]
+        going = still_idle(batch, heuristics, sub, step, skipped[idle])
+        ended_masks(batch, result, idle[~going], sub[~going])
+        idle = idle[going]
     return result
 
 
@@ -245,7 +251,15 @@ def own_step(batch: GridBatch, heuristics: Heuristics, rows: np.ndarray) -> Step
         free = own == 0
         if free.any():
             own[free] = recoveries(batch, rows[free], batch.reference_actions)
-    return batch.play_step(rows, ActionBatch(own))
+    # no legal actions: only a turn's last state shows them (ended_masks)
+    return batch.play_step(rows, ActionBatch(own), masks=False)
+
+
+def ended_masks(batch: GridBatch, result: StepBatch, at: np.ndarray, rows: np.ndarray) -> None:
+    """Write the legal actions of ``rows``, whose turns just ended after steps the env
+    played (which carry none), into rows ``at`` of ``result``'s mask (when it has one)."""
+    if result.action_mask is not None and len(rows):
+        result.action_mask[at] = batch.mask_of(batch.state, rows)
 
 
 def still_idle(
