@@ -1,9 +1,12 @@
 """PPO with action masks on a grid_vec task: one file, CleanRL-style, PyTorch on the CPU.
 
-Trains on the task's training scenarios with the batched vector env (every sub-env in one
-process: the cheapest per step on a small machine; ``--vectorization multiprocess`` for
-GridVecEnv workers), then scores the trained policy on the task's test split with the
-Runner (:func:`grid_vec.runner.evaluate.evaluate_task`) beside the do-nothing baseline.
+Trains on the task's training scenarios with the batched vector env in pool mode (every
+sub-env in one process; ``--num-envs`` 64 played as a pool, the policy deciding for the first
+``--pool`` 16 whose turn ended: ``send`` / ``recv``, which keeps the one core busy where a
+lockstep step of every env waits for the longest turn of the heuristics; ``--pool 0`` for
+lockstep steps, ``--vectorization multiprocess`` with it for GridVecEnv workers), then
+scores the trained policy on the task's test split with the Runner
+(:func:`grid_vec.runner.evaluate.evaluate_task`) beside the do-nothing baseline.
 
     pip install -e '.[sb3]'      # torch
     python examples/ppo_task.py --task grid_vec/Case14Topology-v0 --minutes 25
@@ -65,13 +68,19 @@ def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--task", default="grid_vec/Case14Topology-v0")
     p.add_argument("--minutes", type=float, default=25.0, help="training wall-clock budget")
-    p.add_argument("--num-envs", type=int, default=16)
-    p.add_argument("--num-steps", type=int, default=64, help="agent steps per env per rollout")
+    p.add_argument("--num-envs", type=int, default=64)
+    p.add_argument(
+        "--num-steps",
+        type=int,
+        default=64,
+        help="batches per rollout: a rollout is NUM_STEPS x POOL decisions (lockstep: "
+        "NUM_STEPS x NUM_ENVS)",
+    )
     p.add_argument("--vectorization", default="batched", choices=["batched", "multiprocess"])
     p.add_argument(
         "--pool",
         type=int,
-        default=0,
+        default=16,
         help="(batched) play NUM_ENVS envs as a pool and decide for the first POOL "
         "whose turn ended (send/recv); 0: lockstep steps of every env",
     )
@@ -244,7 +253,7 @@ def main() -> None:
     # spins against the env for the machine's cores
     torch.set_num_threads(args.torch_threads)
     if args.pool and args.vectorization != "batched":
-        raise SystemExit("--pool plays the batched vector env")
+        raise SystemExit("--pool plays the batched vector env: pass --pool 0 with multiprocess")
     envs = grid_vec.make_vec(
         args.task,
         args.num_envs,
