@@ -79,8 +79,8 @@ class TurnPool:
             self.ended.append(rows[~going])
 
     def finish(self, count: int) -> tuple[np.ndarray, StepBatch]:
-        """Play the env's own steps of every env in a turn until ``count`` turns have ended
-        (or none goes on), and hand out the ``count`` that ended first.
+        """Play the env's own steps of every env in a turn until ``count`` turns have ended,
+        and hand out the ``count`` that ended first.
 
         Returns:
             The envs (sorted) and their turns' records, as ``step_with_heuristics`` gives
@@ -92,10 +92,10 @@ class TurnPool:
         if count > int(self.in_turn.sum()):
             raise ValueError(f"{count} turns asked, {int(self.in_turn.sum())} are begun")
         batch, heuristics, turns = self.batch, self.heuristics, self.turns
-        while self.ended_count() < count:
+        while self.ended_count() < count:  # some turn goes on: enough are begun
             rows = np.flatnonzero(self.idle)
             step = own_step(batch, heuristics, rows)
-            assert turns is not None
+            assert turns is not None and turns.skipped is not None  # begin() wrote them
             merge_own_step(turns, step, rows)
             turns.skipped[rows] += 1
             going = still_idle(batch, heuristics, rows, step, turns.skipped[rows])
