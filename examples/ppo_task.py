@@ -49,6 +49,7 @@ from grid_vec.integrations.ppo import (
     TrainingCurve,
     add_ppo_arguments,
     advantages,
+    batch_rows,
     clipped_loss,
     update,
 )
@@ -113,11 +114,6 @@ def flattened(x: Any) -> Any:
     if isinstance(x, dict):
         return {key: v.reshape(-1, *v.shape[2:]) for key, v in x.items()}
     return x.reshape(-1, *x.shape[2:])
-
-
-def rows(x: Any, idx: torch.Tensor) -> Any:
-    """The rows ``idx`` of a batch (per key for a graph)."""
-    return {key: v[idx] for key, v in x.items()} if isinstance(x, dict) else x[idx]
 
 
 class Progress:
@@ -195,8 +191,11 @@ class PoolCollector:
     def __init__(self, envs: Any, obs: Any, infos: dict[str, Any]) -> None:
         self.envs, self.n_actions = envs, envs.single_action_space.n
         self.rollout = PoolRollout(envs.num_envs)
-        # the first decision of every env
-        self.pending = (obs, action_masks(infos, envs.num_envs, self.n_actions), None)
+        # the reset's observations: the first decision of every env
+        self.first: tuple[Any, np.ndarray] | None = (
+            obs,
+            action_masks(infos, envs.num_envs, self.n_actions),
+        )
 
     def __call__(
         self, agent: Any, norm: ObservationNorm, args: argparse.Namespace, progress: Progress
@@ -204,10 +203,9 @@ class PoolCollector:
         rollout = self.rollout
         size = args.num_steps * self.envs.batch_size
         while rollout.complete_count() < size:
-            if self.pending is not None:  # the reset's observations: every env at once
-                obs, mask, ids = self.pending
-                ids = np.arange(self.envs.num_envs) if ids is None else ids
-                self.pending = None
+            if self.first is not None:  # every env at once
+                (obs, mask), ids = self.first, np.arange(self.envs.num_envs)
+                self.first = None
             else:
                 batch = self.envs.recv()
                 ids, obs = batch.env_ids, batch.observations
@@ -233,7 +231,7 @@ def train(agent: Any, optimizer: Any, data: dict[str, Any], args: argparse.Names
         order = torch.randperm(size)
         for k in range(0, size, mb):
             idx = order[k : k + mb]
-            x = rows(data["obs"], idx)
+            x = batch_rows(data["obs"], idx)
             dist = policy_distribution(agent, x, data["mask"][idx])
             pg = clipped_loss(
                 dist.log_prob(data["action"][idx]), data["log_prob"][idx],

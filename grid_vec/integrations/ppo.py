@@ -233,7 +233,7 @@ class PoolRollout:
             np.array(self.ends), complete, env_ids, gamma, lam,
         )  # fmt: skip
         done = torch.as_tensor(np.flatnonzero(complete))
-        out = {key: _rows(value, done) for key, value in data.items()}
+        out = {key: batch_rows(value, done) for key, value in data.items()}
         out["advantage"] = torch.as_tensor(adv[complete], dtype=torch.float32)
         out["returns"] = out["advantage"] + out["value"]
         open_ = np.flatnonzero(~complete)
@@ -241,7 +241,7 @@ class PoolRollout:
         self.waiting[:] = -1
         if len(open_):
             for key in _DECISION_FIELDS:
-                self.chunks[key].append(_rows(data[key], torch.as_tensor(open_)))
+                self.chunks[key].append(batch_rows(data[key], torch.as_tensor(open_)))
             self.env_ids.append(env_ids[open_])
             n = len(open_)
             self.rewards, self.ends, self.complete = [0.0] * n, [False] * n, [False] * n
@@ -259,6 +259,6 @@ def _cat(chunks: list[Any]) -> Any:
     return torch.cat(chunks)
 
 
-def _rows(x: Any, idx: torch.Tensor) -> Any:
+def batch_rows(x: Any, idx: torch.Tensor) -> Any:
     """The rows ``idx`` of a batch (per key for graph observations)."""
     return {key: v[idx] for key, v in x.items()} if isinstance(x, dict) else x[idx]
