@@ -1,4 +1,5 @@
-"""PPO with action masks on a grid_vec task: one file, CleanRL-style, PyTorch on the CPU.
+"""PPO on a grid_vec task: one file, CleanRL-style, PyTorch on the CPU; action masks over a
+``Discrete`` action space, a diagonal Gaussian over a ``Box`` (``Case14Redispatch-v0``).
 
 Trains on the task's training scenarios with the batched vector env in pool mode (every
 sub-env in one process; ``--num-envs`` 64 played as a pool, the policy deciding for the first
@@ -21,7 +22,10 @@ What it does, and why:
   observations (:mod:`grid_vec.env.graph`) instead of the MLP on the flat vector;
 * the policy starts close to do-nothing (a bias on action 0's logit, ``--noop-bias``): most
   topology actions end an episode quickly, and an agent exploring uniformly would learn
-  only from short episodes;
+  only from short episodes; over a ``Box`` the Gaussian's mean starts at the bounds' centre
+  (no redispatch) with a small spread (``--log-std-init``, unit scale: the half-width of the
+  bounds is 1), as a redispatch played stays in the target dispatch and random ones add up;
+  its entropy bonus defaults to 0 (``--ent-coef``), as CleanRL's continuous PPO;
 * observations are normalised with running statistics (frozen for evaluation) and the
   rewards scaled by ``--reward-scale``.
 
@@ -86,7 +90,13 @@ def parse_args() -> argparse.Namespace:
         "whose turn ended (send/recv); 0: lockstep steps of every env",
     )
     add_ppo_arguments(p)
-    p.add_argument("--noop-bias", type=float, default=3.0)
+    p.add_argument("--noop-bias", type=float, default=3.0, help="(Discrete)")
+    p.add_argument(
+        "--log-std-init",
+        type=float,
+        default=-2.5,
+        help="(Box) the Gaussian's initial log standard deviation, in half-widths of the bounds",
+    )
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument(
         "--observation",
@@ -99,6 +109,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--torch-threads", type=int, default=1)
     p.add_argument("--eval-split", default="test")
     p.add_argument("--out", default="runs/ppo")
+    p.set_defaults(ent_coef=None)  # 0.01 over a Discrete space, 0 over a Box: see main()
     return p.parse_args()
 
 
@@ -113,7 +124,7 @@ def flattened(x: Any) -> Any:
     """``(T, n, ...)`` -> ``(T * n, ...)``, per key for a graph."""
     if isinstance(x, dict):
         return {key: v.reshape(-1, *v.shape[2:]) for key, v in x.items()}
-    return x.reshape(-1, *x.shape[2:])
+    return x.reshape(x.shape[0] * x.shape[1], *x.shape[2:])  # (T, n, 0) masks of a Box too
 
 
 class Progress:
@@ -135,13 +146,19 @@ class Progress:
             self.survived[i] = 0
 
 
+def masks_of(arch: Architecture, infos: dict[str, Any], k: int) -> torch.Tensor:
+    """The action masks of ``k`` envs' infos (``(k, 0)`` for a Box policy: none)."""
+    if arch.continuous:
+        return torch.zeros((k, 0), dtype=torch.bool)
+    return torch.as_tensor(action_masks(infos, k, arch.n_actions))
+
+
 class LockstepCollector:
     """A rollout of ``num_steps`` lockstep steps of every env (``step``)."""
 
-    def __init__(self, envs: Any, obs: Any, infos: dict[str, Any]) -> None:
-        self.envs, self.obs, self.n = envs, obs, envs.num_envs
-        self.n_actions = envs.single_action_space.n
-        self.mask = action_masks(infos, self.n, self.n_actions)
+    def __init__(self, envs: Any, obs: Any, infos: dict[str, Any], arch: Architecture) -> None:
+        self.envs, self.obs, self.n, self.arch = envs, obs, envs.num_envs, arch
+        self.mask = masks_of(arch, infos, self.n)
         self.done = np.zeros(self.n, dtype=bool)
         self.ids = np.arange(self.n)
 
@@ -150,23 +167,25 @@ class LockstepCollector:
     ) -> dict[str, Any]:
         T, n = args.num_steps, self.n
         buf_obs: list[Any] = [None] * T
-        buf_mask = torch.zeros((T, n, self.n_actions), dtype=torch.bool)
-        buf_act, buf_logp = torch.zeros((T, n), dtype=torch.long), torch.zeros((T, n))
-        buf_rew, buf_done, buf_val = torch.zeros((T, n)), torch.zeros((T, n)), torch.zeros((T, n))
+        buf_mask: list[torch.Tensor] = [self.mask] * T
+        buf_act: list[torch.Tensor] = [torch.zeros(0)] * T
+        buf_logp, buf_val = torch.zeros((T, n)), torch.zeros((T, n))
+        buf_rew, buf_done = torch.zeros((T, n)), torch.zeros((T, n))
         for t in range(T):
             x = norm(self.obs)
-            m = torch.as_tensor(self.mask)
             with torch.no_grad():
-                dist = policy_distribution(agent, x, m)
+                dist = policy_distribution(agent, x, self.mask)
                 action = dist.sample()
                 buf_logp[t], buf_val[t] = dist.log_prob(action), agent.value(x)
-            buf_obs[t], buf_mask[t], buf_act[t] = x, m, action
+            buf_obs[t], buf_mask[t], buf_act[t] = x, self.mask, action
             buf_done[t] = torch.as_tensor(self.done, dtype=torch.float32)
-            self.obs, reward, terminated, truncated, infos = self.envs.step(action.numpy())
+            self.obs, reward, terminated, truncated, infos = self.envs.step(
+                self.arch.env_actions(action)
+            )
             buf_rew[t] = torch.as_tensor(reward * args.reward_scale, dtype=torch.float32)
             self.done = terminated | truncated
             progress.played(self.ids, infos, self.done)
-            self.mask = action_masks(infos, n, self.n_actions)
+            self.mask = masks_of(self.arch, infos, n)
         with torch.no_grad():
             next_value = agent.value(norm(self.obs))
         # GAE; a finished episode does not bootstrap (its next obs is the reset's)
@@ -176,8 +195,8 @@ class LockstepCollector:
         )  # fmt: skip
         return {
             "obs": flattened(stacked(buf_obs)),
-            "mask": buf_mask.reshape(T * n, -1),
-            "action": buf_act.reshape(-1),
+            "mask": flattened(torch.stack(buf_mask)),
+            "action": flattened(torch.stack(buf_act)),
             "log_prob": buf_logp.reshape(-1),
             "advantage": adv.reshape(-1),
             "returns": (adv + buf_val).reshape(-1),
@@ -188,14 +207,11 @@ class PoolCollector:
     """A rollout of ``num_steps`` pool batches (``send`` / ``recv`` of the first ``--pool``
     envs whose turn ended: :class:`~grid_vec.integrations.ppo.PoolRollout`)."""
 
-    def __init__(self, envs: Any, obs: Any, infos: dict[str, Any]) -> None:
-        self.envs, self.n_actions = envs, envs.single_action_space.n
+    def __init__(self, envs: Any, obs: Any, infos: dict[str, Any], arch: Architecture) -> None:
+        self.envs, self.arch = envs, arch
         self.rollout = PoolRollout(envs.num_envs)
         # the reset's observations: the first decision of every env
-        self.first: tuple[Any, np.ndarray] | None = (
-            obs,
-            action_masks(infos, envs.num_envs, self.n_actions),
-        )
+        self.first: tuple[Any, torch.Tensor] | None = (obs, masks_of(arch, infos, envs.num_envs))
 
     def __call__(
         self, agent: Any, norm: ObservationNorm, args: argparse.Namespace, progress: Progress
@@ -212,14 +228,14 @@ class PoolCollector:
                 done = batch.terminations | batch.truncations
                 rollout.outcomes(ids, batch.rewards * args.reward_scale, done)
                 progress.played(ids, batch.infos, done)
-                mask = action_masks(batch.infos, len(ids), self.n_actions)
-            x, m = norm(obs), torch.as_tensor(mask)
+                mask = masks_of(self.arch, batch.infos, len(ids))
+            x = norm(obs)
             with torch.no_grad():
-                dist = policy_distribution(agent, x, m)
+                dist = policy_distribution(agent, x, mask)
                 action = dist.sample()
                 log_prob, value = dist.log_prob(action), agent.value(x)
-            rollout.decide(ids, obs=x, mask=m, action=action, log_prob=log_prob, value=value)
-            self.envs.send(action.numpy(), ids)
+            rollout.decide(ids, obs=x, mask=mask, action=action, log_prob=log_prob, value=value)
+            self.envs.send(self.arch.env_actions(action), ids)
         return rollout.batch(args.gamma, args.gae_lambda)
 
 
@@ -261,23 +277,27 @@ def main() -> None:
         observation=args.observation,
         vector_kwargs={"batch_size": args.pool} if args.pool else None,
     )
-    n, n_actions = args.num_envs, envs.single_action_space.n
+    n = args.num_envs
     norm = ObservationNorm.for_space(envs.single_observation_space)
-    arch = Architecture(
-        kind="gnn" if args.observation == "graph" else "mlp",
-        n_actions=n_actions,
+    arch = Architecture.for_space(
+        "gnn" if args.observation == "graph" else "mlp",
+        envs.single_action_space,
         hidden=args.hidden,
         n_obs=int(np.prod(envs.single_observation_space.shape or (0,))),
         rounds=args.rounds,
         noop_bias=args.noop_bias,
+        log_std_init=args.log_std_init,
     )
+    if args.ent_coef is None:
+        args.ent_coef = 0.0 if arch.continuous else 0.01
     agent = build_network(arch)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.lr, eps=1e-5)
 
     # each sub-env starts on a random training scenario (seeded): no two play in step
     obs, infos = envs.reset(seed=[int(s) for s in rng.integers(0, 2**31, n)])
     progress = Progress(n, TrainingCurve(out / "curve.csv"))
-    collect = PoolCollector(envs, obs, infos) if args.pool else LockstepCollector(envs, obs, infos)
+    collector = PoolCollector if args.pool else LockstepCollector
+    collect = collector(envs, obs, infos, arch)
     start = time.perf_counter()
     budget = args.minutes * 60
     while time.perf_counter() - start < budget:

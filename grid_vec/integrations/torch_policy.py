@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from torch.distributions import Categorical
+from torch.distributions import Categorical, Normal
 
 from grid_vec.env.graph import EDGE_FEATURES, GLOBAL_FEATURES, NODE_FEATURES
 
@@ -45,11 +45,19 @@ class Architecture:
 
     Args:
         kind: ``"mlp"`` (flat observations) or ``"gnn"`` (graph observations).
-        n_actions: the size of the ``Discrete`` action space.
+        n_actions: the size of the ``Discrete`` action space, or the dimension of a ``Box``.
         hidden: the width of the hidden layers.
         n_obs: (mlp) the size of the flat observation.
         rounds: (gnn) the rounds of message passing.
-        noop_bias: the initial bias of action 0's logit (training only).
+        noop_bias: (Discrete) the initial bias of action 0's logit (training only).
+        action_low, action_high: (Box) the bounds of the action space; empty for a
+            ``Discrete`` one. A Box policy is a diagonal Gaussian in unit scale: ``u`` in
+            ``[-1, 1]`` is the action ``centre + u * half-width``, clipped to the bounds.
+        log_std_init: (Box) the initial log standard deviation, in unit scale.
+
+    Raises:
+        ValueError: Box bounds of another length than ``n_actions``, or not finite with
+            ``low < high``.
     """
 
     kind: str
@@ -58,13 +66,58 @@ class Architecture:
     n_obs: int = 0
     rounds: int = 3
     noop_bias: float = 0.0
+    action_low: tuple[float, ...] = ()
+    action_high: tuple[float, ...] = ()
+    log_std_init: float = 0.0
 
     def __post_init__(self) -> None:
         # plain Python values: a checkpoint holds no numpy scalar (weights_only refuses them)
         for name in ("n_actions", "hidden", "n_obs", "rounds"):
             object.__setattr__(self, name, int(getattr(self, name)))
-        object.__setattr__(self, "noop_bias", float(self.noop_bias))
+        for name in ("noop_bias", "log_std_init"):
+            object.__setattr__(self, name, float(getattr(self, name)))
         object.__setattr__(self, "kind", str(self.kind))
+        low = tuple(float(v) for v in self.action_low)
+        high = tuple(float(v) for v in self.action_high)
+        object.__setattr__(self, "action_low", low)
+        object.__setattr__(self, "action_high", high)
+        if low or high:
+            lo, hi = np.array(low), np.array(high)
+            if len(lo) != self.n_actions or len(hi) != self.n_actions:
+                raise ValueError(
+                    f"a Box policy needs {self.n_actions} bounds each, got {len(lo)} and {len(hi)}"
+                )
+            if not (np.isfinite(lo).all() and np.isfinite(hi).all() and (lo < hi).all()):
+                raise ValueError("a Box policy needs finite bounds with low < high")
+
+    @property
+    def continuous(self) -> bool:
+        """Whether the policy is a Gaussian over a ``Box`` (else a categorical)."""
+        return bool(self.action_low)
+
+    @classmethod
+    def for_space(cls, kind: str, space: Any, **sizes: Any) -> Architecture:
+        """The architecture of a policy over ``space`` (``Discrete`` or a 1-d ``Box``).
+
+        Raises:
+            ValueError: another kind of action space.
+        """
+        if hasattr(space, "n"):
+            return cls(kind, int(space.n), **sizes)
+        shape = getattr(space, "shape", None)
+        if shape is None or len(shape) != 1:
+            raise ValueError(f"a policy over a Discrete or a 1-d Box action space, not {space}")
+        return cls(kind, shape[0], action_low=space.low, action_high=space.high, **sizes)
+
+    def env_actions(self, u: torch.Tensor) -> np.ndarray:
+        """The env's actions of a batch of the network's: a ``Discrete`` one's indices as
+        they are, a Box's ``u`` (unit scale) mapped onto its bounds and clipped to them."""
+        if not self.continuous:
+            return u.numpy().astype(np.int64)
+        low, high = np.array(self.action_low), np.array(self.action_high)
+        centre, half = (low + high) / 2, (high - low) / 2
+        actions = centre + u.numpy() * half
+        return np.clip(actions, low, high).astype(np.float32)
 
 
 def _layer(n_in: int, n_out: int, std: float = float(np.sqrt(2))) -> nn.Linear:
@@ -74,11 +127,20 @@ def _layer(n_in: int, n_out: int, std: float = float(np.sqrt(2))) -> nn.Linear:
     return lin
 
 
-def _head(n_in: int, n_actions: int, noop_bias: float) -> nn.Linear:
-    head = _layer(n_in, n_actions, 0.01)
-    with torch.no_grad():
-        head.bias[0] = noop_bias
+def _head(n_in: int, arch: Architecture) -> nn.Linear:
+    """The actor's last layer: logits (action 0's biased by ``noop_bias``) or a Gaussian's
+    mean, starting near 0: the Box's centre."""
+    head = _layer(n_in, arch.n_actions, 0.01)
+    if not arch.continuous:
+        with torch.no_grad():
+            head.bias[0] = arch.noop_bias
     return head
+
+
+def _add_log_std(network: nn.Module, arch: Architecture) -> None:
+    """A Box policy's log standard deviations (state-independent, learnt); None otherwise."""
+    value = nn.Parameter(torch.full((arch.n_actions,), arch.log_std_init))
+    network.register_parameter("log_std", value if arch.continuous else None)
 
 
 class MlpActorCritic(nn.Module):
@@ -86,7 +148,8 @@ class MlpActorCritic(nn.Module):
 
     def __init__(self, arch: Architecture) -> None:
         super().__init__()
-        h = arch.hidden
+        h, self.arch = arch.hidden, arch
+        _add_log_std(self, arch)
         self.critic = nn.Sequential(
             _layer(arch.n_obs, h), nn.Tanh(), _layer(h, h), nn.Tanh(), _layer(h, 1, 1.0)
         )
@@ -95,10 +158,11 @@ class MlpActorCritic(nn.Module):
             nn.Tanh(),
             _layer(h, h),
             nn.Tanh(),
-            _head(h, arch.n_actions, arch.noop_bias),
+            _head(h, arch),
         )
 
     def logits(self, x: Any) -> torch.Tensor:
+        """The actor's output: the logits, or a Box policy's means (unit scale)."""
         return self.actor(x)
 
     def value(self, x: Any) -> torch.Tensor:
@@ -110,7 +174,8 @@ class GnnActorCritic(nn.Module):
 
     def __init__(self, arch: Architecture) -> None:
         super().__init__()
-        h = arch.hidden
+        h, self.arch = arch.hidden, arch
+        _add_log_std(self, arch)
         self.node_in = nn.Sequential(_layer(len(NODE_FEATURES), h), nn.Tanh())
         self.edge_in = nn.Sequential(_layer(len(EDGE_FEATURES), h), nn.Tanh())
         self.messages = nn.ModuleList(
@@ -120,9 +185,7 @@ class GnnActorCritic(nn.Module):
             nn.Sequential(_layer(2 * h, h), nn.Tanh()) for _ in range(arch.rounds)
         )
         pooled = 2 * h + len(GLOBAL_FEATURES)
-        self.actor = nn.Sequential(
-            _layer(pooled, h), nn.Tanh(), _head(h, arch.n_actions, arch.noop_bias)
-        )
+        self.actor = nn.Sequential(_layer(pooled, h), nn.Tanh(), _head(h, arch))
         self.critic = nn.Sequential(_layer(pooled, h), nn.Tanh(), _layer(h, 1, 1.0))
         self._status = EDGE_FEATURES.index("line_status")
 
@@ -148,6 +211,7 @@ class GnnActorCritic(nn.Module):
         return torch.cat([h.mean(1), h.amax(1), x["globals"]], -1)
 
     def logits(self, x: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The actor's output: the logits, or a Box policy's means (unit scale)."""
         return self.actor(self.embed(x))
 
     def value(self, x: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -251,14 +315,41 @@ def action_masks(infos: dict[str, Any], n: int, n_actions: int) -> np.ndarray:
     return mask
 
 
+class DiagGaussian:
+    """A Box policy's distribution: independent normals in unit scale (the actions before
+    :meth:`Architecture.env_actions` maps them onto the bounds), ``log_prob`` and ``entropy``
+    summed over the dimensions.
+
+    Args:
+        mean: ``(k, d)`` the means.
+        log_std: ``(d,)`` the log standard deviations.
+    """
+
+    def __init__(self, mean: torch.Tensor, log_std: torch.Tensor) -> None:
+        self.normal = Normal(mean, log_std.exp().expand_as(mean))
+
+    def sample(self) -> torch.Tensor:
+        return self.normal.sample()
+
+    def log_prob(self, u: torch.Tensor) -> torch.Tensor:
+        return self.normal.log_prob(u).sum(-1)
+
+    def entropy(self) -> torch.Tensor:
+        return self.normal.entropy().sum(-1)
+
+
 def policy_distribution(
     network: nn.Module, x: Any, mask: torch.Tensor | None = None
-) -> Categorical:
-    """The policy's action distribution; ``mask`` (bool, True = legal) rules actions out."""
-    logits = network.logits(x)
+) -> Categorical | DiagGaussian:
+    """The policy's action distribution: a categorical over a ``Discrete`` space, ``mask``
+    (bool, True = legal) ruling actions out; a :class:`DiagGaussian` over a ``Box`` (no
+    mask)."""
+    out = network.logits(x)
+    if network.arch.continuous:
+        return DiagGaussian(out, network.log_std)
     if mask is not None:
-        logits = logits.masked_fill(~mask, -1e8)
-    return Categorical(logits=logits)
+        out = out.masked_fill(~mask, -1e8)
+    return Categorical(logits=out)
 
 
 def save_checkpoint(
@@ -300,7 +391,8 @@ def save_checkpoint(
 
 class TorchPolicy:
     """A trained network as a batched agent of the Runner: the action of highest logit
-    among the legal ones (the env's ``info["action_mask"]`` when it gives one).
+    among the legal ones (the env's ``info["action_mask"]`` when it gives one); over a
+    ``Box``, the Gaussian's mean mapped onto the bounds.
 
     With ``check_top`` K > 1, the policy's K preferred legal actions are simulated first
     (one ``simulate_candidates`` call for every sub-env, on the forecast of the next step)
@@ -317,7 +409,8 @@ class TorchPolicy:
         safe_rho: the maximum rho a simulated step must stay below to be taken as safe.
 
     Raises:
-        ValueError: ``check_top`` < 1 or ``safe_rho`` <= 0.
+        ValueError: ``check_top`` < 1 or ``safe_rho`` <= 0; ``check_top`` > 1 for a Box
+            policy (no finite set of actions to rank).
     """
 
     takes_infos = True  # the Runner hands it the infos: their action masks
@@ -335,6 +428,8 @@ class TorchPolicy:
             raise ValueError(f"check_top must be an int >= 1, got {check_top!r}")
         if not safe_rho > 0:
             raise ValueError(f"safe_rho must be > 0, got {safe_rho!r}")
+        if check_top > 1 and network.arch.continuous:
+            raise ValueError("check_top > 1 ranks a Discrete policy's actions: not a Box policy's")
         self.network, self.norm, self.name = network.eval(), norm, name
         self.check_top, self.safe_rho = check_top, float(safe_rho)
         norm.frozen = True
@@ -356,6 +451,8 @@ class TorchPolicy:
     def __call__(self, obs: Any, infos: dict[str, Any] | None = None) -> np.ndarray:
         with torch.no_grad():
             logits = self.network.logits(self.norm(obs))
+        if self.network.arch.continuous:
+            return self.network.arch.env_actions(logits)
         if infos and "action_mask" in infos:
             mask = action_masks(infos, *logits.shape)
             logits = logits.masked_fill(~torch.as_tensor(mask), -torch.inf)

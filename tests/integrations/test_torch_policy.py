@@ -23,6 +23,7 @@ from grid_vec.integrations.torch_policy import (
     TorchPolicy,
     build_network,
     load_policy,
+    policy_distribution,
     save_checkpoint,
 )
 from grid_vec.runner.evaluate import evaluate_task
@@ -157,3 +158,66 @@ def test_grid_vec_eval_refuses_a_checkpoint_in_one_line(tmp_path, capsys):
     assert "Traceback" not in err and err.count("\n") == 3
     assert "trained on grid_vec/Case118Topology-v0" in err and "junk.pt" in err
     assert "nothing.pt: no such checkpoint file" in err
+
+
+REDISPATCH = "grid_vec/Case14Redispatch-v0"
+
+
+def _box_arch(**extra) -> Architecture:
+    return Architecture("mlp", 2, 16, 4, action_low=[-7.0, -5.0], action_high=[7.0, 5.0], **extra)
+
+
+def test_a_box_policy_maps_unit_actions_onto_the_bounds_and_clips_them():
+    arch = _box_arch()
+    u = torch.tensor([[0.0, 0.0], [1.0, -1.0], [3.0, 0.5]])
+    np.testing.assert_allclose(arch.env_actions(u), [[0, 0], [7, -5], [7, 2.5]])
+    assert arch.env_actions(u).dtype == np.float32
+
+
+def test_a_box_policy_starts_at_the_centre_with_the_spread_asked():
+    torch.manual_seed(0)
+    network = build_network(_box_arch(log_std_init=-2.0))
+    dist = policy_distribution(network, torch.randn(5, 4))
+    assert dist.normal.mean.abs().max() < 0.1
+    np.testing.assert_allclose(dist.normal.stddev.detach(), np.exp(-2.0), rtol=1e-6)
+    u = dist.sample()
+    by_hand = torch.distributions.Normal(dist.normal.mean, np.exp(-2.0)).log_prob(u).sum(-1)
+    torch.testing.assert_close(dist.log_prob(u), by_hand)
+    assert dist.entropy().shape == (5,)
+
+
+def test_a_box_checkpoint_read_back_is_scored_by_grid_vec_eval_as_evaluate_task_does(
+    tmp_path, capsys
+):
+    torch.manual_seed(0)
+    env = grid_vec.make(REDISPATCH)
+    arch = Architecture.for_space(
+        "mlp", env.action_space, hidden=16, n_obs=env.observation_space.shape[0],
+        log_std_init=-1.0,
+    )  # fmt: skip
+    network = build_network(arch)
+    with torch.no_grad():  # a policy that redispatches: its mean far from the centre
+        network.actor[-1].bias.copy_(torch.linspace(-0.8, 0.8, arch.n_actions))
+    norm = ObservationNorm.for_space(env.observation_space)
+    obs = np.stack([env.reset(seed=s)[0] for s in range(3)])
+    norm(obs)
+    path = save_checkpoint(
+        tmp_path / "ppo.pt", network, arch, norm, task=REDISPATCH, observation="flat"
+    )
+    loaded = load_policy(path)
+    assert loaded.architecture == arch and loaded.architecture.continuous
+    actions = loaded.policy(obs)
+    np.testing.assert_array_equal(actions, TorchPolicy(network, norm)(obs))
+    assert env.action_space.contains(actions[0]) and np.abs(actions).max() > 1.0
+    argv = ["eval", REDISPATCH, "--agent", str(path), "--scenarios", "2", "--num-envs", "2"]
+    assert main([*argv, "--no-progress"]) == 0
+    direct = evaluate_task(REDISPATCH, TorchPolicy(network, norm), scenarios=2, num_envs=2)
+    assert f"| {direct.row()['mean_survival']:.1f} |" in capsys.readouterr().out
+    nothing = evaluate_task(REDISPATCH, "do_nothing", scenarios=2)
+    assert direct.row()["cost_per_step_mwh"] > nothing.row()["cost_per_step_mwh"]
+
+
+def test_the_simulate_check_is_refused_for_a_box_policy():
+    network = build_network(_box_arch())
+    with pytest.raises(ValueError, match="not a Box policy"):
+        TorchPolicy(network, ObservationNorm({"flat": 4}), check_top=3)
