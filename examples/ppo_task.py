@@ -26,6 +26,10 @@ What it does, and why:
   (no redispatch) with a small spread (``--log-std-init``, unit scale: the half-width of the
   bounds is 1), as a redispatch played stays in the target dispatch and random ones add up;
   its entropy bonus defaults to 0 (``--ent-coef``), as CleanRL's continuous PPO;
+* the discount is per decision: over a ``Discrete`` space ``--gamma`` defaults to 0.995 (a
+  decision covers ~4 time steps of Case14Topology, an episode up to ~500 decisions; 0.995
+  scored 84.1 on the validation split against 73.5 for 0.99 and 67.6 for 0.998), over a Box
+  to CleanRL's 0.99;
 * observations are normalised with running statistics (frozen for evaluation) and the
   rewards scaled by ``--reward-scale``.
 
@@ -109,7 +113,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--torch-threads", type=int, default=1)
     p.add_argument("--eval-split", default="test")
     p.add_argument("--out", default="runs/ppo")
-    p.set_defaults(ent_coef=None)  # 0.01 over a Discrete space, 0 over a Box: see main()
+    # over a Discrete space: gamma 0.995 (chosen on Case14Topology's validation split), an
+    # entropy bonus of 0.01; over a Box: 0.99 and none (see main())
+    p.set_defaults(gamma=None, ent_coef=None)
     return p.parse_args()
 
 
@@ -288,6 +294,8 @@ def main() -> None:
         noop_bias=args.noop_bias,
         log_std_init=args.log_std_init,
     )
+    if args.gamma is None:
+        args.gamma = 0.99 if arch.continuous else 0.995
     if args.ent_coef is None:
         args.ent_coef = 0.0 if arch.continuous else 0.01
     agent = build_network(arch)
