@@ -285,15 +285,19 @@ def main() -> None:
     )
     n = args.num_envs
     norm = ObservationNorm.for_space(envs.single_observation_space)
-    arch = Architecture.for_space(
-        "gnn" if args.observation == "graph" else "mlp",
-        envs.single_action_space,
-        hidden=args.hidden,
-        n_obs=int(np.prod(envs.single_observation_space.shape or (0,))),
-        rounds=args.rounds,
-        noop_bias=args.noop_bias,
-        log_std_init=args.log_std_init,
-    )
+    try:
+        arch = Architecture.for_space(
+            "gnn" if args.observation == "graph" else "mlp",
+            envs.single_action_space,
+            hidden=args.hidden,
+            n_obs=int(np.prod(envs.single_observation_space.shape or (0,))),
+            rounds=args.rounds,
+            noop_bias=args.noop_bias,
+            log_std_init=args.log_std_init,
+        )
+    except ValueError as exc:  # a Dict or MultiDiscrete action space: one line
+        envs.close()
+        raise SystemExit(f"{args.task}: {exc}") from None
     if args.gamma is None:
         args.gamma = 0.99 if arch.continuous else 0.995
     if args.ent_coef is None:

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from gymnasium import spaces
 from torch import nn
 from torch.distributions import Categorical, Normal
 
@@ -102,12 +103,11 @@ class Architecture:
         Raises:
             ValueError: another kind of action space.
         """
-        if hasattr(space, "n"):
+        if isinstance(space, spaces.Discrete):
             return cls(kind, int(space.n), **sizes)
-        shape = getattr(space, "shape", None)
-        if shape is None or len(shape) != 1:
+        if not isinstance(space, spaces.Box) or len(space.shape) != 1:
             raise ValueError(f"a policy over a Discrete or a 1-d Box action space, not {space}")
-        return cls(kind, shape[0], action_low=space.low, action_high=space.high, **sizes)
+        return cls(kind, space.shape[0], action_low=space.low, action_high=space.high, **sizes)
 
     def env_actions(self, u: torch.Tensor) -> np.ndarray:
         """The env's actions of a batch of the network's: a ``Discrete`` one's indices as

@@ -221,3 +221,15 @@ def test_the_simulate_check_is_refused_for_a_box_policy():
     network = build_network(_box_arch())
     with pytest.raises(ValueError, match="not a Box policy"):
         TorchPolicy(network, ObservationNorm({"flat": 4}), check_top=3)
+
+
+def test_a_policy_is_refused_for_an_action_space_neither_discrete_nor_a_flat_box():
+    from gymnasium import spaces
+
+    assert Architecture.for_space("mlp", spaces.Discrete(4), n_obs=3).n_actions == 4
+    box = Architecture.for_space("mlp", spaces.Box(-2.0, 2.0, (3,)), n_obs=3)
+    assert box.continuous and box.action_high == (2.0, 2.0, 2.0)
+    with pytest.raises(ValueError, match="Discrete or a 1-d Box"):
+        Architecture.for_space("mlp", spaces.MultiDiscrete([3, 3]), n_obs=3)
+    with pytest.raises(ValueError, match="Discrete or a 1-d Box"):
+        Architecture.for_space("mlp", spaces.Box(-1.0, 1.0, (2, 2)), n_obs=3)
