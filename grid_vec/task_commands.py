@@ -18,6 +18,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from grid_vec._argtypes import (
     UsageError,
     cli_name,
@@ -78,6 +80,12 @@ def add_task_commands(commands: Any) -> None:
     evaluate.add_argument("--action-set", type=non_empty_path, default=None, help=ACTION_SET_HELP)
     evaluate.add_argument(
         "--json", type=writable_file, default=None, help="also write the rows to this file"
+    )
+    evaluate.add_argument(
+        "--by-scenario",
+        action="store_true",
+        help="also print the time steps each agent survived per scenario and the scenarios "
+        "none survived (the rows in --json then carry each agent's per-scenario survival)",
     )
     evaluate.add_argument(
         "--data-dir",
@@ -187,7 +195,12 @@ def _eval(args: argparse.Namespace) -> int:
     from grid_vec.env.datasets import DatasetNotFoundError
     from grid_vec.env.make import env_factory
     from grid_vec.env.tasks import TASKS
-    from grid_vec.runner.evaluate import BASELINES, evaluate_task, format_scores
+    from grid_vec.runner.evaluate import (
+        BASELINES,
+        evaluate_task,
+        format_by_scenario,
+        format_scores,
+    )
 
     task = TASKS[args.task]
     discrete = task.settings.get("action_type") == "discrete"
@@ -246,13 +259,27 @@ def _eval(args: argparse.Namespace) -> int:
         )
         scores.append(dataclasses.replace(score, agent=str(agent)))
     print(format_scores(scores))
+    if args.by_scenario:
+        print()
+        print(format_by_scenario(scores))
     if args.json is not None:
+        rows = [s.row() for s in scores]
+        if args.by_scenario:
+            for row, s in zip(rows, scores, strict=True):
+                row["scenarios"] = [_json_id(r.scenario_id) for r in s.episodes]
+                row["survival"] = s.survival.tolist()
+                row["terminated"] = [bool(r.terminated) for r in s.episodes]
         try:
             args.json.parent.mkdir(parents=True, exist_ok=True)
-            args.json.write_text(json.dumps([s.row() for s in scores], indent=1) + "\n")
+            args.json.write_text(json.dumps(rows, indent=1) + "\n")
         except OSError as exc:  # checked writable before the run; changed since
             raise UsageError("grid-vec eval", f"--json {args.json}: {exc.strerror}") from exc
     return 0
+
+
+def _json_id(scenario_id: Any) -> int | str:
+    """A scenario id as JSON writes it (an index, or a dataset chronic's name)."""
+    return int(scenario_id) if isinstance(scenario_id, (int, np.integer)) else str(scenario_id)
 
 
 def _trained_policy(path: Path, task: str, trust_pickle: bool) -> Any:

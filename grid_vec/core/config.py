@@ -28,6 +28,8 @@ from grid_vec.grid.model import GridModel
 
 # the action types whose agent picks catalog actions (a subset or a safe mask needs a catalog)
 _CATALOG_TYPES = ("discrete", "combined")
+# the action types with a redispatch part (the dispatch recovery plays one)
+_DISPATCH_TYPES = ("redispatch", "continuous", "combined", "set_bus_continuous")
 # and those whose agent can play every catalog action, so that the catalog's legal mask tells
 # it something: the general topology action plays a configuration as set_bus (the
 # multi-agent view's substation agents read their part of it, grid_vec.marl)
@@ -157,6 +159,12 @@ class GameConfig:
         if heuristics is not None and not isinstance(heuristics, Heuristics):
             raise TypeError(
                 f"heuristics must be a Heuristics or None, got {type(heuristics).__name__}"
+            )
+        recovers_dispatch = heuristics is not None and heuristics.recover_dispatch
+        if recovers_dispatch and action_type not in _DISPATCH_TYPES:
+            raise ValueError(
+                "heuristics.recover_dispatch needs an action type with redispatch "
+                f"({', '.join(map(repr, _DISPATCH_TYPES))}), got {action_type!r}"
             )
         if action_subset is not None and action_type not in _CATALOG_TYPES:
             raise ValueError(

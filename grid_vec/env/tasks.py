@@ -18,6 +18,8 @@ grid_vec/Case14Topology-v0           case14        discrete,    reward ``line_ma
 grid_vec/Case14Redispatch-v0         case14        redispatch   reward ``line_margin``, idle
                                                                 while max rho < 0.9,
                                                                 reconnection
+grid_vec/Case14Redispatch-v1         case14        redispatch   as v0, and the target dispatch
+                                                                set back to zero while idle
 grid_vec/Case118Topology-v0          case118       discrete,    as Case14Topology
                                                    reduced set
 grid_vec/Sandbox14Topology-v0        dataset       discrete     as Case14Topology (the whole
@@ -124,13 +126,20 @@ def _topology(grid: str, reduced_actions: bool, dataset: bool = False) -> Task:
     )
 
 
-def _redispatch(grid: str, action_type: str = "redispatch", dataset: bool = False) -> Task:
+def _redispatch(
+    grid: str,
+    action_type: str = "redispatch",
+    dataset: bool = False,
+    recover_dispatch: bool = False,
+) -> Task:
     return Task(
         grid,
         {
             "action_type": action_type,
             "reward": "line_margin",
-            "heuristics": Heuristics(idle_below_rho=0.9, reconnect_lines=True),
+            "heuristics": Heuristics(
+                idle_below_rho=0.9, reconnect_lines=True, recover_dispatch=recover_dispatch
+            ),
         },
         splits=dict(DATASET_SPLITS if dataset else SPLITS),
         dataset=dataset,
@@ -140,6 +149,9 @@ def _redispatch(grid: str, action_type: str = "redispatch", dataset: bool = Fals
 TASKS: dict[str, Task] = {
     "grid_vec/Case14Topology-v0": _topology("case14", reduced_actions=True),
     "grid_vec/Case14Redispatch-v0": _redispatch("case14"),
+    # v1: a redispatch is taken back once the grid idles (v0 keeps it until the agent's next
+    # decision, which comes only when the grid is loaded again)
+    "grid_vec/Case14Redispatch-v1": _redispatch("case14", recover_dispatch=True),
     # its set: 240 greedy decisions over the whole catalog (11,604 candidates each, one
     # simulate_candidates call), 21.6 minutes on one core (2026-12-02)
     "grid_vec/Case118Topology-v0": _topology("case118", reduced_actions=True),

@@ -185,3 +185,48 @@ def format_scores(scores: Sequence[TaskScore]) -> str:
             f"{r['cost_per_step_mwh']:.3f} |"
         )
     return "\n".join(lines)
+
+
+def format_by_scenario(scores: Sequence[TaskScore]) -> str:
+    """A Markdown table of the time steps each agent survived per scenario (``full`` for an
+    episode no game over ended), and the scenarios none of them survived: where a split's
+    score is capped whatever these agents do.
+
+    Args:
+        scores: the agents' scores on one task and split (their episodes in the same
+            scenario order, as :func:`evaluate_task` plays them).
+
+    Returns:
+        The table, then one line naming the scenarios every agent lost.
+
+    Raises:
+        ValueError: the scores do not cover the same scenarios.
+    """
+    if not scores:
+        return ""
+    scenarios = [r.scenario_id for r in scores[0].episodes]
+    for s in scores[1:]:
+        if [r.scenario_id for r in s.episodes] != scenarios:
+            raise ValueError(
+                f"agent {s.agent!r} played other scenarios than {scores[0].agent!r}: "
+                "compare scores of the same split and --scenarios"
+            )
+    lines = [
+        "| scenario | " + " | ".join(s.agent for s in scores) + " |",
+        "|---|" + "---|" * len(scores),
+    ]
+    lost_by_all = []
+    for k, scenario in enumerate(scenarios):
+        cells = []
+        for s in scores:
+            result = s.episodes[k]
+            cells.append(str(int(s.survival[k])) if result.terminated else "full")
+        if all(s.episodes[k].terminated for s in scores):
+            lost_by_all.append(str(scenario))
+        name = scores[0].episodes[k].scenario_name
+        label = f"{scenario} ({name})" if name and name != str(scenario) else str(scenario)
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lost = ", ".join(lost_by_all) if lost_by_all else "none"
+    lines.append("")
+    lines.append(f"scenarios no agent survived: {len(lost_by_all)} of {len(scenarios)} ({lost})")
+    return "\n".join(lines)

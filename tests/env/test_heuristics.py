@@ -273,3 +273,68 @@ def test_make_and_make_vec_take_masks_and_heuristics():
     *_, infos = envs.step(np.zeros(2, dtype=np.int64))
     assert infos["skipped_steps"].shape == (2,) and infos["action_mask"].shape == (2, 126)
     envs.close()
+
+
+# case14 redispatched at random idles below this in stretches, between decision points
+DISPATCH_THRESHOLD = 0.87
+
+
+def _redispatch_env(case14, heuristics: Heuristics | None) -> GridEnv:
+    return GridEnv(
+        case14,
+        SyntheticSource(case14, seed=0, length=200),
+        action_type="redispatch",
+        heuristics=heuristics,
+    )
+
+
+def test_the_dispatch_recovery_is_the_plain_env_redispatching_back_by_hand(case14):
+    """With ``recover_dispatch`` each step the env plays on its own redispatches the target
+    towards zero by at most the ramps: the plain env given those actions by hand reaches the
+    same observations, rewards and ends, and the target is back at zero once the grid has
+    idled long enough."""
+    h = Heuristics(idle_below_rho=DISPATCH_THRESHOLD, recover_dispatch=True)
+    ours, plain = _redispatch_env(case14, h), _redispatch_env(case14, None)
+    columns = ours.continuous.columns_of("redispatch")
+    limits = ours.continuous.low, ours.continuous.high
+    rng = np.random.default_rng(0)
+    recoveries, back_to_zero = 0, 0
+    for seed in range(6):
+        obs, _ = ours.reset(seed=seed)
+        plain_obs, _ = plain.reset(seed=seed)
+        for _ in range(60):
+            action = np.zeros(len(columns), dtype=np.float32)
+            if rng.random() < 0.5:  # a redispatch the env will take back
+                action = (0.5 * rng.uniform(*limits)).astype(np.float32)
+            obs, reward, terminated, truncated, info = ours.step(action)
+            # by hand: the agent's step, then the env's own redispatches while idle
+            plain_obs, expected, *ends, _ = plain.step(action)
+            skipped = 0
+            while not any(ends) and float(plain.view(plain_obs).rho.max()) < DISPATCH_THRESHOLD:
+                # the core's state: the observation does not carry the target by default
+                target = plain._batch.state.target_dispatch[0][columns]
+                own = np.clip(-target, *limits).astype(np.float32)
+                recoveries += bool(target.any())
+                plain_obs, r, *ends, _ = plain.step(own)
+                expected += r
+                skipped += 1
+            assert np.array_equal(obs, plain_obs)
+            assert reward == expected and [terminated, truncated] == ends
+            assert info["skipped_steps"] == skipped
+            if skipped > 3 and not any(ends):
+                assert not ours._batch.state.target_dispatch[0].any()
+                back_to_zero += 1
+            if terminated or truncated:
+                break
+    assert recoveries > 10 and back_to_zero > 3
+
+
+def test_the_dispatch_recovery_needs_an_action_type_with_redispatch(case14):
+    with pytest.raises(TypeError, match="recover_dispatch"):
+        Heuristics(recover_dispatch=1)
+    with pytest.raises(ValueError, match="recover_dispatch needs an action type with redispatch"):
+        GridEnv(
+            case14,
+            SyntheticSource(case14, seed=0, length=10),
+            heuristics=Heuristics(idle_below_rho=0.9, recover_dispatch=True),
+        )

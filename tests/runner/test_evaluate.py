@@ -13,7 +13,7 @@ from grid_vec.cli import main
 from grid_vec.runner import Runner
 from grid_vec.runner.action_sets import reduced_action_set
 from grid_vec.runner.agents import DoNothingAgent
-from grid_vec.runner.evaluate import COST, evaluate_task
+from grid_vec.runner.evaluate import COST, evaluate_task, format_by_scenario
 from grid_vec.runner.results import EpisodeResult
 
 TASK = "grid_vec/Case14Topology-v0"
@@ -134,3 +134,36 @@ def test_grid_vec_actions_writes_a_reduced_set_greedy_picked(tmp_path, capsys):
     assert sum(written["picks"]) <= written["decisions"] <= 40
     assert written["command"].startswith("grid-vec actions")
     assert written["command"].endswith("--max-steps 40")
+
+
+def test_grid_vec_eval_by_scenario_prints_each_agents_survival_and_the_scenarios_all_lost(
+    capsys, tmp_path
+):
+    out = tmp_path / "rows.json"
+    argv = ["eval", TASK, "--agent", "do-nothing", "--agent", "random", "--scenarios", "3"]
+    code = main([*argv, "--by-scenario", "--json", str(out), "--no-progress"])
+    assert code == 0
+    text = capsys.readouterr().out
+    rows = json.loads(out.read_text())
+    assert [row["scenarios"] for row in rows] == [[0, 1, 2]] * 2
+    # random ends every episode early: the scenarios none survived are do-nothing's losses
+    assert all(rows[1]["terminated"])
+    lost = [k for k, ended in enumerate(rows[0]["terminated"]) if ended]
+    table = {
+        line.split(" ")[1]: line
+        for line in text.splitlines()
+        if line.startswith("| ") and line.split(" ")[1].isdigit()
+    }
+    for k in range(3):
+        cells = [str(row["survival"][k]) if row["terminated"][k] else "full" for row in rows]
+        assert table[str(k)].endswith(f" | {cells[0]} | {cells[1]} |")
+    listed = ", ".join(map(str, lost)) if lost else "none"
+    assert f"scenarios no agent survived: {len(lost)} of 3 ({listed})" in text
+
+
+def test_a_scenario_table_refuses_scores_of_different_scenarios():
+    two = evaluate_task(TASK, "do_nothing", scenarios=2, num_envs=2)
+    three = evaluate_task(TASK, "do_nothing", scenarios=3, num_envs=2, agent_name="other")
+    assert format_by_scenario([three]).count("\n| ") == 3
+    with pytest.raises(ValueError, match="other scenarios"):
+        format_by_scenario([two, three])

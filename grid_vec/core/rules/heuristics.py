@@ -36,6 +36,15 @@ reference configuration (every element on bus bar 1: the catalog's first configu
 that substation), the one of lowest index where that action is legal now (cooldowns, rules).
 One substation per step, as ``max_sub_changed`` is at least 1 wherever topology can change.
 
+The dispatch recovery rule (``recover_dispatch``, action types with redispatch): on each
+step the env plays on its own, an env whose target dispatch is not zero is redispatched
+towards zero, by its opposite clipped to the generators' ramps (the most one redispatch
+may ask, as in grid2op's action space), so that the target is back at zero after a step or
+a few. A redispatch stays in the target after the tight moment it was played
+for, and the agent, asked only while the grid is loaded, would otherwise have no turn to
+take it back: this is to redispatch what the recovery of the reference topology is to
+topology.
+
 The rows of a batch still idle are stepped together, in a loop, until none is left; each
 env's trajectory depends only on its own seed and actions, as for plain steps.
 ``simulate`` plays one step, without heuristics; ``reset`` returns the first state whatever
@@ -53,6 +62,7 @@ import numpy as np
 from grid_vec.core.actions import KIND_LINE, KIND_SUB, ActionCatalog
 from grid_vec.core.parameters import Parameters
 from grid_vec.core.records import INFO_COLUMNS, REASONS, ActionBatch, StepBatch
+from grid_vec.core.rules.dispatch import GeneratorLimits
 from grid_vec.core.state import BatchState
 from grid_vec.core.topology import TopologyLayout
 
@@ -65,6 +75,7 @@ class GridBatch(Protocol):
     state: BatchState
     topology: TopologyLayout
     inv_limit: np.ndarray
+    dispatch_limits: GeneratorLimits
     line_toggles: np.ndarray
     reference_actions: np.ndarray
 
@@ -91,6 +102,8 @@ class Heuristics:
             episode's end).
         recover_topology: set a substation back to its reference configuration on each step
             the env plays on its own where no branch is reconnected.
+        recover_dispatch: set the target dispatch back to zero on each step the env plays
+            on its own (an action type with redispatch).
 
     Raises:
         TypeError, ValueError: a field of the wrong type or value.
@@ -101,6 +114,7 @@ class Heuristics:
     reconnect_on_agent_steps: bool = False
     max_skipped: int | None = None
     recover_topology: bool = False
+    recover_dispatch: bool = False
 
     def __post_init__(self) -> None:
         rho = self.idle_below_rho
@@ -109,7 +123,13 @@ class Heuristics:
                 raise TypeError(f"idle_below_rho must be a float or None, got {rho!r}")
             if not math.isfinite(rho) or rho < 0:
                 raise ValueError(f"idle_below_rho must be finite and >= 0, got {rho!r}")
-        for name in ("reconnect_lines", "reconnect_on_agent_steps", "recover_topology"):
+        flags = (
+            "reconnect_lines",
+            "reconnect_on_agent_steps",
+            "recover_topology",
+            "recover_dispatch",
+        )
+        for name in flags:
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
         cap = self.max_skipped
@@ -241,7 +261,8 @@ def agent_step(
 
 def own_step(batch: GridBatch, heuristics: Heuristics, rows: np.ndarray) -> StepBatch:
     """One step the env plays on its own for ``rows``: a reconnection, else a recovery of
-    the reference topology, else do-nothing (as ``heuristics`` enable them)."""
+    the reference topology, else do-nothing, and the target dispatch set back to zero (as
+    ``heuristics`` enable them)."""
     own = (
         reconnections(batch, rows, batch.line_toggles)
         if heuristics.reconnect_lines
@@ -251,8 +272,14 @@ def own_step(batch: GridBatch, heuristics: Heuristics, rows: np.ndarray) -> Step
         free = own == 0
         if free.any():
             own[free] = recoveries(batch, rows[free], batch.reference_actions)
+    redispatch = None
+    if heuristics.recover_dispatch:
+        target = batch.state.target_dispatch[rows]
+        if target.any():  # otherwise no redispatch at all: the step of an action without one
+            limits = batch.dispatch_limits
+            redispatch = np.clip(-target, -limits.ramp_down, limits.ramp_up).astype(np.float64)
     # no legal actions: only a turn's last state shows them (ended_masks)
-    return batch.play_step(rows, ActionBatch(own), masks=False)
+    return batch.play_step(rows, ActionBatch(own, redispatch=redispatch), masks=False)
 
 
 def ended_masks(batch: GridBatch, result: StepBatch, at: np.ndarray, rows: np.ndarray) -> None:
