@@ -18,8 +18,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from grid_vec._argtypes import (
     UsageError,
     cli_name,
@@ -263,23 +261,13 @@ def _eval(args: argparse.Namespace) -> int:
         print()
         print(format_by_scenario(scores))
     if args.json is not None:
-        rows = [s.row() for s in scores]
-        if args.by_scenario:
-            for row, s in zip(rows, scores, strict=True):
-                row["scenarios"] = [_json_id(r.scenario_id) for r in s.episodes]
-                row["survival"] = s.survival.tolist()
-                row["terminated"] = [bool(r.terminated) for r in s.episodes]
+        rows = [s.row(by_scenario=args.by_scenario) for s in scores]
         try:
             args.json.parent.mkdir(parents=True, exist_ok=True)
             args.json.write_text(json.dumps(rows, indent=1) + "\n")
         except OSError as exc:  # checked writable before the run; changed since
             raise UsageError("grid-vec eval", f"--json {args.json}: {exc.strerror}") from exc
     return 0
-
-
-def _json_id(scenario_id: Any) -> int | str:
-    """A scenario id as JSON writes it (an index, or a dataset chronic's name)."""
-    return int(scenario_id) if isinstance(scenario_id, (int, np.integer)) else str(scenario_id)
 
 
 def _trained_policy(path: Path, task: str, trust_pickle: bool) -> Any:

@@ -76,9 +76,11 @@ class TaskScore:
         cost = sum(r.other_rewards.get(COST, 0.0) for r in self.episodes)
         return float(cost / max(int(self.survival.sum()), 1))
 
-    def row(self) -> dict[str, Any]:
-        """The summary as a JSON-ready dict."""
-        return {
+    def row(self, by_scenario: bool = False) -> dict[str, Any]:
+        """The summary as a JSON-ready dict; ``by_scenario`` adds each episode's scenario
+        (an index, or a dataset chronic's name), time steps survived and whether a game over
+        ended it."""
+        summary = {
             "task": self.task,
             "split": self.split,
             "agent": self.agent,
@@ -89,6 +91,16 @@ class TaskScore:
             "cost_per_step_mwh": self.cost_per_step,
             "full_episodes": int(sum(not r.terminated for r in self.episodes)),
         }
+        if by_scenario:
+            summary["scenarios"] = [_json_id(r.scenario_id) for r in self.episodes]
+            summary["survival"] = self.survival.tolist()
+            summary["terminated"] = [bool(r.terminated) for r in self.episodes]
+        return summary
+
+
+def _json_id(scenario_id: Any) -> int | str:
+    """A scenario id as JSON writes it (an index, or a dataset chronic's name)."""
+    return int(scenario_id) if isinstance(scenario_id, (int, np.integer)) else str(scenario_id)
 
 
 def baseline_agent(name: str, action_space: Any) -> Any:
@@ -217,11 +229,11 @@ def format_by_scenario(scores: Sequence[TaskScore]) -> str:
     ]
     lost_by_all = []
     for k, scenario in enumerate(scenarios):
-        cells = []
-        for s in scores:
-            result = s.episodes[k]
-            cells.append(str(int(s.survival[k])) if result.terminated else "full")
-        if all(s.episodes[k].terminated for s in scores):
+        ended = [s.episodes[k].terminated for s in scores]
+        cells = [
+            str(int(s.survival[k])) if e else "full" for s, e in zip(scores, ended, strict=True)
+        ]
+        if all(ended):
             lost_by_all.append(str(scenario))
         name = scores[0].episodes[k].scenario_name
         label = f"{scenario} ({name})" if name and name != str(scenario) else str(scenario)
