@@ -2,13 +2,15 @@
 
 The one place for what both kinds of untrusted files need: read a regular file of at most a
 given size (never a FIFO or device, whose reads could block or never end), measure JSON
-nesting before a recursive parser sees it, and quote file content in messages briefly. Each
+nesting before a recursive parser sees it (:func:`read_json` does both), and quote file
+content in messages briefly. Each
 caller passes its own error type (a subclass of :class:`UntrustedFileError`), so a dataset
 folder fails with ``FolderFormatError`` and a recorded run with ``EpisodeDataError``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -84,6 +86,40 @@ def file_stamp(path: Path | str) -> tuple[int, int, int]:
     cache keys. Raises OSError as ``os.stat`` does."""
     status = os.stat(path)
     return status.st_mtime_ns, status.st_size, status.st_ino
+
+
+def read_json(
+    path: Path, max_bytes: int, max_depth: int, *, error: type[UntrustedFileError], what: str
+) -> Any:
+    """The JSON document in the regular file ``path``, read bounded: at most ``max_bytes``,
+    UTF-8, nested at most ``max_depth`` deep (checked before parsing: :func:`json_depth`).
+
+    Args:
+        path: the file.
+        max_bytes: the largest size accepted.
+        max_depth: the deepest nesting accepted.
+        error: the error type raised, naming ``path``.
+        what: the file's role, for messages (``"action set"``).
+
+    Returns:
+        The parsed document.
+
+    Raises:
+        UntrustedFileError: (``error``) the file is missing, not a regular file, too large,
+            too deep, not UTF-8 or not JSON.
+    """
+    raw = read_bytes(path, max_bytes, error=error, what=what)
+    depth = json_depth(raw)
+    if depth > max_depth:
+        raise error(f"{path}: {what} nests {depth} levels deep (limit {max_depth})")
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: {what} is not UTF-8 (byte {exc.start})") from exc
+    except json.JSONDecodeError as exc:
+        raise error(
+            f"{path}: {what} is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from exc
 
 
 def json_depth(text: str | bytes) -> int:

@@ -51,13 +51,12 @@ a new one (see :mod:`grid_vec.runner.action_sets`), played with ``action_set=PAT
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grid_vec._untrusted import UntrustedFileError, json_depth, quote, read_bytes
+from grid_vec._untrusted import UntrustedFileError, quote, read_json
 from grid_vec.core.rules.heuristics import Heuristics
 from grid_vec.env.datasets import find_dataset
 
@@ -244,13 +243,13 @@ def read_action_set(path: Path, task_id: str) -> list[int]:
             regular file, too large or not JSON; holds no non-empty list of catalog indices
             under ``"actions"``; or its ``"task"`` is another task.
     """
-    raw = read_bytes(path, _MAX_ACTION_SET_BYTES, error=UntrustedFileError, what="action set")
-    if json_depth(raw) > _MAX_ACTION_SET_DEPTH:
-        raise UntrustedFileError(f"{path}: nests deeper than an action set")
-    try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UntrustedFileError(f"{path}: not a JSON action set ({exc})") from None
+    data = read_json(
+        path,
+        _MAX_ACTION_SET_BYTES,
+        _MAX_ACTION_SET_DEPTH,
+        error=UntrustedFileError,
+        what="action set",
+    )
     if not isinstance(data, dict):
         raise UntrustedFileError(f"{path}: an action set is a JSON object")
     written_for = data.get("task", task_id)

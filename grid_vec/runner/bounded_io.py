@@ -3,18 +3,13 @@ nothing is unpickled, and every failure is an :class:`EpisodeDataError` naming t
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from grid_vec._untrusted import (
-    MAX_JSON_DEPTH,
-    UntrustedFileError,
-    json_depth,
-    read_bytes,
-)
+from grid_vec._untrusted import MAX_JSON_DEPTH, UntrustedFileError
+from grid_vec._untrusted import read_json as _read_json
 from grid_vec._untrusted_npz import read_npz as _read_npz
 
 # Bounds on what one episode's files may ask of memory. Recorded metadata is a few kB and a
@@ -32,18 +27,7 @@ class EpisodeDataError(UntrustedFileError):
 def read_json(path: Path, what: str) -> Any:
     """The JSON document in the regular file ``path`` (at most ``MAX_META_BYTES``, UTF-8,
     nested at most ``MAX_JSON_DEPTH`` deep). ``what`` names the file's role in errors."""
-    raw = read_bytes(path, MAX_META_BYTES, error=EpisodeDataError, what=what)
-    depth = json_depth(raw)
-    if depth > MAX_JSON_DEPTH:
-        raise EpisodeDataError(f"{path}: {what} nests {depth} levels deep (limit {MAX_JSON_DEPTH})")
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise EpisodeDataError(f"{path}: {what} is not UTF-8 (byte {exc.start})") from exc
-    except json.JSONDecodeError as exc:
-        raise EpisodeDataError(
-            f"{path}: {what} is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        ) from exc
+    return _read_json(path, MAX_META_BYTES, MAX_JSON_DEPTH, error=EpisodeDataError, what=what)
 
 
 def read_npz(path: Path) -> dict[str, np.ndarray]:
