@@ -52,6 +52,7 @@ import numpy as np
 import torch
 
 import grid_vec
+from grid_vec.env.curriculum import difficulty_path, hard_training_scenarios
 from grid_vec.integrations.ppo import (
     PoolRollout,
     TrainingCurve,
@@ -109,6 +110,20 @@ def parse_args() -> argparse.Namespace:
         help="flat: the MLP on the flat observation; graph: the GNN on graph observations",
     )
     p.add_argument("--rounds", type=int, default=3, help="(graph) rounds of message passing")
+    p.add_argument(
+        "--hard-below",
+        type=int,
+        default=None,
+        help="train only on the training scenarios do-nothing loses before this many time "
+        "steps (grid_vec.env.curriculum); default: 600 where the task ships a difficulty "
+        "file (Case14Topology), else 0: every training scenario",
+    )
+    p.add_argument(
+        "--difficulty",
+        default=None,
+        help="the difficulty file to read instead of the task's own (written by grid-vec "
+        "eval TASK --split train --agent do-nothing --by-scenario --json FILE)",
+    )
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--torch-threads", type=int, default=1)
     p.add_argument("--eval-split", default="test")
@@ -117,6 +132,33 @@ def parse_args() -> argparse.Namespace:
     # entropy bonus of 0.01; over a Box: 0.99 and none (see main())
     p.set_defaults(gamma=None, ent_coef=None)
     return p.parse_args()
+
+
+def training_scenarios(args: argparse.Namespace) -> set[str] | None:
+    """The names of the training scenarios the curriculum keeps (``--hard-below``), or None
+    for every one; says how many it keeps. Exits with one line on a bad difficulty file."""
+    shipped = difficulty_path(args.task).is_file()
+    if args.hard_below is None:
+        args.hard_below = 600 if shipped or args.difficulty else 0
+    if args.hard_below == 0:
+        return None
+    try:
+        file = None if args.difficulty is None else Path(args.difficulty)
+        ids = hard_training_scenarios(args.task, args.hard_below, file)
+    except ValueError as exc:
+        raise SystemExit(f"--hard-below: {exc}") from None
+    # the file numbers scenarios within the split; the env's filter takes their names
+    names = grid_vec.make(args.task, split="train").unwrapped.source.names
+    if not ids or max(ids) >= len(names):
+        raise SystemExit(
+            f"--hard-below {args.hard_below}: {len(ids)} hard scenarios in the difficulty "
+            f"file, for a training split of {len(names)}"
+        )
+    print(
+        f"curriculum: training on the {len(ids)} of {len(names)} training scenarios "
+        f"do-nothing loses before {args.hard_below} time steps"
+    )
+    return {names[i] for i in ids}
 
 
 def stacked(steps: list[Any]) -> Any:
@@ -274,6 +316,7 @@ def main() -> None:
     torch.set_num_threads(args.torch_threads)
     if args.pool and args.vectorization != "batched":
         raise SystemExit("--pool plays the batched vector env: pass --pool 0 with multiprocess")
+    hard = training_scenarios(args)
     envs = grid_vec.make_vec(
         args.task,
         args.num_envs,
@@ -283,6 +326,8 @@ def main() -> None:
         observation=args.observation,
         vector_kwargs={"batch_size": args.pool} if args.pool else None,
     )
+    if hard is not None:
+        envs.set_scenario_filter(lambda name: name in hard)
     n = args.num_envs
     norm = ObservationNorm.for_space(envs.single_observation_space)
     try:
