@@ -15,7 +15,8 @@ the legal actions whose simulated max rho is within ``tol`` of the best (each of
 ``--tries`` rollouts each); a rollout that reaches ``T + --margin`` (or the scenario's end)
 rescues the scenario there, and greedy goes on from that rollout's state until the next
 game over, searched the same way. A game over no rollout gets past ends the search: the
-scenario's oracle survival is the furthest step reached.
+scenario's oracle survival is the step of that game over on the path found, whose actions
+the result holds (:func:`replay` plays them again in a plain env).
 
     python benchmarks/oracle_search.py --split validation --scenarios 4,6,17,23,28,29
     python benchmarks/oracle_search.py --split test --out benchmarks/results/tasks
