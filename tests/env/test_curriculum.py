@@ -14,7 +14,8 @@ import pytest
 import grid_vec
 from grid_vec._untrusted import UntrustedFileError
 from grid_vec.cli import main
-from grid_vec.env.curriculum import difficulty_path, hard_training_scenarios
+from grid_vec.env.curriculum import DIFFICULTY_DIR, difficulty_path, hard_training_scenarios
+from grid_vec.env.tasks import TASKS, task_split
 
 TASK = "grid_vec/Case14Topology-v0"
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,6 +46,14 @@ def test_shipped_case14topology_file_names_the_scenarios_do_nothing_loses_before
     for scenario in left_out:
         steps, over = do_nothing_survival(env, scenario)
         assert not over or steps >= 600, scenario
+
+
+@pytest.mark.parametrize("path", sorted(DIFFICULTY_DIR.glob("*.json")), ids=lambda p: p.name)
+def test_each_shipped_difficulty_file_is_a_tasks_and_covers_its_training_split(path):
+    task_id = next(t for t in TASKS if difficulty_path(t) == path)
+    row = json.loads(path.read_text())[0]
+    assert row["scenarios"] == list(range(len(task_split(task_id, "train")[1])))
+    assert hard_training_scenarios(task_id, 600) == hard_training_scenarios(task_id, 600, path)
 
 
 def test_a_file_written_by_grid_vec_eval_reads_back_as_its_hard_scenarios(tmp_path, capsys):
