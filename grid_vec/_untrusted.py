@@ -3,9 +3,9 @@
 The one place for what both kinds of untrusted files need: read a regular file of at most a
 given size (never a FIFO or device, whose reads could block or never end), measure JSON
 nesting before a recursive parser sees it (:func:`read_json` does both), and quote file
-content in messages briefly. Each
-caller passes its own error type (a subclass of :class:`UntrustedFileError`), so a dataset
-folder fails with ``FolderFormatError`` and a recorded run with ``EpisodeDataError``.
+content in messages briefly. Each caller passes its own error type (a subclass of
+:class:`UntrustedFileError`), so a dataset folder fails with ``FolderFormatError`` and a
+recorded run with ``EpisodeDataError``.
 """
 
 from __future__ import annotations
