@@ -36,6 +36,7 @@ import numpy as np
 import grid_vec
 from grid_vec.bench import add_out_argument, write_result
 from grid_vec.env.grid_env import GridEnv
+from grid_vec.runner.agents import candidate_scores
 
 DEFAULT_BACKS = (20, 50, 100, 150, 200)
 DEFAULT_TOLS = (0.02, 0.05, 0.1, 0.3)
@@ -71,12 +72,12 @@ class ScenarioResult:
 
 
 def ranked(env: GridEnv, info: dict) -> tuple[np.ndarray, np.ndarray]:
-    """The legal actions, best first by simulated max rho (a game over or an illegal action
-    ranks last), and their max rho."""
+    """The legal actions, best first as ``GreedyAgent(rank="max_rho")`` ranks them
+    (:func:`~grid_vec.runner.agents.candidate_scores`: a game over or an illegal action
+    last, ties to the first), and their simulated max rho."""
     mask = info.get("action_mask")
     candidates = np.arange(env.action_space.n) if mask is None else np.flatnonzero(mask)
-    found = env.simulate_candidates(candidates)
-    rho = np.where(found.terminated | found.illegal, np.inf, found.max_rho)
+    rho = -candidate_scores(env.simulate_candidates(candidates), by_rho=True)
     order = np.argsort(rho, kind="stable")
     return candidates[order], rho[order]
 

@@ -14,7 +14,7 @@ SCENARIO = 6
 
 
 def search_args(**kw) -> argparse.Namespace:
-    base = dict(backs=[20, 50], tols=[0.05, 0.1], tries=10, margin=300, seed=0)
+    base = dict(backs=[20, 50], tols=list(oracle.DEFAULT_TOLS), tries=20, margin=300, seed=0)
     return argparse.Namespace(**{**base, **kw})
 
 
