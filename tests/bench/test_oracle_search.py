@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from benchmark_scripts import load_benchmark
+
 import grid_vec
-from tests.benchmark_scripts import load_benchmark
 
 oracle = load_benchmark("oracle_search")
 
