@@ -47,6 +47,7 @@ from grid_vec.integrations.ppo import (
     TrainingCurve,
     add_ppo_arguments,
     advantages,
+    anneal_learning_rate,
     clipped_loss,
     update,
 )
@@ -196,6 +197,7 @@ def main() -> None:
         b_logp, b_adv = buf_logp.reshape(T * n, a), adv.reshape(-1)
         b_played = buf_played.reshape(T * n, a)
         size, mb = T * n, (T * n) // args.minibatches
+        anneal_learning_rate(optimizer, args, time.perf_counter() - start, args.minutes * 60)
         for _ in range(args.epochs):
             order = torch.randperm(size)
             for k in range(0, size, mb):

@@ -64,6 +64,7 @@ from grid_vec.integrations.ppo import (
     TrainingCurve,
     add_ppo_arguments,
     advantages,
+    anneal_learning_rate,
     batch_rows,
     clipped_loss,
     update,
@@ -365,6 +366,7 @@ def main() -> None:
     budget = args.minutes * 60
     while time.perf_counter() - start < budget:
         data = collect(agent, norm, args, progress)
+        anneal_learning_rate(optimizer, args, time.perf_counter() - start, budget)
         train(agent, optimizer, data, args)
         progress.curve.line(time.perf_counter() - start, progress.decisions, progress.time_steps)
     agent_steps, time_steps = progress.decisions, progress.time_steps

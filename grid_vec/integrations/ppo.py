@@ -25,6 +25,35 @@ def add_ppo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vf-coef", type=float, default=0.5)
     parser.add_argument("--max-grad-norm", type=float, default=0.5)
     parser.add_argument("--reward-scale", type=float, default=0.01)
+    parser.add_argument(
+        "--anneal-lr",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="decay the learning rate linearly to 0 over the wall-clock budget (CleanRL's "
+        "anneal_lr over its step budget): the last updates move the policy little, so the "
+        "policy saved is not caught mid-swing",
+    )
+
+
+def anneal_learning_rate(
+    optimizer: torch.optim.Optimizer, args: argparse.Namespace, elapsed: float, budget: float
+) -> float:
+    """Sets the optimizer's learning rate for the next update: ``args.lr`` scaled by the
+    budget left (``--anneal-lr``), else ``args.lr`` unchanged.
+
+    Args:
+        optimizer: the optimizer whose parameter groups are set.
+        args: :func:`add_ppo_arguments`'s options (``lr``, ``anneal_lr``).
+        elapsed: seconds of training so far.
+        budget: the training's wall-clock budget in seconds (> 0).
+
+    Returns:
+        The learning rate set.
+    """
+    lr = args.lr * max(0.0, 1.0 - elapsed / budget) if args.anneal_lr else args.lr
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    return lr
 
 
 def advantages(

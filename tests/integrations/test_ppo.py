@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 import numpy as np
 import pytest
 
@@ -9,7 +11,9 @@ torch = pytest.importorskip("torch", reason="needs the sb3 extra (torch)")
 
 from grid_vec.integrations.ppo import (  # noqa: E402
     PoolRollout,
+    add_ppo_arguments,
     advantages,
+    anneal_learning_rate,
     chain_advantages,
     clipped_loss,
 )
@@ -110,3 +114,19 @@ def test_pool_rollout_matches_outcomes_to_decisions_and_keeps_the_open_ones():
     assert len(rollout) == 3 and rollout.complete_count() == 0
     rollout.outcomes(np.array([1]), np.array([4.0]), np.array([True]))
     assert rollout.complete_count() == 1
+
+
+def test_anneal_learning_rate_decays_linearly_with_the_budget_only_when_asked():
+    model = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1.0)
+    parser = argparse.ArgumentParser()
+    add_ppo_arguments(parser)
+    annealed = parser.parse_args(["--lr", "0.4", "--anneal-lr"])
+    assert anneal_learning_rate(optimizer, annealed, 0.0, 600.0) == pytest.approx(0.4)
+    assert anneal_learning_rate(optimizer, annealed, 150.0, 600.0) == pytest.approx(0.3)
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(0.3)
+    # past the budget (the last rollout overruns it): zero, never negative
+    assert anneal_learning_rate(optimizer, annealed, 700.0, 600.0) == 0.0
+    constant = parser.parse_args(["--lr", "0.4"])
+    assert anneal_learning_rate(optimizer, constant, 450.0, 600.0) == pytest.approx(0.4)
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(0.4)
