@@ -36,6 +36,12 @@ What it does, and why:
   meets a tight peak early (Case14Topology's validation split, seeds 1 / 2: 87.8 / 96.1
   against 68.6 / 86.9 without; Case14Redispatch-v1's, seed 1: 1361.1 time steps against
   1144.2; the runs of a seed side by side); the splits it is scored on are played whole;
+* over a ``Discrete`` space the learning rate starts at 6e-4 and decays linearly to 0 over
+  the budget (``--anneal-lr``, CleanRL's): with a constant one the policy saved is the last
+  of a run whose updates still swing it, and the score depends on where the budget cuts.
+  Case14Topology's validation split, seeds 1 / 2 / 3: 99.9 / 100.0 / 98.4 (3e-4 annealed:
+  92.1 / 91.9 / 93.4; 3e-4 constant, the default before: 87.8 / 96.1 / 69.3). Over a
+  ``Box``, CleanRL's 3e-4, constant unless asked (``--lr``, ``--anneal-lr``);
 * observations are normalised with running statistics (frozen for evaluation) and the
   rewards scaled by ``--reward-scale``.
 
@@ -135,9 +141,10 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--torch-threads", type=int, default=1)
     p.add_argument("--eval-split", default="test")
     p.add_argument("--out", default="runs/ppo")
-    # over a Discrete space: gamma 0.995 (chosen on Case14Topology's validation split), an
-    # entropy bonus of 0.01; over a Box: 0.99 and none (see main())
-    p.set_defaults(gamma=None, ent_coef=None)
+    # over a Discrete space: gamma 0.995, a learning rate of 6e-4 annealed (both chosen on
+    # Case14Topology's validation split), an entropy bonus of 0.01; over a Box: CleanRL's
+    # 0.99, 3e-4 constant, none (see main())
+    p.set_defaults(gamma=None, ent_coef=None, anneal_lr=None, lr=None)
     return p.parse_args()
 
 
@@ -354,6 +361,10 @@ def main() -> None:
         args.gamma = 0.99 if arch.continuous else 0.995
     if args.ent_coef is None:
         args.ent_coef = 0.0 if arch.continuous else 0.01
+    if args.anneal_lr is None:
+        args.anneal_lr = not arch.continuous
+    if args.lr is None:
+        args.lr = 3e-4 if arch.continuous else 6e-4
     agent = build_network(arch)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.lr, eps=1e-5)
 
