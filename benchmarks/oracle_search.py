@@ -37,6 +37,7 @@ import grid_vec
 from grid_vec.bench import add_out_argument, write_result
 from grid_vec.env.grid_env import GridEnv
 from grid_vec.runner.agents import candidate_scores
+from grid_vec.runner.evaluate import survival_fraction
 
 DEFAULT_BACKS = (20, 50, 100, 150, 200)
 DEFAULT_TOLS = (0.02, 0.05, 0.1, 0.3)
@@ -198,9 +199,9 @@ def replay(env: GridEnv, scenario: int, seed: int, actions: list[int]) -> tuple[
 
 
 def score(ends: list[tuple[int, bool]], length: int) -> float:
-    """100 x the mean survival fraction, an episode no game over ended counting 1 (as
-    ``grid-vec eval`` scores)."""
-    return float(100 * np.mean([1.0 if full else step / length for step, full in ends]))
+    """``grid-vec eval``'s score of ``(time steps survived, survived to the end)`` pairs."""
+    steps, full = (np.array(column) for column in zip(*ends, strict=True))
+    return 100 * survival_fraction(steps, np.full(len(steps), length), ~full)
 
 
 def parse_ids(text: str) -> list[int]:

@@ -35,6 +35,22 @@ BASELINES = ("do_nothing", "random", "greedy")
 COST = "operational_cost"  # the other reward the scores sum
 
 
+def survival_fraction(survived: np.ndarray, playable: np.ndarray, ended: np.ndarray) -> float:
+    """The L2RPN-style survival fraction of a set of episodes (the score over 100).
+
+    Args:
+        survived: the time steps each episode played.
+        playable: the time steps each episode's scenario offers (its rows but the reset's).
+        ended: whether a game over ended each episode (one that did not counts 1).
+
+    Returns:
+        The mean over episodes of ``min(survived / playable, 1)``, 1 for an episode no game
+        over ended.
+    """
+    fraction = np.minimum(np.asarray(survived) / np.asarray(playable), 1.0)
+    return float(np.mean(np.where(np.asarray(ended, dtype=bool), fraction, 1.0)))
+
+
 @dataclass(frozen=True)
 class TaskScore:
     """The episodes of one agent on one split of a task, and their summary figures."""
@@ -61,9 +77,8 @@ class TaskScore:
         ended by a game over, else its time steps played over the scenario's (its rows but
         the first, the reset's)."""
         playable = np.array([max((r.max_steps or 2) - 1, 1) for r in self.episodes])
-        fraction = np.minimum(self.survival / playable, 1.0)
         ended = np.array([r.terminated for r in self.episodes])
-        return float(np.mean(np.where(ended, fraction, 1.0)))
+        return survival_fraction(self.survival, playable, ended)
 
     @property
     def score(self) -> float:

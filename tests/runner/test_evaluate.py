@@ -13,7 +13,7 @@ from grid_vec.cli import main
 from grid_vec.runner import Runner
 from grid_vec.runner.action_sets import reduced_action_set
 from grid_vec.runner.agents import DoNothingAgent
-from grid_vec.runner.evaluate import COST, evaluate_task, format_by_scenario
+from grid_vec.runner.evaluate import COST, evaluate_task, format_by_scenario, survival_fraction
 from grid_vec.runner.results import EpisodeResult
 
 TASK = "grid_vec/Case14Topology-v0"
@@ -167,3 +167,11 @@ def test_a_scenario_table_refuses_scores_of_different_scenarios():
     assert format_by_scenario([three]).count("\n| ") == 3
     with pytest.raises(ValueError, match="other scenarios"):
         format_by_scenario([two, three])
+
+
+def test_survival_fraction_counts_an_episode_without_game_over_whole_and_caps_at_one():
+    survived = np.array([50, 10, 300])
+    playable = np.array([100, 100, 200])
+    # a game over at 50 of 100: 0.5; no game over at 10 (truncated): 1; 300 of 200: capped at 1
+    assert survival_fraction(survived, playable, np.array([True, False, True])) == 2.5 / 3
+    assert survival_fraction(survived, playable, np.array([True, True, True])) == 1.6 / 3
