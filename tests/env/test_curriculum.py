@@ -33,11 +33,12 @@ def do_nothing_survival(env, scenario: int) -> tuple[int, bool]:
             return steps, bool(terminated)
 
 
-def test_shipped_case14topology_file_names_the_scenarios_do_nothing_loses_before_600_steps():
-    assert difficulty_path(TASK).is_file()
-    hard = hard_training_scenarios(TASK, 600)
+@pytest.mark.parametrize("task_id", [TASK, "grid_vec/Case118Topology-v0"])
+def test_shipped_file_names_the_scenarios_do_nothing_loses_before_600_steps(task_id):
+    assert difficulty_path(task_id).is_file()
+    hard = hard_training_scenarios(task_id, 600)
     assert 0 < len(hard) < 960 and hard == sorted(hard)
-    env = grid_vec.make(TASK, split="train").unwrapped
+    env = grid_vec.make(task_id, split="train").unwrapped
     kept = set(hard)
     left_out = [i for i in range(40) if i not in kept][:3]
     for scenario in hard[:3]:
