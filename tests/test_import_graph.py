@@ -185,17 +185,10 @@ def test_no_test_module_imports_the_tests_folder_as_a_package():
     rootdir), so a helper is ``import benchmark_scripts``; ``from tests.x import`` only works
     under ``python -m pytest`` (the current folder on the path) and broke CI's plain ``pytest``."""
     tests_dir = Path(__file__).parent
-    offenders = []
-    for path in sorted(tests_dir.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names = [node.module]
-            offenders += [
-                f"{path.relative_to(tests_dir)}:{node.lineno} imports {name}"
-                for name in names
-                if name == "tests" or name.startswith("tests.")
-            ]
+    offenders = [
+        f"{path.relative_to(tests_dir)}:{node.lineno} imports {target}"
+        for path in sorted(tests_dir.rglob("*.py"))
+        for node, target, _ in _imports(path.stem, path)
+        if target == "tests" or target.startswith("tests.")
+    ]
     assert not offenders, offenders
