@@ -29,7 +29,7 @@ def add_ppo_arguments(parser: argparse.ArgumentParser) -> None:
         "--anneal-lr",
         action=argparse.BooleanOptionalAction,
         default=False,
-        help="decay the learning rate linearly to 0 over the wall-clock budget (CleanRL's "
+        help="decay the learning rate linearly to 0 over the training budget (CleanRL's "
         "anneal_lr over its step budget): the last updates move the policy little, so the "
         "policy saved is not caught mid-swing",
     )
@@ -44,8 +44,8 @@ def anneal_learning_rate(
     Args:
         optimizer: the optimizer whose parameter groups are set.
         args: :func:`add_ppo_arguments`'s options (``lr``, ``anneal_lr``).
-        elapsed: seconds of training so far.
-        budget: the training's wall-clock budget in seconds (> 0).
+        elapsed: the budget used so far: seconds of training, or decisions played.
+        budget: the whole training budget in the same unit (> 0).
 
     Returns:
         The learning rate set.
