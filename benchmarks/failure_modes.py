@@ -24,11 +24,10 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 import grid_vec
 from grid_vec.bench import add_out_argument, write_result
+from grid_vec.core.topology import components
 from grid_vec.env.grid_env import GridEnv
 from grid_vec.grid.model import GridModel
 
@@ -67,13 +66,8 @@ def island_without(model: GridModel, branches: np.ndarray) -> np.ndarray:
     keep = np.ones(model.n_branch, dtype=bool)
     keep[branches] = False
     origin, extremity = np.asarray(model.branch_or_sub), np.asarray(model.branch_ex_sub)
-    n = model.n_sub
-    graph = coo_matrix((np.ones(keep.sum()), (origin[keep], extremity[keep])), shape=(n, n))
-    count, label = connected_components(graph, directed=False)
-    if count == 1:
-        return np.zeros(0, dtype=np.int64)
-    sizes = np.bincount(label)
-    return np.flatnonzero(label != np.argmax(sizes))
+    label = components(model.n_sub, origin[keep], extremity[keep])
+    return np.flatnonzero(label != np.argmax(np.bincount(label)))
 
 
 def catalog_at(catalog_env: GridEnv, scenario: int, seed: int, step: int) -> np.ndarray:

@@ -233,7 +233,7 @@ def isolated_elements(
     on = (or_bus > 0) & (ex_bus > 0)
     a = (first + model.branch_or_sub + (or_bus == 2) * n_sub)[on]
     b = (first + model.branch_ex_sub + (ex_bus == 2) * n_sub)[on]
-    component = _components(len(topos) * 2 * n_sub, a, b)
+    component = components(len(topos) * 2 * n_sub, a, b)
     gen_bus, load_bus = topos[:, layout.pos_gen], topos[:, layout.pos_load]
     gen_component = component[first + model.gen_sub + (gen_bus == 2) * n_sub]
     load_component = component[first + model.load_sub + (load_bus == 2) * n_sub]
@@ -247,7 +247,7 @@ def isolated_elements(
     return load_iso, gen_iso, slack_off
 
 
-def _components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The connected component of each of ``n`` nodes joined by edges ``a[i]-b[i]``, named by
     its smallest node.
 
