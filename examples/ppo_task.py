@@ -179,17 +179,17 @@ def training_scenarios(args: argparse.Namespace) -> set[str] | None:
         args.hard_below = 600 if shipped or args.difficulty else 0
     if args.hard_below == 0:
         return None
-    try:
-        file = None if args.difficulty is None else Path(args.difficulty)
-        ids = hard_training_scenarios(args.task, args.hard_below, file)
-    except ValueError as exc:
-        raise SystemExit(f"--hard-below: {exc}") from None
     # the file numbers scenarios within the split; the env's filter takes their names
     names = grid_vec.make(args.task, split="train").unwrapped.source.names
-    if not ids or max(ids) >= len(names):
+    try:
+        file = None if args.difficulty is None else Path(args.difficulty)
+        ids = hard_training_scenarios(args.task, args.hard_below, file, len(names))
+    except ValueError as exc:
+        raise SystemExit(f"--hard-below: {exc}") from None
+    if not ids:
         raise SystemExit(
-            f"--hard-below {args.hard_below}: {len(ids)} hard scenarios in the difficulty "
-            f"file, for a training split of {len(names)}"
+            f"--hard-below {args.hard_below}: no scenario of the training split's "
+            f"{len(names)} is that hard in the difficulty file"
         )
     print(
         f"curriculum: training on the {len(ids)} of {len(names)} training scenarios "

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -88,38 +89,124 @@ def file_stamp(path: Path | str) -> tuple[int, int, int]:
     return status.st_mtime_ns, status.st_size, status.st_ino
 
 
+@dataclass(frozen=True)
+class JsonBounds:
+    """What a JSON text may hold beyond its size: checked while it is parsed.
+
+    Python's ``int`` refuses a digit string over 4,300 digits with a bare ``ValueError`` (and
+    converts one below that in quadratic time), so integers are bounded by their digits
+    before they are converted; floats by their magnitude (None: any finite float, and the
+    constants ``NaN`` / ``Infinity`` that :func:`json.dumps` writes are accepted).
+    """
+
+    max_depth: int = MAX_JSON_DEPTH
+    max_int_digits: int = 40  # a 128-bit seed has 39 digits: the largest integer we write
+    max_abs_number: float | None = None
+    constants: frozenset[str] = frozenset({"NaN", "Infinity", "-Infinity"})
+
+
+class _BadNumber(Exception):
+    def __init__(self, token: str) -> None:
+        super().__init__(token)
+        self.token = token
+
+
+def parse_json(
+    text: str, place: str, *, error: type[UntrustedFileError], bounds: JsonBounds = JsonBounds()
+) -> Any:
+    """``json.loads(text)`` within ``bounds``: the one parser of every untrusted JSON text.
+
+    Args:
+        text: the JSON text.
+        place: where it comes from, the start of every message (``"runs/x/meta.json:"``, or
+            a file and the place of a JSON document nested in one of its strings).
+        error: the error type raised.
+        bounds: the nesting and the numbers accepted.
+
+    Returns:
+        The parsed document.
+
+    Raises:
+        UntrustedFileError: (as ``error``, starting with ``place``) nesting deeper than
+            ``bounds.max_depth`` (measured before parsing: :func:`json_depth`), a number out
+            of ``bounds`` (naming its line), or text that is not JSON.
+    """
+    depth = json_depth(text)
+    if depth > bounds.max_depth:
+        raise error(f"{place} nests {depth} levels deep (limit {bounds.max_depth})")
+
+    def parse_int(token: str) -> int:
+        if len(token.lstrip("-")) > bounds.max_int_digits:
+            raise _BadNumber(token)
+        return int(token)
+
+    def parse_float(token: str) -> float:
+        # a float's decimal text converts in linear time; only its magnitude is bounded
+        value = float(token)
+        limit = bounds.max_abs_number
+        if not np.isfinite(value) or (limit is not None and not abs(value) <= limit):
+            raise _BadNumber(token)
+        return value
+
+    def parse_constant(token: str) -> float:
+        if token not in bounds.constants:
+            raise _BadNumber(token)
+        return float(token)
+
+    try:
+        return json.loads(
+            text, parse_int=parse_int, parse_float=parse_float, parse_constant=parse_constant
+        )
+    except _BadNumber as exc:
+        line = text.count("\n", 0, max(text.find(exc.token), 0)) + 1
+        limit = "" if bounds.max_abs_number is None else f", |x| <= {bounds.max_abs_number:g}"
+        raise error(
+            f"{place} line {line}: number {quote(exc.token)} is out of bounds (finite{limit}, "
+            f"integers of at most {bounds.max_int_digits} digits)"
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise error(
+            f"{place} is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    except (ValueError, RecursionError) as exc:  # the bounds above make these unreachable
+        raise error(f"{place} cannot be parsed ({shorten(str(exc))})") from None
+
+
 def read_json(
-    path: Path, max_bytes: int, max_depth: int, *, error: type[UntrustedFileError], what: str
+    path: Path,
+    max_bytes: int,
+    max_depth: int = MAX_JSON_DEPTH,
+    *,
+    error: type[UntrustedFileError],
+    what: str,
+    bounds: JsonBounds | None = None,
 ) -> Any:
     """The JSON document in the regular file ``path``, read bounded: at most ``max_bytes``,
-    UTF-8, nested at most ``max_depth`` deep (checked before parsing: :func:`json_depth`).
+    UTF-8, then :func:`parse_json` (nesting and numbers bounded).
 
     Args:
         path: the file.
         max_bytes: the largest size accepted.
-        max_depth: the deepest nesting accepted.
+        max_depth: the deepest nesting accepted (when ``bounds`` is None).
         error: the error type raised, naming ``path``.
         what: the file's role, for messages (``"action set"``).
+        bounds: the nesting and numbers accepted (None: the defaults of :class:`JsonBounds`
+            with ``max_depth``).
 
     Returns:
         The parsed document.
 
     Raises:
         UntrustedFileError: (``error``) the file is missing, not a regular file, too large,
-            too deep, not UTF-8 or not JSON.
+            too deep, not UTF-8, not JSON, or holds a number out of bounds.
     """
     raw = read_bytes(path, max_bytes, error=error, what=what)
-    depth = json_depth(raw)
-    if depth > max_depth:
-        raise error(f"{path}: {what} nests {depth} levels deep (limit {max_depth})")
     try:
-        return json.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise error(f"{path}: {what} is not UTF-8 (byte {exc.start})") from exc
-    except json.JSONDecodeError as exc:
-        raise error(
-            f"{path}: {what} is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        ) from exc
+        raise error(f"{path}: {what} is not UTF-8 (byte {exc.start})") from None
+    bounds = JsonBounds(max_depth=max_depth) if bounds is None else bounds
+    return parse_json(text, f"{path}: {what}", error=error, bounds=bounds)
 
 
 def json_depth(text: str | bytes) -> int:

@@ -65,6 +65,7 @@ _OPTION_OF = {
     "action_space": "--env",
     "env_kwargs": "--backend",  # recorded before grid_vec recorded env_kwargs
     "env_kwargs.backend": "--backend",
+    "env_kwargs.action_subset": "--action-set",
     "agent": "--agent",
     "max_iter": "--max-iter",
     "reset_options": "--max-iter",  # the only reset option a run sets (_reset_options)
@@ -423,7 +424,12 @@ def _check_resumable(args: argparse.Namespace, path: Path, factory: Any) -> None
 
     run = {
         "env_id": factory.spec.id,
-        "env_kwargs": {"backend": args.backend},
+        # the content of --action-set's file is in the spec (make reads it): a file changed
+        # since the run was recorded, or another file, is another run
+        "env_kwargs": {
+            "backend": args.backend,
+            "action_subset": factory.spec.kwargs.get("action_subset"),
+        },
         "agent": AGENTS[args.agent],
         "max_iter": args.max_iter,  # compared before the seeds, as the Runner does
     }
@@ -446,6 +452,9 @@ def _resume_mismatch(exc: ResumeError, args: argparse.Namespace) -> str:
     where = f"--resume: {exc.path} was recorded with another {option}"
     if option == "--seed":
         return f"{where} (its episode seeds are not those of --seed {args.seed})"
+    if option == "--action-set":
+        now = "the task's own" if args.action_set is None else f"the one {args.action_set} holds"
+        return f"{where}: the action set recorded is not {now} (the file changed since?)"
     recorded, asked = exc.recorded, exc.asked
     if option == "--agent":
         names = {v: k for k, v in AGENTS.items()}
@@ -538,7 +547,10 @@ def _make_agent(name: str, action_space: Any, env_factory: Any, folder: str = ""
 
             from grid_vec.integrations.grid2op import Grid2opBatchPolicy, reference_env
 
-        reference = reference_env(folder)
+        try:  # grid2op opens a copy of the folder, its config.py never run
+            reference = reference_env(folder)
+        except ValueError as exc:  # what cannot be read as data, one line naming the file
+            raise UsageError("grid-vec run", f"--agent {name}: {exc}") from exc
         agent_class = getattr(grid2op.Agent, AGENTS[name][len(_GRID2OP_PREFIX) :])
         return Grid2opBatchPolicy(agent_class(reference.action_space), reference)
     if name == "do-nothing":

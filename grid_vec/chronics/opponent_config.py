@@ -17,8 +17,16 @@ dict), so this reader evaluates a small, bounded subset of Python:
 
 Anything else (calls, attribute access elsewhere, subscripts, comprehensions, f-strings,
 lambdas, names defined later or nowhere) is one :class:`FolderFormatError` naming the file,
-the key and the line. Evaluation is bounded: nesting depth (:data:`MAX_DEPTH`), nodes
-evaluated (:data:`MAX_NODES`), every number's size (``MAX_ABS_NUMBER``) and exponents.
+the key and the line.
+
+:func:`read_config_entries` reads every entry of ``config`` by the same rules, for handing
+grid2op a config it may run (:mod:`grid_vec.integrations.grid2op_folder`): there, a name or
+dotted name that no assignment above defines is a :class:`ClassRef` (with the module a
+module-level ``from M import N`` names, in a ``try`` block too), and a call of one with such
+values as arguments a :class:`ClassCall`. Both are data: nothing is imported here.
+
+Evaluation is bounded: nesting depth (:data:`MAX_DEPTH`), nodes evaluated
+(:data:`MAX_NODES`), every number's size (``MAX_ABS_NUMBER``) and exponents.
 """
 
 from __future__ import annotations
@@ -89,12 +97,7 @@ def read_opponent_config(path: Path) -> OpponentConfig:
             dict, or an entry uses something this reader refuses.
     """
     tree = parse_config(path)
-    assignments: dict[str, list[ast.Assign]] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target = node.targets[0]
-            if isinstance(target, ast.Name):
-                assignments.setdefault(target.id, []).append(node)
+    assignments = _module_assignments(tree)
     config = assignments.get("config", [None])[-1]
     if config is None or not isinstance(config.value, ast.Dict):
         raise FolderFormatError(f"{path}: no module-level 'config = {{...}}' dict literal")
@@ -112,12 +115,100 @@ def read_opponent_config(path: Path) -> OpponentConfig:
     return OpponentConfig(path, values)
 
 
-class _Evaluator:
-    """Evaluates the expressions of one file within the bounds of the module docstring."""
+@dataclass(frozen=True)
+class ClassRef:
+    """A class a ``config.py`` names: its name (the last part of a dotted name) and the
+    module it is imported from (a ``from M import N`` at module level, or the dotted prefix;
+    None when the file says nowhere)."""
 
-    def __init__(self, path: Path, assignments: dict[str, list[ast.Assign]]) -> None:
+    name: str
+    module: str | None
+
+
+@dataclass(frozen=True)
+class ClassCall:
+    """A call of a class in ``config.py`` (``RulesByArea([[0, 1], [2]])``), its arguments
+    read by the same rules."""
+
+    cls: ClassRef
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+
+def read_config_entries(path: Path) -> dict[str, Any]:
+    """Every entry of the ``config`` dict of ``path``, read as data (the file is never run):
+    values as :func:`read_opponent_config` reads them, classes as :class:`ClassRef`, calls
+    of classes as :class:`ClassCall`.
+
+    Args:
+        path: a ``config.py`` inside the dataset folder (already checked to lie there).
+
+    Returns:
+        Each entry (string keys only), in the file's order.
+
+    Raises:
+        FolderFormatError: the file is not Python, has no module-level ``config = {...}``
+            dict, a key is not a string, or an entry uses something refused.
+    """
+    tree = parse_config(path)
+    assignments = _module_assignments(tree)
+    config = assignments.get("config", [None])[-1]
+    if config is None or not isinstance(config.value, ast.Dict):
+        raise FolderFormatError(f"{path}: no module-level 'config = {{...}}' dict literal")
+    evaluator = _Evaluator(path, assignments, _imported_names(tree))
+    entries: dict[str, Any] = {}
+    for key_node, value_node in zip(config.value.keys, config.value.values, strict=True):
+        if not isinstance(key_node, ast.Constant) or not isinstance(key_node.value, str):
+            line = getattr(key_node or value_node, "lineno", "?")
+            raise FolderFormatError(f"{path}: config (line {line}): a key that is not a string")
+        evaluator.key = key_node.value
+        entries[key_node.value] = evaluator.value(value_node, 0)
+    return entries
+
+
+def _module_assignments(tree: ast.Module) -> dict[str, list[ast.Assign]]:
+    """The module-level ``name = ...`` assignments, by name, in the file's order."""
+    assignments: dict[str, list[ast.Assign]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name):
+                assignments.setdefault(target.id, []).append(node)
+    return assignments
+
+
+def _imported_names(tree: ast.Module) -> dict[str, str]:
+    """Name -> module of the module-level imports (``from M import N [as A]``, ``import M``),
+    those of a ``try`` block's body included (the first import of a name wins: the body of
+    ``try: from new import X except ImportError: from old import X``)."""
+    names: dict[str, str] = {}
+    statements = list(tree.body)
+    for node in tree.body:
+        if isinstance(node, ast.Try):
+            statements.extend(node.body)
+    for node in statements:
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                names.setdefault(alias.asname or alias.name, node.module)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                names.setdefault(alias.asname or alias.name.split(".")[0], alias.name)
+    return names
+
+
+class _Evaluator:
+    """Evaluates the expressions of one file within the bounds of the module docstring;
+    given ``imports`` (name -> module), names no assignment above defines are classes."""
+
+    def __init__(
+        self,
+        path: Path,
+        assignments: dict[str, list[ast.Assign]],
+        imports: dict[str, str] | None = None,
+    ) -> None:
         self.path = path
         self.assignments = assignments
+        self.imports = imports
         self.key = ""
         self.nodes = 0
         self.memo: dict[int, Any] = {}
@@ -183,6 +274,10 @@ class _Evaluator:
                     raise self.error(k, f"dict key {short(key)} is not a string")
                 out[key] = self.value(v, depth + 1)
             return out
+        if self.imports is not None and isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
+            found = self._class_or_call(node, depth)
+            if found is not None:
+                return found
         if isinstance(node, ast.Name):
             assign = self._assigned(node)
             if id(assign) not in self.memo:
@@ -204,6 +299,36 @@ class _Evaluator:
                 raise self.error(node, "arithmetic gives a complex number")
             return self._number(node, result)
         raise self.error(node, f"{type(node).__name__} is refused")
+
+    def _class_or_call(self, node: ast.expr, depth: int) -> ClassRef | ClassCall | None:
+        """A class (a name no assignment above defines, or a dotted name) or a call of one;
+        None for a name assigned above (a value)."""
+        assert self.imports is not None
+        if isinstance(node, ast.Name):
+            if any(a.lineno < node.lineno for a in self.assignments.get(node.id, [])):
+                return None
+            return ClassRef(node.id, self.imports.get(node.id))
+        if isinstance(node, ast.Attribute):
+            parts = [node.attr]
+            inner = node.value
+            while isinstance(inner, ast.Attribute):
+                parts.append(inner.attr)
+                inner = inner.value
+            if not isinstance(inner, ast.Name):
+                raise self.error(node, "a class must be a name or a dotted name")
+            root = self.imports.get(inner.id, inner.id)
+            return ClassRef(node.attr, ".".join([root, *reversed(parts[1:])]))
+        assert isinstance(node, ast.Call)
+        cls = self.value(node.func, depth + 1)
+        if not isinstance(cls, ClassRef):
+            raise self.error(node, "only a class may be called")
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(
+            k.arg is None for k in node.keywords
+        ):
+            raise self.error(node, "'*' and '**' arguments are refused")
+        args = tuple(self.value(a, depth + 1) for a in node.args)
+        kwargs = {str(k.arg): self.value(k.value, depth + 1) for k in node.keywords}
+        return ClassCall(cls, args, kwargs)
 
     def _operand(self, node: ast.expr, depth: int) -> int | float:
         x = self.value(node, depth + 1)

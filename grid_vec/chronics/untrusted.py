@@ -9,18 +9,18 @@ quoted in messages are shortened (:func:`short`) so that a message never carries
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from grid_vec._untrusted import (
     MAX_JSON_DEPTH,
+    JsonBounds,
     UntrustedFileError,
-    json_depth,
     quote,
     read_bytes,
     shorten,
 )
+from grid_vec._untrusted import parse_json as _parse_json
 
 # grid.json: grid2op's 118-bus grids are ~5 MB; a 10x margin
 MAX_GRID_JSON_BYTES = 64 * 2**20
@@ -82,57 +82,20 @@ def load_json(path: Path, max_bytes: int = MAX_SMALL_FILE_BYTES) -> Any:
     return parse_json(read_text(path, max_bytes), path)
 
 
-class _BadNumber(Exception):
-    def __init__(self, token: str) -> None:
-        super().__init__(token)
-        self.token = token
-
-
-def _parse_int(token: str) -> int:
-    if len(token.lstrip("-")) > _MAX_INT_DIGITS:
-        raise _BadNumber(token)
-    return int(token)
-
-
-def _parse_float(token: str) -> float:
-    value = float(token[: _MAX_INT_DIGITS * 4])  # a longer token is refused just below
-    if len(token) > _MAX_INT_DIGITS * 4 or not abs(value) <= MAX_ABS_NUMBER:
-        raise _BadNumber(token)
-    return value
-
-
-def _parse_constant(token: str) -> float:
-    if token != "NaN":  # NaN marks a missing value; infinities are not numbers of a grid
-        raise _BadNumber(token)
-    return float("nan")
+FOLDER_JSON = JsonBounds(
+    max_depth=MAX_JSON_DEPTH,
+    max_int_digits=_MAX_INT_DIGITS,
+    max_abs_number=MAX_ABS_NUMBER,
+    constants=frozenset({"NaN"}),  # NaN marks a missing value; infinities are no grid values
+)
+"""The numbers a dataset's JSON may hold: those of a grid (MW, kV, A, ohm...)."""
 
 
 def parse_json(text: str, path: Path, where: str = "") -> Any:
-    """``json.loads(text)`` within the depth and number bounds; errors name ``path`` and
-    ``where`` (the place of ``text`` in the file, for a JSON document nested in a string)."""
+    """``text`` parsed within :data:`FOLDER_JSON`; errors name ``path`` and ``where`` (the
+    place of ``text`` in the file, for a JSON document nested in a string)."""
     place = f"{path}: {where}" if where else f"{path}:"
-    depth = json_depth(text)
-    if depth > MAX_JSON_DEPTH:
-        raise FolderFormatError(f"{place} nested {depth} levels deep (limit {MAX_JSON_DEPTH})")
-    try:
-        return json.loads(
-            text,
-            parse_int=_parse_int,
-            parse_float=_parse_float,
-            parse_constant=_parse_constant,
-        )
-    except _BadNumber as e:
-        line = text.count("\n", 0, max(text.find(e.token), 0)) + 1
-        raise FolderFormatError(
-            f"{place} line {line}: number {short(e.token)} is out of bounds "
-            f"(finite, |x| <= {MAX_ABS_NUMBER:g})"
-        ) from None
-    except json.JSONDecodeError as e:
-        raise FolderFormatError(
-            f"{place} not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})"
-        ) from None
-    except RecursionError:  # the depth check above makes this unreachable; kept as a guard
-        raise FolderFormatError(f"{place} nested too deep") from None
+    return _parse_json(text, place, error=FolderFormatError, bounds=FOLDER_JSON)
 
 
 def check_number(value: Any, path: Path, where: str, *, positive: bool = False) -> float:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from grid_vec._untrusted import UntrustedFileError, quote, read_json
+from grid_vec.env.tasks import task_split
 
 DIFFICULTY_DIR = Path(__file__).parent / "data" / "difficulty"
 _MAX_BYTES = 4 << 20
@@ -31,7 +32,9 @@ def difficulty_path(task_id: str) -> Path:
     return DIFFICULTY_DIR / (task_id.split("/")[-1].lower() + ".json")
 
 
-def hard_training_scenarios(task_id: str, below: int, path: Path | None = None) -> list[int]:
+def hard_training_scenarios(
+    task_id: str, below: int, path: Path | None = None, n_train: int | None = None
+) -> list[int]:
     """The training scenarios (ids within the split) that do-nothing ends with a game over
     before ``below`` time steps.
 
@@ -40,6 +43,8 @@ def hard_training_scenarios(task_id: str, below: int, path: Path | None = None) 
         below: the survival, in time steps, under which a scenario counts as hard (> 0).
         path: the ``grid-vec eval --by-scenario --json`` file to read (None: the task's
             shipped one).
+        n_train: the number of scenarios of the task's train split (None: the task's own,
+            which only a task of an embedded grid knows without its dataset).
 
     Returns:
         The ids, ascending (possibly empty: no scenario is that hard).
@@ -48,10 +53,12 @@ def hard_training_scenarios(task_id: str, below: int, path: Path | None = None) 
         ValueError: ``below`` is not a positive int.
         UntrustedFileError: (a ValueError naming the file) the file is missing, too large,
             not JSON, or holds no do-nothing row of ``task_id``'s train split with as many
-            survivals as scenario ids.
+            survivals as scenario ids, each id a distinct index of the split.
     """
     if isinstance(below, bool) or not isinstance(below, int) or below < 1:
         raise ValueError(f"below must be a positive int of time steps, got {below!r}")
+    if n_train is None:
+        n_train = len(task_split(task_id, "train")[1])
     path = difficulty_path(task_id) if path is None else Path(path)
     rows = read_json(path, _MAX_BYTES, _MAX_DEPTH, error=UntrustedFileError, what="difficulty file")
     if not isinstance(rows, list):
@@ -84,4 +91,13 @@ def hard_training_scenarios(task_id: str, below: int, path: Path | None = None) 
             f"{path}: row {index}: {len(ids)} scenarios, {len(survival)} survivals and "
             f"{len(ended)} ends"
         )
+    for position, scenario in enumerate(ids):
+        if not 0 <= scenario < n_train:
+            raise UntrustedFileError(
+                f"{path}: row {index}: 'scenarios'[{position}] = {quote(scenario)} is not a "
+                f"scenario of {task_id}'s train split (ids 0 to {n_train - 1})"
+            )
+    if len(set(ids)) < len(ids):
+        repeated = next(s for i, s in enumerate(ids) if s in ids[:i])
+        raise UntrustedFileError(f"{path}: row {index}: scenario {repeated} appears twice")
     return sorted(i for i, s, over in zip(ids, survival, ended, strict=True) if over and s < below)

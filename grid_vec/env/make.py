@@ -20,9 +20,11 @@ from gymnasium.envs.registration import EnvSpec
 
 from grid_vec._untrusted import file_stamp
 from grid_vec.chronics.scenario import ScenarioSource
+from grid_vec.core.actions import ActionCatalog
 from grid_vec.core.parameters import Parameters
 from grid_vec.core.rules.dispatch import GeneratorLimits
 from grid_vec.core.rules.storage import StorageUnits
+from grid_vec.core.topology import layout_of
 from grid_vec.env.datasets import (
     DATA_DIR_VARIABLE,
     DatasetNotFoundError,
@@ -279,7 +281,6 @@ def _task_factory(task_id: str, backend: str, explicit: dict, user_kwargs: dict)
 
     task = TASKS[task_id]
     split = explicit.get("split", "train")
-    spec = _spec(task_id, task_id, backend, explicit, user_kwargs)
     if task.dataset:
         if "scenario_seed" in explicit:
             raise ValueError("scenario_seed only applies to embedded (synthetic) scenarios")
@@ -291,17 +292,25 @@ def _task_factory(task_id: str, backend: str, explicit: dict, user_kwargs: dict)
             "opponent" in user_kwargs,
         )
         source = SubsetSource(full, task.split_ids(split, len(full)))
-        kwargs = task_settings(task_id, user_kwargs)
-        kwargs.update({k: v for k, v in folder_kwargs.items() if kwargs.get(k) is None})
-        return GridEnvFactory(model, source, {"backend": backend, **kwargs}, spec)
-    for arg in ("allow_negative_loads", "difficulty", "data_dir"):
-        if arg in explicit:
-            raise ValueError(f"{arg} only applies to grid2op datasets and folders")
-    _, ids = task_split(task_id, split)
-    model = _cached_embedded_model(task.grid)
-    seed = explicit.get("scenario_seed", EMBEDDED[task.grid].scenario_seed)
-    source = SubsetSource(SyntheticSource(model, seed=seed), ids)
-    kwargs = task_settings(task_id, user_kwargs)
+    else:
+        for arg in ("allow_negative_loads", "difficulty", "data_dir"):
+            if arg in explicit:
+                raise ValueError(f"{arg} only applies to grid2op datasets and folders")
+        _, ids = task_split(task_id, split)
+        model = _cached_embedded_model(task.grid)
+        seed = explicit.get("scenario_seed", EMBEDDED[task.grid].scenario_seed)
+        source = SubsetSource(SyntheticSource(model, seed=seed), ids)
+        folder_kwargs = {}
+    kwargs = task_settings(
+        task_id, user_kwargs, len(ActionCatalog.from_model(model, layout_of(model)))
+    )
+    if "action_set" in user_kwargs:
+        # the spec keeps the set played, not the path: a run made again (a resume, an export)
+        # plays that set, or is refused, whatever the file holds by then
+        user_kwargs = {k: v for k, v in user_kwargs.items() if k != "action_set"}
+        user_kwargs["action_subset"] = kwargs["action_subset"]
+    kwargs.update({k: v for k, v in folder_kwargs.items() if kwargs.get(k) is None})
+    spec = _spec(task_id, task_id, backend, explicit, user_kwargs)
     return GridEnvFactory(model, source, {"backend": backend, **kwargs}, spec)
 
 

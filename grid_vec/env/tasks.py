@@ -198,16 +198,25 @@ def action_set_path(task_id: str) -> Path:
     return ACTION_SET_DIR / (task_id.split("/")[-1].removesuffix("-v0").lower() + ".json")
 
 
-def task_settings(task_id: str, overrides: dict[str, Any]) -> dict[str, Any]:
+def task_settings(task_id: str, overrides: dict[str, Any], n_catalog: int) -> dict[str, Any]:
     """A task's GridEnv settings, ``overrides`` winning; a reduced-action task gets its
     stored ``action_subset`` unless ``overrides`` has one (None: the whole catalog).
     ``overrides["action_set"]``, the path of a set written by ``grid-vec actions``, plays
-    that set instead.
+    that set instead (it is read here, once: the settings hold its content).
+
+    Args:
+        task_id: the task.
+        overrides: the caller's settings.
+        n_catalog: the size of the task grid's action catalog (an action set's indices must
+            lie below it).
+
+    Returns:
+        The settings, ``action_set`` replaced by the ``action_subset`` it holds.
 
     Raises:
         ValueError: an unknown task; the action-set file is missing or malformed, or written
-            for another task; ``action_set`` with ``action_subset``, or on a task without
-            discrete actions.
+            for another task or another catalog; ``action_set`` with ``action_subset``, or
+            on a task without discrete actions.
     """
     task = TASKS.get(task_id)
     if task is None:
@@ -219,29 +228,43 @@ def task_settings(task_id: str, overrides: dict[str, Any]) -> dict[str, Any]:
             raise ValueError("pass action_set (a file) or action_subset (a list), not both")
         if settings.get("action_type") != "discrete":
             raise ValueError(f"action_set: {task_id} has no discrete actions to choose from")
-        settings["action_subset"] = read_action_set(Path(written), task_id)
+        settings["action_subset"] = read_action_set(Path(written), task_id, n_catalog)
     elif task.reduced_actions and "action_subset" not in overrides:
-        settings["action_subset"] = read_action_set(action_set_path(task_id), task_id)
+        settings["action_subset"] = read_action_set(action_set_path(task_id), task_id, n_catalog)
     return settings
 
 
-def load_action_set(task_id: str) -> list[int]:
+def load_action_set(task_id: str, n_catalog: int | None = None) -> list[int]:
     """The reduced action set shipped for a task (catalog indices, do-nothing first).
+
+    Args:
+        task_id: the task.
+        n_catalog: the size of its grid's action catalog (None: the indices are not checked
+            against it).
 
     Raises:
         ValueError: as :func:`read_action_set`.
     """
-    return read_action_set(action_set_path(task_id), task_id)
+    return read_action_set(action_set_path(task_id), task_id, n_catalog)
 
 
-def read_action_set(path: Path, task_id: str) -> list[int]:
+def read_action_set(path: Path, task_id: str, n_catalog: int | None = None) -> list[int]:
     """The action set in the file ``path`` (as ``grid-vec actions`` writes it), for
     ``task_id``. The file is untrusted input: read bounded, checked entry by entry.
 
+    Args:
+        path: the file.
+        task_id: the task it must be written for.
+        n_catalog: the size of the task grid's action catalog (None: not checked).
+
+    Returns:
+        The catalog indices, do-nothing (0) first.
+
     Raises:
         UntrustedFileError: (a ValueError, naming the file) the file is missing, not a
-            regular file, too large or not JSON; holds no non-empty list of catalog indices
-            under ``"actions"``; or its ``"task"`` is another task.
+            regular file, too large or not JSON; its ``"task"`` is another task; its
+            ``"actions"`` is not a non-empty list of distinct catalog indices (ints, below
+            ``n_catalog``) starting with do-nothing (0).
     """
     data = read_json(
         path,
@@ -256,10 +279,17 @@ def read_action_set(path: Path, task_id: str) -> list[int]:
     if written_for != task_id:
         raise UntrustedFileError(f"{path}: written for {quote(written_for)}, not {task_id}")
     actions = data.get("actions")
-    if (
-        not isinstance(actions, list)
-        or not actions
-        or not all(type(a) is int and a >= 0 for a in actions)
-    ):
+    if not isinstance(actions, list) or not actions or not all(type(a) is int for a in actions):
         raise UntrustedFileError(f"{path}: 'actions' must be a non-empty list of catalog indices")
+    for position, action in enumerate(actions):
+        if action < 0 or (n_catalog is not None and action >= n_catalog):
+            bound = "" if n_catalog is None else f" (the catalog has {n_catalog} actions)"
+            raise UntrustedFileError(
+                f"{path}: 'actions'[{position}] = {quote(action)} is not a catalog index{bound}"
+            )
+    if actions[0] != 0:
+        raise UntrustedFileError(f"{path}: 'actions' must start with do-nothing (0)")
+    if len(set(actions)) < len(actions):
+        repeated = next(a for i, a in enumerate(actions) if a in actions[:i])
+        raise UntrustedFileError(f"{path}: 'actions' lists {repeated} more than once")
     return actions

@@ -57,7 +57,7 @@ from typing import Any
 
 import numpy as np
 
-from grid_vec._untrusted import UntrustedFileError
+from grid_vec._untrusted import UntrustedFileError, parse_json
 from grid_vec._untrusted_npz import read_npz
 from grid_vec.grid.lightsim import LightSimBackend
 from grid_vec.grid.model import GridModel
@@ -375,7 +375,10 @@ def _decode(arrays: dict[str, np.ndarray]) -> GridModel:
         if name == _STATES:
             if array.dtype.kind != "U" or array.shape != ():
                 raise ValueError("the solver states are not one JSON text")
-            values[name] = _untagged(json.loads(str(array[()])), arrays, 0)
+            text = str(array[()])  # bounded like every JSON we read (a ValueError on a fault)
+            values[name] = _untagged(
+                parse_json(text, "the solver states:", error=UntrustedFileError), arrays, 0
+            )
         elif name in _SCALARS:
             want = "U" if name == "name" else "i"
             if array.shape != () or array.dtype.kind != want:

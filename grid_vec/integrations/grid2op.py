@@ -47,7 +47,9 @@ grid_vec env's.
 from __future__ import annotations
 
 import copy
+import shutil
 import warnings
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -60,6 +62,7 @@ from grid2op.Observation import BaseObservation
 import grid_vec
 from grid_vec.core.continuous import ContinuousLayout
 from grid_vec.env.action_input import SET_BUS_CONTINUOUS_KEYS, SET_BUS_KEYS
+from grid_vec.integrations.grid2op_folder import runnable_copy
 
 __all__ = [
     "AGENT_ACTION_TYPES",
@@ -140,17 +143,31 @@ def make_env(folder: str | Path, *, continuous: bool = True, **kwargs: Any) -> A
 
 def reference_env(folder: str | Path, **kwargs: Any) -> Any:
     """grid2op's env of ``folder`` (with lightsim2grid's backend): its ``action_space`` builds
-    the agents, its ``observation_space`` the observations a policy hands them.
+    the agents, its ``observation_space`` the observations a policy hands them. The folder's
+    ``config.py`` is never run: grid2op opens a copy whose ``config.py`` is written from the
+    values read as data (:func:`grid_vec.integrations.grid2op_folder.runnable_copy`), removed
+    when the env is garbage-collected or the process ends.
 
     Args:
         folder: the folder's path.
         **kwargs: ``grid2op.make``'s other keywords.
+
+    Raises:
+        FolderFormatError: the folder's ``config.py`` names what cannot be read as data, or
+            a class that is not one of grid2op's or lightsim2grid's.
     """
     from lightsim2grid import LightSimBackend
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return grid2op.make(str(folder), backend=LightSimBackend(), **kwargs)
+    mirror = runnable_copy(folder)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            env = grid2op.make(str(mirror), backend=LightSimBackend(), **kwargs)
+    except BaseException:
+        shutil.rmtree(mirror.parent, ignore_errors=True)
+        raise
+    weakref.finalize(env, shutil.rmtree, mirror.parent, True)
+    return env
 
 
 @dataclass(frozen=True)

@@ -42,9 +42,11 @@ from typing import Any
 import grid2op  # the extra: pip install 'grid_vec[grid2op]'
 import numpy as np
 from grid2op.Episode import EpisodeData as Grid2opEpisodeData
+from grid2op.Exceptions import Grid2OpException
 from gymnasium import spaces
 
 import grid_vec
+from grid_vec._untrusted import quote, shorten
 from grid_vec.integrations.grid2op import GRID2OP_OBSERVATION, Grid2opBridge, reference_env
 from grid_vec.runner import EpisodeData, EpisodeDataError
 from grid_vec.runner.recording import finished_episodes
@@ -130,14 +132,19 @@ def export_run(
             recorded = EpisodeData.load(episodes[index])
         except EpisodeDataError as exc:
             raise ExportError(str(exc)) from exc
-        if exporter is None:
-            exporter = _Exporter(recorded, folder)
-            exporter.write_spaces(root)
-        name = _episode_name(recorded, names)
-        names.add(name)
-        if skip_existing and (root / name).exists():
-            continue
-        written.append(exporter.export(recorded, root, name))
+        try:
+            if exporter is None:
+                exporter = _Exporter(recorded, folder)
+                exporter.write_spaces(root)
+            name = _episode_name(recorded, names)
+            names.add(name)
+            if skip_existing and (root / name).exists():
+                continue
+            written.append(exporter.export(recorded, root, name))
+        except OSError as exc:  # a DIR that is a file, read-only, full, under /proc...
+            reason = shorten(exc.strerror or str(exc))
+            where = exc.filename if isinstance(exc.filename, str) else root
+            raise ExportError(f"{where}: cannot write the export there ({reason})") from exc
         if progress is not None:
             progress(written[-1])
     return written
@@ -183,7 +190,10 @@ class _Exporter:
                     f"{meta_file}: the env made from it has another {space} than the "
                     "recording (recorded with another grid_vec or dataset?)"
                 )
-        self.reference = reference_env(self.folder)
+        try:  # grid2op opens a copy of the folder, its config.py never run
+            self.reference = reference_env(self.folder)
+        except (ValueError, Grid2OpException) as exc:
+            raise ExportError(f"{self.folder}: grid2op cannot open it: {shorten(exc)}") from exc
         twin_env = self.twin.unwrapped
         self.bridge = Grid2opBridge(
             self.reference,
@@ -234,10 +244,13 @@ class _Exporter:
         ref = self.reference
         out = _Grid2opArrays(ref, max(max_steps, steps))
         seed, options = recorded.meta.get("env_seed"), recorded.meta.get("reset_options")
-        if not (seed is None or type(seed) is int) or not (
+        if not (seed is None or (type(seed) is int and seed >= 0)) or not (
             options is None or type(options) is dict
         ):
-            raise ExportError(f"{where / 'meta.json'}: env_seed or reset_options malformed")
+            raise ExportError(
+                f"{where / 'meta.json'}: env_seed ({quote(seed)}: a non-negative int or null) "
+                "or reset_options malformed"
+            )
         try:
             obs, _ = self.env.reset(seed=seed, options=options)
         except (ValueError, TypeError) as exc:

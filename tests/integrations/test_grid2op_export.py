@@ -94,7 +94,11 @@ def test_an_exported_do_nothing_run_is_what_grid2ops_runner_writes(tmp_path):
         env.close()
     (episode,) = _exported(ours_run, ours_out)
     theirs_out.mkdir()
-    reference = reference_env(SANDBOX)
+    from lightsim2grid import LightSimBackend
+
+    # grid2op opening the folder itself (reference_env opens a copy: its chronics_path is
+    # the copy's)
+    reference = grid2op.make(str(SANDBOX), backend=LightSimBackend())
     runner = Grid2opRunner(**reference.get_params_for_runner(), agentClass=DoNothingAgent)
     runner.run(nb_episode=1, episode_id=[1], max_iter=STEPS, path_save=str(theirs_out))
     assert sorted(p.name for p in (theirs_out / "0001").iterdir()) == sorted(
