@@ -132,6 +132,21 @@ def test_readme_is_at_most_200_lines():
     assert len(README.read_text(encoding="utf-8").splitlines()) <= 200
 
 
+MAX_README_CELL = 200  # a table cell a reader takes in at a glance; the details live in docs/
+
+
+def test_every_readme_table_cell_is_short():
+    rows = [line for line in README.read_text(encoding="utf-8").splitlines() if line[:1] == "|"]
+    assert rows, "the README has no table"
+    long = [
+        cell.strip()[:80]
+        for row in rows
+        for cell in row.strip().strip("|").split(" | ")
+        if len(cell.strip()) > MAX_README_CELL
+    ]
+    assert not long, f"README cells over {MAX_README_CELL} characters: {long}"
+
+
 def test_readme_links_every_page_under_docs():
     linked = {(README.parent / t.split("#")[0]).resolve() for t in _relative_links(README)}
     assert DOCS, "docs/ holds no page"
@@ -333,3 +348,34 @@ def test_every_python_block_imports_or_defines_every_name_it_uses(path):
             {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id not in bound}
         )
     assert not undefined, f"{path.name}: names used but never imported or defined: {undefined}"
+
+
+def test_the_notebooks_documented_command_collects_every_notebook_test():
+    """notebooks/README.md's command once deselected all of them (they are marked slow, and
+    the default options leave the slow tests out)."""
+    import subprocess
+    import sys
+
+    for module in ("nbformat", "nbclient", "ipykernel", "matplotlib", "stable_baselines3"):
+        pytest.importorskip(module)  # the notebooks extra: without it the module skips itself
+    readme = ROOT / "notebooks" / "README.md"
+    (command,) = [
+        line
+        for language, code in _fenced(readme.read_text(encoding="utf-8"))
+        if language == "bash"
+        for line in code.splitlines()
+        if " pytest " in f" {line} "
+    ]
+    argv = shlex.split(command)
+    argv = argv[argv.index("pytest") + 1 :]
+    listed = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    ids = [line for line in listed.stdout.splitlines() if "tests/test_notebooks.py::" in line]
+    notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    # one execution test per notebook, and the check of their names
+    assert len(ids) == len(notebooks) + 1, listed.stdout[-2000:]

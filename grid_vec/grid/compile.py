@@ -84,7 +84,11 @@ def compile_net(
     work = copy.deepcopy(net)
     vn_kv = work.bus["vn_kv"].to_numpy(dtype=float)
     pp.create_buses(work, n_sub, vn_kv=vn_kv, index=np.arange(n_sub, 2 * n_sub), in_service=False)
-    pp.runpp(work, calculate_voltage_angles=True, numba=numba_available())
+    with warnings.catch_warnings():
+        # pandapower 3 warns of every net written before its tap_dependency_table (every
+        # grid2op grid.json): the net's taps are read as they are, nothing to act on
+        warnings.filterwarnings("ignore", "tap_dependency_table", DeprecationWarning)
+        pp.runpp(work, calculate_voltage_angles=True, numba=numba_available())
 
     gen_bus = np.concatenate(
         [

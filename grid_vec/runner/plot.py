@@ -26,7 +26,8 @@ def plot_episode(
     path: str | os.PathLike[str] | None = None,
     branch_names: Sequence[str] | None = None,
 ) -> Any:
-    """Draw rho per branch above the reward per step of a recorded episode.
+    """Draw rho per branch above the reward per step of a recorded episode (its running
+    sum when every step pays the same, which would draw a flat line).
 
     Args:
         episode: the episode.
@@ -39,7 +40,7 @@ def plot_episode(
         The matplotlib figure.
 
     Raises:
-        ImportError: matplotlib is missing (an optional extra: ``pip install grid_vec[bench]``).
+        ImportError: matplotlib is missing (``pip install matplotlib``).
     """
     try:
         import matplotlib
@@ -48,9 +49,7 @@ def plot_episode(
             matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        raise ImportError(
-            "plot_episode needs matplotlib: pip install 'grid_vec[bench]' or pip install matplotlib"
-        ) from exc
+        raise ImportError("plot_episode needs matplotlib: pip install matplotlib") from exc
     rho = None if view is None else getattr(episode.views(view), "rho", None)
     trips = episode.trips()
     rows = 2 if rho is not None else 1
@@ -58,8 +57,15 @@ def plot_episode(
     if rho is not None:
         _draw_rho(axes[0, 0], np.asarray(rho), branch_names)
     ax = axes[-1, 0]
-    ax.plot(range(1, len(episode) + 1), episode.rewards)
-    ax.set_ylabel("reward")
+    rewards = np.asarray(episode.rewards, dtype=float)
+    if rewards.size and np.all(rewards == rewards[0]):
+        # a reward that pays the same every step (the default one pays survival) draws a flat
+        # line: its sum over the steps shows the episode instead
+        ax.plot(range(1, len(episode) + 1), np.cumsum(rewards))
+        ax.set_ylabel(f"reward summed\n({rewards[0]:g} a step)")
+    else:
+        ax.plot(range(1, len(episode) + 1), rewards)
+        ax.set_ylabel("reward")
     ax.set_xlabel("step")
     for row, (step, branches) in enumerate(trips):
         for axis in axes[:, 0]:

@@ -62,3 +62,16 @@ def test_the_plot_title_and_ending_give_the_game_over_reason(tripping_episode):
     assert reason and tripping_episode.ending == reason
     fig = plot_episode(tripping_episode)
     assert f"ended: {reason}" in fig.texts[0].get_text()
+
+
+def test_a_reward_paying_the_same_every_step_is_drawn_as_its_running_sum(tripping_episode):
+    rewards = np.asarray(tripping_episode.rewards, dtype=float)
+    reward_axes = plot_episode(tripping_episode).axes[-1]
+    drawn = reward_axes.lines[0].get_ydata()
+    if np.all(rewards == rewards[0]):
+        np.testing.assert_array_equal(drawn, np.cumsum(rewards))
+        assert reward_axes.get_ylabel().startswith("reward summed")
+    else:
+        np.testing.assert_array_equal(drawn, rewards)
+        assert reward_axes.get_ylabel() == "reward"
+    assert len(np.unique(drawn)) > 1, "the reward panel is a flat line"
