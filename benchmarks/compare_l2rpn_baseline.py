@@ -21,10 +21,12 @@ runs as published, the same on both sides.
 
 Both sides: no opponent, the folder's reward, thermal limits (times ``--limits-scale``) and
 maintenance; scenarios ``0 .. --scenarios - 1`` from their start, at most ``--steps`` steps.
-Reported per scenario: each side's steps, summed reward and seconds (start-up included), the
-steps where the agent acted (an action other than do-nothing), those where the two sides'
-actions differ, and the largest difference of the highest rho of a step. The agent is slow
-(a cvxpy solve per step out of the "do nothing" band), so both sides take about its time.
+Reported per scenario: each side's steps, summed reward and seconds (start-up included),
+grid2op's ``DoNothingAgent``'s steps and summed reward on grid_vec (what the agent's
+actions change), the steps where the agent acted (an action other than do-nothing), those
+where the two sides' actions differ, and the largest difference of the highest rho of a
+step. The agent is slow (a cvxpy solve per step out of the "do nothing" band), so both sides
+take about its time.
 
     python benchmarks/compare_l2rpn_baseline.py [--folder l2rpn_case14_sandbox]
         [--scenarios 3] [--steps 288] [--limits-scale 1.0] [--out OUT]
@@ -39,6 +41,7 @@ import os
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -99,16 +102,27 @@ def play_grid2op(folder: Any, scenario: int, steps: int, limits: np.ndarray) -> 
     return episode
 
 
-def play_grid_vec(folder: Any, scenario: int, steps: int, limits: np.ndarray) -> Episode:
-    """The same agent through ``Grid2opAgentPolicy`` on grid_vec's env of the folder."""
+def packaged_agent(reference: Any) -> Any:
+    """``OptimCVXPY`` built on grid2op's env ``reference`` (it reads the grid's reactances)."""
+    return load_agent_class()(reference.action_space, reference)
+
+
+def play_grid_vec(
+    folder: Any,
+    scenario: int,
+    steps: int,
+    limits: np.ndarray,
+    build: Callable[[Any], Any] = packaged_agent,
+) -> Episode:
+    """A grid2op agent (``build(grid2op's env)``; the packaged one by default) through
+    ``Grid2opAgentPolicy`` on grid_vec's env of the folder."""
     from grid_vec.integrations.grid2op import Grid2opAgentPolicy, make_env
 
-    agent_class = load_agent_class()
     start = time.perf_counter()
     env = make_env(folder, opponent=None, thermal_limits=limits)
     reference = grid2op_env(folder, opponent=False)  # builds the agent and its observations
     reference.set_thermal_limit(limits)
-    policy = Grid2opAgentPolicy(agent_class(reference.action_space, reference), env, reference)
+    policy = Grid2opAgentPolicy(build(reference), env, reference)
     obs, _ = env.reset(options={"scenario_id": scenario})
     reward, done, episode = 0.0, False, Episode()
     while episode.steps < steps and not done:
@@ -158,6 +172,10 @@ def main(argv: list[str] | None = None) -> dict:
     folder = bundled_folder(args.folder)
     from grid_vec.integrations.grid2op import make_env
 
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from grid2op.Agent import DoNothingAgent
+
     probe = make_env(folder)
     limits = probe.thermal_limit * args.limits_scale  # given to both sides
     if args.scenarios > len(probe.scenario_order):
@@ -170,9 +188,15 @@ def main(argv: list[str] | None = None) -> dict:
             play = play_grid_vec if side == "grid_vec" else play_grid2op
             sides[side] = play(folder, scenario, args.steps, limits)
         ours, theirs = sides["grid_vec"], sides["grid2op"]
+        # what the agent changes: grid2op's DoNothingAgent on the same grid (grid_vec's side
+        # only: do-nothing ends where grid2op's does, tests/env/test_grid2op_folders.py)
+        idle = play_grid_vec(
+            folder, scenario, args.steps, limits, lambda ref: DoNothingAgent(ref.action_space)
+        )
         rows.append(
             {
                 "scenario": scenario,
+                "do_nothing": {"steps": idle.steps, "reward": idle.reward},
                 "grid_vec": {
                     k: v for k, v in asdict(ours).items() if k not in ("actions", "rho_max")
                 },
@@ -194,7 +218,8 @@ def main(argv: list[str] | None = None) -> dict:
             f"{theirs.seconds:.1f} s | the agent acted at {rows[-1]['steps_acting']} steps; "
             f"actions differ at {len(rows[-1]['differing_steps'])} (by at most "
             f"{rows[-1]['max_action_difference']:.1e}) "
-            f"steps, max |rho diff| {rows[-1]['max_rho_difference']:.2e}",
+            f"steps, max |rho diff| {rows[-1]['max_rho_difference']:.2e} | do-nothing "
+            f"{idle.steps} steps, reward {idle.reward:.2f}",
             flush=True,
         )
     result = {
