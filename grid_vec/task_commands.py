@@ -28,8 +28,8 @@ from grid_vec._argtypes import (
     writable_file,
 )
 from grid_vec._untrusted import UntrustedFileError
+from grid_vec.runner.progress import NO_PROGRESS_HELP, cli_pbar
 
-NO_PROGRESS_HELP = "show no progress (by default: a bar on a terminal, a line every 30 s elsewhere)"
 ACTION_SET_HELP = (
     "play the action set in this file (written by `grid-vec actions TASK --out DIR`) "
     "instead of the task's shipped one"
@@ -185,8 +185,8 @@ def _actions(args: argparse.Namespace) -> int:
 
 
 def _progress(args: argparse.Namespace) -> Any:
-    """What the Runner's ``pbar`` takes for ``--no-progress``: nothing, else ``"auto"``."""
-    return False if args.no_progress else "auto"
+    """What the Runner's ``pbar`` takes for ``--no-progress`` (as ``grid-vec run``'s)."""
+    return cli_pbar(args.no_progress)
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -230,9 +230,13 @@ def _eval(args: argparse.Namespace) -> int:
         agents.remove("greedy")
     if "greedy" in agents and not discrete:
         raise UsageError("grid-vec eval", "--agent greedy needs a task with discrete actions")
-    # every checkpoint read (and refused) before anything is played
+    # every checkpoint read (and refused) before anything is played, checked against the
+    # spaces of the env it will play (the split and the action set asked)
+    checked_kwargs = {**kwargs, "split": args.split}
     trained = {
-        a: _trained_policy(a, args.task, args.trust_pickle) for a in agents if isinstance(a, Path)
+        a: _trained_policy(a, args.task, args.trust_pickle, checked_kwargs)
+        for a in agents
+        if isinstance(a, Path)
     }
     scores = []
     for agent in agents:
@@ -270,13 +274,23 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _trained_policy(path: Path, task: str, trust_pickle: bool) -> Any:
+def _trained_policy(
+    path: Path, task: str, trust_pickle: bool, env_kwargs: dict[str, Any] | None = None
+) -> Any:
     """The policy of a trained agent's file (one line for a mistake): a torch checkpoint read
     without unpickling, or an SB3 zip when trusted.
 
+    Args:
+        path: the file.
+        task: the task it will play.
+        trust_pickle: whether an SB3 zip may be unpickled.
+        env_kwargs: the settings of the task's env it will play (its action set, split): a
+            torch checkpoint is checked against that env's spaces.
+
     Raises:
         UsageError: torch (or SB3) is missing, the file is not a checkpoint, is an SB3 zip
-            not trusted, or was trained on another task.
+            not trusted, was trained on another task, or does not fit the task's observation
+            or action space.
     """
     try:
         from grid_vec.integrations.torch_policy import CheckpointError, LoadedPolicy, load_policy
@@ -307,4 +321,15 @@ def _trained_policy(path: Path, task: str, trust_pickle: bool) -> Any:
         raise UsageError(
             "grid-vec eval", f"--agent {path}: trained on {loaded.task}, not on {task}"
         )
+    from grid_vec.env.make import make
+
+    # its spaces against the env's before the first step: a policy of another shape would
+    # fail in the middle of the run, with a traceback
+    env = make(task, observation=loaded.observation, **(env_kwargs or {}))
+    try:
+        loaded.policy.check_spaces(env.observation_space, env.action_space)
+    except CheckpointError as exc:
+        raise UsageError("grid-vec eval", f"--agent {exc}") from exc
+    finally:
+        env.close()
     return loaded

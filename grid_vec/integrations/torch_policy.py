@@ -14,13 +14,17 @@ Two networks, chosen by the observation form:
 Observations are normalised by :class:`ObservationNorm` (running mean and variance per
 feature, frozen for evaluation). A checkpoint (:func:`save_checkpoint`) holds tensors, numbers
 and strings only: it is read with ``torch.load(weights_only=True)``, which unpickles no
-object, so a checkpoint from elsewhere cannot run code (:func:`load_policy`).
+object, so a checkpoint from elsewhere cannot run code (:func:`load_policy`). A checkpoint is
+untrusted input: what it declares is checked before anything is allocated (every size capped,
+the weights' shapes those of the declared network, the statistics finite), and the policy is
+checked against the env's spaces before the first step (:meth:`TorchPolicy.check_spaces`).
 """
 
 from __future__ import annotations
 
+import math
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +34,29 @@ from gymnasium import spaces
 from torch import nn
 from torch.distributions import Categorical, Normal
 
+from grid_vec._untrusted import quote
 from grid_vec.env.graph import EDGE_FEATURES, GLOBAL_FEATURES, NODE_FEATURES
 
 CHECKPOINT_FORMAT = "grid_vec.torch_policy/1"
 MAX_CHECKPOINT_BYTES = 512 * 2**20
+
+# The sizes an architecture may declare: a checkpoint is untrusted, and its sizes are read
+# before its weights, so each is capped far above any agent of these grids yet low enough that
+# building the network on the meta device (which allocates nothing) stays instant.
+# Case118Topology's full catalogue has 11,604 actions; a million is room for any grid2op one.
+MAX_ACTIONS = 2**20
+# Case118Topology's flat observation has 3,767 entries.
+MAX_OBS = 2**20
+# examples/ppo_task.py trains 256 wide; a 4096-wide square layer is already 16 M weights.
+MAX_HIDDEN = 4096
+# Message passing crosses a grid in about its diameter in rounds (ppo_task's default is 3);
+# each round is a Python loop step when the network is built and at every decision.
+MAX_ROUNDS = 64
+# The float32 weights the largest checkpoint read can hold: a declared network bigger than
+# this cannot be in the file, and the memory a real build takes is bounded by it.
+MAX_WEIGHTS = MAX_CHECKPOINT_BYTES // 4
+# The observation form each network kind is trained on.
+OBSERVATION_OF_KIND = {"mlp": "flat", "gnn": "graph"}
 
 
 class CheckpointError(ValueError):
@@ -57,7 +80,10 @@ class Architecture:
         log_std_init: (Box) the initial log standard deviation, in unit scale.
 
     Raises:
-        ValueError: Box bounds of another length than ``n_actions``, or not finite with
+        ValueError: a size out of its range (``n_actions`` in [1, :data:`MAX_ACTIONS`],
+            ``hidden`` in [1, :data:`MAX_HIDDEN`], ``n_obs`` in [0, :data:`MAX_OBS`],
+            ``rounds`` in [0, :data:`MAX_ROUNDS`]); ``noop_bias`` or ``log_std_init`` not
+            finite; Box bounds of another length than ``n_actions``, or not finite with
             ``low < high``.
     """
 
@@ -78,6 +104,17 @@ class Architecture:
         for name in ("noop_bias", "log_std_init"):
             object.__setattr__(self, name, float(getattr(self, name)))
         object.__setattr__(self, "kind", str(self.kind))
+        for name, low_cap, high_cap in (
+            ("n_actions", 1, MAX_ACTIONS),
+            ("hidden", 1, MAX_HIDDEN),
+            ("n_obs", 0, MAX_OBS),
+            ("rounds", 0, MAX_ROUNDS),
+        ):
+            value = getattr(self, name)
+            if not low_cap <= value <= high_cap:
+                raise ValueError(f"{name} is {value}, outside [{low_cap}, {high_cap}]")
+        if not (math.isfinite(self.noop_bias) and math.isfinite(self.log_std_init)):
+            raise ValueError("noop_bias and log_std_init must be finite")
         low = tuple(float(v) for v in self.action_low)
         high = tuple(float(v) for v in self.action_high)
         object.__setattr__(self, "action_low", low)
@@ -296,11 +333,58 @@ class ObservationNorm:
         }
 
     @classmethod
-    def from_state(cls, state: dict[str, Any]) -> ObservationNorm:
-        norm = cls({k: int(v.numel()) for k, v in state["mean"].items()})
-        norm.mean = {k: v.double().numpy() for k, v in state["mean"].items()}
-        norm.var = {k: v.double().numpy() for k, v in state["var"].items()}
-        norm.count, norm.frozen = float(state["count"]), True
+    def from_state(cls, state: Any, sizes: dict[str, int] | None = None) -> ObservationNorm:
+        """The frozen statistics of :meth:`state`, checked (they may come from a file): the
+        keys and sizes expected, finite means, finite positive variances, a finite
+        non-negative count.
+
+        Args:
+            state: what :meth:`state` gave.
+            sizes: the feature count of each key the network takes (None: the state's own).
+
+        Raises:
+            ValueError: statistics that are not so (the message says which).
+        """
+        if not isinstance(state, dict):
+            raise ValueError("observation statistics: not a dict")
+        means, variances, count = state.get("mean"), state.get("var"), state.get("count")
+        if not (isinstance(means, dict) and isinstance(variances, dict)):
+            raise ValueError("observation statistics: no means and variances")
+        if sizes is None:
+            sizes = {k: v.numel() for k, v in means.items() if isinstance(v, torch.Tensor)}
+        if set(means) != set(sizes) or set(variances) != set(sizes):
+            raise ValueError(
+                f"observation statistics of {quote(sorted(map(str, means)))}, the network "
+                f"takes {sorted(sizes)}"
+            )
+        norm = cls({})
+        for key, n in sizes.items():
+            # shapes first: a tensor may claim more elements than the file holds (zero strides)
+            arrays = {}
+            for what, table in (("mean", means), ("variance", variances)):
+                value = table[key]
+                if not (
+                    isinstance(value, torch.Tensor)
+                    and value.is_floating_point()
+                    and tuple(value.shape) == (n,)
+                ):
+                    raise ValueError(f"observation statistics: the {key} {what} is not {n} floats")
+                arrays[what] = value.double().numpy()
+            if not np.isfinite(arrays["mean"]).all():
+                raise ValueError(f"observation statistics: a {key} mean is not finite")
+            var = arrays["variance"]
+            # a trained variance starts at 1 and stays > 0 (Welford's update keeps the prior)
+            if not (np.isfinite(var) & (var > 0)).all():
+                raise ValueError(
+                    f"observation statistics: a {key} variance is not finite and positive"
+                )
+            norm.mean[key], norm.var[key] = arrays["mean"], var
+        if isinstance(count, bool) or not isinstance(count, (int, float)):
+            raise ValueError("observation statistics: the count is not a number")
+        count = float(min(count, math.inf))  # an int too large for a float: inf, refused
+        if not (math.isfinite(count) and count >= 0):
+            raise ValueError(f"observation statistics: the count is {count}")
+        norm.count, norm.frozen = count, True
         return norm
 
 
@@ -407,6 +491,8 @@ class TorchPolicy:
         name: the name the scores carry.
         check_top: the actions simulated per decision (1: none, the policy alone).
         safe_rho: the maximum rho a simulated step must stay below to be taken as safe.
+        source: the checkpoint file it was read from (:func:`load_policy`), named when the
+            policy does not fit an env.
 
     Raises:
         ValueError: ``check_top`` < 1 or ``safe_rho`` <= 0; ``check_top`` > 1 for a Box
@@ -423,6 +509,7 @@ class TorchPolicy:
         *,
         check_top: int = 1,
         safe_rho: float = 1.0,
+        source: str | os.PathLike | None = None,
     ) -> None:
         if isinstance(check_top, bool) or not isinstance(check_top, int) or check_top < 1:
             raise ValueError(f"check_top must be an int >= 1, got {check_top!r}")
@@ -432,15 +519,42 @@ class TorchPolicy:
             raise ValueError("check_top > 1 ranks a Discrete policy's actions: not a Box policy's")
         self.network, self.norm, self.name = network.eval(), norm, name
         self.check_top, self.safe_rho = check_top, float(safe_rho)
+        self.source = source
         norm.frozen = True
         self._env: Any = None
 
-    def bind(self, env: Any) -> None:
-        """Keep the vector env whose sub-envs ``check_top`` simulates (the Runner calls it).
+    def check_spaces(self, observation_space: Any, action_space: Any) -> None:
+        """Check that the network and its statistics fit an env's (single) spaces: its
+        observation form and sizes, its action count (a Box policy's bounds inside the
+        env's), so that a policy of another shape is refused before the first step rather than
+        failing in it.
 
         Raises:
+            CheckpointError: a policy read from a file that does not fit (the message names
+                the file and what differs).
+            ValueError: another policy that does not fit.
+        """
+        problem = _space_mismatch(self.network.arch, self.norm, observation_space, action_space)
+        if problem is None:
+            return
+        if self.source is not None:
+            raise CheckpointError(f"{self.source}: {problem}")
+        raise ValueError(f"the policy does not fit the env: {problem}")
+
+    def bind(self, env: Any) -> None:
+        """Check the policy against the vector env's spaces (:meth:`check_spaces`) and keep
+        the env, whose sub-envs ``check_top`` simulates (the Runner calls it before the first
+        step).
+
+        Raises:
+            CheckpointError: a policy read from a file that does not fit the env's spaces.
+            ValueError: another policy that does not fit them.
             TypeError: ``check_top`` > 1 and the env has no ``simulate_candidates``.
         """
+        observation_space = getattr(env, "single_observation_space", None)
+        action_space = getattr(env, "single_action_space", None)
+        if observation_space is not None and action_space is not None:
+            self.check_spaces(observation_space, action_space)
         if self.check_top > 1 and not hasattr(env, "simulate_candidates"):
             raise TypeError(
                 f"check_top={self.check_top} needs a vector env with simulate_candidates "
@@ -471,6 +585,48 @@ class TorchPolicy:
         return top[np.arange(len(top)), choice]
 
 
+def _space_mismatch(
+    arch: Architecture, norm: ObservationNorm, observation_space: Any, action_space: Any
+) -> str | None:
+    """What makes a network and its statistics unfit for an env's spaces (None: nothing)."""
+    if isinstance(observation_space, spaces.Dict):
+        if arch.kind != "gnn":
+            return f"a network of flat observations ({arch.kind}), the env gives graphs"
+        missing = {"nodes", "edges", "globals", "edge_index"} - set(observation_space.spaces)
+        if missing:
+            return f"the env's graph observations have no {sorted(missing)}"
+        for key in ("nodes", "edges", "globals"):
+            n, have = observation_space[key].shape[-1], len(norm.mean.get(key, ()))
+            if have != n:
+                return f"a network of {have} {key} features, the env gives {n}"
+    else:
+        if arch.kind != "mlp":
+            return f"a network of graph observations ({arch.kind}), the env gives flat ones"
+        n = int(np.prod(observation_space.shape or (0,)))
+        if n != arch.n_obs or len(norm.mean.get("flat", ())) != n:
+            return f"a network of {arch.n_obs} observation entries, the env gives {n}"
+    if isinstance(action_space, spaces.Discrete):
+        if arch.continuous:
+            return f"a policy over a Box of {arch.n_actions} dimensions, the env has {action_space}"
+        if int(action_space.n) != arch.n_actions:
+            return f"a policy over {arch.n_actions} actions, the env has {action_space.n}"
+        return None
+    if not isinstance(action_space, spaces.Box) or len(action_space.shape) != 1:
+        return f"the env's action space {action_space} is neither Discrete nor a 1-d Box"
+    if not arch.continuous:
+        return f"a policy over {arch.n_actions} discrete actions, the env has {action_space}"
+    if action_space.shape[0] != arch.n_actions:
+        return (
+            f"a policy over a Box of {arch.n_actions} dimensions, the env's has "
+            f"{action_space.shape[0]}"
+        )
+    # the policy maps its actions onto its own bounds: inside the env's, every one is legal
+    low, high = np.array(arch.action_low), np.array(arch.action_high)
+    if (low < action_space.low).any() or (high > action_space.high).any():
+        return "a policy whose action bounds reach outside the env's"
+    return None
+
+
 @dataclass(frozen=True)
 class LoadedPolicy:
     """A trained agent read back: the agent and what it was trained for (the architecture:
@@ -491,12 +647,18 @@ def load_policy(path: str | os.PathLike, name: str = "ppo") -> LoadedPolicy:
         name: the name the agent's scores carry.
 
     Returns:
-        The agent and the task and observation form it was trained with.
+        The agent and the task and observation form it was trained with; the agent checks
+        itself against the env's spaces when the Runner binds it (:meth:`TorchPolicy.bind`).
 
     Raises:
         CheckpointError: the file is missing, too large, not a torch file, holds objects
-            other than tensors and plain values, or is not a checkpoint of this format
-            (the message names the file and what is wrong).
+            other than tensors and plain values, or is not a checkpoint of this format; its
+            architecture declares a size out of range (checked before anything is built) or
+            an observation form not its network's; its weights are not exactly the tensors
+            of that architecture (keys and shapes, checked before the network is built for
+            real) or not finite; its observation statistics are not finite, with positive
+            variances and a non-negative count, of the network's sizes (the message names the
+            file and what is wrong).
     """
     path = Path(path)
     try:
@@ -520,15 +682,109 @@ def load_policy(path: str | os.PathLike, name: str = "ppo") -> LoadedPolicy:
             "grid_vec.integrations.torch_policy.save_checkpoint, e.g. examples/ppo_task.py)"
         )
     try:
-        arch = Architecture(**data["architecture"])
-        network = build_network(arch)
-        network.load_state_dict(data["network"])
-        norm = ObservationNorm.from_state(data["norm"])
-        task, observation = str(data["task"]), str(data["observation"])
+        arch = _declared_architecture(data.get("architecture"))
+        task, observation = data.get("task"), data.get("observation")
+        if not isinstance(task, str):
+            raise ValueError("no task name")
+        if observation != OBSERVATION_OF_KIND.get(arch.kind):
+            raise ValueError(f"observation {quote(observation)} for a {arch.kind} network")
+        network = _checked_network(arch, data.get("network"))
+        norm = ObservationNorm.from_state(data.get("norm"), _norm_sizes(arch))
     except (KeyError, TypeError, ValueError, RuntimeError, AttributeError) as exc:
         reason = _reason(exc)
         raise CheckpointError(f"{path}: a damaged checkpoint ({reason})") from exc
-    return LoadedPolicy(TorchPolicy(network, norm, name), task, observation, arch)
+    policy = TorchPolicy(network, norm, name, source=path)
+    return LoadedPolicy(policy, task, observation, arch)
+
+
+# The fields of an architecture a checkpoint declares, by the type its value must have (no
+# conversion: a float hidden size or a string is a damaged file, not something to round).
+_SIZE_FIELDS = ("n_actions", "hidden", "n_obs", "rounds")
+_FLOAT_FIELDS = ("noop_bias", "log_std_init")
+
+
+def _declared_architecture(raw: Any) -> Architecture:
+    """The architecture a checkpoint declares, its values of the types :func:`asdict` wrote
+    and every size in range (:class:`Architecture`), before anything is built.
+
+    Raises:
+        ValueError: what is not so.
+    """
+    if not isinstance(raw, dict):
+        raise ValueError("no architecture")
+    unknown = set(raw) - {f.name for f in fields(Architecture)}
+    if unknown:
+        raise ValueError(f"architecture: unknown fields {quote(sorted(map(str, unknown)))}")
+    for name, value in raw.items():
+        if name == "kind":
+            ok = isinstance(value, str) and value in NETWORKS
+        elif name in _SIZE_FIELDS:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif name in _FLOAT_FIELDS:
+            ok = _is_number(value)
+        else:  # action_low, action_high
+            ok = isinstance(value, (tuple, list)) and all(map(_is_number, value))
+        if not ok:
+            raise ValueError(f"architecture: {name} is {quote(value)}")
+    try:
+        return Architecture(**raw)
+    except (TypeError, ValueError) as exc:  # a size out of range, a required field missing
+        raise ValueError(f"architecture: {_reason(exc)}") from exc
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _norm_sizes(arch: Architecture) -> dict[str, int]:
+    """The feature count of each key of the observation statistics ``arch``'s network takes."""
+    if arch.kind == "gnn":
+        return {
+            "nodes": len(NODE_FEATURES),
+            "edges": len(EDGE_FEATURES),
+            "globals": len(GLOBAL_FEATURES),
+        }
+    return {"flat": arch.n_obs}
+
+
+def _checked_network(arch: Architecture, state: Any) -> nn.Module:
+    """The network of ``arch`` holding ``state``'s weights, built for real only once they are
+    checked against it: the same keys, each of the exact shape, contiguous (a tensor of zero
+    strides may claim more elements than the file holds), floating and finite.
+
+    Raises:
+        ValueError: weights that are not so, or more than :data:`MAX_WEIGHTS` declared.
+    """
+    # the shapes of the declared network, from a build on the meta device: no memory, no
+    # initialisation, and quick whatever the sizes (each is capped)
+    with torch.device("meta"):
+        skeleton = build_network(arch)
+    expected = {key: tuple(t.shape) for key, t in skeleton.state_dict().items()}
+    total = sum(math.prod(shape) for shape in expected.values())
+    if total > MAX_WEIGHTS:
+        raise ValueError(f"the architecture has {total} weights, over the {MAX_WEIGHTS} allowed")
+    if not isinstance(state, dict):
+        raise ValueError("no network weights")
+    extra = [key for key in state if key not in expected]
+    if extra:
+        raise ValueError(f"weights the architecture has not: {quote(sorted(map(str, extra)))}")
+    for key, shape in expected.items():
+        if key not in state:
+            raise ValueError(f"no weights {key} {shape}")
+        tensor = state[key]
+        if not isinstance(tensor, torch.Tensor) or tuple(tensor.shape) != shape:
+            found = tuple(tensor.shape) if isinstance(tensor, torch.Tensor) else type(tensor)
+            raise ValueError(f"weights {key} of shape {found}, the architecture's are {shape}")
+        if not (
+            tensor.is_floating_point() and tensor.layout == torch.strided and tensor.is_contiguous()
+        ):
+            raise ValueError(f"weights {key} are not a dense floating tensor")
+        if not torch.isfinite(tensor).all():
+            raise ValueError(f"weights {key} are not finite")
+    # every parameter is overwritten by load_state_dict: no initialisation needed
+    network = skeleton.to_empty(device="cpu")
+    network.load_state_dict(state)
+    return network
 
 
 def _reason(exc: BaseException) -> str:

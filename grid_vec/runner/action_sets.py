@@ -21,9 +21,12 @@ with its position, and the count does not depend on the number of processes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Sequence
+import signal
+import threading
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -102,6 +105,9 @@ def count_greedy_picks(
     Raises:
         ValueError: an unknown task, or ``scenarios`` / ``workers`` below 1 or ``scenarios``
             beyond the split.
+        KeyboardInterrupt: a Ctrl-C, raised once the worker processes are stopped (they
+            ignore SIGINT themselves, leaving its answer to this process); an error of a job
+            stops them too before it is raised.
     """
     if task_id not in TASKS:
         raise ValueError(f"unknown task {task_id!r}; tasks: {', '.join(TASKS)}")
@@ -121,17 +127,80 @@ def count_greedy_picks(
         # one job a scenario, so that progress is seen as scenarios end (a job builds its
         # env from the compiled-grid cache: milliseconds)
         counts = None
-        with ProcessPoolExecutor(min(workers, scenarios)) as pool:
-            jobs = [
-                pool.submit(_count_scenarios, task_id, [p], max_steps) for p in range(scenarios)
-            ]
+        pool = ProcessPoolExecutor(min(workers, scenarios), initializer=_ignore_sigint)
+        try:
+            with _sigint_held():  # the pool's processes start in the first submit
+                jobs = [
+                    pool.submit(_count_scenarios, task_id, [p], max_steps) for p in range(scenarios)
+                ]
             for job in as_completed(jobs):
                 counts = job.result() if counts is None else counts + job.result()
                 bar.update(1)
+        except BaseException:
+            _stop_pool(pool)
+            raise
+        pool.shutdown()
         return counts
     finally:
         if owned:
             bar.close()
+
+
+def _ignore_sigint() -> None:
+    """Initializer of the pool's processes: a Ctrl-C is the parent's to answer (it stops the
+    pool, and the CLI prints its one line); a process that raised KeyboardInterrupt too would
+    print its own traceback. Started with SIGINT blocked (:func:`_sigint_held`), it ignores
+    the signal before unblocking it, so that none held meanwhile reaches it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+@contextlib.contextmanager
+def _sigint_held() -> Iterator[None]:
+    """Block SIGINT in this thread for the block (where the platform can): a process forked
+    or started meanwhile inherits the mask, so a Ctrl-C before its initializer ignores the
+    signal cannot interrupt it; this process receives the Ctrl-C when the block ends."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """Ignore Ctrl-C for the block (main thread only: elsewhere signals stay as they are)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Stop ``pool`` at once after a Ctrl-C or an error: cancel the jobs not started and end
+    the processes playing one (the pool's own shutdown would wait for each job to finish,
+    and its processes ignore SIGINT). Runs with Ctrl-C ignored, so that a second one cannot
+    leave processes behind."""
+    with _sigint_ignored():
+        # the executor lists its processes only in a private attribute (Python 3.14 adds
+        # terminate_workers(), which does not join them)
+        processes = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.join(timeout=5.0)
+            if process.is_alive():  # SIGTERM handled or held: not left running
+                process.kill()
+                process.join()
 
 
 def reduced_action_set(counts: np.ndarray, size: int) -> list[int]:

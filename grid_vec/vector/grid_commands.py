@@ -2,7 +2,9 @@
 
 Mixed into :class:`~grid_vec.vector.vec_env.GridVecEnv`. Each command is a per-env
 ``call_each`` of the GridEnv method of the same meaning, so the vector layer needs to know
-only the method names, not the env layer itself.
+only the method names, not the env layer itself. Being calls, they are bounded by
+``step_timeout`` as a step is: a worker that exceeds it is killed (restarted with
+``restart_on_crash``) and the command raises ``WorkerTimeoutError``.
 """
 
 from __future__ import annotations
@@ -146,6 +148,7 @@ class GridCommands:
 
         Raises:
             ValueError: ``actions`` outside ``action_space``.
+            WorkerTimeoutError: a worker exceeded ``step_timeout`` (see the module).
             Exception: a sub-env's own error, re-raised with its index.
         """
         if not self.action_space.contains(actions):
@@ -180,6 +183,7 @@ class GridCommands:
             ValueError: candidates not shaped ``(num_envs, K, ...)``, or outside the action
                 space (naming the sub-env), or a horizon a sub-env does not forecast.
             RuntimeError: a sub-env whose episode is over, or a simulate budget.
+            WorkerTimeoutError: a worker exceeded ``step_timeout`` (see the module).
         """
         self._candidate_count(candidates)
         if isinstance(candidates, dict):

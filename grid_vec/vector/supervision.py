@@ -5,6 +5,10 @@ waits of the hot path. Every way a worker can fail ends in an error within a kno
 
 - a command write that the worker does not read for ``step_timeout`` seconds (a stuck
   worker, a full pipe) kills the worker, and the wait for its reply reports the timeout;
+- a wait for replies (a step, a reset, a call and the grid commands made of calls) that
+  gets no timeout of its own ends ``step_timeout`` after it began, spins on the doorbell
+  included; the workers late are then killed (SIGKILL: a stopped one ignores SIGTERM) and
+  recovered as crashed ones;
 - a dead or timed-out worker is restarted (``restart_on_crash``) or named in the error; a
   restart that fails leaves the worker stopped, the env idle, and the next ``reset()``
   starts it again;
@@ -69,9 +73,15 @@ class Worker:
 
 
 def stop_worker(w: Worker, *, kill: bool) -> None:
-    """Join (or terminate, then kill) a worker process and close its pipes."""
+    """Join (or terminate, then kill) a worker process and close its pipes; one that exceeded
+    ``step_timeout`` is killed at once."""
     proc = w.process
     if proc is not None:
+        if w.timed_out:
+            # SIGKILL without the grace of SIGTERM: a stopped (SIGSTOP) worker would leave
+            # SIGTERM pending and the join below would spend its whole second, past the
+            # step_timeout that the error reports
+            proc.kill()
         proc.join(timeout=0 if kill else 2.0)
         if proc.is_alive():
             proc.terminate()

@@ -116,10 +116,12 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
     on Linux they die with the parent process). Beyond AsyncVectorEnv's:
         envs_per_worker: sub-envs carried by one worker, stepped in one round trip.
             Default: ``ceil(num_envs / usable cores)``.
-        step_timeout: seconds a ``step``/``reset`` (or a pool-mode step awaited by
-            :meth:`recv`) may take when its ``*_wait`` gets no timeout, and seconds a worker
-            may leave a command unread or a reply half-written, before it is killed and
-            handled as crashed (:class:`WorkerTimeoutError`).
+        step_timeout: seconds any command may wait for a worker when its ``*_wait`` gets
+            no timeout: a ``step``/``reset`` (or a pool-mode step awaited by :meth:`recv`),
+            a :meth:`call` and what goes through it (``get_attr``, ``set_attr``, the grid
+            commands: ``simulate``, ``simulate_candidates``, ``snapshot``, ...); and seconds
+            a worker may leave a command unread or a reply half-written. A worker that
+            exceeds it is killed and handled as crashed (:class:`WorkerTimeoutError`).
         restart_on_crash: restart a dead (or timed-out) worker during ``step``/``reset``;
             its sub-envs come back reset, with ``truncated=True`` on a step and
             ``infos["worker_restarted"]`` True (their episodes were lost: the Runner plays
@@ -489,11 +491,21 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
             WorkerCrashedError, WorkerTimeoutError, Exception: as :meth:`reset`.
         """
         self._expect(AsyncState.WAITING_STEP, "step_wait", "step_async")
-        spin_until = self._spin_until(timeout if timeout is not None else self.step_timeout)
+        limit = timeout if timeout is not None else self.step_timeout
+        # one deadline for the whole wait, taken before the hot path spins: the general wait
+        # after a spin that saw no ring keeps what is left of it, not a fresh limit
+        deadline = None if limit is None else time.monotonic() + limit
+        spin_until = self._spin_until(limit)
         if timeout is None and self._took_bare_oks(spin_until):
             infos = self._bare_step_infos()  # no worker had an info to send but in the block
         else:
-            replies = self._gather(self._pending, timeout, name="step_wait", spin_until=spin_until)
+            replies = self._gather(
+                self._pending,
+                timeout,
+                name="step_wait",
+                spin_until=spin_until,
+                deadline=deadline,
+            )
             infos = self._merge(replies)
         self._state = AsyncState.DEFAULT
         block = self._block
@@ -518,8 +530,10 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         Raises:
             ValueError: ``name`` is one the vector env drives itself (``step``, ``reset``,
                 ``close``, ...).
-            ClosedEnvironmentError, AlreadyPendingCallError, WorkerCrashedError, Exception:
-                as :meth:`reset` (a call is not bounded by ``step_timeout``).
+            ClosedEnvironmentError, AlreadyPendingCallError, WorkerCrashedError,
+                WorkerTimeoutError, Exception: as :meth:`reset` (a call is bounded by
+                ``step_timeout`` as a step is: a worker that exceeds it is killed, and
+                restarted with ``restart_on_crash``, before the error is raised).
         """
         self.call_async(name, *args, **kwargs)
         return self.call_wait()
@@ -552,8 +566,8 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
 
         Raises:
             ValueError: bad ``env_ids``, or ``args``/``kwargs`` not one entry per id.
-            ClosedEnvironmentError, AlreadyPendingCallError, WorkerCrashedError, Exception:
-                as :meth:`call`.
+            ClosedEnvironmentError, AlreadyPendingCallError, WorkerCrashedError,
+                WorkerTimeoutError, Exception: as :meth:`call`.
 
         Example:
             >>> envs.call_each("set_id", [0, 3], args=[(7,), (9,)])  # doctest: +SKIP
@@ -573,7 +587,8 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         """Wait for the call sent by :meth:`call_async` (or :meth:`call_each`).
 
         Args:
-            timeout: seconds to wait; None: no limit.
+            timeout: as in :meth:`reset_wait`: None waits ``step_timeout`` (then kills a
+                worker still busy), or without a limit when there is none.
 
         Returns:
             One result per targeted sub-env.
@@ -581,10 +596,10 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         Raises:
             NoAsyncCallError: no call is pending.
             multiprocessing.TimeoutError: ``timeout`` ran out (the workers are kept).
-            WorkerCrashedError, Exception: as :meth:`call`.
+            WorkerCrashedError, WorkerTimeoutError, Exception: as :meth:`call`.
         """
         self._expect(AsyncState.WAITING_CALL, "call_wait", "call_async")
-        replies = self._gather(self._pending, timeout, name="call_wait", bound=False)
+        replies = self._gather(self._pending, timeout, name="call_wait")
         self._state = AsyncState.DEFAULT
         cursor = {w: 0 for w in replies}
         results = []
@@ -627,8 +642,8 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
 
         Raises:
             ValueError: a list or tuple whose length is not ``num_envs``.
-            ClosedEnvironmentError, AlreadyPendingCallError, WorkerCrashedError, Exception:
-                as :meth:`call`.
+            ClosedEnvironmentError, AlreadyPendingCallError, WorkerCrashedError,
+                WorkerTimeoutError, Exception: as :meth:`call`.
         """
         self._assert_is_running()
         if not isinstance(values, (list, tuple)):
@@ -645,7 +660,7 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
             lambda w: (name, range(len(w.env_ids)), [values[i] for i in w.env_ids]),
             by_value=True,
         )
-        self._gather(self._pending, None, bound=False)
+        self._gather(self._pending, None, name="set_attr")
 
     def __del__(self) -> None:
         """Terminate the workers of a GridVecEnv collected without close()."""
@@ -932,14 +947,19 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         name: str = "",
         bound: bool = True,
         spin_until: float | None = None,
+        deadline: float | None = None,
     ) -> dict[Worker, Any]:
         """One reply per worker; turn timeouts, crashes and sub-env errors into exceptions.
 
-        ``bound``: apply ``step_timeout`` when no ``timeout`` is given (step and reset).
-        ``spin_until``: as in :meth:`_wait`.
+        ``bound``: apply ``step_timeout`` when no ``timeout`` is given (every command but the
+        start-up's, whose imports and grid building it does not bound).
+        ``spin_until``: as in :meth:`_wait`. ``deadline``: when the wait ends (a
+        ``time.monotonic`` time), for a caller that already spent part of the limit (default:
+        the limit from now).
         """
-        limit = timeout if timeout is not None else (self.step_timeout if bound else None)
-        deadline = None if limit is None else time.monotonic() + limit
+        if deadline is None:
+            limit = timeout if timeout is not None else (self.step_timeout if bound else None)
+            deadline = None if limit is None else time.monotonic() + limit
         replies, crashed, late = self._wait(workers, deadline, spin_until=spin_until)
         if late and timeout is not None:
             for w in late:
