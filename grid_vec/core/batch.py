@@ -73,7 +73,7 @@ from grid_vec.core.rules.heuristics import (
 from grid_vec.core.rules.opponent import OpponentBatch
 from grid_vec.core.rules.storage import StepLength, reset_storage
 from grid_vec.core.simulate_budget import SimulateBudget
-from grid_vec.core.snapshot import GridSnapshot, StateRows, capture, check, put
+from grid_vec.core.snapshot import GridSnapshot, StateRows, capture, check, hand_over_solvers, put
 from grid_vec.core.state import (
     BatchState,
     OverflowLimits,
@@ -269,14 +269,14 @@ class GridBatch:
         rows = np.asarray(rows, dtype=np.intp)
         options = [check_options(o) for o in options]
         restored = ["state" in o for o in options]
-        if self._turns is not None:  # a reset ends a pool turn in progress
-            self._turns.discard(rows)
         if any(restored):  # snapshots to restore (reset_options: the option comes alone)
             if not all(restored):
                 raise ValueError("reset option 'state': give it to every env reset together")
             return self._with_safe_mask(
                 rows, self.restore(rows, [o["state"] for o in options], rngs)
             )
+        if self._turns is not None:  # a reset ends a pool turn in progress
+            self._turns.discard(rows)
         inits = [
             check_init_state(o["init_state"], self.model, self.topology)
             if "init_state" in o
@@ -394,13 +394,18 @@ class GridBatch:
             The observations of the restored states (rewards 0, nothing flagged).
 
         Raises:
-            TypeError, ValueError: a snapshot that is not one, or not of this grid and
-                configuration (every snapshot is checked before any env changes).
+            TypeError, ValueError: a snapshot that is not one, not of this grid and
+                configuration, or with a value outside its domain (every snapshot is checked
+                whole before any env changes; then no env has changed).
         """
         rows = np.asarray(rows, dtype=np.intp)
         handlers, opponent, steps = self.handlers, self.opponent, self.counts["steps"]
-        for row, snap in zip(rows.tolist(), snapshots, strict=True):
-            check(snap, self.state, row, self.model, handlers[row], opponent)
+        for row, snap, rng in zip(rows.tolist(), snapshots, rngs, strict=True):
+            check(snap, self.state, row, self.model, self.topology, handlers[row], opponent,
+                  self.parameters, rng)  # fmt: skip
+        hand_over_solvers(snapshots, self.state, rows.tolist())
+        if self._turns is not None:  # a restore, as a reset, ends a pool turn in progress
+            self._turns.discard(rows)
         for row, snap, rng in zip(rows.tolist(), snapshots, rngs, strict=True):
             put(snap, self.state, row, self.model, self.topology, handlers[row], opponent, rng)
             self.last_gen_p[row] = snap.setpoints.copy()

@@ -330,14 +330,25 @@ class MultiAgentLayout:
     # --- actions ------------------------------------------------------------------------
 
     def check_actions(self, actions: Any) -> np.ndarray:
-        """``actions`` as a float64 ``(N, A)`` array, checked: a substation agent's choice
-        an int in ``[0, n_choices)``, a generator agent's redispatch finite and within its
-        ramps.
+        """``actions`` as a float64 ``(N, A)`` array, checked: one number per env and agent
+        (an int or a float: a generator agent's is MW, and one array holds every agent's;
+        no bool, no str, no sequence), a substation agent's choice a whole number in ``[0,
+        n_choices)``, a generator agent's redispatch finite and within its ramps.
+
+        Args:
+            actions: ``(N, A)`` numbers, an array or nested sequences.
+
+        Returns:
+            The actions, float64 ``(N, A)``.
 
         Raises:
-            ValueError: a wrong shape or a value outside an agent's space, naming the agent.
+            ValueError: a wrong shape, or a value that is not a number or is outside an
+                agent's space, naming the env and the agent.
         """
-        arr = np.asarray(actions, dtype=np.float64)
+        if isinstance(actions, np.ndarray) and actions.dtype.kind in "iuf":
+            arr = actions.astype(np.float64, copy=False)  # the usual batch: numbers already
+        else:
+            arr = self._numbers(actions)
         if arr.ndim != 2 or arr.shape[1] != self.num_agents:
             raise ValueError(
                 f"actions must be shaped (num_envs, {self.num_agents}), one per agent; got "
@@ -351,15 +362,76 @@ class MultiAgentLayout:
         if ok.all():
             return arr
         row, agent = (int(x) for x in np.argwhere(~ok)[0])
-        allowed = (
-            f"an int in [0, {self.n_choices[agent] - 1}]"
-            if subs[agent]
-            else f"a redispatch in [{self.low[agent]:g}, {self.high[agent]:g}] MW"
-        )
         raise ValueError(
-            f"env {row}, agent {self.names[agent]}: action must be {allowed}, got "
-            f"{arr[row, agent]!r}"
+            f"env {row}, agent {self.names[agent]}: action must be {self._allowed(agent)}, "
+            f"got {arr[row, agent]!r}"
         )
+
+    def _numbers(self, actions: Any) -> np.ndarray:
+        """Actions that are not an array of numbers (nested sequences, an array of bools,
+        strings or objects), each entry checked to be a number: ``np.asarray`` would turn a
+        bool or a numeric string into a number, and a sequence into an error that names no
+        agent."""
+        try:
+            entries = np.array(actions, dtype=object)
+        except ValueError:  # sequences of sequences of no one shape, at the top levels
+            entries = None
+        if entries is None or entries.ndim != 2 or entries.shape[1] != self.num_agents:
+            shape = "of no one shape" if entries is None else f"of shape {entries.shape}"
+            raise ValueError(
+                f"actions must be shaped (num_envs, {self.num_agents}), one number per agent; "
+                f"got a {type(actions).__name__} {shape}"
+            )
+        for (row, agent), value in np.ndenumerate(entries):
+            if isinstance(value, (bool, np.bool_)) or not isinstance(
+                value, (int, float, np.integer, np.floating)
+            ):
+                raise ValueError(
+                    f"env {row}, agent {self.names[agent]}: action must be "
+                    f"{self._allowed(agent)}, got {value!r} ({type(value).__name__})"
+                )
+        return entries.astype(np.float64)
+
+    def agent_action(self, agent: int, action: Any) -> float:
+        """One agent's action as a ParallelEnv is handed it, checked as a single-agent GridEnv
+        checks its own (:func:`grid_vec.env.action_input.one_action`): a substation agent's
+        ``Discrete`` choice an int (a Python or numpy int, or a 0-d int array; no bool, str,
+        float or sequence), a generator agent's ``Box(1,)`` redispatch a float array of shape
+        ``(1,)``. Its range is :meth:`check_actions`'.
+
+        Args:
+            agent: the agent's index.
+            action: its action.
+
+        Returns:
+            The action as the one number of the agent's entry in :meth:`check_actions`.
+
+        Raises:
+            ValueError: an action of another type or shape, naming the env (0: the
+                ParallelEnv's one) and the agent.
+        """
+        if self.kind[agent] == KIND_SUBSTATION:
+            if isinstance(action, np.ndarray) and action.shape == () and action.dtype.kind in "iu":
+                action = action[()]
+            if isinstance(action, (int, np.integer)) and not isinstance(action, (bool, np.bool_)):
+                return float(action)
+        elif isinstance(action, np.ndarray) and action.dtype.kind == "f" and action.shape == (1,):
+            return float(action[0])
+        shown = f"{action!r} ({type(action).__name__}"
+        if isinstance(action, np.ndarray):
+            shown += f" {action.dtype} of shape {action.shape}"
+        raise ValueError(
+            f"env 0, agent {self.names[agent]}: action must be {self._allowed(agent, array=True)}"
+            f", got {shown})"
+        )
+
+    def _allowed(self, agent: int, array: bool = False) -> str:
+        """What the agent's action must be, in words (``array``: a generator agent's as the
+        float array of its ``Box(1,)``)."""
+        if self.kind[agent] == KIND_SUBSTATION:
+            return f"an int in [0, {self.n_choices[agent] - 1}]"
+        redispatch = f"a redispatch in [{self.low[agent]:g}, {self.high[agent]:g}] MW"
+        return f"a float array of shape (1,), {redispatch}" if array else redispatch
 
     def joint_actions(
         self,

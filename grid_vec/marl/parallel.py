@@ -114,15 +114,23 @@ class GridParallelEnv(ParallelEnv):
             ``(observations, rewards, terminations, truncations, infos)``, keyed by agent.
 
         Raises:
-            ValueError: an unknown agent or an action outside its space.
+            ValueError: an unknown agent, or an action of another type or shape than its
+                space's (a substation agent's an int, a generator agent's a float array of
+                shape ``(1,)``, as a single-agent GridEnv takes them) or outside it, naming
+                the agent.
             RuntimeError: no episode under way.
         """
         if not self.agents or self._obs is None:
             raise RuntimeError("no episode under way: call reset() first")
+        if not isinstance(actions, dict):
+            raise ValueError(
+                f"actions must be a dict of agent name to action, got {type(actions).__name__}"
+            )
         row = np.zeros((1, self.layout.num_agents), dtype=np.float64)
         for name, action in actions.items():
-            row[0, self._agent(name)] = np.asarray(action, dtype=np.float64).reshape(-1)[0]
-        checked = self.layout.check_actions(row)
+            i = self._agent(name)
+            row[0, i] = self.layout.agent_action(i, action)  # its type, as GridEnv's own
+        checked = self.layout.check_actions(row)  # its range
         rho = self._obs[None, self.layout.obs_slices["rho"]]
         # the rules in force now (set_parameters may have changed them since the layout)
         limit = self.env.parameters.max_sub_changed
