@@ -27,16 +27,23 @@ What it does, and why (MAPPO as Yu et al. 2022 describe it, for the grid):
   exploring uniformly would change substations at every decision.
 
 Writes ``<out>/curve.csv`` (wall-clock seconds, decisions, time steps, mean time steps
-survived by the training episodes ended since the last line) and ``<out>/result.json`` (the
-test scores of MAPPO and do-nothing, the settings).
+survived by the training episodes ended since the last line), ``<out>/mappo.pt`` (the trained
+agents and their observation statistics: tensors, numbers and strings, read back without
+unpickling; ``python examples/mappo_task.py --score <out>/mappo.pt`` scores them again) and
+``<out>/result.json`` (the test scores of MAPPO and do-nothing, the settings). Ctrl-C saves
+``<out>/mappo.pt`` as trained so far, prints the command that scores it and exits with status
+130 (no traceback).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -44,6 +51,7 @@ from torch import nn
 from torch.distributions import Categorical
 
 from grid_vec.integrations.ppo import (
+    SaveOnInterrupt,
     TrainingCurve,
     add_ppo_arguments,
     advantages,
@@ -77,7 +85,17 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--torch-threads", type=int, default=1)
     p.add_argument("--eval-split", default="test")
     p.add_argument("--out", default="runs/mappo")
+    p.add_argument(
+        "--score",
+        metavar="CHECKPOINT",
+        default=None,
+        help="score the agents a run of this script saved (<out>/mappo.pt) on --eval-split "
+        "instead of training (their task, scope and width are the file's)",
+    )
     return p.parse_args()
+
+
+CHECKPOINT_FORMAT = "mappo_task/1"
 
 
 def mlp(n_in: int, hidden: int, n_out: int) -> nn.Sequential:
@@ -127,15 +145,115 @@ class AgentNorm:
     def freeze(self) -> None:
         self.obs.frozen = self.state.frozen = True
 
+    def statistics(self) -> dict[str, Any]:
+        """Both statistics as tensors and numbers (for a checkpoint)."""
+        return {"obs": self.obs.state(), "state": self.state.state()}
+
+    @classmethod
+    def from_statistics(cls, statistics: Any, n_obs: int, n_state: int) -> AgentNorm:
+        """The frozen statistics of :meth:`statistics`, checked (ValueError: not so)."""
+        if not isinstance(statistics, dict):
+            raise ValueError("observation statistics: not a dict")
+        norm = cls(n_obs, n_state)
+        norm.obs = ObservationNorm.from_state(statistics.get("obs"), {"flat": n_obs})
+        norm.state = ObservationNorm.from_state(statistics.get("state"), {"flat": n_state})
+        return norm
+
 
 def main() -> None:
-    args = parse_args()
+    with SaveOnInterrupt("mappo_task") as interrupt:
+        args = parse_args()
+        if args.score is not None:
+            model, norm, layout = load(Path(args.score), args)
+            print(format_scores(score(args, model, norm, layout)))
+            return
+        train_and_score(args, interrupt)
+
+
+def agents_env(args: argparse.Namespace, num_envs: int) -> Any:
+    """The task's multi-agent vector env of the training scenarios."""
+    return vector_env(args.task, num_envs, args.scope, split="train")
+
+
+def save(path: Path, model: Mappo, norm: AgentNorm, args: argparse.Namespace) -> str:
+    """Write the agents and their statistics; the line saying where they are and the command
+    that scores them."""
+    torch.save(
+        {
+            "format": CHECKPOINT_FORMAT,
+            "task": args.task,
+            "scope": args.scope,
+            "hidden": args.hidden,
+            "network": model.state_dict(),
+            "norm": norm.statistics(),
+        },
+        path,
+    )
+    # the split this script scores on (--score's default is the test split too)
+    split = () if args.eval_split == "test" else ("--eval-split", args.eval_split)
+    command = shlex.join(["python", sys.argv[0], "--score", str(path), *split])
+    return f"saved {path}; score it with: {command}"
+
+
+def load(path: Path, args: argparse.Namespace) -> tuple[Mappo, AgentNorm, Any]:
+    """The agents of a checkpoint :func:`save` wrote (``args`` takes its task, scope and
+    width); exits with one line when the file is not one."""
+    try:
+        # tensors, numbers and strings only: weights_only unpickles no object
+        checkpoint = torch.load(path, weights_only=True)
+    except (OSError, RuntimeError) as exc:  # missing, or not a torch file
+        raise SystemExit(f"--score {path}: {exc}") from None
+    if not isinstance(checkpoint, dict) or checkpoint.get("format") != CHECKPOINT_FORMAT:
+        raise SystemExit(f"--score {path}: not a checkpoint of mappo_task.py")
+    args.task, args.scope, args.hidden = (checkpoint[k] for k in ("task", "scope", "hidden"))
+    envs = agents_env(args, 1)
+    layout = envs.layout
+    n_state = int(np.prod(envs.vec_env.single_observation_space.shape))
+    envs.close()
+    model = Mappo(
+        layout.observation_size, layout.num_agents, int(layout.n_choices.max()), n_state, args
+    )
+    try:
+        model.load_state_dict(checkpoint["network"])
+        norm = AgentNorm.from_statistics(checkpoint["norm"], layout.observation_size, n_state)
+    except (KeyError, RuntimeError, ValueError) as exc:  # another layout, damaged statistics
+        raise SystemExit(f"--score {path}: {exc}") from None
+    return model, norm, layout
+
+
+def score(args: argparse.Namespace, model: Mappo, norm: AgentNorm, layout: Any) -> list[Any]:
+    """The scores of the agents (greedy choices, statistics frozen) and of do-nothing on
+    ``--eval-split``."""
+    norm.freeze()
+
+    def greedy(observations: np.ndarray, masks: np.ndarray, state: np.ndarray) -> np.ndarray:
+        x, _ = norm(observations, state)
+        with torch.no_grad():
+            return model.distribution(x, torch.as_tensor(masks)).probs.argmax(-1).numpy()
+
+    policy = MultiAgentPolicy(layout, greedy)
+    return [
+        evaluate_task(
+            args.task,
+            policy,
+            agent_name="mappo",
+            split=args.eval_split,
+            env_kwargs=policy.env_kwargs,
+            pbar="auto",
+        ),
+        evaluate_task(args.task, "do_nothing", split=args.eval_split, pbar="auto"),
+    ]
+
+
+def train_and_score(args: argparse.Namespace, interrupt: SaveOnInterrupt) -> None:
+    """Train, save the agents, score them; on Ctrl-C (``interrupt``) the agents as trained so
+    far are saved the same way."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(args.seed)
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.torch_threads)
-    envs = vector_env(args.task, args.num_envs, args.scope, split="train")
+    envs = agents_env(args, args.num_envs)
     layout = envs.layout
     n, a = args.num_envs, envs.num_agents
     if (layout.n_choices == 0).any():
@@ -159,6 +277,14 @@ def main() -> None:
     start, decisions, time_steps = time.perf_counter(), 0, 0
     survived = np.zeros(n, dtype=np.int64)
     curve = TrainingCurve(out / "curve.csv")
+
+    def save_interrupted() -> str:
+        seconds = time.perf_counter() - start
+        return f"after {decisions} decisions ({seconds:.0f} s of training): " + save(
+            out / "mappo.pt", model, norm, args
+        )
+
+    interrupt.save = save_interrupted
     while time.perf_counter() - start < args.minutes * 60:
         for t in range(T):
             x, s = norm(result.observations, result.state)
@@ -213,25 +339,10 @@ def main() -> None:
     curve.close()
     envs.close()
     train_seconds = time.perf_counter() - start
-    norm.freeze()
-
-    def greedy(observations: np.ndarray, masks: np.ndarray, state: np.ndarray) -> np.ndarray:
-        x, _ = norm(observations, state)
-        with torch.no_grad():
-            return model.distribution(x, torch.as_tensor(masks)).probs.argmax(-1).numpy()
-
-    policy = MultiAgentPolicy(layout, greedy)
-    scores = [
-        evaluate_task(
-            args.task,
-            policy,
-            agent_name="mappo",
-            split=args.eval_split,
-            env_kwargs=policy.env_kwargs,
-            pbar="auto",
-        ),
-        evaluate_task(args.task, "do_nothing", split=args.eval_split, pbar="auto"),
-    ]
+    saved = save(out / "mappo.pt", model, norm, args)
+    interrupt.save = lambda: f"while scoring: {saved}"  # the checkpoint is already there
+    print(saved, flush=True)
+    scores = score(args, model, norm, layout)
     print(format_scores(scores))
     summary = {
         "settings": vars(args),
@@ -242,7 +353,6 @@ def main() -> None:
         "scores": [s.row() for s in scores],
     }
     (out / "result.json").write_text(json.dumps(summary, indent=1) + "\n")
-    torch.save(model.state_dict(), out / "mappo_weights.pt")
 
 
 if __name__ == "__main__":

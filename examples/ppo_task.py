@@ -55,7 +55,8 @@ Writes ``<out>/ppo.pt`` (the trained policy: ``grid-vec eval TASK --agent <out>/
 scores it again, loading it without unpickling), ``<out>/curve.csv`` (wall-clock seconds,
 decisions, time steps, mean time steps survived by the training episodes ended since the
 last line) and ``<out>/result.json`` (the
-test scores of PPO and do-nothing, the settings).
+test scores of PPO and do-nothing, the settings). Ctrl-C saves ``<out>/ppo.pt`` as trained so
+far, prints the command that scores it and exits with status 130 (no traceback).
 """
 
 from __future__ import annotations
@@ -71,14 +72,17 @@ import torch
 
 import grid_vec
 from grid_vec.env.curriculum import difficulty_path, hard_training_scenarios
+from grid_vec.integrations.checkpoint import save_checkpoint
 from grid_vec.integrations.ppo import (
     PoolRollout,
+    SaveOnInterrupt,
     TrainingCurve,
     add_ppo_arguments,
     advantages,
     anneal_learning_rate,
     batch_rows,
     clipped_loss,
+    score_command,
     update,
 )
 from grid_vec.integrations.torch_policy import (
@@ -88,7 +92,6 @@ from grid_vec.integrations.torch_policy import (
     action_masks,
     build_network,
     policy_distribution,
-    save_checkpoint,
 )
 from grid_vec.runner.evaluate import evaluate_task, format_scores
 
@@ -343,7 +346,13 @@ def train(agent: Any, optimizer: Any, data: dict[str, Any], args: argparse.Names
 
 
 def main() -> None:
-    args = parse_args()
+    with SaveOnInterrupt("ppo_task") as interrupt:
+        train_and_score(parse_args(), interrupt)
+
+
+def train_and_score(args: argparse.Namespace, interrupt: SaveOnInterrupt) -> None:
+    """Train, save the policy, score it; on Ctrl-C (``interrupt``) the policy as trained so
+    far is saved the same way."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(args.seed)
@@ -395,6 +404,21 @@ def main() -> None:
     collect = collector(envs, obs, infos, arch)
     start = time.perf_counter()
 
+    def save() -> str:
+        """Write the checkpoint; the line saying where it is and the command scoring it."""
+        checkpoint = save_checkpoint(
+            out / "ppo.pt", agent, arch, norm, task=args.task, observation=args.observation
+        )
+        # the split this script scores on (grid-vec eval's default is the test split)
+        split = () if args.eval_split == "test" else ("--split", args.eval_split)
+        return f"saved {checkpoint}; score it with: {score_command(args.task, checkpoint, *split)}"
+
+    def save_interrupted() -> str:
+        seconds = time.perf_counter() - start
+        return f"after {progress.decisions} decisions ({seconds:.0f} s of training): {save()}"
+
+    interrupt.save = save_interrupted
+
     def spent() -> tuple[float, float]:
         """The budget used so far and the whole budget (decisions, or seconds)."""
         if args.decisions is not None:
@@ -411,10 +435,9 @@ def main() -> None:
     envs.close()
     train_seconds = time.perf_counter() - start
 
-    checkpoint = save_checkpoint(
-        out / "ppo.pt", agent, arch, norm, task=args.task, observation=args.observation
-    )
-    print(f"saved {checkpoint}: grid-vec eval {args.task} --agent {checkpoint}")
+    saved = save()
+    interrupt.save = lambda: f"while scoring: {saved}"  # the checkpoint is already there
+    print(saved, flush=True)
     scores = [
         evaluate_task(
             args.task,

@@ -13,7 +13,9 @@ scored by the Runner beside do-nothing (progress shown as it goes). Writes
 the training episodes ended since the last line), and the trained model: ``<out>/model.zip``
 (``PPO.load``) with its observation statistics ``<out>/vecnormalize.pkl``
 (``VecNormalize.load``; SB3's own format, a pickle: load only files you wrote);
-``grid-vec eval TASK --agent <out>/model.zip --trust-pickle`` scores it again.
+``grid-vec eval TASK --agent <out>/model.zip --trust-pickle`` scores it again. Ctrl-C saves
+both as trained so far, prints the command that scores them and exits with status 130 (no
+traceback).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecNormalize
 
 import grid_vec
+from grid_vec.integrations.ppo import SaveOnInterrupt, score_command
 from grid_vec.integrations.sb3 import GymnasiumToSB3VecEnv
 from grid_vec.integrations.sb3_policy import Sb3Policy
 from grid_vec.runner.evaluate import evaluate_task, format_scores
@@ -66,11 +69,19 @@ class Budget(BaseCallback):
         seconds = time.perf_counter() - self.start
         with self.curve.open("a") as f:
             f.write(f"{seconds:.1f},{self.num_timesteps},{len(self.ended)},{mean:.1f}\n")
-        print(f"{seconds:7.0f}s  timesteps {self.num_timesteps:8d}  mean survival {mean:7.1f}")
+        print(
+            f"{seconds:7.0f}s  timesteps {self.num_timesteps:8d}  mean survival {mean:7.1f}",
+            flush=True,  # a log (stdout a file or a pipe) shows it now, not at the end
+        )
         self.ended = []
 
 
 def main() -> None:
+    with SaveOnInterrupt("sb3_task") as interrupt:
+        train_and_score(parse_args(), interrupt)
+
+
+def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--task", default="grid_vec/Case14Topology-v0")
     p.add_argument("--minutes", type=float, default=25.0)
@@ -85,7 +96,12 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--eval-split", default="test")
     p.add_argument("--out", default="runs/sb3")
-    args = p.parse_args()
+    return p.parse_args()
+
+
+def train_and_score(args: argparse.Namespace, interrupt: SaveOnInterrupt) -> None:
+    """Train, save the model, score it; on Ctrl-C (``interrupt``) the model as trained so
+    far is saved the same way."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
@@ -109,12 +125,30 @@ def main() -> None:
         policy_kwargs={"log_std_init": args.log_std_init} if continuous else None,
     )
     start = time.perf_counter()
+
+    def save() -> str:
+        """Write the model and its observation statistics; the line saying where they are and
+        the command scoring them."""
+        venv.training = False  # the statistics frozen, as the scoring plays them
+        model.save(out / "model.zip")
+        venv.save(str(out / "vecnormalize.pkl"))
+        split = () if args.eval_split == "test" else ("--split", args.eval_split)
+        command = score_command(args.task, out / "model.zip", "--trust-pickle", *split)
+        return (
+            f"saved {out / 'model.zip'} (normalisation: {out / 'vecnormalize.pkl'}); score it "
+            f"with: {command}"
+        )
+
+    def save_interrupted() -> str:
+        seconds = time.perf_counter() - start
+        return f"after {model.num_timesteps} timesteps ({seconds:.0f} s of training): {save()}"
+
+    interrupt.save = save_interrupted
     model.learn(10**9, callback=Budget(args.minutes * 60, out / "curve.csv"))
     train_seconds = time.perf_counter() - start
-    venv.training = False
-    model.save(out / "model.zip")
-    venv.save(str(out / "vecnormalize.pkl"))
-    print(f"saved the model to {out / 'model.zip'} (normalisation: {out / 'vecnormalize.pkl'})")
+    saved = save()
+    interrupt.save = lambda: f"while scoring: {saved}"  # the model is already there
+    print(saved, flush=True)
     scores = [
         evaluate_task(
             args.task,

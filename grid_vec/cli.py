@@ -97,12 +97,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"grid-vec {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # imported here, not at the top: main's Ctrl-C guard must be in place before any import
+    # of the package's heavy modules
+    from grid_vec.runner.progress import NO_PROGRESS_HELP
+    from grid_vec.runner.results import table_legend
 
     run = commands.add_parser(
         "run",
         help="evaluate an agent over several episodes in parallel and save them",
-        description="Evaluate an agent over several episodes in parallel (GridVecEnv workers) "
-        "and record every episode under --save.",
+        description="Evaluate an agent over several episodes in parallel (GridVecEnv workers)\n"
+        "and record every episode under --save; then print one row per episode.",
+        epilog=table_legend(),
+        # the epilog is a table of columns: kept as written (argparse would refill its lines)
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument(
         "--env",
@@ -159,11 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --env TASK (a named task with discrete actions): play the action set in this "
         "file (written by `grid-vec actions TASK --out DIR`) instead of the task's shipped one",
     )
-    run.add_argument(
-        "--no-progress",
-        action="store_true",
-        help="hide the progress bars (shown only when stderr is a terminal)",
-    )
+    run.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
     run.add_argument(
         "--ray",
         nargs="?",
@@ -184,8 +187,10 @@ def build_parser() -> argparse.ArgumentParser:
     replay = commands.add_parser(
         "replay",
         help="summarise a saved run (and plot it when matplotlib is installed)",
-        description="Summarise a run saved by `grid-vec run`; with matplotlib, also write "
-        "one PNG per episode next to it.",
+        description="Summarise a run saved by `grid-vec run` (its results table, then how each\n"
+        "episode ended); with matplotlib, also write one PNG per episode next to it.",
+        epilog=table_legend(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     replay.add_argument("path", type=non_empty_path, help="directory of a saved run")
     replay.add_argument("--no-plot", action="store_true", help="do not write PNG plots")
@@ -342,6 +347,9 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
                 prepare_run_dir(path)
             except ValueError as exc:
                 raise UsageError("grid-vec run", f"--save: {exc}") from exc
+        reuse = _scenario_reuse(args, factory)
+        if reuse is not None:
+            print(reuse, file=sys.stderr, flush=True)
         results = _evaluate(args, factory, path)
     except KeyboardInterrupt:
         _interrupt_handled()
@@ -419,7 +427,7 @@ def _check_resumable(args: argparse.Namespace, path: Path, factory: Any) -> None
     """Refuse, before anything is built, a run under ``path`` recorded with other options
     (reads only the episodes' ``meta.json``; the Runner checks their arrays when it starts)."""
     from grid_vec.runner import EpisodeDataError, ResumeError
-    from grid_vec.runner.episodes import episode_identity, plan_episodes
+    from grid_vec.runner.episodes import episode_identity
     from grid_vec.runner.resume import plan_resume
 
     run = {
@@ -433,7 +441,7 @@ def _check_resumable(args: argparse.Namespace, path: Path, factory: Any) -> None
         "agent": AGENTS[args.agent],
         "max_iter": args.max_iter,  # compared before the seeds, as the Runner does
     }
-    specs = plan_episodes(args.episodes, None, None, None, _reset_options(args), args.seed)
+    specs = _planned_episodes(args)
     expected = {s.index: {**run, **episode_identity(s, args.max_iter)} for s in specs}
     try:
         plan_resume(path, expected, load_arrays=False)
@@ -575,13 +583,65 @@ def _reset_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"max_steps": args.max_iter}
 
 
+def _planned_episodes(args: argparse.Namespace) -> list[Any]:
+    """The episodes of the run (their seeds and reset options), planned as its Runner plans
+    them from ``--episodes``, ``--seed`` and ``--max-iter``."""
+    from grid_vec.runner.episodes import plan_episodes
+
+    return plan_episodes(args.episodes, None, None, None, _reset_options(args), args.seed)
+
+
+_REUSED_SHOWN = 5  # scenarios named in the line saying which ones are played again
+
+
+def _scenario_reuse(args: argparse.Namespace, factory: Any) -> str | None:
+    """The line saying which scenarios the run plays more than once, or None when it plays
+    none twice (or the env has no list of scenarios: a gymnasium id, a multi-mix folder).
+
+    The run passes no scenario ids: a reset seeded with the episode's env seed shuffles the
+    env's scenario order with it and plays the first, so the scenarios are drawn, not dealt,
+    and repeat for sure once the episodes outnumber them (by chance before). The draw is
+    replayed here with the env's own scenario handler, before anything is played, so that a
+    table showing a scenario twice is no surprise.
+    """
+    from collections import Counter
+
+    from grid_vec.chronics.handler import ScenarioHandler
+    from grid_vec.chronics.scenario import ScenarioSource
+
+    source = getattr(factory, "source", None)
+    if not isinstance(source, ScenarioSource):
+        return None
+    handler = ScenarioHandler(source)
+    played: Counter[int] = Counter()
+    for spec in _planned_episodes(args):
+        handler.seed(spec.env_seed)
+        played[int(handler.order[0])] += 1
+    again = sorted((-n, sid) for sid, n in played.items() if n > 1)
+    if not again:
+        return None
+    names = source.names
+    lead = (
+        f"grid-vec run: the {args.episodes} episodes play {len(played)} of the {len(source)} "
+        f"scenarios (each episode's env seed draws one): "
+    )
+    if len(again) == 1:
+        count, sid = again[0]
+        return f"{lead}scenario {names[sid]} is played {-count} times"
+    shown = ", ".join(f"{names[sid]} ({-n} times)" for n, sid in again[:_REUSED_SHOWN])
+    more = f" and {len(again) - _REUSED_SHOWN} more" if len(again) > _REUSED_SHOWN else ""
+    return f"{lead}scenarios {shown}{more} are played more than once"
+
+
 def _play(args: argparse.Namespace, runner: Any, path: Path | None) -> list[Any]:
+    from grid_vec.runner.progress import cli_pbar
+
     return runner.run(
         args.episodes,
         max_iter=args.max_iter,
         reset_options=_reset_options(args),
-        # tqdm's cursor codes would litter a log file or a pipe.
-        pbar=not args.no_progress and sys.stderr.isatty(),
+        # as grid-vec eval's: tqdm's bars on a terminal, plain lines in a log (never silent)
+        pbar=cli_pbar(args.no_progress),
         path_save=path,
         resume=args.resume,
     )
@@ -624,7 +684,7 @@ def _replay(args: argparse.Namespace) -> int:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        print("\n(matplotlib is not installed: no plots; pip install 'grid_vec[bench]')")
+        print("\n(matplotlib is not installed: no plots; pip install matplotlib)")
         return 0
     for episode in episodes:
         png = episode.path / "episode.png"

@@ -3,7 +3,7 @@
 ``eval`` scores baseline agents, and trained ones from their checkpoint files, on a task's
 split (:mod:`grid_vec.runner.evaluate`) and prints a Markdown table (``--json`` also writes the
 rows); a checkpoint is read without unpickling anything
-(:func:`grid_vec.integrations.torch_policy.load_policy`); ``actions`` writes a task's reduced
+(:func:`grid_vec.integrations.checkpoint.load_policy`); ``actions`` writes a task's reduced
 action set (:mod:`grid_vec.runner.action_sets`) into the working directory or ``--out``,
 never into the package. Mistakes (an unknown task, split or agent, an output that cannot be
 written, too many scenarios, a damaged dataset file met mid-run) are one line and exit
@@ -293,7 +293,8 @@ def _trained_policy(
             or action space.
     """
     try:
-        from grid_vec.integrations.torch_policy import CheckpointError, LoadedPolicy, load_policy
+        from grid_vec.integrations.checkpoint import LoadedPolicy, load_policy
+        from grid_vec.integrations.torch_policy import CheckpointError
     except ImportError as exc:
         raise UsageError(
             "grid-vec eval",

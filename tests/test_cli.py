@@ -1,8 +1,11 @@
 """The grid-vec command line: what it prints for a run and a replay, and the one line (exit
 status 2, no traceback) it prints for each mistake of the user."""
 
+import re
 import subprocess
 import sys
+from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -149,12 +152,83 @@ def test_save_and_env_are_checked_before_the_run_directory_is_created(tmp_path, 
     assert capsys.readouterr().err.splitlines()[-1].startswith(f"grid-vec run: --save {a_file}")
 
 
-def test_no_progress_bars_or_cursor_codes_when_stderr_is_not_a_terminal(tmp_path, capsys):
+def test_off_a_terminal_run_writes_plain_progress_lines_and_no_progress_silences_them(capsys):
     argv = ["run", "--num-envs", "1", "--max-iter", "2", "--episodes", "1", "--no-save"]
-    assert main(argv) == 0  # progress bars asked for, but stderr is captured
+    assert main(argv) == 0  # stderr is captured: no terminal
     out, err = capsys.readouterr()
-    assert err == ""
-    assert "\x1b" not in out and "\r" not in out
+    assert re.fullmatch(r"episodes: 1/1 \(100%\), \d+ s\n", err), err  # no tqdm bar
+    assert "\x1b" not in out + err and "\r" not in out + err
+    assert main([*argv, "--no-progress"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def three_scenario_folder(root: Path) -> Path:
+    """A grid2op-format folder of case14 with the 3 scenarios 0000, 0001 and 0002 (synthetic
+    ones, 12 steps each)."""
+    import pandapower as pp
+
+    from grid_vec.chronics import SyntheticSource
+    from grid_vec.grid.compile import compile_net
+    from grid_vec.grid.networks import load_network
+
+    net = load_network("case14")
+    model = compile_net(net, name="case14")
+    root.mkdir(parents=True)
+    pp.to_json(net, str(root / "grid.json"))
+    source, gens = SyntheticSource(model, seed=4, length=12), model.gen_kind != "slack"
+    for i in range(3):
+        folder = root / "chronics" / f"{i:04d}"
+        folder.mkdir(parents=True)
+        inj = source.read(i, 0, 12)
+        for stem, names, values in (
+            ("load_p", model.load_names, inj.load_p),
+            ("load_q", model.load_names, inj.load_q),
+            ("prod_p", model.gen_names[gens], inj.gen_p[:, gens]),  # the slack left out
+            ("prod_v", model.gen_names[gens], inj.gen_v[:, gens]),
+        ):
+            rows = [";".join(f"{v:.6f}" for v in row) for row in values]
+            (folder / f"{stem}.csv").write_text("\n".join([";".join(names), *rows]) + "\n")
+        (folder / "start_datetime.info").write_text("2019-01-05 23:55\n")
+        (folder / "time_interval.info").write_text("00:05\n")
+    return root
+
+
+def test_a_run_with_more_episodes_than_scenarios_says_which_it_plays_again(tmp_path, capsys):
+    folder = three_scenario_folder(tmp_path / "env3")
+    save = tmp_path / "run"
+    argv = ["run", "--env", str(folder), "--num-envs", "1", "--max-iter", "3", "--save"]
+    assert main([*argv, str(save), "--episodes", "4"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    # what the recording says was played: 0002 twice, as the line said before playing
+    played = Counter(e.result.scenario_name for e in load_run(save))
+    assert played == {"0000": 1, "0001": 1, "0002": 2}
+    assert err[0] == (
+        "grid-vec run: the 4 episodes play 3 of the 3 scenarios (each episode's env seed "
+        "draws one): scenario 0002 is played 2 times"
+    )
+    assert err[1].startswith("episodes: 4/4 (100%)")  # the line came first
+
+
+def test_a_run_playing_each_scenario_once_says_nothing_of_scenarios(tmp_path, capsys):
+    folder = three_scenario_folder(tmp_path / "env3")
+    argv = ["run", "--env", str(folder), "--num-envs", "1", "--max-iter", "3", "--save"]
+    assert main([*argv, str(tmp_path / "run"), "--episodes", "2", "--no-progress"]) == 0
+    assert capsys.readouterr().err == ""
+    assert len({e.result.scenario_name for e in load_run(tmp_path / "run")}) == 2
+
+
+def test_run_and_replay_help_say_what_each_column_of_the_results_table_holds(tmp_path, capsys):
+    assert main(["run", "--episodes", "1", "--max-iter", "2", "--no-save", "--no-progress"]) == 0
+    header = capsys.readouterr().out.splitlines()[0]
+    columns = re.split(r"\s{2,}", header.strip())
+    assert {"max", "agent s", "env s", "pf s"} <= set(columns)
+    for command in ("run", "replay"):
+        assert main([command, "--help"]) == 0
+        help_lines = capsys.readouterr().out.splitlines()
+        for column in columns:
+            # an entry of the legend: the column's name, then its explanation on that line
+            entry = re.compile(rf"  {column}\s{{2,}}\w.*")
+            assert any(entry.fullmatch(line) for line in help_lines), (command, column)
 
 
 def test_replay_plots_rho_only_for_a_known_env_with_the_recorded_layout(tmp_path, capsys):

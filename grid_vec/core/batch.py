@@ -9,7 +9,8 @@ the batch of one, and :class:`~grid_vec.vector.batched.BatchedGridVecEnv` the ba
 (About 710 lines: the class is the one entry point of the core for reset, step, pool steps,
 simulate, lookahead and snapshots; each of those lives in its own module and is a thin call here:
 the look-ahead in :mod:`grid_vec.core.lookahead`, the turn in :mod:`grid_vec.core.turn`,
-snapshots in :mod:`grid_vec.core.snapshot`, pool steps in :mod:`grid_vec.core.pool`.)
+snapshots in :mod:`grid_vec.core.snapshot` (their checks in :mod:`grid_vec.core.snapshot_checks`),
+pool steps in :mod:`grid_vec.core.pool`.)
 
 One step, for the envs stepped together: move each scenario and clock one step, then play
 the turn (:mod:`grid_vec.core.turn`, grid2op's order: legality, redispatch, storage, the
@@ -73,7 +74,8 @@ from grid_vec.core.rules.heuristics import (
 from grid_vec.core.rules.opponent import OpponentBatch
 from grid_vec.core.rules.storage import StepLength, reset_storage
 from grid_vec.core.simulate_budget import SimulateBudget
-from grid_vec.core.snapshot import GridSnapshot, StateRows, capture, check, hand_over_solvers, put
+from grid_vec.core.snapshot import GridSnapshot, StateRows, capture, hand_over_solvers, put
+from grid_vec.core.snapshot_checks import check
 from grid_vec.core.state import (
     BatchState,
     OverflowLimits,

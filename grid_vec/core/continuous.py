@@ -11,7 +11,9 @@ Action types (``GridEnv(action_type=...)``, :data:`ACTION_TYPES`):
 * ``"redispatch"``: ``Box`` of the MW asked of each dispatchable generator this step, within
   ``[-max_ramp_down, max_ramp_up]`` (grid2op's ``redispatch``: it adds to the target);
 * ``"curtailment"``: ``Box`` of each renewable generator's curtailment limit in ``[0, 1]``
-  (a ratio of its pmax; 1 lifts it), set every step;
+  (a ratio of its pmax; 1 lifts it), or a value below 0 (the box goes down to -1, grid2op's
+  ``curtail`` value for it) that leaves the generator's limit as it is (see
+  :data:`~grid_vec.core.records.CURTAILMENT`): a limit stays until set again;
 * ``"storage"``: ``Box`` of the MW asked of each storage unit this step, within
   ``[-max_p_prod, max_p_absorb]`` (load convention: ``> 0`` charges; grid2op's
   ``set_storage``: 0, or a unit not asked, takes nothing that step);
@@ -196,12 +198,16 @@ class ContinuousLayout:
         """(k, size) checked actions -> each control's array as the core plays it, by
         :class:`~grid_vec.core.records.ActionBatch` field (``(k, n_gen)`` MW of
         redispatch, ``(k, n_gen)`` curtailment limits (NaN off the renewables), ``(k,
-        n_storage)`` MW of storage): an entity without a column at the control's neutral
-        value."""
+        n_storage)`` MW of storage): an entity without a column, or whose column leaves it
+        unchanged (a curtailment below 0), at the control's neutral value."""
         split = {}
         for part in self.parts:
-            values = np.full((len(actions), part.entities), part.control.neutral)
-            values[:, part.columns] = actions[:, part.start : part.stop]
+            control = part.control
+            values = np.full((len(actions), part.entities), control.neutral)
+            given = actions[:, part.start : part.stop]
+            if control.unchanged_below is not None:
+                given = np.where(control.asks(given), given, control.neutral)
+            values[:, part.columns] = given
             split[part.name] = values
         return split
 
@@ -226,14 +232,21 @@ class ContinuousLayout:
     def grid2op_action(self, action: np.ndarray) -> dict[str, list[tuple[int, float]]]:
         """One continuous action in grid2op's vocabulary (the dict its ``action_space``
         takes): ``redispatch``, ``curtail`` and ``set_storage`` on every generator / unit of
-        the box."""
-        return {
-            part.control.grid2op_key: [
+        the box, but the curtailments left unchanged (below 0), which grid2op is not given:
+        its ``curtail`` of them stays -1, "unchanged" (``curtail`` left out when no
+        generator's limit is set, as grid2op's action of an agent that does not curtail)."""
+        parts = {}
+        for part in self.parts:
+            values = action[part.start : part.stop]
+            asks = part.control.asks(values)
+            pairs = [
                 (int(e), float(v))
-                for e, v in zip(part.columns, action[part.start : part.stop], strict=True)
+                for e, v, asked in zip(part.columns, values, asks, strict=True)
+                if asked
             ]
-            for part in self.parts
-        }
+            if pairs or part.control.unchanged_below is None:
+                parts[part.control.grid2op_key] = pairs
+        return parts
 
     def describe(
         self, action: np.ndarray, gen_names: np.ndarray, storage_names: np.ndarray = ()

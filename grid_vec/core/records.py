@@ -44,6 +44,9 @@ class Control:
         grid2op_key: its key in grid2op's action dict (``action_space({...})``).
         limits: its bounds in words, for the error refusing an action outside them.
         words: (entity name, value) -> the value in words, None where it does nothing.
+        unchanged_below: a column's value below it leaves its entity as it is (played as
+            ``neutral``, given to grid2op as nothing asked); None: every value in the bounds
+            acts.
     """
 
     action_type: str
@@ -54,6 +57,14 @@ class Control:
     grid2op_key: str
     limits: str
     words: Callable[[str, float], str | None]
+    unchanged_below: float | None = None
+
+    def asks(self, values: np.ndarray) -> np.ndarray:
+        """Where column ``values`` ask something of their entity (bool, the same shape): all
+        of them, but those below :attr:`unchanged_below`."""
+        if self.unchanged_below is None:
+            return np.ones(np.shape(values), dtype=bool)
+        return np.asarray(values) >= self.unchanged_below
 
 
 def _redispatch_bounds(limits: Any, gens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -64,8 +75,16 @@ def _redispatch_words(name: str, mw: float) -> str | None:
     return f"redispatch {name} {mw:+.2f} MW" if mw != 0 else None
 
 
+# a curtailment column below this leaves the limit as it is (see CURTAILMENT): 0, less the
+# float32 rounding every box accepts beyond its bounds (continuous._TOL)
+_CURTAIL_UNCHANGED_BELOW = -1e-5
+
+
 def _curtail_words(name: str, ratio: float) -> str | None:
-    return f"curtail {name} to {ratio:.0%} of pmax" if ratio < 1 else None
+    # unchanged: the limit left as it is; 1: lifted (no curtailment, nothing to say either)
+    if not _CURTAIL_UNCHANGED_BELOW <= ratio < 1:
+        return None
+    return f"curtail {name} to {max(ratio, 0.0):.0%} of pmax"
 
 
 def _storage_words(name: str, mw: float) -> str | None:
@@ -84,15 +103,27 @@ REDISPATCH = Control(
     limits="ramp limits",
     words=_redispatch_words,
 )
+# A curtailment column is a limit in [0, 1] (a ratio of pmax; 1 lifts it) or, below 0 (down
+# to -1, grid2op's own "unchanged"), the limit left as it is, as grid2op's ``curtail`` leaves
+# the generators it gives -1. Not an exact sentinel: a continuous policy (a Gaussian, a
+# uniform sample of the space) never hits one value but by clipping at a bound, and grid2op
+# finds any other negative value ambiguous (the whole action dropped), so the half of the box
+# below 0 would be refused or do nothing at all, to a random agent and to training alike.
+# Below 0 all reads "unchanged"; a value in [0, 1] plays as it always did (a policy trained
+# on [0, 1], which maps its actions onto its own bounds, plays as before), and so does one
+# within the float32 rounding below 0 that the [0, 1] box accepted: "unchanged" starts past
+# it (_CURTAIL_UNCHANGED_BELOW). grid2op is given nothing for such a column
+# (ContinuousLayout.grid2op_action): its -1, never a value of (-1, 0) it would refuse.
 CURTAILMENT = Control(
     action_type="curtailment",
     on="generator",
     columns=lambda limits: np.flatnonzero(limits.renewable),
-    bounds=lambda limits, gens: (np.zeros(len(gens)), np.ones(len(gens))),
+    bounds=lambda limits, gens: (-np.ones(len(gens)), np.ones(len(gens))),
     neutral=np.nan,  # NaN: the limit unchanged
     grid2op_key="curtail",
-    limits="curtailment in [0, 1]",
+    limits="curtailment in [0, 1], or < 0 (down to -1) for unchanged",
     words=_curtail_words,
+    unchanged_below=_CURTAIL_UNCHANGED_BELOW,
 )
 STORAGE = Control(
     action_type="storage",

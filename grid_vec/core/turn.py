@@ -286,6 +286,10 @@ class Turn:
         (indices of ``state``) with no feasible dispatch, and why. ``first``: reset's."""
         host = self.host
         dead: dict[int, str] = {}
+        if curtail is not None and np.isnan(curtail).all():
+            # every limit left as it is (grid2op's -1, an agent that does not curtail): no
+            # curtailment asked, as grid2op's action without one; the rows at rest stay so
+            curtail = None
         if host.storage is not None:
             owing = (state.storage_amount[rows] != 0).any(axis=1)
             if owing.any():  # the units move the balance: the generators dispatch

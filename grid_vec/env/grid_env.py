@@ -568,7 +568,9 @@ class GridEnv(gym.Env):
 
         A catalog toggle is grid2op's ``change_line_status``, a configuration its ``set_bus``
         of the substation; the continuous part names every generator and unit of its box
-        (``redispatch``, ``curtail``, ``set_storage``).
+        (``redispatch``, ``curtail``, ``set_storage``), but a curtailment left unchanged
+        (below 0): grid2op's ``curtail`` of it stays -1, so an agent that never curtails
+        gives grid2op's action vector without curtailment.
 
         Raises:
             ValueError: an action outside the action space.

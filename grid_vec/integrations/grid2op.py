@@ -30,9 +30,15 @@ What is translated, and what is refused (:class:`UnplayableAction`, naming the p
   the set of the other status now;
 * an action grid2op finds ambiguous (``is_ambiguous()``) as an action grid_vec finds
   ambiguous too, so the env plays it as grid2op does (do-nothing, ``info["is_ambiguous"]``);
-* redispatch, curtailment, storage, injections and alarms are refused: the env's action type
-  is the general topology action (the continuous controls are another action type), and a
-  storage unit cannot be moved off bus bar 1 in grid_vec;
+* redispatch (MW), curtailment (limits) and storage (MW) into the continuous part of
+  :func:`make_env`'s env (``action_type="set_bus_continuous"``) as they are: a generator the
+  action does not curtail (grid2op's -1) is one whose limit the env leaves as it is (the
+  box's curtailment columns go down to -1 for it), so an agent that never curtails plays, and
+  is exported (:meth:`GridEnv.grid2op_action <grid_vec.env.grid_env.GridEnv.grid2op_action>`),
+  with no curtailment at all; refused on an env of the general topology action alone
+  (``"set_bus"``);
+* injections and alarms are refused, and so is moving a storage unit off bus bar 1 (grid_vec
+  keeps them there);
 * ``obs.simulate(action, time_step=1)`` is grid_vec's ``simulate`` (the forecast of the next
   step, no opponent; the info holds ``is_illegal``, ``is_ambiguous`` and ``exception``);
   another ``time_step`` is refused. grid2op's greedy agents' candidates are simulated
@@ -173,11 +179,11 @@ def reference_env(folder: str | Path, **kwargs: Any) -> Any:
 @dataclass(frozen=True)
 class PlayedIn:
     """What a grid2op action reads of the state it is played in: a ``change`` the topology
-    and the branches' status, a curtailment left unchanged the limits."""
+    and the branches' status (a curtailment left unchanged reads nothing: it is the box's
+    "unchanged" value, not the limit now)."""
 
     topology: np.ndarray  # (n_elem,) bus bars, grid_vec's order
     line_status: np.ndarray  # (n_branch,) bool
-    curtailment_limit: np.ndarray  # (n_gen,) ratio of pmax (1: not curtailed)
 
 
 @dataclass(frozen=True)
@@ -268,7 +274,7 @@ class Grid2opBridge:
     def action(self, g_act: Any, now: Callable[[], PlayedIn]) -> dict[str, np.ndarray]:
         """A grid2op action as grid_vec's action (the general topology action, and its
         continuous part when the env has one); ``now`` gives the state it is played in,
-        which a ``change`` and a part left unchanged read.
+        which a ``change`` reads (called only for one).
 
         Raises:
             UnplayableAction: a part grid_vec cannot play (named).
@@ -289,7 +295,7 @@ class Grid2opBridge:
         status = np.zeros(self.n_branch, dtype=np.int64)
         if g_act.is_ambiguous()[0]:  # grid2op plays it as do-nothing: so will the env
             status[0], set_bus[layout.pos_or[0]] = -1, 1
-            return self._with_continuous(set_bus, status, g_act, now, ambiguous=True)
+            return self._with_continuous(set_bus, status, g_act, ambiguous=True)
         cls = type(g_act)
         storage_pos = np.asarray(cls.storage_pos_topo_vect, dtype=np.int64)
         if cls.n_storage and (
@@ -316,30 +322,26 @@ class Grid2opBridge:
             if g_act._modif_change_status:
                 switch = np.asarray(g_act._switch_line_status, dtype=bool)
                 status[switch] = np.where(on[switch], -1, 1)
-        return self._with_continuous(set_bus, status, g_act, now)
+        return self._with_continuous(set_bus, status, g_act)
 
     def _with_continuous(
-        self,
-        set_bus: np.ndarray,
-        status: np.ndarray,
-        g_act: Any,
-        now: Callable[[], PlayedIn],
-        ambiguous: bool = False,
+        self, set_bus: np.ndarray, status: np.ndarray, g_act: Any, ambiguous: bool = False
     ) -> dict[str, np.ndarray]:
         """The action with its continuous part (where the env has one): grid2op's
-        redispatch (MW), curtailment limits (its -1, "unchanged": the limit now) and storage
-        powers (MW) in the box's columns; neutral for an ambiguous action."""
+        redispatch (MW), curtailment limits and storage powers (MW) in the box's columns, as
+        they are: grid2op's -1 for a generator not curtailed is the box's "unchanged" (not the
+        limit now, which would set it again: a curtailment action every step); neutral for an
+        ambiguous action (a value of grid2op's in (-1, 0) is one)."""
         action = {"set_bus": set_bus, "set_line_status": status}
         layout = self.continuous
         if layout is None:
             return action
-        limits = np.asarray(now().curtailment_limit)
         if ambiguous:
-            action["continuous"] = _in_columns(layout, {"curtailment": limits})
+            action["continuous"] = _in_columns(layout, {})
             return action
         values = {
             "redispatch": g_act._redispatch,
-            "curtailment": np.where(g_act._curtail < 0, limits, g_act._curtail),
+            "curtailment": g_act._curtail,
             "storage": g_act._storage_power,
         }
         action["continuous"] = _in_columns(layout, values)
@@ -348,24 +350,18 @@ class Grid2opBridge:
     def state_of(self, g_obs: BaseObservation) -> Callable[[], PlayedIn]:
         """``now`` for :meth:`action`: the state ``g_obs`` shows."""
         return lambda: PlayedIn(
-            np.asarray(g_obs.topo_vect)[self.positions],
-            np.asarray(g_obs.line_status),
-            np.asarray(g_obs.curtailment_limit),
+            np.asarray(g_obs.topo_vect)[self.positions], np.asarray(g_obs.line_status)
         )
 
-    def to_grid2op(self, action: dict[str, np.ndarray], now: Callable[[], PlayedIn]) -> Any:
-        """grid_vec's action as grid2op's action (the reverse of :meth:`action`), in the
-        state ``now`` gives: the parts that ask something (a redispatch or storage power
-        other than 0, a curtailment limit other than the limit now)."""
+    def to_grid2op(self, action: dict[str, np.ndarray]) -> Any:
+        """grid_vec's action as grid2op's action (the reverse of :meth:`action`): the parts
+        that ask something (a redispatch or storage power other than 0, a curtailment limit
+        set: one the box does not leave unchanged)."""
         parts = self.topology.grid2op_set_bus(action["set_bus"], action["set_line_status"])
         if self.continuous is not None:
-            limits = np.asarray(now().curtailment_limit)
             for key, pairs in self.continuous.grid2op_action(action["continuous"]).items():
-                asked = [
-                    (e, v)
-                    for e, v in pairs
-                    if not np.isclose(v, limits[e] if key == "curtail" else 0.0, atol=1e-6)
-                ]
+                # grid2op_action gives every redispatch and storage column, 0 included
+                asked = [(e, v) for e, v in pairs if key == "curtail" or abs(v) > 1e-6]
                 if asked:
                     parts[key] = asked
         return self.reference.action_space(parts)
@@ -432,16 +428,24 @@ class Grid2opAgentPolicy:
         return self._bridge.action(g_act, self._now if obs is None else self._bridge.state_of(obs))
 
     def to_grid2op(self, action: dict[str, np.ndarray], obs: BaseObservation | None = None) -> Any:
-        """grid_vec's action as grid2op's action (the reverse of :meth:`action`), in the
-        state of ``obs`` (None: the env's now), whose curtailment limits an unchanged
-        curtailment keeps."""
-        return self._bridge.to_grid2op(
-            action, self._now if obs is None else self._bridge.state_of(obs)
-        )
+        """grid_vec's action as grid2op's action (the reverse of :meth:`action`).
+
+        Args:
+            action: an action of the env's action space (the general topology action, with
+                its continuous part on :func:`make_env`'s env).
+            obs: not read (the reverse reads no state: a curtailment left unchanged is the
+                box's value below 0, not the limit now); kept for the callers that pass
+                the observation the action was played in.
+
+        Returns:
+            grid2op's action (of the reference env's ``action_space``).
+        """
+        del obs
+        return self._bridge.to_grid2op(action)
 
     def _now(self) -> PlayedIn:
         state = self.env.snapshot().state
-        return PlayedIn(state["topo"], state["line_status"].astype(bool), state["curtail_limit"])
+        return PlayedIn(state["topo"], state["line_status"].astype(bool))
 
     def _simulate(self, played: dict) -> _Simulated:
         obs, reward, done, info = self.env.simulate(played)
@@ -687,25 +691,28 @@ def _row(found: Any, i: int) -> Any:
 
 def _nothing(bridge: Grid2opBridge) -> dict[str, np.ndarray]:
     """An action asking nothing, for the rows of a candidates table whose results are not
-    read (its continuous part lifts the curtailment)."""
+    read (its continuous part leaves the curtailment limits as they are)."""
     action = {
         "set_bus": np.zeros(bridge.topology.n_elem, dtype=np.int64),
         "set_line_status": np.zeros(bridge.n_branch, dtype=np.int64),
     }
     if bridge.continuous is not None:
-        limits = np.ones(type(bridge.template).n_gen)
-        action["continuous"] = _in_columns(bridge.continuous, {"curtailment": limits})
+        action["continuous"] = _in_columns(bridge.continuous, {})
     return action
 
 
 def _in_columns(layout: ContinuousLayout, values: dict[str, np.ndarray]) -> np.ndarray:
     """A continuous action from per-entity values by control (its action type: redispatch MW
-    and curtailment limits per generator, storage MW per unit), 0 for a control not given."""
+    and curtailment limits per generator, storage MW per unit); a control not given asks
+    nothing: 0 MW, its limits left unchanged (the box's lowest value, -1 for curtailment:
+    grid2op's own "unchanged")."""
     continuous = np.zeros(layout.size, dtype=np.float32)
     for part in layout.parts:
         given = values.get(part.control.action_type)
         if given is not None:
             continuous[part.start : part.stop] = np.asarray(given)[part.columns]
+        elif part.control.unchanged_below is not None:
+            continuous[part.start : part.stop] = layout.low[part.start : part.stop]
     return continuous
 
 

@@ -1,16 +1,25 @@
 """The pieces of PPO the training examples share (``examples/ppo_task.py``,
-``examples/mappo_task.py``): the hyper-parameters, generalised advantage estimation, the
-clipped loss, the update step and the learning curve, written once (plain torch; the ``sb3``
-extra installs it).
+``examples/mappo_task.py``, ``examples/sb3_task.py``): the hyper-parameters, generalised
+advantage estimation, the clipped loss, the update step, the learning curve and what a Ctrl-C
+does (the training so far saved, never lost), written once (plain torch; the ``sb3`` extra
+installs it).
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from types import TracebackType
 from typing import Any
 
 import numpy as np
 import torch
+
+from grid_vec.cli import EXIT_INTERRUPTED  # the status of an interrupted grid-vec command
 
 
 def add_ppo_arguments(parser: argparse.ArgumentParser) -> None:
@@ -151,14 +160,63 @@ class TrainingCurve:
         mean = float(np.mean(ended)) if ended else float("nan")
         self._file.write(f"{seconds:.1f},{decisions},{time_steps},{len(ended)},{mean:.1f}\n")
         self._file.flush()
+        # flushed: in a log (stdout a file or a pipe) a line only the buffer holds is no news
         print(
             f"{seconds:7.0f}s  decisions {decisions:8d}  time steps {time_steps:9d}  "
-            f"episodes {len(ended):4d}  mean survival {mean:7.1f}"
+            f"episodes {len(ended):4d}  mean survival {mean:7.1f}",
+            flush=True,
         )
         self._ended = []
 
     def close(self) -> None:
         self._file.close()
+
+
+def score_command(task: str, checkpoint: Any, *options: str) -> str:
+    """The ``grid-vec eval`` command line that scores a trained agent's file on its task
+    (quoted for a shell: a path may hold spaces)."""
+    return shlex.join(["grid-vec", "eval", task, "--agent", str(checkpoint), *options])
+
+
+class SaveOnInterrupt:
+    """What a Ctrl-C does to a training example: the training so far is saved as at the end
+    of training, one line on stderr says where and how to score it, and the script exits
+    with status :data:`EXIT_INTERRUPTED` (130) without a traceback, instead of losing
+    minutes of training to a KeyboardInterrupt.
+
+    Wrap the whole script in it, and set :attr:`save` as soon as there is something to keep:
+    a function that writes the checkpoint and returns the end of the line (``"after 512
+    decisions (9 s of training): saved ...; score it with: ..."``). Before that, a Ctrl-C says
+    that nothing was saved; once the final checkpoint is written, set it to a function that
+    only says where that one is.
+
+    Args:
+        prog: the script's name, that begins the line.
+    """
+
+    def __init__(self, prog: str) -> None:
+        self.prog = prog
+        self.save: Callable[[], str] | None = None
+
+    def __enter__(self) -> SaveOnInterrupt:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if kind is None or not issubclass(kind, KeyboardInterrupt):
+            return
+        if threading.current_thread() is threading.main_thread():
+            # a second Ctrl-C must not cut the checkpoint being written short; the process is
+            # on its way out, so SIGINT stays ignored until it exits
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        said = "before any training: nothing saved" if self.save is None else self.save()
+        sys.stdout.flush()  # the training's last lines before this one
+        print(f"{self.prog}: interrupted {said}", file=sys.stderr, flush=True)
+        raise SystemExit(EXIT_INTERRUPTED)
 
 
 def chain_advantages(

@@ -5,7 +5,7 @@ SB3's own loader (``PPO.load``) unpickles parts of a ``model.zip`` (the spaces, 
 and its observation statistics are a pickle (``vecnormalize.pkl``): loading either can run code
 the file names. So :func:`load_sb3_policy` loads them only when told the file is trusted
 (``trust_pickle=True``; ``grid-vec eval --trust-pickle``), and says so otherwise. The PPO
-example's checkpoints need no such trust (:mod:`grid_vec.integrations.torch_policy`).
+example's checkpoints need no such trust (:mod:`grid_vec.integrations.checkpoint`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from grid_vec.integrations.torch_policy import MAX_CHECKPOINT_BYTES, CheckpointError
+from grid_vec.integrations.checkpoint import MAX_CHECKPOINT_BYTES
+from grid_vec.integrations.torch_policy import CheckpointError
 
 NORMALIZATION_FILE = "vecnormalize.pkl"  # beside model.zip, as examples/sb3_task.py writes it
 

@@ -14,6 +14,19 @@ from typing import Any, TextIO
 LINE_PERIOD_S = 30.0
 """Seconds between two progress lines off a terminal."""
 
+NO_PROGRESS_HELP = (
+    f"show no progress (by default: bars on a terminal, elsewhere a line at most every "
+    f"{LINE_PERIOD_S:.0f} s as episodes end, and one at the end)"
+)
+"""The help of the ``--no-progress`` option of every command that plays episodes."""
+
+
+def cli_pbar(no_progress: bool) -> bool | str:
+    """The ``pbar`` (see :func:`make_bars`) of a command's ``--no-progress`` option: none when
+    given, else ``"auto"``; every command that plays episodes (``grid-vec run``, ``eval``,
+    ``actions``) takes it from here, so that none of them is silent in a log."""
+    return False if no_progress else "auto"
+
 
 class NoBar:
     """A progress bar that shows nothing."""

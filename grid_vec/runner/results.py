@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -179,6 +180,53 @@ def ending(result: EpisodeResult) -> str:
     return "truncated" if result.truncated else "-"
 
 
+TABLE_COLUMNS = {
+    "episode": "the episode's number, from 0",
+    "scenario": "the scenario it played (its name, else its id); grid_vec's envs draw it from "
+    "the episode's env seed, so a scenario may come more than once",
+    "reward": "the rewards summed over the episode",
+    "steps": "the agent's steps (calls of step); under a task's heuristics one step may "
+    "cover several time steps",
+    "max": "the time steps the episode could last at most: the run's cap (max_iter, "
+    "grid-vec run --max-iter) or the scenario's length when shorter; '-': neither is known",
+    "env seed": "the seed of the episode's env reset (derived from the run's seed)",
+    "agent s": "wall seconds of the agent's calls the episode took part in (a batched agent "
+    "decides for every sub-env at once: the episodes played side by side share that time)",
+    "env s": "wall seconds of the vector env's step calls the episode took part in (shared "
+    "in the same way)",
+    "pf s": "seconds its env spent solving power flows, a part of env s ('-': the env does "
+    "not time them)",
+    "trips": "branches the protections tripped over the episode ('-': the env does not "
+    "report them)",
+    "ended": "how it ended: the game-over reason, 'game over' when the env gives none, or "
+    "'truncated' (cut at max, or by the env)",
+}
+"""The columns of :func:`format_results_table`, in order, and what each holds."""
+
+
+def table_legend(width: int = 79) -> str:
+    """What each column of :func:`format_results_table` holds, one paragraph per column
+    (the help of ``grid-vec run`` and ``replay`` prints it: "max" or "agent s" alone do not
+    say what they count).
+
+    Args:
+        width: the line width to wrap at.
+
+    Returns:
+        The legend, lines of at most ``width`` characters.
+    """
+    indent = 2 + max(map(len, TABLE_COLUMNS)) + 2
+    lines = ["the results table: one row per episode, then the mean reward and steps"]
+    for name, text in TABLE_COLUMNS.items():
+        lines += textwrap.wrap(
+            text,
+            width,
+            initial_indent=f"  {name:<{indent - 4}}  ",
+            subsequent_indent=" " * indent,
+        )
+    return "\n".join(lines)
+
+
 def format_results_table(results: Sequence[EpisodeResult]) -> str:
     """Format results as a plain-text table.
 
@@ -189,19 +237,7 @@ def format_results_table(results: Sequence[EpisodeResult]) -> str:
         The table: one row per episode (how it ended last: the game-over reason, or
         ``truncated``), plus a mean row.
     """
-    header = (
-        "episode",
-        "scenario",
-        "reward",
-        "steps",
-        "max",
-        "env seed",
-        "agent s",
-        "env s",
-        "pf s",
-        "trips",
-        "ended",
-    )
+    header = tuple(TABLE_COLUMNS)
     rows = [
         (
             str(r.episode),

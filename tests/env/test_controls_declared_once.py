@@ -54,18 +54,26 @@ def test_no_layer_between_names_a_control(module):
 
 
 def test_split_gives_each_control_of_the_layout_at_its_neutral_value_off_its_columns():
+    """Off its columns, and on a column that leaves its entity unchanged (a curtailment
+    below 0), a control is at its neutral value; elsewhere at the column's."""
     pytest.importorskip("grid2op", reason="needs the grid2op extra (a bundled grid with storage)")
     env = grid_vec.make("l2rpn_wcci_2022_dev", action_type="continuous")
     layout: ContinuousLayout = env.unwrapped.batch_row[0].continuous
     action = env.action_space.sample()[None]
     split = layout.split(action)
     assert list(split) == [p.name for p in layout.parts] == list(CONTROLS)
+    unchanged = 0
     for part in layout.parts:
         values = split[part.name]
         assert values.dtype == np.float64 and values.shape == (1, part.entities)
-        np.testing.assert_array_equal(values[0, part.columns], action[0, part.start : part.stop])
+        given = action[0, part.start : part.stop]
+        asks = part.control.asks(given)
+        np.testing.assert_array_equal(values[0, part.columns[asks]], given[asks])
+        np.testing.assert_array_equal(values[0, part.columns[~asks]], part.control.neutral)
+        unchanged += int((~asks).sum())
         off = np.setdiff1d(np.arange(part.entities), part.columns)
         np.testing.assert_array_equal(values[0, off], np.full(len(off), part.control.neutral))
+    assert unchanged  # the sample left some curtailment limits unchanged (below 0)
     played = ActionBatch(np.zeros(1, dtype=np.int64), **split).neutralised(np.array([True]))
     for name, control in CONTROLS.items():
         np.testing.assert_array_equal(

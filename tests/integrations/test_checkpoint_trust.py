@@ -21,13 +21,12 @@ import torch
 
 import grid_vec
 from grid_vec.cli import main
+from grid_vec.integrations.checkpoint import load_policy, save_checkpoint
 from grid_vec.integrations.torch_policy import (
     Architecture,
     CheckpointError,
     ObservationNorm,
     build_network,
-    load_policy,
-    save_checkpoint,
 )
 from grid_vec.runner import evaluate
 from grid_vec.runner.evaluate import evaluate_task
@@ -57,7 +56,8 @@ def _valid(path: Path, observation: str = "flat", task: str = TASK, **sizes: Any
 # torch's allocations as tracemalloc does not.
 _LOAD_IN_CHILD = r"""
 import json, resource, sys, time
-from grid_vec.integrations.torch_policy import CheckpointError, load_policy
+from grid_vec.integrations.checkpoint import load_policy
+from grid_vec.integrations.torch_policy import CheckpointError
 rows = []
 for path in sys.argv[1:]:
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

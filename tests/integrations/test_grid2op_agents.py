@@ -197,8 +197,9 @@ def test_grid2op_actions_translate_both_ways_and_unplayable_ones_are_named(sandb
     assert ambiguous.is_ambiguous()[0]
     _, _, _, _, info = ours.step(policy.action(ambiguous, g_obs))
     assert info["is_ambiguous"]
-    # the continuous parts, in the box's columns; a curtailment left unchanged keeps the
-    # limit now; the reverse again gives the same action back
+    # the continuous parts, in the box's columns; a curtailment left unchanged (grid2op's -1)
+    # is the box's -1 (the env leaves the limit as it is), not the limit now (which would set
+    # it again); the reverse again gives the same action back
     layout = ours.continuous
     mixed = space({"redispatch": [(1, -2.5)], "curtail": [(3, 0.4)], "set_line_status": [(3, -1)]})
     played = policy.action(mixed, g_obs)
@@ -210,11 +211,16 @@ def test_grid2op_actions_translate_both_ways_and_unplayable_ones_are_named(sandb
     }
     assert played["continuous"][column[1]] == -2.5 and played["continuous"][curtail[3]] == 0.4
     others = [c for g, c in curtail.items() if g != 3]
-    np.testing.assert_array_equal(
-        played["continuous"][others], g_obs.curtailment_limit[[g for g in curtail if g != 3]]
-    )
+    np.testing.assert_array_equal(played["continuous"][others], -1.0)
     assert played["set_line_status"][3] == -1
     assert policy.to_grid2op(played, g_obs) == mixed
+    # an action without curtailment: every column -1, and grid2op's action back has none
+    topology = space({"set_line_status": [(3, -1)]})
+    played = policy.action(topology, g_obs)
+    np.testing.assert_array_equal(played["continuous"][list(curtail.values())], -1.0)
+    back = policy.to_grid2op(played)
+    assert back == topology and not back.get_types()[-1]  # get_types()[-1]: curtailment
+    np.testing.assert_array_equal(back.to_vect(), topology.to_vect())
     alone = make_env(sandbox, continuous=False, opponent=None)
     topology_only = Grid2opAgentPolicy(DoNothingAgent(space), alone, theirs)
     with pytest.raises(UnplayableAction, match=r"redispatch.*make_env"):

@@ -1,6 +1,7 @@
 """Recorded runs exported in grid2op's layout (``grid-vec export``): grid2op's
 ``EpisodeData.from_disk`` loads them, their observations are the recording's, their actions
-the agent's as grid2op actions, and a do-nothing run is what grid2op's own Runner writes."""
+the agent's as grid2op actions, and a do-nothing run, and runs of grid2op's own search
+agents, are what grid2op's own Runner writes."""
 
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ import pytest
 pytest.importorskip("grid2op", reason="needs the grid2op extra")
 
 import grid2op
-from grid2op.Agent import DoNothingAgent
+from grid2op.Agent import DoNothingAgent, PowerLineSwitch, TopologyGreedy
 from grid2op.Episode import EpisodeData as Grid2opEpisodeData
+from grid2op.Reward import L2RPNReward
 from grid2op.Runner import Runner as Grid2opRunner
 
 import grid_vec
 from grid_vec.cli import main
-from grid_vec.integrations.grid2op import reference_env
+from grid_vec.integrations.grid2op import Grid2opBatchPolicy, make_env, reference_env
 from grid_vec.integrations.grid2op_export import ExportError, export_run
 from grid_vec.runner import RandomAgent, Runner, load_run
 from grid_vec.vector.batched import BatchedGridVecEnv
@@ -249,3 +251,104 @@ def test_a_recording_with_a_malformed_seed_or_action_is_one_export_error(random_
         np.savez(run / "episode_00000" / "arrays.npz", **a)
         with pytest.raises(ExportError, match=r"episode_00000"):
             export_run(run, tmp_path / name / "out")
+
+
+def _runs_of_both(agent_class, tmp_path: Path, episodes: list[int], steps: int) -> list[tuple]:
+    """grid2op's ``agent_class`` on the sandbox, recorded by grid_vec's Runner (the env and
+    policy ``grid-vec run --agent grid2op-...`` plays: ``make_env``'s ``set_bus_continuous``
+    env, ``Grid2opBatchPolicy``) then exported, and by grid2op's own Runner, with the same
+    scenarios and seeds: per episode, (ours, theirs) as grid2op's ``EpisodeData`` reads them.
+
+    L2RPNReward on both sides (the branches' margins), as the search tests of
+    test_grid2op_agents.py: with the sandbox's RedispReward the greedy agents meet candidates
+    one float32 ulp apart in grid2op's reward and equal in grid_vec's (see TIES there), and
+    grid2op's argmax then picks by rounding."""
+    run, ours_out, theirs_out = tmp_path / "run", tmp_path / "ours", tmp_path / "theirs"
+    seeds = {"env_seeds": [11 + e for e in episodes], "agent_seeds": [3 + e for e in episodes]}
+    reference = reference_env(SANDBOX, reward_class=L2RPNReward)  # its spaces build the agent
+    env = BatchedGridVecEnv(make_env(SANDBOX, reward="L2RPNReward").sharing_one_batch(2))
+    try:
+        Runner(env, Grid2opBatchPolicy(agent_class(reference.action_space), reference)).run(
+            len(episodes),
+            max_iter=steps,
+            episode_id=episodes,
+            reset_options={"max_steps": steps},
+            path_save=run,
+            **seeds,
+        )
+    finally:
+        env.close()
+    exported = _exported(run, ours_out)
+    from lightsim2grid import LightSimBackend
+
+    # grid2op opening the folder itself (reference_env opens a copy: another chronics_path)
+    g2op = grid2op.make(str(SANDBOX), backend=LightSimBackend(), reward_class=L2RPNReward)
+    Grid2opRunner(**g2op.get_params_for_runner(), agentClass=agent_class).run(
+        nb_episode=len(episodes),
+        episode_id=episodes,
+        max_iter=steps,
+        path_save=str(theirs_out),
+        **seeds,
+    )
+    pairs = []
+    for episode in exported:
+        ours = Grid2opEpisodeData.from_disk(str(ours_out), episode.name)
+        theirs = Grid2opEpisodeData.from_disk(str(theirs_out), episode.name)
+        assert len(ours.actions) == len(theirs.actions) == steps, episode.name
+        assert ours.meta["env_seed"] == theirs.meta["env_seed"], episode.name
+        pairs.append((ours, theirs))
+    assert len(pairs) == len(episodes)
+    return pairs
+
+
+def _types(action) -> dict[str, bool]:
+    """What grid2op's tools count an action as (``get_types``)."""
+    kinds = ("injection", "voltage", "topology", "line", "redispatching", "storage", "curtail")
+    return dict(zip(kinds, action.get_types(), strict=True))
+
+
+def test_an_exported_topology_greedy_run_is_action_by_action_what_grid2ops_runner_writes(
+    tmp_path,
+):
+    """TopologyGreedy through Grid2opBatchPolicy (the env's ``set_bus_continuous`` space):
+    each exported action vector is grid2op's own, so grid2op's tools count its topology
+    moves and no curtailment (the agent leaves every limit unchanged: grid2op's -1)."""
+    moves = 0
+    for ours, theirs in _runs_of_both(TopologyGreedy, tmp_path, [0, 2], 20):
+        for t, (o, g) in enumerate(zip(ours.actions, theirs.actions, strict=True)):
+            np.testing.assert_array_equal(o.to_vect(), g.to_vect(), err_msg=f"step {t}")
+            assert o == g, f"step {t}: {o} != {g}"
+            assert not _types(o)["curtail"] and not _types(o)["redispatching"], t
+            moves += _types(o)["topology"]
+    assert moves >= 6  # the agent did move substations, in both episodes
+
+
+def _change_as_set(action, obs, space):
+    """A PowerLineSwitch action of grid2op's (nothing, or one ``change_line_status``) as the
+    ``set_line_status`` it is in the state ``obs`` shows: grid_vec's general topology action
+    has no "change", its bridge plays one as the set of the other status."""
+    assert set(action.as_dict()) <= {"change_line_status"}, action
+    switched = np.flatnonzero(action.line_change_status)
+    if not len(switched):
+        return space({})
+    return space({"set_line_status": [(int(b), -1 if obs.line_status[b] else 1) for b in switched]})
+
+
+def test_an_exported_powerline_switch_run_is_action_by_action_what_grid2ops_runner_writes(
+    tmp_path,
+):
+    """PowerLineSwitch through Grid2opBatchPolicy: each exported action is grid2op's own,
+    its ``change_line_status`` as the set of the branch's other status (the state both
+    runners recorded before the step), with no curtailment."""
+    space = reference_env(SANDBOX).action_space
+    switched = 0
+    for ours, theirs in _runs_of_both(PowerLineSwitch, tmp_path, [0, 1], 20):
+        for t, (o, g) in enumerate(zip(ours.actions, theirs.actions, strict=True)):
+            before = theirs.observations[t]
+            np.testing.assert_array_equal(ours.observations[t].line_status, before.line_status)
+            want = _change_as_set(g, before, space)
+            np.testing.assert_array_equal(o.to_vect(), want.to_vect(), err_msg=f"step {t}")
+            assert o == want, f"step {t}: {o} != {want}"
+            assert not _types(o)["curtail"], t
+            switched += _types(o)["line"]
+    assert switched >= 3  # the agent did switch branches

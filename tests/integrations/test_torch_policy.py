@@ -16,15 +16,14 @@ import torch
 import grid_vec
 from grid_vec.cli import main
 from grid_vec.env.graph import EDGE_FEATURES
+from grid_vec.integrations.checkpoint import load_policy, save_checkpoint
 from grid_vec.integrations.torch_policy import (
     Architecture,
     CheckpointError,
     ObservationNorm,
     TorchPolicy,
     build_network,
-    load_policy,
     policy_distribution,
-    save_checkpoint,
 )
 from grid_vec.runner.evaluate import evaluate_task
 

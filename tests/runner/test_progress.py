@@ -127,6 +127,19 @@ def test_grid_vec_eval_off_a_terminal_writes_progress_lines_and_no_progress_sile
     assert "episodes" not in _stderr_of([*_EVAL, *_EVAL_ARGS, "--no-progress"], terminal=False)
 
 
+# what the grid-vec console script runs (as tests/test_cli_trust.py's COMMAND)
+_RUN = [sys.executable, "-m", "grid_vec_launcher", "run", "--num-envs", "1", "--no-save"]
+_RUN_ARGS = ["--episodes", "3", "--max-iter", "4"]
+
+
+def test_grid_vec_run_off_a_terminal_writes_progress_lines_and_no_progress_silences_them():
+    # stderr a pipe, as in a log: eval's plain lines (LineBar), never tqdm's cursor codes
+    stderr = _stderr_of([*_RUN, *_RUN_ARGS], terminal=False)
+    assert "episodes: 3/3 (100%)" in stderr
+    assert "\r" not in stderr and "\x1b" not in stderr
+    assert "episodes" not in _stderr_of([*_RUN, *_RUN_ARGS, "--no-progress"], terminal=False)
+
+
 def test_grid_vec_actions_counts_the_scenarios_it_played(tmp_path):
     argv = [sys.executable, "-m", "grid_vec_launcher", "actions", "grid_vec/Case14Topology-v0"]
     argv += ["--scenarios", "2", "--max-steps", "2", "--workers", "2", "--out", str(tmp_path)]
