@@ -229,6 +229,14 @@ class ContinuousLayout:
                 outside,
             )
 
+    def do_nothing(self) -> np.ndarray:
+        """The continuous action that changes nothing: every column at its control's
+        do-nothing value (a curtailment left unchanged, no redispatch, no storage power)."""
+        action = np.empty(len(self.low), dtype=np.float32)
+        for part in self.parts:
+            action[part.start : part.stop] = part.control.do_nothing
+        return action
+
     def grid2op_action(self, action: np.ndarray) -> dict[str, list[tuple[int, float]]]:
         """One continuous action in grid2op's vocabulary (the dict its ``action_space``
         takes): ``redispatch``, ``curtail`` and ``set_storage`` on every generator / unit of

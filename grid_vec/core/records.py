@@ -47,6 +47,7 @@ class Control:
         unchanged_below: a column's value below it leaves its entity as it is (played as
             ``neutral``, given to grid2op as nothing asked); None: every value in the bounds
             acts.
+        do_nothing: the column value that changes nothing (a do-nothing agent's).
     """
 
     action_type: str
@@ -58,6 +59,7 @@ class Control:
     limits: str
     words: Callable[[str, float], str | None]
     unchanged_below: float | None = None
+    do_nothing: float = 0.0
 
     def asks(self, values: np.ndarray) -> np.ndarray:
         """Where column ``values`` ask something of their entity (bool, the same shape): all
@@ -124,6 +126,7 @@ CURTAILMENT = Control(
     limits="curtailment in [0, 1], or < 0 (down to -1) for unchanged",
     words=_curtail_words,
     unchanged_below=_CURTAIL_UNCHANGED_BELOW,
+    do_nothing=-1.0,  # unchanged (0 would curtail every renewable generator to nothing)
 )
 STORAGE = Control(
     action_type="storage",

@@ -22,12 +22,14 @@ from grid_vec.core.records import ActionBatch
 
 __all__ = [
     "ACTION_TYPES",
+    "DECLARES_DO_NOTHING",
     "SET_BUS_CONTINUOUS_KEYS",
     "SET_BUS_KEYS",
     "ActionBatch",
     "RefusedActions",
     "batch_actions",
     "box",
+    "do_nothing_action",
     "horizon_actions",
     "one_action",
     "set_bus_space",
@@ -43,6 +45,39 @@ _SET_BUS_RANGES = {"set_bus": (-1, 2), "set_line_status": (-1, 1)}
 def box(layout: ContinuousLayout) -> spaces.Box:
     """The ``Box`` of a continuous layout (its bounds copied: the space owns them)."""
     return spaces.Box(low=layout.low.copy(), high=layout.high.copy(), dtype=np.float32)
+
+
+DECLARES_DO_NOTHING = "grid_vec.do_nothing_action"
+"""The metadata key of an env class whose envs have a ``do_nothing_action`` attribute."""
+
+
+def do_nothing_action(space: spaces.Space, continuous: ContinuousLayout | None) -> Any:
+    """The action of a GridEnv's ``space`` that changes nothing: catalog action 0, the
+    continuous part at every control's do-nothing value (a curtailment left unchanged, not
+    curtailed to 0), a general topology action of zeros (every element and status
+    unchanged).
+
+    Args:
+        space: the env's action space (built by this module).
+        continuous: the env's continuous layout (None: it has no continuous part).
+
+    Returns:
+        An action ``space`` contains.
+    """
+    if isinstance(space, spaces.Discrete):
+        return np.int64(space.start)
+    if isinstance(space, spaces.Box):
+        assert continuous is not None, "a Box action space has a continuous layout"
+        return continuous.do_nothing()
+    assert isinstance(space, spaces.Dict), space
+    return {
+        key: np.int64(part.start)
+        if isinstance(part, spaces.Discrete)
+        else np.zeros(part.shape, dtype=part.dtype)
+        if isinstance(part, spaces.MultiDiscrete)
+        else do_nothing_action(part, continuous)
+        for key, part in space.items()
+    }
 
 
 def set_bus_space(

@@ -43,8 +43,10 @@ from grid_vec.core.rules.storage import StorageUnits
 from grid_vec.core.snapshot import GridSnapshot
 from grid_vec.env.action_input import (
     ACTION_TYPES,
+    DECLARES_DO_NOTHING,
     ActionBatch,
     box,
+    do_nothing_action,
     horizon_actions,
     one_action,
     set_bus_space,
@@ -128,7 +130,9 @@ class GridEnv(gym.Env):
     simulations do not count against ``max_simulate_per_step`` / ``_per_episode``.
     """
 
-    metadata: ClassVar[dict] = {"render_modes": []}
+    # DECLARES_DO_NOTHING: a vector env of these envs may read their ``do_nothing_action``
+    # (reading an attribute an env lacks breaks gymnasium's AsyncVectorEnv: it is asked first)
+    metadata: ClassVar[dict] = {"render_modes": [], DECLARES_DO_NOTHING: True}
     # a row of a batched core, stepped by the vector envs' slice engine with its batch (read
     # on this class only, by grid_vec.vector.worker.is_grid_env: a subclass may step otherwise)
     steps_as_batch_row: ClassVar[bool] = True
@@ -257,6 +261,12 @@ class GridEnv(gym.Env):
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be a positive int, got {n!r}")
         return GridBatch(self.model, [self._source] * n, self.config)
+
+    @property
+    def do_nothing_action(self) -> Any:
+        """The action of this env's space that changes nothing (what a do-nothing agent
+        plays: :func:`~grid_vec.env.action_input.do_nothing_action`)."""
+        return do_nothing_action(self.action_space, self.continuous)
 
     @property
     def grid2op_layout(self) -> dict[str, np.ndarray]:

@@ -29,6 +29,8 @@ from gymnasium import spaces
 from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import concatenate, create_empty_array
 
+from grid_vec.env.action_input import DECLARES_DO_NOTHING
+
 EPISODE_AGENT_METHODS = ("act", "reset", "seed")
 
 
@@ -107,6 +109,29 @@ def default_action(space: spaces.Space) -> Any:
     return sampler.sample()
 
 
+def do_nothing_of(env: VectorEnv) -> Any:
+    """The action that changes nothing in ``env``'s sub-envs: the ``do_nothing_action``
+    they declare (a GridEnv's: on a continuous space a curtailment left unchanged, on a
+    general topology space every element unchanged), else :func:`default_action` of the
+    single action space (whose zeros would curtail every renewable generator to nothing,
+    and whose sample of a ``Dict`` space is an action like any other).
+
+    Args:
+        env: the vector env.
+
+    Returns:
+        An action of ``env.single_action_space``.
+    """
+    space = env.single_action_space
+    # asked only of envs that say they have it: gymnasium's AsyncVectorEnv closes a worker
+    # whose env lacks an attribute it is asked for
+    if env.metadata.get(DECLARES_DO_NOTHING) and callable(getattr(env, "get_attr", None)):
+        declared = env.get_attr("do_nothing_action")[0]
+        if space.contains(declared):
+            return declared
+    return default_action(space)
+
+
 def batch_of(space: spaces.Space, action: Any, num_envs: int) -> Any:
     """The batched action holding ``action`` for each of ``num_envs`` sub-envs."""
     out = create_empty_array(space, num_envs)
@@ -168,8 +193,8 @@ class DoNothingAgent:
     """Batched policy playing the same neutral action everywhere (action 0 on grid envs).
 
     Args:
-        action: the action of every sub-env; None for
-            :func:`default_action` of the env's action space.
+        action: the action of every sub-env; None for the env's own do-nothing action
+            (:func:`do_nothing_of`).
     """
 
     def __init__(self, action: Any = None) -> None:
@@ -186,7 +211,7 @@ class DoNothingAgent:
             ValueError: the action is not in the env's single action space.
         """
         space = env.single_action_space
-        action = default_action(space) if self.action is None else self.action
+        action = do_nothing_of(env) if self.action is None else self.action
         if not space.contains(action):
             raise ValueError(f"DoNothingAgent action {action!r} is not in {space}")
         self._batch = batch_of(space, action, env.num_envs)
@@ -555,5 +580,6 @@ __all__ = [
     "agent_kind",
     "check_spaces",
     "default_action",
+    "do_nothing_of",
     "simulated_score",
 ]

@@ -22,7 +22,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, VectorEnv
 
-from grid_vec.runner.agents import agent_kind, check_spaces, default_action
+from grid_vec.runner.agents import agent_kind, check_spaces, do_nothing_of
 from grid_vec.runner.episode_loop import EpisodeLoop
 from grid_vec.runner.episodes import EpisodeSpec, run_identity
 from grid_vec.runner.results import EpisodeResult
@@ -74,7 +74,7 @@ class EpisodeExecutor(ABC):
             env: what the Runner was given: a vector env or a sequence of env factories.
             agent: a batched policy or a per-episode agent (see :mod:`grid_vec.runner.agents`).
             idle_action: the action of sub-envs with no episode left, or None for
-                :func:`~grid_vec.runner.agents.default_action`.
+                :func:`~grid_vec.runner.agents.do_nothing_of`.
 
         Raises:
             TypeError, ValueError: ``env``, ``agent`` or ``idle_action`` cannot be used here;
@@ -181,7 +181,7 @@ class VectorEnvExecutor(EpisodeExecutor):
             if kind == "batch" and callable(getattr(agent, "bind", None)):
                 agent.bind(self._env)
             space = self._env.single_action_space
-            self.idle_action = default_action(space) if idle_action is None else idle_action
+            self.idle_action = do_nothing_of(self._env) if idle_action is None else idle_action
             if not space.contains(self.idle_action):
                 raise ValueError(f"idle_action {self.idle_action!r} is not in {space}")
         except BaseException:

@@ -49,7 +49,7 @@ class Runner:
         agent: a batched policy or a per-episode agent (see :mod:`grid_vec.runner.agents`).
         seed: master seed from which the default per-episode env and agent seeds derive.
         idle_action: the action played by sub-envs that have no episode left (default:
-            :func:`~grid_vec.runner.agents.default_action`).
+            :func:`~grid_vec.runner.agents.do_nothing_of`).
         executor: where the episodes are played: an unstarted :class:`EpisodeExecutor`, one per
             Runner, e.g. ``grid_vec.integrations.ray.RayExecutor(num_actors=64)`` (extra
             ``ray``); None plays them here on a

@@ -86,7 +86,7 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.observation_space = batch_space(observation_space, self.num_envs)
         self.autoreset_mode = AutoresetMode(autoreset_mode)
-        self.metadata = {"autoreset_mode": self.autoreset_mode, "render_modes": []}
+        self.metadata = {**envs[0].metadata, "autoreset_mode": self.autoreset_mode}
         self.render_mode = None
         self.spec = envs[0].spec
         self.copy = copy
