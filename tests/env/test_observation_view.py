@@ -49,7 +49,9 @@ def test_plot_episode_draws_rho_and_reward_and_replay_saves_the_plot(tmp_path, e
     for branch, line in enumerate(curves):
         np.testing.assert_array_equal(line.get_ydata(), rho[:, branch])
     (reward_line,) = reward_axes.lines
-    np.testing.assert_array_equal(reward_line.get_ydata(), episode.rewards)
+    # the default reward pays 1 a step: drawn as its running sum (a flat line says nothing)
+    assert np.all(episode.rewards == episode.rewards[0])
+    np.testing.assert_array_equal(reward_line.get_ydata(), np.cumsum(episode.rewards))
     assert (tmp_path / "ep.png").read_bytes()[:4] == b"\x89PNG"
     assert main(["replay", str(save)]) == 0
     assert (episode.path / "episode.png").read_bytes()[:4] == b"\x89PNG"
