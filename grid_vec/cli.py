@@ -34,6 +34,7 @@ from grid_vec._argtypes import (
     positive_int,
     positive_int_up_to,
 )
+from grid_vec._signals import sigint_ignored
 from grid_vec._untrusted import UntrustedFileError, quote
 
 if TYPE_CHECKING:
@@ -508,22 +509,10 @@ def _shutting_down(close: Callable[[], None]) -> Iterator[None]:
         interrupted = True
         raise
     finally:
-        with _sigint_ignored(), warnings.catch_warnings():
+        with sigint_ignored(), warnings.catch_warnings():
             if interrupted:
                 warnings.simplefilter("ignore")
             close()
-
-
-@contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _grid2op_env_kwargs(args: argparse.Namespace) -> dict[str, Any]:

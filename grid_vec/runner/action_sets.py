@@ -25,7 +25,6 @@ import contextlib
 import json
 import os
 import signal
-import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -33,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from grid_vec._signals import sigint_ignored
 from grid_vec.env.tasks import TASKS, action_set_path
 from grid_vec.runner.agents import candidate_scores
 from grid_vec.runner.progress import make_bars
@@ -171,25 +171,12 @@ def _sigint_held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-@contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    """Ignore Ctrl-C for the block (main thread only: elsewhere signals stay as they are)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def _stop_pool(pool: ProcessPoolExecutor) -> None:
     """Stop ``pool`` at once after a Ctrl-C or an error: cancel the jobs not started and end
     the processes playing one (the pool's own shutdown would wait for each job to finish,
     and its processes ignore SIGINT). Runs with Ctrl-C ignored, so that a second one cannot
     leave processes behind."""
-    with _sigint_ignored():
+    with sigint_ignored():
         # the executor lists its processes only in a private attribute (Python 3.14 adds
         # terminate_workers(), which does not join them)
         processes = list((getattr(pool, "_processes", None) or {}).values())
