@@ -307,8 +307,13 @@ def _trained_policy(
             from grid_vec.env.make import make
             from grid_vec.integrations.sb3_policy import load_sb3_policy
 
-            space = make(task).observation_space
-            policy = load_sb3_policy(path, trust_pickle=trust_pickle, observation_space=space)
+            env = make(task, **(env_kwargs or {}))  # the spaces it will play: --action-set...
+            policy = load_sb3_policy(
+                path,
+                trust_pickle=trust_pickle,
+                observation_space=env.observation_space,
+                action_space=env.action_space,
+            )
             return LoadedPolicy(policy, task, "flat", None)
         loaded = load_policy(path, name=str(path))
     except ImportError as exc:

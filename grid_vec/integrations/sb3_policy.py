@@ -44,7 +44,11 @@ class Sb3Policy:
 
 
 def load_sb3_policy(
-    path: str | os.PathLike, *, trust_pickle: bool, observation_space: Any = None
+    path: str | os.PathLike,
+    *,
+    trust_pickle: bool,
+    observation_space: Any = None,
+    action_space: Any = None,
 ) -> Sb3Policy:
     """Load an SB3 PPO model (``model.zip``) and the ``vecnormalize.pkl`` beside it.
 
@@ -53,13 +57,15 @@ def load_sb3_policy(
         trust_pickle: the caller vouches for the files (SB3's loader and the statistics
             unpickle); False refuses to load them.
         observation_space: the task's; a model of another shape is refused.
+        action_space: the task's; a model of other actions (another number of them, another
+            kind or shape) is refused before the first step.
 
     Returns:
         The agent.
 
     Raises:
         CheckpointError: not trusted, missing, too large, not loadable by SB3, or trained on
-            other observations (the message names the file).
+            other observations or actions (the message names the file).
     """
     path = Path(path)
     if not trust_pickle:
@@ -85,6 +91,10 @@ def load_sb3_policy(
             f"{path}: trained on observations of shape {model.observation_space.shape}, the "
             f"task's are {shape}"
         )
+    if action_space is not None and not _same_kind(model.action_space, action_space):
+        raise CheckpointError(
+            f"{path}: trained on actions {model.action_space}, the task's are {action_space}"
+        )
     normalize = None
     stats = path.with_name(NORMALIZATION_FILE)
     if stats.is_file():
@@ -95,3 +105,13 @@ def load_sb3_policy(
         except Exception as exc:
             raise CheckpointError(f"{stats}: not SB3's VecNormalize statistics ({exc})") from exc
     return Sb3Policy(model, normalize)
+
+
+def _same_kind(trained: Any, task: Any) -> bool:
+    """Whether a model's action space gives actions of the task's: the same type, the same
+    number of actions (``Discrete``) or the same shape (others)."""
+    if type(trained) is not type(task):
+        return False
+    if hasattr(task, "n") and not hasattr(task, "nvec"):
+        return int(trained.n) == int(task.n) and int(trained.start) == int(task.start)
+    return getattr(trained, "shape", None) == getattr(task, "shape", None)

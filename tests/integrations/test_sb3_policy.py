@@ -71,3 +71,14 @@ def test_an_sb3_model_of_other_observations_is_refused(saved_model, tmp_path):
     policy = load_sb3_policy(path, trust_pickle=True)
     obs = np.stack([grid_vec.make(TASK).reset(seed=s)[0] for s in range(2)])
     assert policy(obs).shape == (2,)
+
+
+def test_an_sb3_model_of_other_actions_is_refused_before_the_first_step(saved_model, capsys):
+    """The model plays the task's 31 reduced actions; with --full-catalog the env has 126."""
+    path, _ = saved_model
+    argv = ["eval", TASK, "--agent", str(path), "--scenarios", "1", "--full-catalog"]
+    assert main([*argv, "--trust-pickle", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("\n") == 1
+    assert str(path) in err and "trained on actions Discrete(31)" in err
+    assert "Discrete(126)" in err
