@@ -178,15 +178,10 @@ def _actions(args: argparse.Namespace) -> int:
         args.workers,
         args.out,
         args.max_steps,
-        pbar=_progress(args),
+        pbar=cli_pbar(args.no_progress),
     )
     print(f"wrote {path}  (play it with --action-set {path})")
     return 0
-
-
-def _progress(args: argparse.Namespace) -> Any:
-    """What the Runner's ``pbar`` takes for ``--no-progress`` (as ``grid-vec run``'s)."""
-    return cli_pbar(args.no_progress)
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -257,7 +252,7 @@ def _eval(args: argparse.Namespace) -> int:
             seed=args.seed,
             scenarios=args.scenarios,
             env_kwargs=env_kwargs,
-            pbar=_progress(args),
+            pbar=cli_pbar(args.no_progress),
         )
         scores.append(dataclasses.replace(score, agent=str(agent)))
     print(format_scores(scores))
@@ -308,12 +303,15 @@ def _trained_policy(
             from grid_vec.integrations.sb3_policy import load_sb3_policy
 
             env = make(task, **(env_kwargs or {}))  # the spaces it will play: --action-set...
-            policy = load_sb3_policy(
-                path,
-                trust_pickle=trust_pickle,
-                observation_space=env.observation_space,
-                action_space=env.action_space,
-            )
+            try:
+                policy = load_sb3_policy(
+                    path,
+                    trust_pickle=trust_pickle,
+                    observation_space=env.observation_space,
+                    action_space=env.action_space,
+                )
+            finally:
+                env.close()
             return LoadedPolicy(policy, task, "flat", None)
         loaded = load_policy(path, name=str(path))
     except ImportError as exc:

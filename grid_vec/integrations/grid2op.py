@@ -427,20 +427,17 @@ class Grid2opAgentPolicy:
         """
         return self._bridge.action(g_act, self._now if obs is None else self._bridge.state_of(obs))
 
-    def to_grid2op(self, action: dict[str, np.ndarray], obs: BaseObservation | None = None) -> Any:
-        """grid_vec's action as grid2op's action (the reverse of :meth:`action`).
+    def to_grid2op(self, action: dict[str, np.ndarray]) -> Any:
+        """grid_vec's action as grid2op's action (the reverse of :meth:`action`; it reads no
+        state: a curtailment left unchanged is the box's value below 0, not the limit now).
 
         Args:
             action: an action of the env's action space (the general topology action, with
                 its continuous part on :func:`make_env`'s env).
-            obs: not read (the reverse reads no state: a curtailment left unchanged is the
-                box's value below 0, not the limit now); kept for the callers that pass
-                the observation the action was played in.
 
         Returns:
             grid2op's action (of the reference env's ``action_space``).
         """
-        del obs
         return self._bridge.to_grid2op(action)
 
     def _now(self) -> PlayedIn:

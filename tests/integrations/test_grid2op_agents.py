@@ -213,7 +213,7 @@ def test_grid2op_actions_translate_both_ways_and_unplayable_ones_are_named(sandb
     others = [c for g, c in curtail.items() if g != 3]
     np.testing.assert_array_equal(played["continuous"][others], -1.0)
     assert played["set_line_status"][3] == -1
-    assert policy.to_grid2op(played, g_obs) == mixed
+    assert policy.to_grid2op(played) == mixed
     # an action without curtailment: every column -1, and grid2op's action back has none
     topology = space({"set_line_status": [(3, -1)]})
     played = policy.action(topology, g_obs)
