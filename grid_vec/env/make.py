@@ -20,11 +20,9 @@ from gymnasium.envs.registration import EnvSpec
 
 from grid_vec._untrusted import file_stamp
 from grid_vec.chronics.scenario import ScenarioSource
-from grid_vec.core.actions import ActionCatalog
 from grid_vec.core.parameters import Parameters
 from grid_vec.core.rules.dispatch import GeneratorLimits
 from grid_vec.core.rules.storage import StorageUnits
-from grid_vec.core.topology import layout_of
 from grid_vec.env.datasets import (
     DATA_DIR_VARIABLE,
     DatasetNotFoundError,
@@ -301,9 +299,7 @@ def _task_factory(task_id: str, backend: str, explicit: dict, user_kwargs: dict)
         seed = explicit.get("scenario_seed", EMBEDDED[task.grid].scenario_seed)
         source = SubsetSource(SyntheticSource(model, seed=seed), ids)
         folder_kwargs = {}
-    kwargs = task_settings(
-        task_id, user_kwargs, len(ActionCatalog.from_model(model, layout_of(model)))
-    )
+    kwargs = task_settings(task_id, user_kwargs, model)
     if "action_set" in user_kwargs:
         # the spec keeps the set played, not the path: a run made again (a resume, an export)
         # plays that set, or is refused, whatever the file holds by then

@@ -57,8 +57,11 @@ from pathlib import Path
 from typing import Any
 
 from grid_vec._untrusted import UntrustedFileError, quote, read_json
+from grid_vec.core.actions import ActionCatalog
 from grid_vec.core.rules.heuristics import Heuristics
+from grid_vec.core.topology import layout_of
 from grid_vec.env.datasets import find_dataset
+from grid_vec.grid.model import GridModel
 
 ACTION_SET_DIR = Path(__file__).parent / "data" / "action_sets"
 _MAX_ACTION_SET_BYTES = 1 << 20
@@ -198,7 +201,7 @@ def action_set_path(task_id: str) -> Path:
     return ACTION_SET_DIR / (task_id.split("/")[-1].removesuffix("-v0").lower() + ".json")
 
 
-def task_settings(task_id: str, overrides: dict[str, Any], n_catalog: int) -> dict[str, Any]:
+def task_settings(task_id: str, overrides: dict[str, Any], model: GridModel) -> dict[str, Any]:
     """A task's GridEnv settings, ``overrides`` winning; a reduced-action task gets its
     stored ``action_subset`` unless ``overrides`` has one (None: the whole catalog).
     ``overrides["action_set"]``, the path of a set written by ``grid-vec actions``, plays
@@ -207,8 +210,8 @@ def task_settings(task_id: str, overrides: dict[str, Any], n_catalog: int) -> di
     Args:
         task_id: the task.
         overrides: the caller's settings.
-        n_catalog: the size of the task grid's action catalog (an action set's indices must
-            lie below it).
+        model: the task's compiled grid (an action set's indices must lie in its catalog,
+            whose size is computed only when a set is read).
 
     Returns:
         The settings, ``action_set`` replaced by the ``action_subset`` it holds.
@@ -228,10 +231,16 @@ def task_settings(task_id: str, overrides: dict[str, Any], n_catalog: int) -> di
             raise ValueError("pass action_set (a file) or action_subset (a list), not both")
         if settings.get("action_type") != "discrete":
             raise ValueError(f"action_set: {task_id} has no discrete actions to choose from")
-        settings["action_subset"] = read_action_set(Path(written), task_id, n_catalog)
+        settings["action_subset"] = read_action_set(Path(written), task_id, _n_catalog(model))
     elif task.reduced_actions and "action_subset" not in overrides:
-        settings["action_subset"] = read_action_set(action_set_path(task_id), task_id, n_catalog)
+        path = action_set_path(task_id)
+        settings["action_subset"] = read_action_set(path, task_id, _n_catalog(model))
     return settings
+
+
+def _n_catalog(model: GridModel) -> int:
+    """The number of actions of ``model``'s catalog (what an action set indexes)."""
+    return len(ActionCatalog.from_model(model, layout_of(model)))
 
 
 def load_action_set(task_id: str, n_catalog: int | None = None) -> list[int]:
