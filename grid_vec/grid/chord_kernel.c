@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef double complex cplx;
+#include "flow_results.h"
 
 enum { HEADER = 13 };
 
@@ -70,6 +70,15 @@ static int unpack(Plan *p, const int64_t *ints, Py_ssize_t n_ints, const double 
     return 0;
 }
 
+/* The part of a plan its rows' results read. */
+static FlowGrid flow_grid_of(const Plan *p) {
+    FlowGrid g = {p->n_bus, p->nb, p->nl, p->ng, p->ns, p->slack_bus, p->slack_gen,
+                  p->indptr, p->indices, p->data, p->bus_active, p->or_bus, p->ex_bus,
+                  p->load_bus, p->gen_bus, p->storage_bus, p->sn, p->vn, p->q_share,
+                  p->q_fixed, p->y11, p->y12, p->y21, p->y22};
+    return g;
+}
+
 /* Rows are iterated LANES at a time, interleaved: bus (or unknown) i of lane l sits at
  * [i * L + l] (L lanes: LANES, fewer in the last block), real and imaginary parts apart. The
  * triangular solves of one row are a chain of dependent products; LANES rows side by side turn
@@ -78,13 +87,6 @@ static int unpack(Plan *p, const int64_t *ints, Py_ssize_t n_ints, const double 
  * other lanes hold (no fused multiply-add, see setup.py), so a row's result never depends on
  * the rows beside it or on their number. */
 enum { LANES = 8 };
-
-/* |z| without hypot's guard against overflow (a voltage or a flow is far from overflowing):
- * the kernel takes thousands of magnitudes per row, and hypot costs several times more. */
-static inline double magnitude(cplx z) {
-    double re = creal(z), im = cimag(z);
-    return sqrt(re * re + im * im);
-}
 
 /* cos and sin of d. A chord step turns a voltage by a small angle, whose cosine and sine the
  * first terms of their series give to the last bit (the next term is below 1e-19 for
@@ -237,74 +239,6 @@ static void block_chord(const Plan *p, const Block *b, int64_t kmax, int64_t *it
     }
 }
 
-/* current = Y v (Ybus as CSR), one row. */
-static void ybus_times(const Plan *p, const cplx *v, cplx *current) {
-    for (int64_t i = 0; i < p->n_bus; ++i) {
-        cplx acc = 0;
-        for (int64_t k = p->indptr[i]; k < p->indptr[i + 1]; ++k) acc += p->data[k] * v[p->indices[k]];
-        current[i] = acc;
-    }
-}
-
-/* One solved row's results into o, in FLOW_FIELDS order and grid_vec's units. */
-static void row_flows(const Plan *p, const double *inj, const double *storage_p, const cplx *S,
-                      cplx *v, cplx *need, double *o) {
-    int64_t nb = p->nb, nl = p->nl, ng = p->ng, ns = p->ns;
-    double sn = p->sn, sqrt3 = sqrt(3.0);
-    for (int64_t i = 0; i < p->n_bus; ++i)
-        if (!p->bus_active[i]) v[i] = 0;  /* a bus out of the power flow reports no voltage */
-    /* what each bus still needs from its PV generators (Q) or the slack (P), MW / MVAr */
-    ybus_times(p, v, need);
-    for (int64_t i = 0; i < p->n_bus; ++i) need[i] = (v[i] * conj(need[i]) - S[i]) * sn;
-    for (int side = 0; side < 2; ++side) {  /* p, q, v, a of the origins, then extremities */
-        double *base = o + 4 * nb * side;
-        for (int64_t j = 0; j < nb; ++j) {
-            int64_t here = side ? p->ex_bus[j] : p->or_bus[j];
-            int64_t there = side ? p->or_bus[j] : p->ex_bus[j];
-            if (here < 0) {
-                base[j] = base[nb + j] = base[2 * nb + j] = base[3 * nb + j] = 0;
-                continue;
-            }
-            cplx current = side ? p->y22[j] * v[here] + p->y21[j] * v[there]
-                                : p->y11[j] * v[here] + p->y12[j] * v[there];
-            cplx s = v[here] * conj(current) * sn;
-            double v_kv = magnitude(v[here]) * p->vn[here];
-            base[j] = creal(s);
-            base[nb + j] = cimag(s);
-            base[2 * nb + j] = v_kv;
-            base[3 * nb + j] = v_kv > 0 ? magnitude(s) / (sqrt3 * v_kv) * 1000.0 : 0.0;
-        }
-    }
-    double *k = o + 8 * nb;
-    for (int64_t j = 0; j < nl; ++j) {
-        int64_t b = p->load_bus[j];
-        k[j] = b >= 0 ? inj[j] : 0.0;
-        k[nl + j] = b >= 0 ? inj[nl + j] : 0.0;
-        k[2 * nl + j] = b >= 0 ? magnitude(v[b]) * p->vn[b] : 0.0;
-    }
-    k += 3 * nl;
-    for (int64_t j = 0; j < ng; ++j) {
-        int64_t b = p->gen_bus[j];
-        if (b < 0) {
-            k[j] = k[ng + j] = k[2 * ng + j] = 0;
-            continue;
-        }
-        double gen_p = inj[2 * nl + j];
-        if (j == p->slack_gen) gen_p += creal(need[p->slack_bus]);
-        k[j] = gen_p;
-        k[ng + j] = cimag(need[b]) * p->q_share[j] + p->q_fixed[j];
-        k[2 * ng + j] = magnitude(v[b]) * p->vn[b];
-    }
-    k += 3 * ng;
-    for (int64_t j = 0; j < ns; ++j) {
-        int64_t b = p->storage_bus[j];
-        k[j] = b >= 0 ? storage_p[j] : 0.0;
-        k[ns + j] = 0;
-        k[2 * ns + j] = b >= 0 ? magnitude(v[b]) * p->vn[b] : 0.0;
-        k[3 * ns + j] = b >= 0 ? carg(v[b]) : 0.0;
-    }
-}
-
 /* solve(ints, reals, cplx, injections, storage_p, V, out, kmax, iters, rows) */
 static PyObject *solve(PyObject *self, PyObject *args) {
     Py_buffer b_ints, b_reals, b_cplx, b_inj, b_sto, b_v, b_out, b_it;
@@ -352,6 +286,7 @@ static PyObject *solve(PyObject *self, PyObject *args) {
     double *out = b_out.buf;
     int64_t *iters = b_it.buf;
     double inv_sn = 1.0 / p.sn;
+    FlowGrid grid = flow_grid_of(&p);
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t first = 0; first < rows; first += LANES) {
         int L = rows - first < LANES ? (int)(rows - first) : LANES;
@@ -391,7 +326,7 @@ static PyObject *solve(PyObject *self, PyObject *args) {
                 continue;
             }
             iters[r] = it[l] < 0 ? 0 : it[l];
-            row_flows(&p, inj + r * n_inj, sto + r * p.ns, S + l * p.n_bus, v, need,
+            row_flows(&grid, inj + r * n_inj, sto + r * p.ns, S + l * p.n_bus, v, need,
                       out + r * n_out);
         }
     }
