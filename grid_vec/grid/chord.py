@@ -371,6 +371,17 @@ class PlanBook:
         self._template = None
         self._arrays: GridArrays | None = None
         self._plans: dict[bytes, TopologyPlan | None] = {}
+        self._per_grid: dict[str, object] = {}
+
+    def per_grid(self, key: str, build):
+        """What ``build(template)`` gives for this grid (``template``: a fresh backend of it),
+        built the first time ``key`` is asked for and shared from then on (the batched Newton's
+        union layout)."""
+        try:
+            return self._per_grid[key]
+        except KeyError:
+            value = self._per_grid[key] = build(self._template_backend())
+            return value
 
     @property
     def arrays(self) -> GridArrays:

@@ -20,7 +20,7 @@ from time import perf_counter
 
 import numpy as np
 
-from grid_vec.grid import chord
+from grid_vec.grid import chord, newton
 from grid_vec.grid._lightsim_cpp import lightsim_cpp
 from grid_vec.grid.backend import (
     FLOW_FIELDS,
@@ -32,6 +32,9 @@ from grid_vec.grid.backend import (
     flow_slices,
 )
 from grid_vec.grid.lightsim_rows import (
+    BY_CHORD,
+    BY_LIGHTSIM,
+    BY_NEWTON,
     COLUMN,
     LIGHTSIM,
     LOOK_UP,
@@ -113,6 +116,7 @@ class LightSimBackend(Backend):
         self._rows = SolverRows(1, _sizes(model, self._v_init.size))
         self._i = 0
         self._rows.gen_v_sent[0] = np.nan
+        self._rows.gen_v_pu[0, self._ls_gen] = [g.target_vm_pu for g in self._grid.get_generators()]
         self._steady, self._island = 0, False
         n_topo = model.n_load + self._ls_gen.size + 2 * model.n_branch + model.n_storage
         self._has_storage = bool(model.n_storage)
@@ -169,7 +173,7 @@ class LightSimBackend(Backend):
     _inj32 = row_field("inj32")
     _storage_p32 = row_field("storage_p32")
     _inj_pending = row_field("pending", bool)
-    _by_chord = row_field("by_chord", bool)
+    _solved_by = row_field("solved_by", int)
 
     @property
     def _gen_v_sent(self) -> bytes:
@@ -248,6 +252,8 @@ class LightSimBackend(Backend):
             self._mask_gen, gen_v_pu[self._ls_gen] if self._has_sgen else gen_v_pu
         )
         self._rows.gen_v_sent[self._i] = gen_v
+        held = self._rows.gen_v_pu[self._i]  # lightsim2grid's rule, for the batched Newton
+        held[:] = newton.held_setpoints(held, gen_v_pu)
         self._steady_solves = 0  # the chord keeps the PV magnitudes of its warm start
 
     @classmethod
@@ -407,7 +413,9 @@ class LightSimBackend(Backend):
             by_lightsim = cls._solve_by_chord(shared, shared.plan[rows[0]], at, flows)
         else:
             by_lightsim = cls._route(backends, shared, np.asarray(rows, dtype=np.intp), flows)
-        failed = cls._solve_by_lightsim(backends, by_lightsim, flows)
+        refused, failed = cls._solve_by_newton(backends, shared, by_lightsim, flows)
+        if refused:
+            failed = sorted(failed + cls._solve_by_lightsim(backends, refused, flows))
         shared.charge(at, _POWERFLOW, (perf_counter() - start) / len(rows))  # and a flow
         return failed
 
@@ -458,7 +466,7 @@ class LightSimBackend(Backend):
             done, failed, V = rows[ok], rows[~ok].tolist(), V[ok]
         shared.V[done] = V  # their steady count stays (it counts up to STEADY_SOLVES only)
         shared.converged[done] = 1
-        shared.by_chord[done] = True
+        shared.solved_by[done] = BY_CHORD
         return failed
 
     def _row_injections(self) -> tuple[np.ndarray, np.ndarray]:
@@ -470,6 +478,53 @@ class LightSimBackend(Backend):
             self._rows.storage_p32[at].astype(np.float64),
         )
 
+    def _newton_layout(self) -> newton.UnionLayout:
+        """The grid's union layout, built once for this backend and its copies."""
+        return self._book.per_grid(
+            "newton", lambda template: newton.build_layout(self.model, template._grid,
+                                                           max_iter=MAX_ITER)
+        )  # fmt: skip
+
+    @staticmethod
+    def _solve_by_newton(
+        backends: list, shared: SolverRows, rows: list[int], flows: np.ndarray
+    ) -> tuple[list[int], list[int]]:
+        """Solve ``rows`` (sorted; a new topology, setpoints or a reset each) in one batched
+        Newton call (:mod:`grid_vec.grid.newton`: lightsim2grid's Newton, each row from its
+        own first guess); return the rows it leaves to lightsim2grid and the diverged ones."""
+        if not rows:
+            return [], []
+        first = backends[rows[0]]
+        at = np.asarray(rows, dtype=np.intp)
+        V = shared.V[at]
+        out = np.empty((len(rows), flows.shape[1]))
+        storage = shared.storage_p32[at].astype(np.float64) if first._has_storage else _NONE
+        iters = newton.solve_rows(
+            first._newton_layout(),
+            np.stack([backends[row]._buses for row in rows]),
+            shared.inj32[at].astype(np.float64),
+            storage,
+            shared.gen_v_pu[at],
+            V,
+            out,
+        )
+        solved = iters >= 0
+        done = at[solved]
+        flows[done] = out[solved]
+        shared.V[done] = V[solved]
+        shared.converged[done] = 1
+        shared.solved_by[done] = BY_NEWTON
+        for row in done.tolist():
+            backend = backends[row]
+            if backend._steady < chord.STEADY_SOLVES:  # counted up to there only
+                backend._steady += 1
+                if backend._steady == chord.STEADY_SOLVES:  # the chord's from now on
+                    backend._set_route()
+        failed = at[iters == newton.DIVERGED].tolist()
+        for row in failed:
+            backends[row]._diverged()
+        return at[iters == newton.REFUSED].tolist(), failed
+
     @staticmethod
     def _solve_by_lightsim(backends: list, rows: list[int], flows: np.ndarray) -> list[int]:
         """One warm-started ``ac_pf`` per row (see :meth:`run_ac`); returns the diverged rows."""
@@ -480,7 +535,7 @@ class LightSimBackend(Backend):
             grid = backend._grid
             shared, i = backend._rows, backend._i
             V = grid.ac_pf(shared.V[i], MAX_ITER, TOLERANCE)  # see run_ac
-            shared.by_chord[i] = False
+            shared.solved_by[i] = BY_LIGHTSIM
             if V.size:
                 shared.V[i], shared.converged[i] = V, 1
                 if backend._steady < chord.STEADY_SOLVES:  # counted up to there only
@@ -515,7 +570,7 @@ class LightSimBackend(Backend):
             self._steady_solves += 1
         else:
             self._diverged()
-        self._by_chord = False
+        self._solved_by = BY_LIGHTSIM
         timings = self.timings
         timings["powerflow"] += perf_counter() - start
         timings["n_powerflow"] += 1
@@ -536,7 +591,8 @@ class LightSimBackend(Backend):
         start = perf_counter()
         flows = np.empty(self._flow_slices["all"].stop)
         self._fill_flows(flows)
-        V = self._V * (self._plan.bus_active if self._by_chord else self._bus_active)
+        by_chord = self._solved_by == BY_CHORD
+        V = self._V * (self._plan.bus_active if by_chord else self._bus_active)
         results = PowerFlowResults(
             np.abs(V),
             np.arctan2(V.imag, V.real),
@@ -562,10 +618,18 @@ class LightSimBackend(Backend):
         """One ``concatenate`` of lightsim2grid's result views into ``out`` (FLOW_FIELDS order),
         in grid_vec's units (``scale=False``: lightsim2grid's, the caller converts); after a
         chord solve, its results computed again from the solution."""
-        if self._by_chord:  # the chord's solution: its results computed again
-            computed = out[None]
-            chord.solve_rows(self._plan, *self._row_injections(), self._V[None].copy(),
-                             computed, max_iter=0)  # fmt: skip
+        solved_by = self._solved_by
+        if solved_by != BY_LIGHTSIM:  # the chord's or Newton's solution: results computed again
+            computed, V = out[None], self._V[None].copy()
+            if solved_by == BY_CHORD:
+                chord.solve_rows(self._plan, *self._row_injections(), V, computed, max_iter=0)
+            else:
+                gen_v = self._rows.gen_v_pu[self._i : self._i + 1]
+                inj, storage = self._row_injections()
+                layout = self._newton_layout()
+                newton.solve_rows(
+                    layout, self._buses[None], inj, storage, gen_v, V, computed, solve=False
+                )
             if not scale:
                 out /= self._units
             return
@@ -642,7 +706,7 @@ class LightSimBackend(Backend):
         self._grid.tell_solver_need_reset()
         shared, i = self._rows, self._i  # no solve yet, lightsim2grid's next, from the base case
         shared.V[i] = self._v_init
-        shared.route[i], shared.by_chord[i], shared.converged[i] = LIGHTSIM, False, -1
+        shared.route[i], shared.solved_by[i], shared.converged[i] = LIGHTSIM, BY_LIGHTSIM, -1
         self._steady = 0
         # the views are kept: lightsim2grid's result vectors outlive a solver reset (only a
         # failed solve reallocates them, and it dropped the views then)

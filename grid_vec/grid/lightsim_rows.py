@@ -31,8 +31,9 @@ _FIELDS = {
     "inj32": (np.float32, "n_inj"),  # loads p, loads q, generators p, as lightsim2grid keeps them
     "storage_p32": (np.float32, "n_storage"),
     "gen_v_sent": (np.float64, "n_gen"),  # the last voltage setpoints sent (kV; NaN: none)
+    "gen_v_pu": (np.float64, "n_gen"),  # the setpoints lightsim2grid's grid holds (p.u.)
     "pending": (np.bool_, ()),  # lightsim2grid's grid lacks the last injections
-    "by_chord": (np.bool_, ()),  # the last solve was the chord's
+    "solved_by": (np.int8, ()),  # whose was the last solve: BY_LIGHTSIM, BY_CHORD, BY_NEWTON
     "converged": (np.int8, ()),  # the last solve: -1 none yet, 0 diverged, 1 converged
     "route": (np.int64, ()),  # who solves the row next: see route()
     "timings": (np.float64, 5),  # TIMINGS' (seconds; the last, a count of power flows)
@@ -41,6 +42,10 @@ TIMINGS = ("set_injections", "set_topology", "results", "powerflow", "n_powerflo
 COLUMN = {key: column for column, key in enumerate(TIMINGS)}  # each one's column in a row
 _MAX_CHARGES = 64  # sets of rows whose charged time is kept apart before it is added up
 LIGHTSIM, LOOK_UP = 0, 1  # routes: lightsim2grid solves the row; the chord, once its plan is found
+# who solved a row last: lightsim2grid (its grid's result vectors hold the results), the
+# chord (grid_vec.grid.chord) or the batched Newton (grid_vec.grid.newton): their results are
+# computed again from the solution
+BY_LIGHTSIM, BY_CHORD, BY_NEWTON = 0, 1, 2
 NO_PLAN_YET = object()  # a row's plan, not looked up since its topology changed
 
 

@@ -153,6 +153,7 @@ def build_layout(model: GridModel, grid, *, max_iter: int) -> UnionLayout:
             (~is_sgen).astype(np.int64),
             has_shunt,
             perm,
+            unknowns,  # the unknown at each position of the order (perm's inverse)
             j_indptr,
             j_indices,
             j_diag,
@@ -220,6 +221,8 @@ def solve_rows(
     gen_v_pu: np.ndarray,
     V: np.ndarray,
     out: np.ndarray,
+    *,
+    solve: bool = True,
 ) -> np.ndarray:
     """Newton-solve rows, each in its own topology, from its own first guess; write the
     solved rows' solutions and results.
@@ -237,6 +240,8 @@ def solve_rows(
             at the bus bars out of the power flow).
         out: ``(k, n_flows)`` float64, written in :func:`~grid_vec.grid.backend.flow_slices`'
             layout and grid_vec's units for the solved rows.
+        solve: False when ``V`` holds the rows' solutions already (this function's): only
+            their results are written (every row's iteration count is then 0).
 
     Returns:
         ``(k,)`` int64: each row's iterations, :data:`DIVERGED`, or :data:`REFUSED` (a row
@@ -244,6 +249,6 @@ def solve_rows(
     """
     iters = np.empty(V.shape[0], dtype=np.int64)
     newton_kernel.solve(
-        *layout.packed, buses, injections, storage_p, gen_v_pu, V, out, iters, V.shape[0]
+        *layout.packed, buses, injections, storage_p, gen_v_pu, V, out, iters, V.shape[0], solve
     )
     return iters

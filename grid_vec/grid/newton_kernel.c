@@ -31,7 +31,7 @@ typedef struct {
     int64_t n_sub, n_bus, nb, nl, ng, ns, nnz_y, m, nnz_j, slack_gen, max_iter, n_elem;
     const int64_t *y_indptr, *y_indices, *y_diag;
     const int64_t *or_sub, *ex_sub, *load_sub, *gen_sub, *storage_sub, *gen_pv, *has_shunt;
-    const int64_t *perm, *j_indptr, *j_indices, *j_diag, *y_to_j;
+    const int64_t *perm, *unknown, *j_indptr, *j_indices, *j_diag, *y_to_j;
     double sn, tol, pivot_floor;
     const double *vn, *q_fixed, *q_range;
     const cplx *y11, *y12, *y21, *y22, *shunt;
@@ -55,6 +55,7 @@ static int unpack(Layout *g, const int64_t *ints, Py_ssize_t n_ints, const doubl
     g->gen_pv = o; o += g->ng;
     g->has_shunt = o; o += g->n_bus;
     g->perm = o; o += g->m;
+    g->unknown = o; o += g->m;
     g->j_indptr = o; o += g->m + 1;
     g->j_indices = o; o += g->nnz_j;
     g->j_diag = o; o += g->m;
@@ -254,11 +255,14 @@ static void jacobian(const Layout *g, Work *w) {
 }
 
 /* LU of jx in place on the filled pattern, row by row, no pivoting (the order is fixed);
- * returns -1 when a pivot falls below the floor (relative to its row's largest entry). */
+ * returns -1 when a pivot falls below the floor (relative to its row's largest entry). A fixed
+ * unknown's row is already its factor's (a unit row whose column holds no other entry: no
+ * multiplier reaches it), so it is skipped whole. */
 static int factorise(const Layout *g, Work *w) {
     const int64_t *ip = g->j_indptr, *ix = g->j_indices, *dg = g->j_diag;
     double *a = w->jx, *x = w->w;
     for (int64_t i = 0; i < g->m; ++i) {
+        if (w->fixed[g->unknown[i]]) continue;
         double scale = 0;
         for (int64_t p = ip[i]; p < ip[i + 1]; ++p) {
             x[ix[p]] = a[p];
@@ -317,12 +321,14 @@ static int64_t newton(const Layout *g, Work *w) {
     }
 }
 
-/* solve(ints, reals, cplx, buses, injections, storage_p, gen_v, V, out, iters, rows) */
+/* solve(ints, reals, cplx, buses, injections, storage_p, gen_v, V, out, iters, rows, solve):
+ * solve 0: V holds solutions already; only their results are computed (iters 0). */
 static PyObject *solve(PyObject *self, PyObject *args) {
     Py_buffer b_ints, b_reals, b_cplx, b_bars, b_inj, b_sto, b_gv, b_v, b_out, b_it;
     Py_ssize_t rows;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*w*w*w*n", &b_ints, &b_reals, &b_cplx, &b_bars,
-                          &b_inj, &b_sto, &b_gv, &b_v, &b_out, &b_it, &rows))
+    int do_solve;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*w*w*w*np", &b_ints, &b_reals, &b_cplx, &b_bars,
+                          &b_inj, &b_sto, &b_gv, &b_v, &b_out, &b_it, &rows, &do_solve))
         return NULL;
     PyObject *result = NULL;
     Layout g;
@@ -396,10 +402,14 @@ static PyObject *solve(PyObject *self, PyObject *args) {
             iters[r] = REFUSED;
             continue;
         }
-        int64_t it = newton(&g, &w);
-        iters[r] = it;
-        if (it < 0) continue;
-        memcpy(v, w.V, n_bus * sizeof(cplx));
+        if (do_solve) {
+            int64_t it = newton(&g, &w);
+            iters[r] = it;
+            if (it < 0) continue;
+            memcpy(v, w.V, n_bus * sizeof(cplx));
+        } else {
+            iters[r] = 0;
+        }
         FlowGrid fg = {n_bus, g.nb, g.nl, g.ng, g.ns, w.gen_bus[g.slack_gen], g.slack_gen,
                        g.y_indptr, g.y_indices, w.ydata, w.active, w.or_bus, w.ex_bus,
                        w.load_bus, w.gen_bus, w.storage_bus, g.sn, g.vn, w.q_share, g.q_fixed,
@@ -426,7 +436,7 @@ done:
 
 static PyMethodDef methods[] = {
     {"solve", solve, METH_VARARGS,
-     "solve(ints, reals, cplx, buses, injections, storage_p, gen_v, V, out, iters, rows): "
+     "solve(ints, reals, cplx, buses, injections, storage_p, gen_v, V, out, iters, rows, solve): "
      "Newton-solve rows of any topology in place (see grid_vec.grid.newton.solve_rows)."},
     {NULL, NULL, 0, NULL},
 };

@@ -20,6 +20,7 @@ from grid_vec.grid import chord
 from grid_vec.grid.backend import FLOW_FIELDS, Backends, InjectionRows, flow_slices
 from grid_vec.grid.compile import compile_net
 from grid_vec.grid.lightsim import LightSimBackend
+from grid_vec.grid.lightsim_rows import BY_CHORD
 from grid_vec.grid.networks import load_network
 
 N_ROWS = 6
@@ -70,7 +71,7 @@ def _chord_solved(model, seed: int):
     for _ in range(chord.STEADY_SOLVES + 1):
         a.set_injections(*inj)
         assert LightSimBackend.solve_rows([a], [0], flows) == []
-    assert a._by_chord
+    assert a._solved_by == BY_CHORD
     return a, flows, inj
 
 
@@ -89,7 +90,7 @@ def test_chord_rows_equal_lightsim_solves_within_the_solver_tolerance(model, spl
         injections = [(p * scale, q * scale, g * scale, v) for p, q, g, v in start]
         failed_a, failed_b = _step(model, chords, refs, injections, flows_a, flows_b)
         assert failed_a == failed_b
-        by_chord += sum(a._by_chord for a in chords)
+        by_chord += sum(a._solved_by == BY_CHORD for a in chords)
         for name in FLOW_FIELDS:
             part = slices[name]
             np.testing.assert_allclose(
@@ -172,7 +173,7 @@ def test_rows_without_a_plan_are_solved_by_lightsim_bitwise(model, monkeypatch) 
     injections = [perturbed_injections(model, rng) for _ in range(3)]
     for _ in range(3):
         assert _step(model, chords, refs, injections, flows_a, flows_b)[0] == []
-        assert not any(a._by_chord for a in chords)
+        assert not any((a._solved_by == BY_CHORD) for a in chords)
         np.testing.assert_array_equal(flows_a, flows_b)
 
 
@@ -189,7 +190,7 @@ def test_a_chord_that_does_not_converge_falls_back_to_lightsim(model, monkeypatc
     monkeypatch.setattr(chord, "CHORD_MAX_ITER", 1)
     moved = (p * 1.05, q * 1.05, g * 1.05, v)
     assert _step(model, [a], [b], [moved], flows_a, flows_b) == ([], [])
-    assert not a._by_chord
+    assert not (a._solved_by == BY_CHORD)
     np.testing.assert_array_equal(flows_a, flows_b)
     np.testing.assert_array_equal(a._V, b._V)
 
@@ -198,7 +199,7 @@ def test_new_voltage_setpoints_send_a_row_to_lightsim(model) -> None:
     a, flows, (p, q, g, v) = _chord_solved(model, 2)
     a.set_injections(p, q, g, v * 1.01)  # the chord keeps the magnitudes of its warm start
     LightSimBackend.solve_rows([a], [0], flows)
-    assert not a._by_chord
+    assert not (a._solved_by == BY_CHORD)
 
 
 def test_a_backend_after_a_chord_solve_pickles_and_copies_with_its_injections(model) -> None:
@@ -252,9 +253,9 @@ def test_injections_set_for_many_rows_solve_bitwise_as_set_one_by_one(model) -> 
         for a, b in zip(chords, refs, strict=True):
             np.testing.assert_array_equal(a._inj32, b._inj32)
             assert a._gen_v_sent == b._gen_v_sent
-            assert a._by_chord == b._by_chord
+            assert (a._solved_by == BY_CHORD) == (b._solved_by == BY_CHORD)
         if step == chord.STEADY_SOLVES + 1:
-            assert [a._by_chord for a in chords] == [True, True, False] + [True] * (N_ROWS - 3)
+            assert [(a._solved_by == BY_CHORD) for a in chords] == [True, True, False] + [True] * (N_ROWS - 3)
     for one, ref in zip(chords[:2], refs[:2], strict=True):  # a row alone (a GridEnv's)
         injection = perturbed_injections(model, rng)
         LightSimBackend.set_injections_rows(
@@ -304,8 +305,8 @@ def test_a_backend_solved_through_another_list_keeps_its_own_row_in_each(model) 
     for _ in range(2):
         step(other, [0, 1])
     step(batch, rows)
-    assert [b._by_chord for b in batch] == [t._by_chord for t in alone]
-    assert batch[2]._by_chord and batch[4]._by_chord  # the chord solved the moved rows
+    assert [(b._solved_by == BY_CHORD) for b in batch] == [(t._solved_by == BY_CHORD) for t in alone]
+    assert (batch[2]._solved_by == BY_CHORD) and (batch[4]._solved_by == BY_CHORD)  # the chord solved the moved rows
     for b, twin in zip(batch, alone, strict=True):
         np.testing.assert_array_equal(b._V, twin._V)
         assert b.timings["n_powerflow"] == twin.timings["n_powerflow"] > 0
@@ -363,6 +364,6 @@ def test_copies_of_rows_taken_together_solve_bitwise_as_copies_taken_one_by_one(
         np.testing.assert_array_equal(
             step(together, which, injections), step(one_by_one, which, injections)
         )
-    assert all(b._by_chord for b in together)
+    assert all((b._solved_by == BY_CHORD) for b in together)
     for b, state in zip(batch, before, strict=True):
         np.testing.assert_array_equal(b.solver_state(), state)
