@@ -480,9 +480,11 @@ class LightSimBackend(Backend):
 
     def _newton_layout(self) -> newton.UnionLayout:
         """The grid's union layout, built once for this backend and its copies."""
+        # from a new grid of the model (the book's template has played other topologies)
         return self._book.per_grid(
-            "newton", lambda template: newton.build_layout(self.model, template._grid,
-                                                           max_iter=MAX_ITER)
+            "newton",
+            lambda _: newton.build_layout(self.model, type(self)(self.model)._grid,
+                                          max_iter=MAX_ITER),
         )  # fmt: skip
 
     @staticmethod

@@ -347,7 +347,7 @@ static PyObject *solve(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "newton arrays of the wrong sizes for the layout");
         goto done;
     }
-    size_t n_int = 5 * n_bus + 2 * g.nb + g.nl + g.ng + g.ns + g.m + 2 * n_bus;
+    size_t n_int = 5 * n_bus + 2 * g.nb + g.nl + g.ng + g.ns + g.m;
     size_t n_dbl = g.ng + 3 * n_bus + 2 * g.m + g.nnz_j + g.m;
     size_t n_cpx = g.nnz_y + 3 * n_bus + 2 * n_bus;
     mem = malloc(n_int * 8 + n_dbl * 8 + n_cpx * sizeof(cplx));
@@ -374,7 +374,6 @@ static PyObject *solve(PyObject *self, PyObject *args) {
     w.gen_bus = k; k += g.ng;
     w.storage_bus = k; k += g.ns;
     w.fixed = k; k += g.m;
-    k += 2 * n_bus;
     double *d = (double *)k;
     w.q_share = d; d += g.ng;
     w.q_total = d; d += n_bus;

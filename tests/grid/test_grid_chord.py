@@ -57,6 +57,11 @@ def _step(model, chords, refs, injections, flows_a, flows_b) -> tuple[list[int],
     )
 
 
+def _by_chord(backend) -> bool:
+    """Whether the backend's last solve was the chord's."""
+    return backend._solved_by == BY_CHORD
+
+
 def _tolerance(field: str) -> float:
     return ATOL.get(field, ATOL.get(field.split("_")[-1][0], 1e-5))
 
@@ -173,7 +178,7 @@ def test_rows_without_a_plan_are_solved_by_lightsim_bitwise(model, monkeypatch) 
     injections = [perturbed_injections(model, rng) for _ in range(3)]
     for _ in range(3):
         assert _step(model, chords, refs, injections, flows_a, flows_b)[0] == []
-        assert not any((a._solved_by == BY_CHORD) for a in chords)
+        assert not any(_by_chord(a) for a in chords)
         np.testing.assert_array_equal(flows_a, flows_b)
 
 
@@ -190,7 +195,7 @@ def test_a_chord_that_does_not_converge_falls_back_to_lightsim(model, monkeypatc
     monkeypatch.setattr(chord, "CHORD_MAX_ITER", 1)
     moved = (p * 1.05, q * 1.05, g * 1.05, v)
     assert _step(model, [a], [b], [moved], flows_a, flows_b) == ([], [])
-    assert not (a._solved_by == BY_CHORD)
+    assert not _by_chord(a)
     np.testing.assert_array_equal(flows_a, flows_b)
     np.testing.assert_array_equal(a._V, b._V)
 
@@ -199,7 +204,7 @@ def test_new_voltage_setpoints_send_a_row_to_lightsim(model) -> None:
     a, flows, (p, q, g, v) = _chord_solved(model, 2)
     a.set_injections(p, q, g, v * 1.01)  # the chord keeps the magnitudes of its warm start
     LightSimBackend.solve_rows([a], [0], flows)
-    assert not (a._solved_by == BY_CHORD)
+    assert not _by_chord(a)
 
 
 def test_a_backend_after_a_chord_solve_pickles_and_copies_with_its_injections(model) -> None:
@@ -253,9 +258,9 @@ def test_injections_set_for_many_rows_solve_bitwise_as_set_one_by_one(model) -> 
         for a, b in zip(chords, refs, strict=True):
             np.testing.assert_array_equal(a._inj32, b._inj32)
             assert a._gen_v_sent == b._gen_v_sent
-            assert (a._solved_by == BY_CHORD) == (b._solved_by == BY_CHORD)
+            assert _by_chord(a) == _by_chord(b)
         if step == chord.STEADY_SOLVES + 1:
-            assert [(a._solved_by == BY_CHORD) for a in chords] == [True, True, False] + [True] * (N_ROWS - 3)
+            assert [_by_chord(a) for a in chords] == [True, True, False] + [True] * (N_ROWS - 3)
     for one, ref in zip(chords[:2], refs[:2], strict=True):  # a row alone (a GridEnv's)
         injection = perturbed_injections(model, rng)
         LightSimBackend.set_injections_rows(
@@ -305,8 +310,8 @@ def test_a_backend_solved_through_another_list_keeps_its_own_row_in_each(model) 
     for _ in range(2):
         step(other, [0, 1])
     step(batch, rows)
-    assert [(b._solved_by == BY_CHORD) for b in batch] == [(t._solved_by == BY_CHORD) for t in alone]
-    assert (batch[2]._solved_by == BY_CHORD) and (batch[4]._solved_by == BY_CHORD)  # the chord solved the moved rows
+    assert [_by_chord(b) for b in batch] == [_by_chord(t) for t in alone]
+    assert _by_chord(batch[2]) and _by_chord(batch[4])  # the chord solved the moved rows
     for b, twin in zip(batch, alone, strict=True):
         np.testing.assert_array_equal(b._V, twin._V)
         assert b.timings["n_powerflow"] == twin.timings["n_powerflow"] > 0
@@ -364,6 +369,6 @@ def test_copies_of_rows_taken_together_solve_bitwise_as_copies_taken_one_by_one(
         np.testing.assert_array_equal(
             step(together, which, injections), step(one_by_one, which, injections)
         )
-    assert all((b._solved_by == BY_CHORD) for b in together)
+    assert all(_by_chord(b) for b in together)
     for b, state in zip(batch, before, strict=True):
         np.testing.assert_array_equal(b.solver_state(), state)
