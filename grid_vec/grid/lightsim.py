@@ -154,8 +154,16 @@ class LightSimBackend(Backend):
         # dimensions several times faster than by a 1-D array when N is 1
         self._units_row = self._units[None]
         self._converged = None
-        self._set_bus_active()
         self._views: _ResultViews | None = None
+        # lightsim2grid's grid is brought up to date only when it is used (it solves a row the
+        # batched Newton refuses, is pickled, screens contingencies, or its results are read):
+        # the topology it holds (the same object as _topo when up to date), setpoints and a
+        # solver reset still to send; and it is shared with copies until one of them changes
+        # it (a look-ahead's candidates solved by the batched Newton never copy it)
+        self._grid_topo = self._topo
+        self._gen_v_stale = self._storage_pending = False
+        self._solver_reset_pending = False
+        self._grid_shared = False
         # the batched chord solve (grid_vec.grid.chord): the plans of this grid's topologies,
         # shared with this backend's copies (a batch's envs); this backend's bus bars in model
         # order (the plan's key) and its plan; how many converged solves in a row it has had
@@ -248,9 +256,7 @@ class LightSimBackend(Backend):
         """Give lightsim2grid's grid the voltage setpoints ``gen_v`` (kV, model order), and
         remember them (their bytes) as the last sent."""
         gen_v_pu = gen_v * self._inv_sub_kv
-        self._grid.update_gens_v(
-            self._mask_gen, gen_v_pu[self._ls_gen] if self._has_sgen else gen_v_pu
-        )
+        self._gen_v_stale = True  # the grid receives them when it is next used
         self._rows.gen_v_sent[self._i] = gen_v
         held = self._rows.gen_v_pu[self._i]  # lightsim2grid's rule, for the batched Newton
         held[:] = newton.held_setpoints(held, gen_v_pu)
@@ -301,7 +307,7 @@ class LightSimBackend(Backend):
             return
         # float32, as lightsim2grid stores it (the same cast its bindings would do)
         self._storage_p32[:] = p_mw
-        self._grid.update_storages_p(self._mask_storage, self._storage_p32)
+        self._storage_pending = True  # the grid receives it when it is next used
 
     def _apply_topology(self, buses: np.ndarray) -> None:
         self._apply_topologies([self], buses[None])
@@ -349,9 +355,7 @@ class LightSimBackend(Backend):
             changed = topo != backend._topo
             sgen_changed = has_sgen and backend._set_sgen_buses(sgen_bus)
             if changed.any() or sgen_changed:
-                # the result vectors are sized by element, not by bus: update_topo keeps them
-                # (and the views into them; tests/grid checks it), only a failed solve does not
-                backend._grid.update_topo(changed, topo)
+                # the grid receives it when it is next used (_synced_grid)
                 backend._buses = row_buses
                 # no plan looked up, no steady solve: lightsim2grid solves it next; and a new
                 # topology starts again from the base case: the previous solution can be a poor
@@ -360,7 +364,6 @@ class LightSimBackend(Backend):
                 shared.plan[i], shared.route[i], backend._steady = NO_PLAN_YET, LIGHTSIM, 0
                 shared.V[i] = backend._v_init
                 backend._topo = topo
-                backend._set_bus_active()
                 if backend._has_storage:
                     backend._storage_island = backend._storage_off_branches(row_buses)
 
@@ -382,6 +385,8 @@ class LightSimBackend(Backend):
     def _set_sgen_buses(self, buses: np.ndarray) -> bool:
         """Static generators are outside ``update_topo``: set the (few) that changed."""
         changed = np.flatnonzero(buses != self._sgen_bus)
+        if changed.size:
+            self._own_grid()
         for i in changed:
             sub = int(self.model.gen_sub[self._sgen[i]])
             if buses[i] == -1:
@@ -533,8 +538,7 @@ class LightSimBackend(Backend):
         failed = []
         for row in rows:
             backend = backends[row]
-            backend._push_injections()
-            grid = backend._grid
+            grid = backend._synced_grid()
             shared, i = backend._rows, backend._i
             V = grid.ac_pf(shared.V[i], MAX_ITER, TOLERANCE)  # see run_ac
             shared.solved_by[i] = BY_LIGHTSIM
@@ -564,8 +568,11 @@ class LightSimBackend(Backend):
         start = perf_counter()
         # ac_pf reads its first guess into a vector of its own and returns a new array (checked
         # for converged and diverged solves): self._V needs no copy
-        self._push_injections()
-        V = _NO_SOLUTION if self._storage_island else self._grid.ac_pf(self._V, MAX_ITER, TOLERANCE)
+        V = (
+            _NO_SOLUTION
+            if self._storage_island
+            else self._synced_grid().ac_pf(self._V, MAX_ITER, TOLERANCE)
+        )
         converged = self._converged = V.size > 0
         if converged:
             self._V = V
@@ -584,9 +591,45 @@ class LightSimBackend(Backend):
         shared.route[i], shared.converged[i], self._steady = LIGHTSIM, 0, 0
         self._views = None  # a failed solve reallocates lightsim2grid's result vectors
 
-    def _set_bus_active(self) -> None:
+    @property
+    def _bus_active(self) -> np.ndarray:
         """Which bus bars are in the power flow (the others report zero voltage)."""
-        self._bus_active = np.asarray(self._grid.get_bus_status(), dtype=bool)
+        return np.asarray(self._synced_grid().get_bus_status(), dtype=bool)
+
+    def _own_grid(self) -> None:
+        """A grid of this backend's own before it is changed (a copy shares its original's)."""
+        if self._grid_shared:
+            self._grid = self._grid.copy()
+            self._grid_shared = False
+            self._views = None
+
+    def _synced_grid(self):
+        """lightsim2grid's grid, this backend's own, holding its topology, setpoints,
+        injections and solver state (what was deferred is sent now)."""
+        self._own_grid()
+        grid = self._grid
+        if self._grid_topo is not self._topo:
+            changed = self._topo != self._grid_topo
+            if changed.any():
+                # the result vectors are sized by element, not by bus: update_topo keeps
+                # them (and the views into them; tests/grid checks it), only a failed solve
+                # does not
+                grid.update_topo(changed, self._topo)
+            self._grid_topo = self._topo
+        if self._gen_v_stale:
+            # the setpoints the rows hold (lightsim2grid's own rule applied when they were
+            # sent): the grid takes each that differs from its own
+            held = self._rows.gen_v_pu[self._i]
+            grid.update_gens_v(self._mask_gen, held[self._ls_gen] if self._has_sgen else held)
+            self._gen_v_stale = False
+        self._push_injections()
+        if self._storage_pending:
+            grid.update_storages_p(self._mask_storage, self._storage_p32)
+            self._storage_pending = False
+        if self._solver_reset_pending:
+            grid.tell_solver_need_reset()
+            self._solver_reset_pending = False
+        return grid
 
     def results(self) -> PowerFlowResults:
         self._check_converged()
@@ -653,6 +696,7 @@ class LightSimBackend(Backend):
             out *= self._units
 
     def __getstate__(self) -> dict:
+        self._synced_grid()  # the grid pickled is this backend's, complete
         state = self.__dict__.copy()
         state["_views"] = None  # views into this process' LSGrid: never carried over
         # its row only (maybe one of a batch's SolverRows); the plan: looked up again
@@ -664,6 +708,7 @@ class LightSimBackend(Backend):
         row = state.pop("_rows")
         self.__dict__.update(state)
         self._rows = SolverRows.of_row(row, _sizes(self.model, self._v_init.size))
+        self._grid_topo, self._grid_shared = self._topo, False
         self._plan = NO_PLAN_YET
         self._book = chord.PlanBook(partial(LightSimBackend, self.model))
 
@@ -684,7 +729,7 @@ class LightSimBackend(Backend):
         out = np.full((len(branches), self.model.n_branch), np.nan)
         if not len(branches):
             return out
-        analysis = cpp.ContingencyAnalysisCPP(self._grid.copy(), False)
+        analysis = cpp.ContingencyAnalysisCPP(self._synced_grid().copy(), False)
         for branch in np.unique(branches).tolist():
             analysis.add_n1(branch)
         analysis.compute(self._V.copy(), MAX_ITER, TOLERANCE)
@@ -705,7 +750,7 @@ class LightSimBackend(Backend):
         # starts from scratch: so does this one's next solve, from the base case
         # (tell_solver_need_reset: prevent_cache_reuse's old name, which every supported
         # version has)
-        self._grid.tell_solver_need_reset()
+        self._solver_reset_pending = True  # sent with the grid's next use
         shared, i = self._rows, self._i  # no solve yet, lightsim2grid's next, from the base case
         shared.V[i] = self._v_init
         shared.route[i], shared.solved_by[i], shared.converged[i] = LIGHTSIM, BY_LIGHTSIM, -1
@@ -753,10 +798,11 @@ class LightSimBackend(Backend):
         return new
 
     def _copy_grid(self) -> LightSimBackend:
-        """A copy of everything but the row (the caller gives it one)."""
+        """A copy of everything but the row (the caller gives it one), sharing this backend's
+        grid until either changes it (copy on write: :meth:`_own_grid`)."""
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
-        new._grid = self._grid.copy()
+        self._grid_shared = new._grid_shared = True
         new._views = None
         new._sgen_bus = self._sgen_bus.copy()
         return new
