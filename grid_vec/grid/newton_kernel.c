@@ -80,6 +80,10 @@ typedef struct {
     double *q_total;                               /* (n_bus): its PV generators' Q ranges */
     int64_t *or_bus, *ex_bus, *load_bus, *gen_bus, *storage_bus;
     int64_t *fixed;                                /* (m): an unknown the row does not solve */
+    /* the row's own part of the filled pattern (see own_pattern): its solved positions of the
+     * order, and for each the union positions of its entries in solved columns */
+    int64_t n_own, *own_pos, *own_row, *own_ptr, *own_diag, *own_at;
+    cplx *unit;                                    /* (n_bus): V / |V| */
     double *q_share, *vm, *va, *F, *x, *jx, *w;    /* jx: (nnz_j) the Jacobian, then its LU */
     cplx *ydata, *S, *V, *cur;
 } Work;
@@ -226,7 +230,9 @@ static double mismatch(const Layout *g, Work *w) {
  * diagonal (u = V / |V|); P rows take the real parts, Q rows the imaginary ones; a fixed
  * unknown's row and column are those of the identity. */
 static void jacobian(const Layout *g, Work *w) {
-    memset(w->jx, 0, g->nnz_j * sizeof(double));
+    for (int64_t e = 0; e < w->own_ptr[w->n_own]; ++e) w->jx[w->own_at[e]] = 0;
+    for (int64_t i = 0; i < g->n_bus; ++i)
+        if (w->active[i]) w->unit[i] = w->V[i] / w->vm[i];
     for (int64_t i = 0; i < g->n_bus; ++i) {
         if (!w->active[i]) continue;
         cplx vi = w->V[i];
@@ -235,7 +241,7 @@ static void jacobian(const Layout *g, Work *w) {
             if (!w->active[j]) continue;
             cplx y = w->ydata[k];
             if (y == 0 && i != j) continue;
-            cplx uj = w->V[j] / w->vm[j];
+            cplx uj = w->unit[j];
             cplx d_va = -I * vi * conj(y * w->V[j]), d_vm = vi * conj(y * uj);
             if (i == j) {
                 d_va += I * vi * conj(w->cur[i]);
@@ -250,52 +256,75 @@ static void jacobian(const Layout *g, Work *w) {
             if (!fq && !fm) w->jx[at[3]] = cimag(d_vm);
         }
     }
-    for (int64_t u = 0; u < g->m; ++u)
-        if (w->fixed[u]) w->jx[g->j_diag[g->perm[u]]] = 1;
 }
 
-/* LU of jx in place on the filled pattern, row by row, no pivoting (the order is fixed);
- * returns -1 when a pivot falls below the floor (relative to its row's largest entry). A fixed
- * unknown's row is already its factor's (a unit row whose column holds no other entry: no
- * multiplier reaches it), so it is skipped whole. */
-static int factorise(const Layout *g, Work *w) {
-    const int64_t *ip = g->j_indptr, *ix = g->j_indices, *dg = g->j_diag;
-    double *a = w->jx, *x = w->w;
+/* The row's own part of the filled pattern: the positions of the order it solves for, and
+ * their entries in the columns it solves for. The unknowns it leaves out are decoupled (unit
+ * rows and columns: no entry of theirs is read), and the union's fill restricted to the others
+ * holds the fill of the row's own elimination in the same order, so the factorisation and the
+ * solves need only these entries (on the union layout, most of a row's are zeros of bus bars
+ * out of its power flow). */
+static void own_pattern(const Layout *g, Work *w) {
+    const int64_t *ip = g->j_indptr, *ix = g->j_indices;
+    int64_t n = 0, e = 0;
     for (int64_t i = 0; i < g->m; ++i) {
+        w->own_row[i] = -1;
         if (w->fixed[g->unknown[i]]) continue;
-        double scale = 0;
+        w->own_row[i] = n;
+        w->own_pos[n] = i;
+        w->own_ptr[n] = e;
         for (int64_t p = ip[i]; p < ip[i + 1]; ++p) {
-            x[ix[p]] = a[p];
-            if (fabs(a[p]) > scale) scale = fabs(a[p]);
+            if (w->fixed[g->unknown[ix[p]]]) continue;
+            if (ix[p] == i) w->own_diag[n] = e;
+            w->own_at[e++] = p;
         }
-        for (int64_t p = ip[i]; p < dg[i]; ++p) {
-            int64_t k = ix[p];
+        ++n;
+    }
+    w->own_ptr[n] = e;
+    w->n_own = n;
+}
+
+/* LU of the row's own entries of jx in place, row by row, no pivoting (the order is fixed);
+ * returns -1 when a pivot falls below the floor (relative to its row's largest entry). */
+static int factorise(const Layout *g, Work *w) {
+    const int64_t *ix = g->j_indices, *at = w->own_at, *ptr = w->own_ptr, *dg = w->own_diag;
+    double *a = w->jx, *x = w->w;
+    for (int64_t r = 0; r < w->n_own; ++r) {
+        double scale = 0;
+        for (int64_t e = ptr[r]; e < ptr[r + 1]; ++e) {
+            x[ix[at[e]]] = a[at[e]];
+            if (fabs(a[at[e]]) > scale) scale = fabs(a[at[e]]);
+        }
+        for (int64_t e = ptr[r]; e < dg[r]; ++e) {
+            int64_t k = ix[at[e]];
             if (x[k] == 0) continue;
-            double l = x[k] / a[dg[k]];
+            int64_t kr = w->own_row[k];
+            double l = x[k] / a[at[dg[kr]]];
             x[k] = l;
-            for (int64_t q = dg[k] + 1; q < ip[k + 1]; ++q) x[ix[q]] -= l * a[q];
+            for (int64_t f = dg[kr] + 1; f < ptr[kr + 1]; ++f) x[ix[at[f]]] -= l * a[at[f]];
         }
-        for (int64_t p = ip[i]; p < ip[i + 1]; ++p) a[p] = x[ix[p]];
-        if (!(fabs(a[dg[i]]) > g->pivot_floor * scale)) return -1;
+        for (int64_t e = ptr[r]; e < ptr[r + 1]; ++e) a[at[e]] = x[ix[at[e]]];
+        if (!(fabs(a[at[dg[r]]]) > g->pivot_floor * scale)) return -1;
     }
     return 0;
 }
 
-/* F <- J^-1 F with the factors in jx (F in the unknowns' order, x the permuted scratch). */
+/* F <- J^-1 F with the row's factors in jx (F in the unknowns' order, x the permuted scratch;
+ * a left-out unknown's step is 0, as its F). */
 static void lu_solve(const Layout *g, Work *w) {
-    const int64_t *ip = g->j_indptr, *ix = g->j_indices, *dg = g->j_diag;
+    const int64_t *ix = g->j_indices, *at = w->own_at, *ptr = w->own_ptr, *dg = w->own_diag;
     const double *a = w->jx;
     double *y = w->x;
     for (int64_t u = 0; u < g->m; ++u) y[g->perm[u]] = w->F[u];
-    for (int64_t i = 0; i < g->m; ++i) {
-        double acc = y[i];
-        for (int64_t p = ip[i]; p < dg[i]; ++p) acc -= a[p] * y[ix[p]];
-        y[i] = acc;
+    for (int64_t r = 0; r < w->n_own; ++r) {
+        double acc = y[w->own_pos[r]];
+        for (int64_t e = ptr[r]; e < dg[r]; ++e) acc -= a[at[e]] * y[ix[at[e]]];
+        y[w->own_pos[r]] = acc;
     }
-    for (int64_t i = g->m - 1; i >= 0; --i) {
-        double acc = y[i];
-        for (int64_t p = dg[i] + 1; p < ip[i + 1]; ++p) acc -= a[p] * y[ix[p]];
-        y[i] = acc / a[dg[i]];
+    for (int64_t r = w->n_own - 1; r >= 0; --r) {
+        double acc = y[w->own_pos[r]];
+        for (int64_t e = dg[r] + 1; e < ptr[r + 1]; ++e) acc -= a[at[e]] * y[ix[at[e]]];
+        y[w->own_pos[r]] = acc / a[at[dg[r]]];
     }
     for (int64_t u = 0; u < g->m; ++u) w->F[u] = y[g->perm[u]];
 }
@@ -303,6 +332,7 @@ static void lu_solve(const Layout *g, Work *w) {
 /* Newton iterations from V (the row's first guess, magnitudes already set): the iterations,
  * DIVERGED, or REFUSED when a pivot is too small for the fixed order. */
 static int64_t newton(const Layout *g, Work *w) {
+    own_pattern(g, w);
     for (int64_t i = 0; i < g->n_bus; ++i)
         w->V[i] = w->active[i] ? w->vm[i] * (cos(w->va[i]) + I * sin(w->va[i])) : 0;
     for (int64_t n = 0;; ++n) {
@@ -347,9 +377,9 @@ static PyObject *solve(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "newton arrays of the wrong sizes for the layout");
         goto done;
     }
-    size_t n_int = 5 * n_bus + 2 * g.nb + g.nl + g.ng + g.ns + g.m;
+    size_t n_int = 5 * n_bus + 2 * g.nb + g.nl + g.ng + g.ns + g.m + 4 * g.m + 1 + g.nnz_j;
     size_t n_dbl = g.ng + 3 * n_bus + 2 * g.m + g.nnz_j + g.m;
-    size_t n_cpx = g.nnz_y + 3 * n_bus + 2 * n_bus;
+    size_t n_cpx = g.nnz_y + 4 * n_bus + 2 * n_bus;
     mem = malloc(n_int * 8 + n_dbl * 8 + n_cpx * sizeof(cplx));
     if (!mem) {
         PyErr_NoMemory();
@@ -361,6 +391,7 @@ static PyObject *solve(PyObject *self, PyObject *args) {
     w.S = c; c += n_bus;
     w.V = c; c += n_bus;
     w.cur = c; c += n_bus;
+    w.unit = c; c += n_bus;
     cplx *need = c; c += 2 * n_bus;
     int64_t *k = (int64_t *)c;
     w.active = k; k += n_bus;
@@ -374,6 +405,11 @@ static PyObject *solve(PyObject *self, PyObject *args) {
     w.gen_bus = k; k += g.ng;
     w.storage_bus = k; k += g.ns;
     w.fixed = k; k += g.m;
+    w.own_pos = k; k += g.m;
+    w.own_row = k; k += g.m;
+    w.own_diag = k; k += g.m;
+    w.own_ptr = k; k += g.m + 1;
+    w.own_at = k; k += g.nnz_j;
     double *d = (double *)k;
     w.q_share = d; d += g.ng;
     w.q_total = d; d += n_bus;
