@@ -378,3 +378,47 @@ def test_lightsim_views_kept_across_topology_changes_read_every_new_solve() -> N
         reference.read_flows(expected)
         np.testing.assert_allclose(flows, expected, rtol=1e-6, atol=1e-6, err_msg=str(k))
     assert kept == 23
+
+
+def test_a_lightsim_copy_shares_its_grid_until_one_of_them_changes_it(model) -> None:
+    backend = _solved(model, "lightsim2grid")
+    expected = backend.results()
+    copies = type(backend).copy_rows([backend], [0, 0])
+    assert all(c._grid is backend._grid for c in copies)  # no LSGrid copied yet
+    # a copy solved by lightsim2grid (run_ac) takes a grid of its own, its original keeps its
+    topology = base_topology(model)
+    topology[2][0] = -1
+    copies[0].set_topology(*topology)
+    assert copies[0].run_ac()
+    assert copies[0]._grid is not backend._grid
+    assert copies[1]._grid is backend._grid
+    assert not np.allclose(copies[0].results().p_or, expected.p_or)
+    _assert_same_solution(backend, expected)
+    _assert_same_solution(copies[1], expected)
+    # and the original solving again leaves the copy that still shares with it as it was
+    args = _base_injections(model)
+    args[0] = args[0] * 1.1
+    backend.set_injections(*args)
+    assert backend.run_ac()
+    _assert_same_solution(copies[1], expected)
+
+
+def test_a_lightsim_grid_receives_a_deferred_topology_and_setpoints_when_it_is_used(model) -> None:
+    """Topology, voltage setpoints and storage setpoints reach lightsim2grid's grid only when
+    it is used; the grid then solves what a grid given them at once solves."""
+    eager, lazy = _solved(model, "lightsim2grid"), _solved(model, "lightsim2grid")
+    topology = base_topology(model)
+    topology[2][3] = -1
+    args = _base_injections(model)
+    args[3] = args[3] * 1.01
+    for backend in (eager, lazy):
+        backend.set_topology(*topology)
+        backend.set_injections(*args)
+    assert lazy._grid_topo is not lazy._topo and lazy._gen_v_stale  # not sent yet
+    eager._synced_grid()  # sent now
+    assert eager.run_ac() and lazy.run_ac()
+    assert lazy._grid_topo is lazy._topo and not lazy._gen_v_stale
+    for field in FLOW_FIELDS:
+        np.testing.assert_array_equal(
+            getattr(lazy.results(), field), getattr(eager.results(), field)
+        )
