@@ -88,21 +88,6 @@ static FlowGrid flow_grid_of(const Plan *p) {
  * the rows beside it or on their number. */
 enum { LANES = 8 };
 
-/* cos and sin of d. A chord step turns a voltage by a small angle, whose cosine and sine the
- * first terms of their series give to the last bit (the next term is below 1e-19 for
- * |d| <= 0.05): far cheaper than the library's trigonometry, which takes the larger turns. */
-static inline void turn(double d, double *c, double *s) {
-    if (fabs(d) > 0.05) {
-        *c = cos(d);
-        *s = sin(d);
-        return;
-    }
-    double d2 = d * d;
-    /* Horner's form with the coefficients as constants: products only, no division */
-    *c = 1 + d2 * (-1.0 / 2 + d2 * (1.0 / 24 + d2 * (-1.0 / 720 + d2 * (1.0 / 40320))));
-    *s = d * (1 + d2 * (-1.0 / 6 + d2 * (1.0 / 120 + d2 * (-1.0 / 5040 + d2 * (1.0 / 362880)))));
-}
-
 /* The work arrays of one block of lanes. */
 typedef struct {
     int L;                                /* its lanes: LANES, or fewer for the last rows */

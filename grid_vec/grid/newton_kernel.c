@@ -82,7 +82,7 @@ typedef struct {
     int64_t *fixed;                                /* (m): an unknown the row does not solve */
     /* the row's own part of the filled pattern (see own_pattern): its solved positions of the
      * order, and for each the union positions of its entries in solved columns */
-    int64_t n_own, *own_pos, *own_row, *own_ptr, *own_diag, *own_at;
+    int64_t n_own, *own_pos, *own_row, *own_ptr, *own_diag, *own_at, *own_col;
     cplx *unit;                                    /* (n_bus): V / |V| */
     double *q_share, *vm, *va, *F, *x, *jx, *w;    /* jx: (nnz_j) the Jacobian, then its LU */
     cplx *ydata, *S, *V, *cur;
@@ -276,6 +276,7 @@ static void own_pattern(const Layout *g, Work *w) {
         for (int64_t p = ip[i]; p < ip[i + 1]; ++p) {
             if (w->fixed[g->unknown[ix[p]]]) continue;
             if (ix[p] == i) w->own_diag[n] = e;
+            w->own_col[e] = ix[p];
             w->own_at[e++] = p;
         }
         ++n;
@@ -287,23 +288,23 @@ static void own_pattern(const Layout *g, Work *w) {
 /* LU of the row's own entries of jx in place, row by row, no pivoting (the order is fixed);
  * returns -1 when a pivot falls below the floor (relative to its row's largest entry). */
 static int factorise(const Layout *g, Work *w) {
-    const int64_t *ix = g->j_indices, *at = w->own_at, *ptr = w->own_ptr, *dg = w->own_diag;
+    const int64_t *col = w->own_col, *at = w->own_at, *ptr = w->own_ptr, *dg = w->own_diag;
     double *a = w->jx, *x = w->w;
     for (int64_t r = 0; r < w->n_own; ++r) {
         double scale = 0;
         for (int64_t e = ptr[r]; e < ptr[r + 1]; ++e) {
-            x[ix[at[e]]] = a[at[e]];
+            x[col[e]] = a[at[e]];
             if (fabs(a[at[e]]) > scale) scale = fabs(a[at[e]]);
         }
         for (int64_t e = ptr[r]; e < dg[r]; ++e) {
-            int64_t k = ix[at[e]];
+            int64_t k = col[e];
             if (x[k] == 0) continue;
             int64_t kr = w->own_row[k];
             double l = x[k] / a[at[dg[kr]]];
             x[k] = l;
-            for (int64_t f = dg[kr] + 1; f < ptr[kr + 1]; ++f) x[ix[at[f]]] -= l * a[at[f]];
+            for (int64_t f = dg[kr] + 1; f < ptr[kr + 1]; ++f) x[col[f]] -= l * a[at[f]];
         }
-        for (int64_t e = ptr[r]; e < ptr[r + 1]; ++e) a[at[e]] = x[ix[at[e]]];
+        for (int64_t e = ptr[r]; e < ptr[r + 1]; ++e) a[at[e]] = x[col[e]];
         if (!(fabs(a[at[dg[r]]]) > g->pivot_floor * scale)) return -1;
     }
     return 0;
@@ -312,18 +313,18 @@ static int factorise(const Layout *g, Work *w) {
 /* F <- J^-1 F with the row's factors in jx (F in the unknowns' order, x the permuted scratch;
  * a left-out unknown's step is 0, as its F). */
 static void lu_solve(const Layout *g, Work *w) {
-    const int64_t *ix = g->j_indices, *at = w->own_at, *ptr = w->own_ptr, *dg = w->own_diag;
+    const int64_t *col = w->own_col, *at = w->own_at, *ptr = w->own_ptr, *dg = w->own_diag;
     const double *a = w->jx;
     double *y = w->x;
     for (int64_t u = 0; u < g->m; ++u) y[g->perm[u]] = w->F[u];
     for (int64_t r = 0; r < w->n_own; ++r) {
         double acc = y[w->own_pos[r]];
-        for (int64_t e = ptr[r]; e < dg[r]; ++e) acc -= a[at[e]] * y[ix[at[e]]];
+        for (int64_t e = ptr[r]; e < dg[r]; ++e) acc -= a[at[e]] * y[col[e]];
         y[w->own_pos[r]] = acc;
     }
     for (int64_t r = w->n_own - 1; r >= 0; --r) {
         double acc = y[w->own_pos[r]];
-        for (int64_t e = dg[r] + 1; e < ptr[r + 1]; ++e) acc -= a[at[e]] * y[ix[at[e]]];
+        for (int64_t e = dg[r] + 1; e < ptr[r + 1]; ++e) acc -= a[at[e]] * y[col[e]];
         y[w->own_pos[r]] = acc / a[at[dg[r]]];
     }
     for (int64_t u = 0; u < g->m; ++u) w->F[u] = y[g->perm[u]];
@@ -342,11 +343,18 @@ static int64_t newton(const Layout *g, Work *w) {
         jacobian(g, w);
         if (factorise(g, w) != 0) return REFUSED;
         lu_solve(g, w);
+        /* each voltage turned by its angle step and scaled by its magnitude's (no
+         * trigonometry for the small steps of the later iterations; a bus with no step,
+         * as the slack's and those out of the power flow, is left as it is) */
         for (int64_t i = 0; i < g->n_bus; ++i) {
-            if (!w->active[i]) continue;
-            w->va[i] -= w->F[2 * i];
-            w->vm[i] -= w->F[2 * i + 1];
-            w->V[i] = w->vm[i] * (cos(w->va[i]) + I * sin(w->va[i]));
+            double d = w->F[2 * i], dm = w->F[2 * i + 1];
+            if (d == 0 && dm == 0) continue;
+            double before = w->vm[i], c, s;
+            w->va[i] -= d;
+            w->vm[i] -= dm;
+            turn(-d, &c, &s);
+            double scale = w->vm[i] / before;
+            w->V[i] *= (c * scale) + I * (s * scale);
         }
     }
 }
@@ -377,7 +385,7 @@ static PyObject *solve(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "newton arrays of the wrong sizes for the layout");
         goto done;
     }
-    size_t n_int = 5 * n_bus + 2 * g.nb + g.nl + g.ng + g.ns + g.m + 4 * g.m + 1 + g.nnz_j;
+    size_t n_int = 5 * n_bus + 2 * g.nb + g.nl + g.ng + g.ns + g.m + 4 * g.m + 1 + 2 * g.nnz_j;
     size_t n_dbl = g.ng + 3 * n_bus + 2 * g.m + g.nnz_j + g.m;
     size_t n_cpx = g.nnz_y + 4 * n_bus + 2 * n_bus;
     mem = malloc(n_int * 8 + n_dbl * 8 + n_cpx * sizeof(cplx));
@@ -410,6 +418,7 @@ static PyObject *solve(PyObject *self, PyObject *args) {
     w.own_diag = k; k += g.m;
     w.own_ptr = k; k += g.m + 1;
     w.own_at = k; k += g.nnz_j;
+    w.own_col = k; k += g.nnz_j;
     double *d = (double *)k;
     w.q_share = d; d += g.ng;
     w.q_total = d; d += n_bus;
