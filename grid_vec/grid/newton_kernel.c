@@ -478,7 +478,109 @@ done:
     return result;
 }
 
+/* The root of x's set, halving the path on the way. */
+static int64_t root_of(int64_t *parent, int64_t x) {
+    while (parent[x] != x) {
+        parent[x] = parent[parent[x]];
+        x = parent[x];
+    }
+    return x;
+}
+
+enum { CONNECTIVITY_HEADER = 5 };
+
+/* isolated(ints, topos, load_out, gen_out, slack_out, rows): for each row of topology vectors
+ * (int8, bus bars 1, 2 or -1 in the topology layout's positions), which loads and generators
+ * the slack does not reach (a disconnected one counts) and whether a slack is off or none is
+ * on; the sets of bus bars joined by the branches in service, one union-find per row (see
+ * grid_vec.core.topology.isolated_elements). ints: n_sub, n_load, n_gen, n_branch, n_elem,
+ * then the loads', generators', origins' and extremities' substations, their positions in the
+ * vector, and which generators are slacks. */
+static PyObject *isolated(PyObject *self, PyObject *args) {
+    Py_buffer b_ints, b_topos, b_load, b_gen, b_slack;
+    Py_ssize_t rows;
+    if (!PyArg_ParseTuple(args, "y*y*w*w*w*n", &b_ints, &b_topos, &b_load, &b_gen, &b_slack,
+                          &rows))
+        return NULL;
+    PyObject *result = NULL;
+    int64_t *parent = NULL;
+    const int64_t *h = b_ints.buf;
+    Py_ssize_t n_ints = b_ints.len / 8;
+    if (n_ints < CONNECTIVITY_HEADER) goto sizes;
+    int64_t n_sub = h[0], nl = h[1], ng = h[2], nb = h[3], n_elem = h[4];
+    if (n_ints != CONNECTIVITY_HEADER + 2 * nl + 3 * ng + 4 * nb) goto sizes;
+    if (b_topos.len != rows * n_elem || b_load.len != rows * nl || b_gen.len != rows * ng ||
+        b_slack.len != rows)
+        goto sizes;
+    const int64_t *load_sub = h + CONNECTIVITY_HEADER, *gen_sub = load_sub + nl,
+                  *or_sub = gen_sub + ng, *ex_sub = or_sub + nb, *pos_load = ex_sub + nb,
+                  *pos_gen = pos_load + nl, *pos_or = pos_gen + ng, *pos_ex = pos_or + nb,
+                  *is_slack = pos_ex + nb;
+    parent = malloc(4 * n_sub * sizeof(int64_t));
+    if (!parent) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *fed = parent + 2 * n_sub;
+    const int8_t *topos = b_topos.buf;
+    uint8_t *load_out = b_load.buf, *gen_out = b_gen.buf, *slack_out = b_slack.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; r < rows; ++r) {
+        const int8_t *t = topos + r * n_elem;
+        for (int64_t i = 0; i < 2 * n_sub; ++i) {
+            parent[i] = i;
+            fed[i] = 0;
+        }
+        /* bus bar 2 of substation s is node n_sub + s; -1 lands on bus bar 1 (such an
+         * element counts as isolated whatever its node) */
+        for (int64_t j = 0; j < nb; ++j) {
+            int8_t a = t[pos_or[j]], b = t[pos_ex[j]];
+            if (a <= 0 || b <= 0) continue;
+            int64_t ra = root_of(parent, or_sub[j] + (a == 2) * n_sub);
+            int64_t rb = root_of(parent, ex_sub[j] + (b == 2) * n_sub);
+            if (ra != rb) parent[ra > rb ? ra : rb] = ra < rb ? ra : rb;
+        }
+        int any_on = 0, off = 0;
+        for (int64_t j = 0; j < ng; ++j) {
+            if (!is_slack[j]) continue;
+            int8_t bar = t[pos_gen[j]];
+            if (bar > 0) {
+                fed[root_of(parent, gen_sub[j] + (bar == 2) * n_sub)] = 1;
+                any_on = 1;
+            } else {
+                off = 1;
+            }
+        }
+        slack_out[r] = off || !any_on;
+        for (int64_t j = 0; j < nl; ++j) {
+            int8_t bar = t[pos_load[j]];
+            load_out[r * nl + j] = bar < 0 || !fed[root_of(parent, load_sub[j] + (bar == 2) * n_sub)];
+        }
+        for (int64_t j = 0; j < ng; ++j) {
+            int8_t bar = t[pos_gen[j]];
+            gen_out[r * ng + j] = bar < 0 || !fed[root_of(parent, gen_sub[j] + (bar == 2) * n_sub)];
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+    goto done;
+sizes:
+    PyErr_SetString(PyExc_ValueError, "connectivity arrays of the wrong sizes");
+done:
+    free(parent);
+    PyBuffer_Release(&b_ints);
+    PyBuffer_Release(&b_topos);
+    PyBuffer_Release(&b_load);
+    PyBuffer_Release(&b_gen);
+    PyBuffer_Release(&b_slack);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"isolated", isolated, METH_VARARGS,
+     "isolated(ints, topos, load_out, gen_out, slack_out, rows): the loads and generators the "
+     "slack does not reach, per row (see grid_vec.core.topology.isolated_elements)."},
     {"solve", solve, METH_VARARGS,
      "solve(ints, reals, cplx, buses, injections, storage_p, gen_v, V, out, iters, rows, solve): "
      "Newton-solve rows of any topology in place (see grid_vec.grid.newton.solve_rows)."},
