@@ -61,6 +61,7 @@ def _sizes(model: GridModel, n_bus: int) -> dict[str, int]:
     return {
         "n_bus": n_bus, "n_inj": 2 * model.n_load + model.n_gen,
         "n_storage": model.n_storage, "n_gen": model.n_gen,
+        "n_elem": model.n_load + model.n_gen + 2 * model.n_branch + model.n_storage,
     }  # fmt: skip
 
 
@@ -124,7 +125,6 @@ class LightSimBackend(Backend):
         self._sgen_bus = np.ones(self._sgen.size, dtype=np.int32)
         self._n_sub = model.n_sub
         self._V = self._v_init
-        self._topo = np.ones(n_topo, dtype=np.int32)
         # model order (loads, gens, branch origins, branch extremities, storage units) ->
         # lightsim2grid's topology vector (loads, gens without sgens, line ends 1 and 2, trafo
         # ends 1 and 2, storage units: the positions compile_net gave it)
@@ -157,10 +157,10 @@ class LightSimBackend(Backend):
         self._views: _ResultViews | None = None
         # lightsim2grid's grid is brought up to date only when it is used (it solves a row the
         # batched Newton refuses, is pickled, screens contingencies, or its results are read):
-        # the topology it holds (the same object as _topo when up to date), setpoints and a
-        # solver reset still to send; and it is shared with copies until one of them changes
-        # it (a look-ahead's candidates solved by the batched Newton never copy it)
-        self._grid_topo = self._topo
+        # the topology it holds (lightsim2grid's order), setpoints and a solver reset still to
+        # send; and it is shared with copies until one of them changes it (a look-ahead's
+        # candidates solved by the batched Newton never copy it)
+        self._grid_topo = np.ones(n_topo, dtype=np.int32)
         self._gen_v_stale = self._storage_pending = False
         self._solver_reset_pending = False
         self._grid_shared = False
@@ -172,12 +172,13 @@ class LightSimBackend(Backend):
         # still lacks the last injections; whether the last solve was the chord's (then
         # lightsim2grid's result vectors are not this backend's results)
         self._book = chord.PlanBook(partial(LightSimBackend, model))
-        self._buses = np.ones(n_topo + self._sgen.size, dtype=np.int32)
+        self._rows.buses[0] = 1
         self._plan = NO_PLAN_YET
 
     # --- this backend's row of its SolverRows (see lightsim_rows), read and written in place:
     # arrays as views of the row, flags as Python values
     _V = row_field("V")  # the warm start
+    _buses = row_field("buses")  # model order
     _inj32 = row_field("inj32")
     _storage_p32 = row_field("storage_p32")
     _inj_pending = row_field("pending", bool)
@@ -310,19 +311,19 @@ class LightSimBackend(Backend):
         self._storage_pending = True  # the grid receives it when it is next used
 
     def _apply_topology(self, buses: np.ndarray) -> None:
-        self._apply_topologies([self], buses[None])
+        self._apply_topologies([self], self._rows, np.array([self._i]), buses[None])
 
     @classmethod
     def set_topologies_trusted(
         cls, backends: list[Backend], rows: list[int], buses: np.ndarray
     ) -> None:
-        """:meth:`Backend.set_topologies_trusted` with the array work done for all rows at
-        once; only the comparison and lightsim2grid's ``update_topo`` are per env. The batch's
-        time is shared out evenly."""
+        """:meth:`Backend.set_topologies_trusted` with the work done for all rows at once, on
+        their :class:`SolverRows`. The batch's time is shared out evenly."""
         if not rows:
             return
         start = perf_counter()
-        cls._apply_topologies([backends[row] for row in rows], buses)
+        shared = rows_of(backends)
+        cls._apply_topologies([backends[row] for row in rows], shared, np.asarray(rows), buses)
         cls.share_time(backends, rows, "set_topology", perf_counter() - start)
 
     @classmethod
@@ -337,35 +338,36 @@ class LightSimBackend(Backend):
             rows_of(backends).charge(_index(rows), column, each)
 
     @staticmethod
-    def _apply_topologies(backends: list[LightSimBackend], buses: np.ndarray) -> None:
+    def _apply_topologies(
+        backends: list[LightSimBackend], shared: SolverRows, at: np.ndarray, buses: np.ndarray
+    ) -> None:
         """Write checked topologies: row ``i`` of ``buses`` (a new int32 array, written into)
-        to ``backends[i]``, all of one model."""
+        to ``backends[i]``, whose row of ``shared`` is ``at[i]``; all of one model."""
         if not backends:
             return
         first = backends[0]
         # a branch is in service only when both of its ends are on a bus bar
         ends = buses[:, first._branch_ends].reshape(len(buses), 2, first.model.n_branch)
         np.copyto(ends, -1, where=(ends == -1).any(axis=1, keepdims=True))
-        topos = buses[:, first._topo_order]
-        sgen_buses = buses[:, first.model.n_load + first._sgen]
-        has_sgen = first._has_sgen  # most grids have none: no per-env look at them
-        for backend, row_buses, topo, sgen_bus in zip(
-            backends, buses, topos, sgen_buses, strict=True
-        ):
-            changed = topo != backend._topo
-            sgen_changed = has_sgen and backend._set_sgen_buses(sgen_bus)
-            if changed.any() or sgen_changed:
-                # the grid receives it when it is next used (_synced_grid)
-                backend._buses = row_buses
-                # no plan looked up, no steady solve: lightsim2grid solves it next; and a new
-                # topology starts again from the base case: the previous solution can be a poor
-                # first guess, and lightsim2grid takes the slack's angle from the first guess
-                shared, i = backend._rows, backend._i
-                shared.plan[i], shared.route[i], backend._steady = NO_PLAN_YET, LIGHTSIM, 0
-                shared.V[i] = backend._v_init
-                backend._topo = topo
-                if backend._has_storage:
-                    backend._storage_island = backend._storage_off_branches(row_buses)
+        changed = np.flatnonzero((buses != shared.buses[at]).any(axis=1))
+        if not changed.size:
+            return
+        rows = at[changed]
+        # lightsim2grid's grid receives the topology when it is next used (_synced_grid); no
+        # plan looked up, no steady solve: the batched Newton solves it next; and a new
+        # topology starts again from the base case: the previous solution can be a poor first
+        # guess, and lightsim2grid takes the slack's angle from the first guess
+        shared.buses[rows] = buses[changed]
+        shared.plan[rows], shared.route[rows] = NO_PLAN_YET, LIGHTSIM
+        shared.V[rows] = first._v_init
+        sgens = first.model.n_load + first._sgen
+        for j in changed.tolist():
+            backend = backends[j]
+            backend._steady = 0
+            if backend._has_sgen:  # static generators are outside update_topo
+                backend._set_sgen_buses(buses[j, sgens])
+            if backend._has_storage:
+                backend._storage_island = backend._storage_off_branches(buses[j])
 
     def _storage_off_branches(self, buses: np.ndarray) -> bool:
         """Whether a connected storage unit is on a bus bar that no connected branch reaches.
@@ -508,7 +510,7 @@ class LightSimBackend(Backend):
         storage = shared.storage_p32[at].astype(np.float64) if first._has_storage else _NONE
         iters = newton.solve_rows(
             first._newton_layout(),
-            np.stack([backends[row]._buses for row in rows]),
+            shared.buses[at],
             shared.inj32[at].astype(np.float64),
             storage,
             shared.gen_v_pu[at],
@@ -608,14 +610,13 @@ class LightSimBackend(Backend):
         injections and solver state (what was deferred is sent now)."""
         self._own_grid()
         grid = self._grid
-        if self._grid_topo is not self._topo:
-            changed = self._topo != self._grid_topo
-            if changed.any():
-                # the result vectors are sized by element, not by bus: update_topo keeps
-                # them (and the views into them; tests/grid checks it), only a failed solve
-                # does not
-                grid.update_topo(changed, self._topo)
-            self._grid_topo = self._topo
+        topo = self._buses[self._topo_order]
+        changed = topo != self._grid_topo
+        if changed.any():
+            # the result vectors are sized by element, not by bus: update_topo keeps them (and
+            # the views into them; tests/grid checks it), only a failed solve does not
+            grid.update_topo(changed, topo)
+            self._grid_topo = topo
         if self._gen_v_stale:
             # the setpoints the rows hold (lightsim2grid's own rule applied when they were
             # sent): the grid takes each that differs from its own
@@ -708,7 +709,7 @@ class LightSimBackend(Backend):
         row = state.pop("_rows")
         self.__dict__.update(state)
         self._rows = SolverRows.of_row(row, _sizes(self.model, self._v_init.size))
-        self._grid_topo, self._grid_shared = self._topo, False
+        self._grid_shared = False
         self._plan = NO_PLAN_YET
         self._book = chord.PlanBook(partial(LightSimBackend, self.model))
 

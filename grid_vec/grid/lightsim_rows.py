@@ -28,6 +28,7 @@ from grid_vec.grid import chord
 # the fields of a row: name -> (dtype, its shape after the row axis: a size name or ())
 _FIELDS = {
     "V": (np.complex128, "n_bus"),  # the warm start (the last solution)
+    "buses": (np.int32, "n_elem"),  # bus bars in model order (a branch off: both ends -1)
     "inj32": (np.float32, "n_inj"),  # loads p, loads q, generators p, as lightsim2grid keeps them
     "storage_p32": (np.float32, "n_storage"),
     "gen_v_sent": (np.float64, "n_gen"),  # the last voltage setpoints sent (kV; NaN: none)
@@ -67,7 +68,7 @@ class SolverRows:
 
     Args:
         n: the rows.
-        sizes: ``n_bus``, ``n_inj``, ``n_storage``, ``n_gen``.
+        sizes: ``n_bus``, ``n_inj``, ``n_storage``, ``n_gen``, ``n_elem``.
     """
 
     def __init__(self, n: int, sizes: dict[str, int]) -> None:
