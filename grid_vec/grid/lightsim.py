@@ -725,7 +725,6 @@ class LightSimBackend(Backend):
         call on a copy of the grid (its solver state stays this backend's), each outage
         solved from the current solution; the topology arrays are already the grid's."""
         cpp = lightsim_cpp()
-        self._push_injections()
         branches = np.asarray(branches, dtype=np.int64)
         out = np.full((len(branches), self.model.n_branch), np.nan)
         if not len(branches):

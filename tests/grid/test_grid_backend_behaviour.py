@@ -423,3 +423,17 @@ def test_a_lightsim_grid_receives_a_deferred_topology_and_setpoints_when_it_is_u
         np.testing.assert_array_equal(
             getattr(lazy.results(), field), getattr(eager.results(), field)
         )
+
+
+def test_a_copy_screening_outages_leaves_the_grid_it_shared_as_it_was(model) -> None:
+    """N-1 screening on a copy sends the copy's injections to a grid of its own, never to the
+    grid it shares with its original (whose next solve would read them)."""
+    backend = _solved(model, "lightsim2grid")
+    expected = backend.results()
+    (copy,) = type(backend).copy_rows([backend], [0])
+    args = _base_injections(model)
+    args[0] = args[0] * 1.3
+    copy.set_injections(*args)
+    copy.outage_currents(np.array([0, 1]), *base_topology(model))
+    assert backend.run_ac()
+    _assert_same_solution(backend, expected)
