@@ -41,6 +41,7 @@ is the one implementation of the solve and of its results.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,22 +87,22 @@ class TopologyPlan:
 
 
 def grid_arrays(grid) -> GridArrays:
-    """The element data of an ``LSGrid`` that no topology changes."""
-    lines, trafos = grid.get_lines(), grid.get_trafos()
+    """The element data of an ``LSGrid`` that no topology changes: each branch's pi-model
+    admittances whatever its status (the grid's bulk getters give zeros for a branch it holds
+    disconnected, which another topology connects)."""
+    branches = [*grid.get_lines(), *grid.get_trafos()]
 
-    def both(getter: str) -> np.ndarray:
-        return np.concatenate(
-            [np.asarray(getattr(lines, getter)()), np.asarray(getattr(trafos, getter)())]
-        ).astype(np.complex128)
+    def each(name: str) -> np.ndarray:
+        return np.array([getattr(b, name) for b in branches], dtype=np.complex128)
 
     return GridArrays(
         n_bus=int(grid.total_bus()),
         sn_mva=float(grid.get_sn_mva()),
         bus_vn_kv=np.asarray(grid.get_bus_vn_kv(), dtype=float),
-        y11=both("get_yac_eff_11"),
-        y12=both("get_yac_eff_12"),
-        y21=both("get_yac_eff_21"),
-        y22=both("get_yac_eff_22"),
+        y11=each("yac_11"),
+        y12=each("yac_12"),
+        y21=each("yac_21"),
+        y22=each("yac_22"),
     )
 
 
@@ -373,14 +374,13 @@ class PlanBook:
         self._plans: dict[bytes, TopologyPlan | None] = {}
         self._per_grid: dict[str, object] = {}
 
-    def per_grid(self, key: str, build):
-        """What ``build(template)`` gives for this grid (``template``: a fresh backend of it),
-        built the first time ``key`` is asked for and shared from then on (the batched Newton's
-        union layout)."""
+    def per_grid(self, key: str, build: Callable[[], object]) -> object:
+        """What ``build()`` gives for this grid, built the first time ``key`` is asked for and
+        shared from then on by the book's backends (the batched Newton's union layout)."""
         try:
             return self._per_grid[key]
         except KeyError:
-            value = self._per_grid[key] = build(self._template_backend())
+            value = self._per_grid[key] = build()
             return value
 
     @property

@@ -227,6 +227,14 @@ class LightSimBackend(Backend):
         self._rows.plan[self._i] = plan
         self._set_route()
 
+    def _count_steady_solve(self) -> None:
+        """One more converged solve in this topology (counted up to chord.STEADY_SOLVES only,
+        where the chord takes the row: its route is set then, not at every solve)."""
+        if self._steady < chord.STEADY_SOLVES:
+            self._steady += 1
+            if self._steady == chord.STEADY_SOLVES:
+                self._set_route()
+
     def _set_route(self) -> None:
         """Who solves this row next, from its steady count, storage island and plan."""
         rows, i = self._rows, self._i
@@ -487,11 +495,12 @@ class LightSimBackend(Backend):
 
     def _newton_layout(self) -> newton.UnionLayout:
         """The grid's union layout, built once for this backend and its copies."""
-        # from a new grid of the model (the book's template has played other topologies)
+        # from a new grid of the model: the setpoints it starts with (the book's template has
+        # played other topologies and setpoints)
         return self._book.per_grid(
             "newton",
-            lambda _: newton.build_layout(self.model, type(self)(self.model)._grid,
-                                          max_iter=MAX_ITER),
+            lambda: newton.build_layout(self.model, type(self)(self.model)._grid,
+                                        max_iter=MAX_ITER),
         )  # fmt: skip
 
     @staticmethod
@@ -524,11 +533,7 @@ class LightSimBackend(Backend):
         shared.converged[done] = 1
         shared.solved_by[done] = BY_NEWTON
         for row in done.tolist():
-            backend = backends[row]
-            if backend._steady < chord.STEADY_SOLVES:  # counted up to there only
-                backend._steady += 1
-                if backend._steady == chord.STEADY_SOLVES:  # the chord's from now on
-                    backend._set_route()
+            backends[row]._count_steady_solve()
         failed = at[iters == newton.DIVERGED].tolist()
         for row in failed:
             backends[row]._diverged()
@@ -546,10 +551,7 @@ class LightSimBackend(Backend):
             shared.solved_by[i] = BY_LIGHTSIM
             if V.size:
                 shared.V[i], shared.converged[i] = V, 1
-                if backend._steady < chord.STEADY_SOLVES:  # counted up to there only
-                    backend._steady += 1
-                    if backend._steady == chord.STEADY_SOLVES:  # the chord's from now on
-                        backend._set_route()
+                backend._count_steady_solve()
                 views = backend._views
                 if views is None:
                     views = backend._views = _ResultViews.of(grid, backend._has_storage)

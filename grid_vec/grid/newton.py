@@ -75,7 +75,6 @@ def build_layout(model: GridModel, grid, *, max_iter: int) -> UnionLayout:
         The layout.
     """
     arrays = grid_arrays(grid)
-    y11, y12, y21, y22 = _branch_admittances(grid)
     n_sub, n_bus = model.n_sub, arrays.n_bus
     n_bar = n_bus // n_sub
     bars = np.arange(n_bar)
@@ -167,23 +166,12 @@ def build_layout(model: GridModel, grid, *, max_iter: int) -> UnionLayout:
     reals = np.concatenate(
         [[arrays.sn_mva, tol_pu, PIVOT_FLOOR], arrays.bus_vn_kv, q_fixed, q_range]
     ).astype(np.float64)
-    cplx = np.concatenate([y11, y12, y21, y22, shunt])
+    cplx = np.concatenate([arrays.y11, arrays.y12, arrays.y21, arrays.y22, shunt])
     n_flows = 8 * model.n_branch + 3 * model.n_load + 3 * model.n_gen + 4 * model.n_storage
     return UnionLayout(
         n_bus=n_bus, n_elem=n_elem, n_flows=n_flows, nnz_factors=int(j_indices.size),
         gen_v_pu=gen_v_pu, packed=(ints, reals, cplx.astype(np.complex128)),
     )  # fmt: skip
-
-
-def _branch_admittances(grid) -> tuple[np.ndarray, ...]:
-    """Each branch's pi-model admittances (lines then transformers), whatever its status: the
-    grid's bulk getters give zeros for a branch it holds disconnected, which a row may
-    connect."""
-    branches = [*grid.get_lines(), *grid.get_trafos()]
-    return tuple(
-        np.array([getattr(b, f"yac_{k}") for b in branches], dtype=np.complex128)
-        for k in ("11", "12", "21", "22")
-    )
 
 
 def _minimum_degree(n: int, a: np.ndarray, b: np.ndarray) -> list[int]:
