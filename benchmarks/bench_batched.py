@@ -125,13 +125,14 @@ def sweep_cells(env: Any, grid: str, log: list[str]) -> list[Cell]:
     ]
     if is_sgen.any():
         setters.append(("modify_sgen_p", stacked(lambda b: b.gen_p[:, is_sgen])))
-    algorithm, cells = backend._grid.get_algo_type(), []
+    grid = backend.batch.lightsim_grid(0)
+    algorithm, cells = grid.get_algo_type(), []
     for threads in (1, 2):
-        sweep = cpp.ScenarioSweepCPP(backend._grid)
+        sweep = cpp.ScenarioSweepCPP(grid)
         sweep.change_algorithm(algorithm)
         sweep.nb_thread = threads
         calls = [(getattr(sweep, name), values) for name, values in setters]
-        run = _sweep_runner(sweep, calls, backend._v_init, steps)
+        run = _sweep_runner(sweep, calls, backend.batch.shared.v_init, steps)
         for t in range(steps if threads == 1 else 1):  # every batch of the cycle converges
             run(1)
             if not all(sweep.converged_mask()):

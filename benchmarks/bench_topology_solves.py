@@ -136,12 +136,12 @@ def open_bench(rows: int, calls: int) -> Bench:
     base = LightSimBackend(model)
     base.set_injections(load_p, load_q, gen_p, gen_v)
     base.run_ac()  # a first solve hands the injections to lightsim2grid's grid
-    base._push_injections()  # (a no-op when it did)
-    grid, v0 = base._grid, np.asarray(base._v_init, dtype=np.complex128)
+    grid = base.batch.lightsim_grid(0)
+    v0 = np.asarray(base.batch.shared.v_init, dtype=np.complex128)
     for action in topo_actions:  # apply_to_gridmodel wants actions checked against the grid
         action.check_validity(grid)
 
-    fresh = LightSimBackend(model)._grid  # build_layout reads a new grid of the model
+    fresh = base.batch.shared.new_grid()  # build_layout reads a new grid of the model
     start = time.perf_counter()
     layout = newton.build_layout(model, fresh, max_iter=MAX_ITER)
     layout_seconds = time.perf_counter() - start

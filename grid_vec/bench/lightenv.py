@@ -42,7 +42,7 @@ import numpy as np
 from grid_vec.bench.workloads import ACTION_ROWS, action_table
 from grid_vec.core.actions import KIND_LINE, KIND_SUB
 from grid_vec.grid._lightsim_cpp import lightsim_cpp
-from grid_vec.grid.lightsim import LightSimBackend
+from grid_vec.grid.lightsim_batch import LightSimGrid
 
 _cpp = lightsim_cpp()
 if not hasattr(_cpp, "LightEnv"):
@@ -90,7 +90,7 @@ def build_light_env(env: Any, scenario_id: int) -> Any:
     is_sgen = model.gen_kind == "sgen"
     if is_sgen.any():
         raise ValueError(f"{model.name!r} has static generators: LightEnv does not replay them")
-    grid = LightSimBackend(model)._grid
+    grid = LightSimGrid(model).new_grid()
     source = env._handler.source
     inj = source.read(scenario_id, 0, source.info(scenario_id).length)
     gen_v_pu = inj.gen_v / model.sub_vn_kv[model.gen_sub]  # LightEnv wants p.u.

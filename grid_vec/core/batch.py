@@ -87,7 +87,7 @@ from grid_vec.core.state import (
 )
 from grid_vec.core.topology import TopologyLayout, layout_of
 from grid_vec.core.turn import Turn, TurnInputs
-from grid_vec.grid import make_backend
+from grid_vec.grid import make_solver
 from grid_vec.grid.backend import InjectionRows
 from grid_vec.grid.model import GridModel
 
@@ -182,7 +182,7 @@ class GridBatch:
         # to one that has never solved, so that the solver's warm start (hence every float of
         # a trajectory) depends only on the seed and actions; its initial topology is pushed
         # (and checked) once for all.
-        self._initial = initial_state(model, self.topology, [make_backend(model, config.backend)])
+        self._initial = initial_state(model, self.topology, make_solver(model, config.backend, 1))
         failed = push_topology(self._initial, model, self.topology, np.zeros(1, dtype=np.intp))
         if failed:
             raise ValueError(f"grid {model.name!r} cannot be solved as compiled: {failed[0]}")

@@ -109,7 +109,7 @@ def screen(
             topo[layout.pos_or],
             topo[layout.pos_ex],
         )
-        amps = state.backends[row].outage_currents(branches, *buses)
+        amps = state.solver.outage_currents(row, branches, *buses)
         # each outage's topology, all checked in one call (a cut-off load or generator)
         outs = np.repeat(topo[None], m, axis=0)
         outs[np.arange(m), layout.pos_or[branches]] = -1

@@ -242,7 +242,7 @@ def _thetas(batch: Any, state: Any, rows: np.ndarray) -> dict[str, np.ndarray]:
     angles = np.zeros((k, 2 * model.n_sub))
     for j, row in enumerate(np.asarray(rows).tolist()):
         with contextlib.suppress(PowerFlowDivergedError):  # a game over: zeros
-            angles[j] = np.degrees(state.backends[row].results().bus_va_rad)
+            angles[j] = np.degrees(state.solver.results(row).bus_va_rad)
     topo = state.topo[rows]
 
     def at(positions: np.ndarray, subs: np.ndarray) -> np.ndarray:

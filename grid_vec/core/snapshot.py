@@ -184,7 +184,7 @@ def capture(
         state=rows.copy(row),
         scenario=handler.episode_state(),
         opponent=None if opponent is None else opponent.row_state(row),
-        solver=rows.state.backends[row].solver_state(),
+        solver=rows.state.solver.solver_state(row),
         setpoints=setpoints.copy(),  # a view of the scenario's rows, or of a dispatch's
         done=done,
         simulates=simulates,
@@ -196,29 +196,29 @@ def capture(
 def hand_over_solvers(
     snapshots: Sequence[GridSnapshot], state: BatchState, rows: Sequence[int]
 ) -> None:
-    """Give each of ``rows``' backends its checked snapshot's solver state
+    """Give each of ``rows``' solver rows its checked snapshot's solver state
     (:func:`grid_vec.core.snapshot_checks.check`), before anything else of their envs
-    changes: a solver state is its backend's to judge (check sees its shape, not what it
-    holds), and a backend refuses one before it changes. When one is refused, the backends
-    that took theirs are given back their own (a backend's own solver state leaves its next
+    changes: a solver state is the solver's to judge (check sees its shape, not what it
+    holds), and the solver refuses one before it changes. When one is refused, the rows
+    that took theirs are given back their own (a row's own solver state leaves its next
     solve as it was): then no env has changed. :func:`put` gives them again once their
     topologies are pushed.
 
     Raises:
-        ValueError: a solver state a backend refuses (naming the field).
+        ValueError: a solver state the solver refuses (naming the field).
     """
-    taken: list[tuple[Any, np.ndarray]] = []
+    taken: list[tuple[int, np.ndarray]] = []
+    solver = state.solver
     last = len(rows) - 1
     try:
         for i, (snapshot, row) in enumerate(zip(snapshots, rows, strict=True)):
-            backend = state.backends[row]
-            # the last backend's own is never given back: none is refused after it
-            own = backend.solver_state() if i < last else snapshot.solver
-            backend.set_solver_state(snapshot.solver)
-            taken.append((backend, own))
+            # the last row's own is never given back: none is refused after it
+            own = solver.solver_state(row) if i < last else snapshot.solver
+            solver.set_solver_state(row, snapshot.solver)
+            taken.append((row, own))
     except ValueError as exc:
-        for backend, own in taken:
-            backend.set_solver_state(own)
+        for row, own in taken:
+            solver.set_solver_state(row, own)
         raise ValueError(f"snapshot field 'solver': {exc}") from None
 
 
@@ -244,12 +244,12 @@ def put(
     if rng is not None and snapshot.rng is not None:
         snapshot.rng.put(rng)
     if not snapshot.state["topo_dirty"]:
-        # the snapshot's backend had its topology: this one gets it now (its solver state,
+        # the snapshot's solver row had its topology: this one gets it now (its solver state,
         # set below, is of that topology; a push later would start from the base case)
         state.topo_dirty[row] = True
         push_topology(state, model, layout, np.array([row], dtype=np.intp))
     # again after the push, which may have started the solver from the base case
-    state.backends[row].set_solver_state(snapshot.solver)
+    state.solver.set_solver_state(row, snapshot.solver)
 
 
 def _flatten(out: dict[str, np.ndarray], prefix: str, record: NamedTuple) -> None:

@@ -88,7 +88,7 @@ def check(
             floats.append(name)
         elif kind == "b":
             bools.append(name)
-    _fits("solver", snapshot.solver, state.backends[row].solver_state())
+    _fits("solver", snapshot.solver, state.solver.solver_state(row))
     _fits("setpoints", snapshot.setpoints, np.zeros(model.n_gen))
     if (opponent is None) != (snapshot.opponent is None):
         raise ValueError(

@@ -1,8 +1,10 @@
 """The mutable state of N envs of one grid, and the physics rules, written once for all.
 
 Every array has a leading env axis (``N`` rows, one per env of a batch; a GridEnv is the
-batch of one). Each env keeps its own power-flow backend, so every float of an env's
-trajectory depends only on its own seed and actions, never on how envs are batched.
+batch of one), the power flows too: one solver batch holds every env's row
+(:class:`~grid_vec.grid.solver_batch.SolverBatch`), and nothing a row computes depends on the
+other rows, so every float of an env's trajectory depends only on its own seed and actions,
+never on how envs are batched.
 
 :func:`solve` and :func:`update_timers` are the rule engine shared by reset, step and
 simulate: once an action and the injections of a step are in the state, they solve the
@@ -30,8 +32,9 @@ import numpy as np
 
 from grid_vec.core.parameters import Parameters
 from grid_vec.core.topology import TopologyLayout, unsolvable
-from grid_vec.grid.backend import Backend, Backends, flow_slices
+from grid_vec.grid.backend import flow_slices
 from grid_vec.grid.model import GridModel
+from grid_vec.grid.solver_batch import SolverBatch
 
 # count_nonzero is several times cheaper than ndarray.any() on the small arrays of the step
 # hot path, and np.count_nonzero is a Python wrapper (array-function dispatch) costing three
@@ -77,7 +80,7 @@ class BatchState:
     storage_power_prev: np.ndarray  # (N, n_storage) the step before's
     # (N, 2): MW the generators make up for this step (the change of the total), the total
     storage_amount: np.ndarray
-    backends: list[Backend]  # one per env
+    solver: SolverBatch  # the power flows: a row per env
     # results of the last solve (zeros after a failed one), FLOW_FIELDS order laid out by
     # flow_slices(model), and column views into them
     flows: np.ndarray  # (N, n_flows)
@@ -89,13 +92,13 @@ class BatchState:
     n: int = 0  # number of envs
 
     def take(self, rows: np.ndarray | list[int]) -> BatchState:
-        """An independent state of the given rows (their backends deep-copied): look-ahead."""
+        """An independent state of the given rows (their solver rows copied): look-ahead."""
         rows = np.asarray(rows, dtype=np.intp)
         return _assemble(
             {name: getattr(self, name)[rows] for name in _ROW_ARRAYS},
             self.timers[rows],
             self.flows[rows],
-            type(self.backends[0]).copy_rows(self.backends, rows.tolist()),
+            self.solver.take(rows),
             self.slices,
             self.cooldown_sub.shape[1],
         )
@@ -103,14 +106,13 @@ class BatchState:
     def restore(self, rows: np.ndarray, initial: BatchState) -> None:
         """Put ``rows`` (sorted env indices) back in place to ``initial``, a one-row state
         whose topology is every element on bus bar 1, already pushed: each array with one
-        assignment over all the rows, each row's backend reset (:meth:`Backend.reset`) rather
-        than replaced by a copy, so that it solves what a copy of ``initial``'s would."""
+        assignment over all the rows, the solver's rows reset (:meth:`SolverBatch.reset`)
+        rather than replaced by copies, so that they solve what copies of ``initial``'s would."""
         sel = selector(rows, self.n)
         for name in _RESTORED:
             getattr(self, name)[sel] = getattr(initial, name)  # its one row, broadcast
-        rows_ = rows.tolist()
-        if rows_:
-            type(self.backends[rows_[0]]).reset_rows(self.backends, rows_)
+        if len(rows):
+            self.solver.reset(rows)
 
 
 _ROW_ARRAYS = (
@@ -135,7 +137,7 @@ def _assemble(
     arrays: dict[str, np.ndarray],
     timers: np.ndarray,
     flows: np.ndarray,
-    backends: list[Backend],
+    solver: SolverBatch,
     slices: dict[str, slice],
     n_sub: int,
 ) -> BatchState:
@@ -149,7 +151,7 @@ def _assemble(
         cooldown_line=cooldown_line,
         cooldown_sub=cooldown_sub,
         protection_counter=counter,
-        backends=backends if type(backends) is Backends else Backends(backends),
+        solver=solver,
         flows=flows,
         a_or=flows[:, slices["a_or"]],
         load_p=flows[:, slices["load_p"]],
@@ -157,13 +159,13 @@ def _assemble(
         **arrays,
     )
     state.slices = slices
-    state.n = len(backends)
+    state.n = len(solver)
     return state
 
 
-def initial_state(model: GridModel, layout: TopologyLayout, backends: list[Backend]) -> BatchState:
-    """Every element on bus bar 1, every timer at 0, no dispatch, for ``len(backends)`` envs."""
-    n, n_b, n_g, n_s = len(backends), model.n_branch, model.n_gen, model.n_storage
+def initial_state(model: GridModel, layout: TopologyLayout, solver: SolverBatch) -> BatchState:
+    """Every element on bus bar 1, every timer at 0, no dispatch, for ``len(solver)`` envs."""
+    n, n_b, n_g, n_s = len(solver), model.n_branch, model.n_gen, model.n_storage
     slices = flow_slices(model)
     arrays = {
         "topo": np.ones((n, layout.n_elem), dtype=np.int8),
@@ -185,7 +187,7 @@ def initial_state(model: GridModel, layout: TopologyLayout, backends: list[Backe
     }
     timers = np.zeros((n, 3 * n_b + model.n_sub), dtype=np.int64)
     flows = np.zeros((n, slices["all"].stop))
-    return _assemble(arrays, timers, flows, list(backends), slices, model.n_sub)
+    return _assemble(arrays, timers, flows, solver, slices, model.n_sub)
 
 
 def disconnect(state: BatchState, layout: TopologyLayout, branches: np.ndarray) -> None:
@@ -322,16 +324,15 @@ def _run_power_flows(
 ) -> np.ndarray:
     """One power flow per row (pushing changed topologies first); returns the rows that
     converged, writes the reason of the others into ``game_over`` and zeroes their flows."""
-    backends, flows = state.backends, state.flows
+    flows = state.flows
     todo = rows.tolist()
     reasons: dict[int, str] = {}
     if any_true(state.topo_dirty):  # rarely: a changed topology somewhere in the batch
         reasons = push_topology(state, model, layout, rows[state.topo_dirty[rows]])
         if reasons:
             todo = [row for row in todo if row not in reasons]
-    # every backend of a batch is of one class: it solves them all in one go
     if todo:
-        for row in type(backends[todo[0]]).solve_rows(backends, todo, flows):
+        for row in state.solver.solve(todo, flows):
             reasons[row] = "power flow diverged"
     if not reasons:
         return rows
@@ -345,7 +346,7 @@ def _run_power_flows(
 def push_topology(
     state: BatchState, model: GridModel, layout: TopologyLayout, rows: np.ndarray
 ) -> dict[int, str]:
-    """Send the changed topologies of ``rows`` to their backends, checked all at once.
+    """Send the changed topologies of ``rows`` to the solver, checked all at once.
 
     Args:
         state: the batch.
@@ -355,7 +356,7 @@ def push_topology(
 
     Returns:
         ``{row: reason}`` for the rows whose topology cannot be solved (a slack off, an
-        isolated load or generator): their backends are left alone, still marked dirty.
+        isolated load or generator): their solver rows are left alone, still marked dirty.
     """
     topos = state.topo[rows]
     reasons = unsolvable(model, layout, topos)
@@ -367,8 +368,7 @@ def push_topology(
         # built these topologies itself (values 1, 2 or -1 only): no re-validation
         buses = np.ones((len(pushed), layout.n_elem + model.n_storage), dtype=np.int32)
         buses[:, : layout.n_elem] = topos[solvable][:, layout.pos_model]
-        backends = state.backends
-        type(backends[pushed[0]]).set_topologies_trusted(backends, pushed.tolist(), buses)
+        state.solver.set_topologies(pushed, buses)
         state.topo_dirty[pushed] = False
     return failed
 

@@ -303,14 +303,12 @@ class Turn:
             injections = injections.with_gen_p(step.gen_p)
             dead = {int(rows[j]): f"redispatch infeasible: {why}" for j, why in step.failed.items()}
         if host.storage is not None:  # after the dispatch rules, which may limit the units
-            power = state.storage_power[rows].astype(np.float64)
-            for j, row in enumerate(rows.tolist()):  # 0 for a unit not acting: no persistence
-                state.backends[row].set_storage_p_trusted(power[j])
+            # 0 for a unit not acting: no persistence
+            state.solver.set_storage_p(rows, state.storage_power[rows].astype(np.float64))
         # the scenario sources hand out finite float64 rows of the model's sizes (the folder
         # source checks its files as it reads them): no re-validation on the hot path
-        backends, listed = state.backends, rows.tolist()
-        if listed:
-            type(backends[listed[0]]).set_injections_rows(backends, listed, injections)
+        if len(rows):
+            state.solver.set_injections(rows, injections)
         setpoints[selector(rows, state.n)] = injections.gen_p
         return dead
 

@@ -125,18 +125,6 @@ class InjectionRows:
         return InjectionRows(self.block[positions], self.n_load, self.n_gen)
 
 
-class Backends(list):
-    """A batch's backends, one per env: a list that can be referred to weakly.
-
-    A backend class may keep state for the whole list (LightSimBackend's solver rows find
-    their list by its identity); a weak reference lets the list and its backends go as soon as
-    the batch lets them go (a look-ahead's copies, thousands per call), with no cycle for the
-    garbage collector to find.
-    """
-
-    __slots__ = ("__weakref__",)
-
-
 class Backend(abc.ABC):
     """One grid's state (injections + topology) and an AC power-flow solver.
 
@@ -245,27 +233,6 @@ class Backend(abc.ABC):
         self._apply_topology(buses)
         self.timings["set_topology"] += perf_counter() - start
 
-    @classmethod
-    def set_topologies_trusted(
-        cls, backends: list[Backend], rows: list[int], buses: np.ndarray
-    ) -> None:
-        """:meth:`set_topology_trusted` for the backends of ``rows`` (all of this class).
-
-        Args:
-            backends: a batch's backends.
-            rows: the backends to set.
-            buses: ``(len(rows), n_load + n_gen + 2 n_branch + n_storage)`` int32, a new
-                array (a backend may write into it): row ``i`` holds every element's bus bar
-                for ``backends[rows[i]]``, in :meth:`_apply_topology`'s order.
-
-        A backend class may do it with less Python per env (:class:`LightSimBackend` does).
-        """
-        for row, row_buses in zip(rows, buses, strict=True):
-            backend = backends[row]
-            start = perf_counter()
-            backend._apply_topology(row_buses)
-            backend.timings["set_topology"] += perf_counter() - start
-
     @abc.abstractmethod
     def _apply_injections(
         self, load_p: np.ndarray, load_q: np.ndarray, gen_p: np.ndarray, gen_v: np.ndarray
@@ -293,12 +260,6 @@ class Backend(abc.ABC):
     def copy(self) -> Backend:
         """An independent deep copy (injections, topology, last results) for look-ahead."""
 
-    @classmethod
-    def copy_rows(cls, backends: list[Backend], rows: list[int]) -> Backends:
-        """A :meth:`copy` of each backend of ``rows`` (all of this class), as a batch's list
-        (a look-ahead's copies; a backend class may copy them with less Python per row)."""
-        return Backends(backends[row].copy() for row in rows)
-
     def reset(self) -> None:
         """Back, in place, to what a new backend of its model solves like: every element on
         bus bar 1, no solution yet, the next power flow started as a new backend's first one
@@ -309,29 +270,11 @@ class Backend(abc.ABC):
         Injections and storage setpoints keep their last values: the caller sets every one
         of them before the next power flow (as an env's reset does).
         """
-        type(self).reset_rows([self], [0])
-
-    @classmethod
-    def reset_rows(cls, backends: list[Backend], rows: list[int]) -> None:
-        """:meth:`reset` of the backends of ``rows`` (all of this class), their topologies
-        written by one :meth:`set_topologies_trusted` call."""
-        if not rows:
-            return
-        m = backends[rows[0]].model
-        n_elements = m.n_load + m.n_gen + 2 * m.n_branch + m.n_storage
-        cls.set_topologies_trusted(backends, rows, np.ones((len(rows), n_elements), np.int32))
+        m = self.model
         start = perf_counter()
-        for row in rows:
-            backends[row]._forget_solves()
-        cls.share_time(backends, rows, "set_topology", perf_counter() - start)
-
-    @classmethod
-    def share_time(cls, backends: list[Backend], rows: list[int], key: str, seconds: float) -> None:
-        """Add ``seconds``, the time of one call for all of ``rows``, to their ``timings[key]``,
-        shared out evenly (a backend class may keep its timings as arrays: LightSimBackend)."""
-        each = seconds / len(rows)
-        for row in rows:
-            backends[row].timings[key] += each
+        self._apply_topology(np.ones(m.n_load + m.n_gen + 2 * m.n_branch + m.n_storage, np.int32))
+        self._forget_solves()
+        self.timings["set_topology"] += perf_counter() - start
 
     def solver_state(self) -> np.ndarray:
         """What the next power flow starts from besides the injections and the topology
@@ -399,36 +342,6 @@ class Backend(abc.ABC):
             if trial.run_ac():
                 out[j] = trial.results().a_or
         return out
-
-    # --- many backends of one class at once (a batch's envs) -----------------------------
-
-    @classmethod
-    def set_injections_rows(
-        cls, backends: list[Backend], rows: list[int], injections: InjectionRows
-    ) -> None:
-        """:meth:`set_injections_trusted` for the backends of ``rows``: row ``j`` of
-        ``injections`` goes to ``backends[rows[j]]``.
-
-        A backend class may do it with less Python per env (:class:`LightSimBackend` does).
-        """
-        parts = injections.load_p, injections.load_q, injections.gen_p, injections.gen_v
-        for j, row in enumerate(rows):
-            backends[row].set_injections_trusted(*(part[j] for part in parts))
-
-    @classmethod
-    def solve_rows(cls, backends: list[Backend], rows: list[int], flows: np.ndarray) -> list[int]:
-        """Solve the backends of ``rows`` and read each converged one's flows into its row
-        of ``flows`` (:meth:`read_flows`' layout); return the rows that diverged.
-
-        A backend class may do it with less Python per env (:class:`LightSimBackend` does)."""
-        failed = []
-        for row in rows:
-            backend = backends[row]
-            if backend.run_ac():
-                backend.read_flows(flows[row])
-            else:
-                failed.append(row)
-        return failed
 
 
 def flow_slices(model: GridModel) -> dict[str, slice]:

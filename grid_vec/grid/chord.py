@@ -106,18 +106,18 @@ def grid_arrays(grid) -> GridArrays:
     )
 
 
-def build_plan(backend, buses: np.ndarray, arrays: GridArrays) -> TopologyPlan | None:
+def build_plan(
+    model, solved: tuple[object, np.ndarray] | None, buses: np.ndarray, arrays: GridArrays
+) -> TopologyPlan | None:
     """The plan of the topology ``buses`` (model order: loads, generators, branch origins,
-    branch extremities, storage units; 1, 2 or -1), from a lightsim2grid solve of that topology
-    with the grid's base-case injections on ``backend`` (a fresh backend of the model, which
-    this call changes). None when that solve diverges or a shared bus' reactive shares cannot
-    be read: the topology's rows then always use lightsim2grid."""
-    model = backend.model
-    backend.set_topology_trusted(*_split(model, buses))
-    backend.set_injections_trusted(model.load_p0, model.load_q0, model.gen_p0, model.gen_v0)
-    if not backend.run_ac():
+    branch extremities, storage units; 1, 2 or -1), from ``solved``: lightsim2grid's solve of
+    that topology with the grid's base-case injections, as (its ``LSGrid``, the generators'
+    reactive power in model order), or None when it diverged. None when there is no solve or
+    a shared bus' reactive shares cannot be read: the topology's rows then always use the
+    batched Newton or lightsim2grid."""
+    if solved is None:
         return None
-    grid = backend._grid
+    grid, gen_q = solved
     n_sub = model.n_sub
     full = np.asarray(grid.id_ac_solver_to_me(), dtype=np.int64)
     pv = full[np.asarray(grid.get_pv_solver(), dtype=np.int64)]
@@ -146,8 +146,7 @@ def build_plan(backend, buses: np.ndarray, arrays: GridArrays) -> TopologyPlan |
     slack_gen = np.flatnonzero(model.gen_kind == "slack")
     if slack_gen.size != 1 or gen_bus[slack_gen[0]] != slack[0]:
         return None
-    res = backend.results()
-    share, fixed = _reactive_shares(model, gen_bus, res.gen_q)
+    share, fixed = _reactive_shares(model, gen_bus, gen_q)
     if share is None:
         return None
     parts = {
@@ -361,38 +360,35 @@ _MAX_PLANS = 4096  # topologies kept per grid (a random-action run visits many)
 
 
 class PlanBook:
-    """The plans of one grid's topologies, built on demand and shared by all of its backends.
+    """The plans of one grid's topologies, built on demand and shared by all of its rows.
 
     A plan depends only on its topology (each is built from a fresh solve: the template
     forgets its previous ones), so sharing and evicting plans never changes a row's result.
+
+    Args:
+        model: the grid.
+        solve_template: ``buses -> (LSGrid, gen_q) | None``: lightsim2grid's fresh solve of a
+            topology with the base-case injections (:func:`build_plan`'s ``solved``).
+        arrays: the grid's admittances (:func:`grid_arrays`), built when first needed.
     """
 
-    def __init__(self, new_backend) -> None:
-        self._new_backend = new_backend  # () -> a fresh backend of the grid
-        self._template = None
+    def __init__(
+        self,
+        model,
+        solve_template: Callable[[np.ndarray], tuple[object, np.ndarray] | None],
+        arrays: Callable[[], GridArrays],
+    ) -> None:
+        self._model = model
+        self._solve_template = solve_template
+        self._build_arrays = arrays
         self._arrays: GridArrays | None = None
         self._plans: dict[bytes, TopologyPlan | None] = {}
-        self._per_grid: dict[str, object] = {}
-
-    def per_grid(self, key: str, build: Callable[[], object]) -> object:
-        """What ``build()`` gives for this grid, built the first time ``key`` is asked for and
-        shared from then on by the book's backends (the batched Newton's union layout)."""
-        try:
-            return self._per_grid[key]
-        except KeyError:
-            value = self._per_grid[key] = build()
-            return value
 
     @property
     def arrays(self) -> GridArrays:
         if self._arrays is None:
-            self._arrays = grid_arrays(self._template_backend()._grid)
+            self._arrays = self._build_arrays()
         return self._arrays
-
-    def _template_backend(self):
-        if self._template is None:
-            self._template = self._new_backend()
-        return self._template
 
     def plan(self, buses: np.ndarray) -> TopologyPlan | None:
         """The plan of ``buses`` (model order, int32), or None when it has none."""
@@ -403,9 +399,7 @@ class PlanBook:
             pass
         if len(self._plans) >= _MAX_PLANS:
             self._plans.pop(next(iter(self._plans)))
-        template = self._template_backend()
         arrays = self.arrays
-        template.reset()
-        plan = build_plan(template, buses, arrays)
+        plan = build_plan(self._model, self._solve_template(buses), buses, arrays)
         self._plans[key] = plan
         return plan

@@ -1,25 +1,15 @@
-"""The per-row solver state of the LightSimBackends of a batch, as arrays with a row per backend.
+"""The rows of a :class:`~grid_vec.grid.lightsim_batch.LightSimBatch`: every per-row piece of
+solver state as an array with a row per env (or look-ahead candidate), and the time charged
+to them.
 
-Why: a batch step hands every row's injections to its backend and solves the rows that keep
-their topology in one compiled call (:mod:`grid_vec.grid.chord`). With that state held by
-each backend object, both took a Python loop over the rows (an attribute read or write per
-row and field); held here, they are numpy operations over the rows.
-
-A backend reads and writes its row through properties (``LightSimBackend._V`` and the
-others), so its one-row methods are unchanged; a new backend, a copy or an unpickled one has
-rows of its own (one row). :func:`rows_of` gathers the backends of a list given to a batch
-method into one :class:`SolverRows` the first time, then finds it again by the list's
-identity (held weakly when the list is a batch's ``Backends``, so that dropping a batch frees
-its backends at once: no cycle). A backend gathered into another list leaves its old rows,
-which are then no longer any list's (the next batch call on that list gathers it again), so a
-row is only ever read where its backend wrote it.
+Why: a batch step hands every row's injections over and solves its rows in compiled calls
+(:mod:`grid_vec.grid.chord`, :mod:`grid_vec.grid.newton`); with the state in arrays, both are
+numpy operations over the rows, a look-ahead's candidates are gathered rows (:meth:`take`),
+and nothing is an object per row but lightsim2grid's grids (:attr:`SolverRows.grid`, used
+only for the rows the compiled solvers leave to it) and the chord's plans.
 """
 
 from __future__ import annotations
-
-import weakref
-from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -33,12 +23,27 @@ _FIELDS = {
     "storage_p32": (np.float32, "n_storage"),
     "gen_v_sent": (np.float64, "n_gen"),  # the last voltage setpoints sent (kV; NaN: none)
     "gen_v_pu": (np.float64, "n_gen"),  # the setpoints lightsim2grid's grid holds (p.u.)
-    "pending": (np.bool_, ()),  # lightsim2grid's grid lacks the last injections
     "solved_by": (np.int8, ()),  # whose was the last solve: BY_LIGHTSIM, BY_CHORD, BY_NEWTON
     "converged": (np.int8, ()),  # the last solve: -1 none yet, 0 diverged, 1 converged
+    "steady": (np.int8, ()),  # converged solves since the topology or setpoints changed (capped)
+    "island": (np.bool_, ()),  # a storage unit on a bus bar no branch reaches
     "route": (np.int64, ()),  # who solves the row next: see route()
     "timings": (np.float64, 5),  # TIMINGS' (seconds; the last, a count of power flows)
+    # the row's lightsim2grid grid is brought up to date only when it is used: what it holds
+    # (its topology in lightsim2grid's order, its static generators' bus bars), what it lacks
+    # (the last injections, setpoints, storage setpoints, a solver reset), and whether another
+    # row holds the same grid (copy on write)
+    "grid_topo": (np.int32, "n_topo"),
+    "grid_sgen_bus": (np.int32, "n_sgen"),
+    "pending": (np.bool_, ()),
+    "gen_v_stale": (np.bool_, ()),
+    "storage_pending": (np.bool_, ()),
+    "reset_pending": (np.bool_, ()),
+    "grid_shared": (np.bool_, ()),
 }
+# the fields holding an object per row: the chord's plan (or NO_PLAN_YET, or None), the
+# lightsim2grid grid, the views into its result vectors (None until read)
+_OBJECTS = ("plan", "grid", "views")
 TIMINGS = ("set_injections", "set_topology", "results", "powerflow", "n_powerflow")
 COLUMN = {key: column for column, key in enumerate(TIMINGS)}  # each one's column in a row
 _MAX_CHARGES = 64  # sets of rows whose charged time is kept apart before it is added up
@@ -50,25 +55,26 @@ BY_LIGHTSIM, BY_CHORD, BY_NEWTON = 0, 1, 2
 NO_PLAN_YET = object()  # a row's plan, not looked up since its topology changed
 
 
-def route(steady: int, island: bool, plan: Any) -> int:
+def route(steady: int, island: bool, plan: object) -> int:
     """Who solves a row next, as one integer (a batch groups its rows by it in one
-    comparison): :data:`LIGHTSIM` until it has had ``chord.STEADY_SOLVES`` converged solves in
-    its topology, when a storage unit is islanded, or when its topology has no plan;
-    :data:`LOOK_UP` when the chord takes it but its plan is not looked up yet
-    (:data:`NO_PLAN_YET`); else the chord with its plan, the plan object's id (the row holds
-    the plan: the id stays its own)."""
+    comparison): :data:`LIGHTSIM` (meaning: not the chord) until it has had
+    ``chord.STEADY_SOLVES`` converged solves in its topology, when a storage unit is islanded,
+    or when its topology has no plan; :data:`LOOK_UP` when the chord takes it but its plan is
+    not looked up yet (:data:`NO_PLAN_YET`); else the chord with its plan, the plan object's
+    id (the row holds the plan: the id stays its own)."""
     if steady < chord.STEADY_SOLVES or island or plan is None:
         return LIGHTSIM
     return LOOK_UP if plan is NO_PLAN_YET else id(plan)
 
 
 class SolverRows:
-    """The solver state of ``n`` backends of one model: an array per field, a row each, and
-    their plans (an object per row).
+    """The solver state of ``n`` rows of one model: an array per field, a row each, and the
+    objects of :data:`_OBJECTS` (an object array each).
 
     Args:
         n: the rows.
-        sizes: ``n_bus``, ``n_inj``, ``n_storage``, ``n_gen``, ``n_elem``.
+        sizes: ``n_bus``, ``n_inj``, ``n_storage``, ``n_gen``, ``n_elem``, ``n_topo``,
+            ``n_sgen``.
     """
 
     def __init__(self, n: int, sizes: dict[str, int]) -> None:
@@ -76,13 +82,15 @@ class SolverRows:
         for name, (dtype, size) in _FIELDS.items():
             shape = (n,) if size == () else (n, sizes[size] if isinstance(size, str) else size)
             setattr(self, name, np.zeros(shape, dtype=dtype))
-        self.plan = np.empty(n, dtype=object)
-        # the list whose backends these rows are: weakly where it can be (a batch's Backends)
-        self.members: Callable[[], list | None] = _nobody
+        for name in _OBJECTS:
+            setattr(self, name, np.full(n, None, dtype=object))
         # time charged to rows and not yet added to their timings: (rows, column) -> [rows,
         # seconds per row, calls]. A batch call charges the same rows every step: adding up
         # here costs a dict update, adding to the array a numpy operation
         self.charges: dict[tuple, list] = {}
+
+    def __len__(self) -> int:
+        return len(self.V)
 
     def charge(self, at: slice | np.ndarray, column: int, seconds: float) -> None:
         """Add ``seconds`` to column ``column`` of the timings of the rows ``at`` (a run of
@@ -105,82 +113,37 @@ class SolverRows:
                 self.timings[at, column + 1] += calls
         self.charges.clear()
 
-    def copy_row(self, i: int, into: SolverRows, j: int) -> None:
-        """Row ``i`` into row ``j`` of ``into`` (rows of the same model)."""
-        self.settle()
-        for name in (*_FIELDS, "plan"):
-            getattr(into, name)[j] = getattr(self, name)[i]
-
-    def take(self, rows: list[int]) -> SolverRows:
-        """New rows holding copies of ``rows`` (one gather per field), held by no list."""
+    def take(self, rows: np.ndarray) -> SolverRows:
+        """New rows holding copies of ``rows`` (one gather per field; the grids shared: the
+        rows taken and their copies all copy theirs before they change it)."""
         self.settle()
         new = SolverRows.__new__(SolverRows)
-        new.sizes, new.charges, new.members = self.sizes, {}, _nobody
-        for name in (*_FIELDS, "plan"):
+        new.sizes, new.charges = self.sizes, {}
+        for name in (*_FIELDS, "plan", "grid"):
             setattr(new, name, getattr(self, name)[rows])
+        new.views = np.full(len(new.V), None, dtype=object)  # views of the grids' own vectors
+        self.grid_shared[rows] = True
+        new.grid_shared[:] = True
         return new
 
-    def gathered(self, backends: list) -> None:
-        """Record that backend ``i`` of ``backends`` has row ``i`` here (every row)."""
-        try:  # no reference from the rows back to their list: no cycle through the backends
-            self.members = weakref.ref(backends)
-        except TypeError:  # a plain list (a caller's own): held, a cycle the collector breaks
-            self.members = lambda: backends
-
-    def row(self, i: int) -> dict[str, Any]:
-        """Row ``i`` as plain values (copies), as a pickle carries it."""
+    def state(self) -> dict[str, np.ndarray]:
+        """Every field but the plans and views (copies), as a pickle carries them."""
         self.settle()
-        return {name: np.copy(getattr(self, name)[i]) for name in _FIELDS}
+        return {name: np.copy(getattr(self, name)) for name in (*_FIELDS, "grid")}
 
     @classmethod
-    def of_row(cls, values: dict[str, Any], sizes: dict[str, int]) -> SolverRows:
-        """One row holding ``values`` (:meth:`row`'s), plan not looked up (set by the caller)."""
-        rows = cls(1, sizes)
+    def of_state(cls, values: dict[str, np.ndarray], sizes: dict[str, int]) -> SolverRows:
+        """The rows :meth:`state` gave; plans not looked up, views not read."""
+        rows = cls(len(values["V"]), sizes)
         for name, value in values.items():
-            getattr(rows, name)[0] = value
+            setattr(rows, name, value)
+        rows.plan[:] = NO_PLAN_YET
         return rows
-
-
-def rows_of(backends: list) -> SolverRows:
-    """The rows of every backend of ``backends`` (all LightSimBackends of one model), as one
-    :class:`SolverRows` in which backend ``i`` has row ``i``: gathered the first time this
-    list is given, then found by its identity."""
-    rows = backends[0]._rows
-    if rows.members() is backends:
-        return rows
-    shared = SolverRows(len(backends), rows.sizes)
-    for j, backend in enumerate(backends):
-        old = backend._rows
-        old.copy_row(backend._i, shared, j)
-        old.members = _nobody  # its list no longer holds every one of its rows
-        backend._rows, backend._i = shared, j
-    shared.gathered(backends)
-    return shared
-
-
-def _nobody() -> None:
-    """The list of rows that no list holds whole."""
-    return None
-
-
-def row_field(name: str, cast: type | None = None) -> property:
-    """A backend's property reading and writing its row of field ``name`` of its
-    :class:`SolverRows` (``backend._rows``, row ``backend._i``): an array field as a view of
-    the row, a flag as ``cast`` of it."""
-
-    def get(backend: Any) -> Any:
-        value = getattr(backend._rows, name)[backend._i]
-        return value if cast is None else cast(value)
-
-    def put(backend: Any, value: Any) -> None:
-        getattr(backend._rows, name)[backend._i] = value
-
-    return property(get, put)
 
 
 class RowTimings:
-    """A backend's timings (``Backend.timings``' keys), read from and written to its row of
-    its :class:`SolverRows`: ``timings["powerflow"] += dt`` updates the row."""
+    """A row's timings (``Backend.timings``' keys), read from and written to its row of its
+    :class:`SolverRows`: ``timings["powerflow"] += dt`` updates the row."""
 
     __slots__ = ("_i", "_rows")
 

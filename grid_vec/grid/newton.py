@@ -34,6 +34,9 @@ How (and why each choice):
 
 from __future__ import annotations
 
+import itertools
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,6 +49,13 @@ REFUSED, DIVERGED = -2, -1  # a row's iteration count when the kernel did not so
 # lightsim2grid keeps a voltage setpoint that moves by no more than this (p.u.)
 SETPOINT_TOLERANCE = 1e-7
 PIVOT_FLOOR = 1e-12  # relative to its row's largest entry: below it, lightsim2grid solves
+# A call of at least this many rows (a look-ahead's candidates; a step's topology changes are
+# a few rows) is shared out among threads, one run of rows each: the kernel releases the GIL
+# and a row's arithmetic never reads another row, so the split changes no bit of any result
+PARALLEL_ROWS = 128
+_THREADS = max(1, min(int(os.environ.get("GRID_VEC_SOLVER_THREADS", "2")),
+                      len(os.sched_getaffinity(0))))  # fmt: skip
+_pool: ThreadPoolExecutor | None = None
 
 
 @dataclass(frozen=True)
@@ -249,7 +259,26 @@ def solve_rows(
         for lightsim2grid); ``V`` and ``out`` rows of those are left as they were.
     """
     iters = np.empty(V.shape[0], dtype=np.int64)
+    k = V.shape[0]
+    if k < PARALLEL_ROWS or _THREADS == 1 or not solve:
+        _kernel(layout, buses, injections, storage_p, gen_v_pu, V, out, iters, solve)
+        return iters
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(_THREADS, thread_name_prefix="grid_vec-newton")
+    cuts = np.linspace(0, k, _THREADS + 1).astype(int).tolist()
+    parts = (buses, injections, storage_p, gen_v_pu, V, out, iters)
+    jobs = [
+        _pool.submit(_kernel, layout, *(part[a:b] for part in parts), solve)
+        for a, b in itertools.pairwise(cuts)
+    ]
+    for job in jobs:
+        job.result()
+    return iters
+
+
+def _kernel(layout, buses, injections, storage_p, gen_v_pu, V, out, iters, solve) -> None:
+    """One kernel call on rows held in C-contiguous arrays (runs of rows of them too)."""
     newton_kernel.solve(
         *layout.packed, buses, injections, storage_p, gen_v_pu, V, out, iters, V.shape[0], solve
     )
-    return iters

@@ -25,8 +25,15 @@ from grid_vec.grid.backend import Backend, PowerFlowDivergedError, PowerFlowResu
 from grid_vec.grid.compile import numba_available
 from grid_vec.grid.model import GridModel
 from grid_vec.grid.model_cache import PandapowerRecompile
+from grid_vec.grid.solver_batch import BackendLoop
 
 TOLERANCE_MVA = 1e-8
+
+
+def solver_batch(model: GridModel, n: int) -> BackendLoop:
+    """``n`` new rows of ``model`` solved with pandapower, one backend each (the registry's
+    batch of the ``"pandapower"`` backend)."""
+    return BackendLoop([PandapowerBackend(model) for _ in range(n)])
 
 
 class PandapowerBackend(Backend):

@@ -8,6 +8,7 @@ import pytest
 
 import grid_vec
 from grid_vec.grid.backend import Backend
+from grid_vec.grid.lightsim import LightSimBackend
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +32,9 @@ def test_every_outage_equals_solving_a_copy_with_that_branch_out(case14_env):
     batch = case14_env.unwrapped.batch_row[0]
     n = batch.model.n_branch
     assert found.rho.shape == (n, n) and found.max_rho.shape == (n,)
-    # the reference: Backend's own per-branch copy-and-solve on the same backend
-    amps = Backend.outage_currents(batch.state.backends[0], np.arange(n), *_buses(case14_env))
+    # the reference: Backend's own per-branch copy-and-solve on a copy of the env's row
+    row = LightSimBackend.of_batch(batch.state.solver.take([0]))
+    amps = Backend.outage_currents(row, np.arange(n), *_buses(case14_env))
     expected = amps / batch.thermal_limit
     ends = found.game_over_reason != ""
     assert ends.any() and not ends.all()  # case14 has outages that cut a generator off

@@ -92,10 +92,10 @@ def test_charges_efficiencies_bounds_and_losses_by_hand(model):
     # nothing asked: no unit takes anything, the grid sees 0, the charges only lose
     view, _ = _step(env, [0.0, 0.0])
     np.testing.assert_array_equal(view.storage_power, [0.0, 0.0])
-    backend = env.batch_row[0].state.backends[0]
-    np.testing.assert_array_equal(backend.results().storage_p, [0.0, 0.0])
+    results = env.batch_row[0].state.solver.results(0)
+    np.testing.assert_array_equal(results.storage_p, [0.0, 0.0])
     assert abs(float(view.actual_dispatch.sum())) < 1e-3
-    np.testing.assert_allclose(view.storage_theta, np.degrees(backend.results().storage_theta))
+    np.testing.assert_allclose(view.storage_theta, np.degrees(results.storage_theta))
 
 
 def test_discharging_stops_at_emin(model):

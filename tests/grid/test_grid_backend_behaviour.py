@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 from grid_helpers import base_topology, random_outage, random_split
 
-from grid_vec.grid import BACKEND_NAMES, PowerFlowDivergedError, make_backend
-from grid_vec.grid.backend import FLOW_FIELDS, flow_slices
+from grid_vec.grid import BACKEND_NAMES, PowerFlowDivergedError, make_backend, make_solver
+from grid_vec.grid.backend import FLOW_FIELDS, InjectionRows, flow_slices
 from grid_vec.grid.compile import compile_net
+from grid_vec.grid.lightsim import LightSimBackend
 from grid_vec.grid.networks import load_network
+from grid_vec.grid.solver_batch import BackendLoop
 
 
 @pytest.fixture(scope="module")
@@ -243,12 +245,28 @@ def test_trusted_setters_and_read_flows_match_the_public_api(model, name: str) -
     assert flows[flow_slices(model)["v_ex"]][2] == 0.0
 
 
+def _one_row_batch(backend):
+    """The one-row batch a backend is solved through: a LightSimBackend's own (its view's
+    rows), a pandapower backend in a BackendLoop."""
+    return backend.batch if isinstance(backend, LightSimBackend) else BackendLoop([backend])
+
+
+def _solved_rows(model, name: str, n: int):
+    """``n`` rows of ``name``'s batch given the base injections and solved once."""
+    batch = make_solver(model, name, n)
+    rows = list(range(n))
+    packed = [np.concatenate(_base_injections(model)) for _ in rows]
+    batch.set_injections(rows, InjectionRows.of_rows(packed, model))
+    assert batch.solve(rows, np.zeros((n, flow_slices(model)["all"].stop))) == []
+    return batch
+
+
 @pytest.mark.parametrize(
     "name",
     [pytest.param(n, marks=pytest.mark.slow) if n == "pandapower" else n for n in BACKEND_NAMES],
 )
 def test_topologies_set_in_one_call_match_one_at_a_time(model, name: str) -> None:
-    """set_topologies_trusted (a batch's push) gives each backend of its rows exactly what
+    """A batch's set_topologies (its push) gives each of its rows exactly what a backend's
     set_topology_trusted gives it, and leaves the other rows alone."""
     topologies = [base_topology(model) for _ in range(3)]
     topologies[0][3][2] = -1  # branch 2 out (its extremity)
@@ -256,26 +274,32 @@ def test_topologies_set_in_one_call_match_one_at_a_time(model, name: str) -> Non
     topologies[1][1][np.flatnonzero(model.gen_kind == "sgen")[0]] = -1  # a static generator off
     topologies[2][2][4] = topologies[2][3][4] = -1  # branch 4 out
     singles = [_solved(model, name) for _ in topologies]
-    batch = [_solved(model, name) for _ in range(len(topologies) + 1)]
+    batch = _solved_rows(model, name, len(topologies) + 1)
     for backend, topology in zip(singles, topologies, strict=True):
         backend.set_topology_trusted(*topology)
+    # row j of buses goes to batch row rows[j] (sorted, as a batch takes them): the rows get
+    # topologies 1, 2 and 0; row 2 is left alone
+    rows, order = [0, 1, 3], [1, 2, 0]
     buses = np.concatenate(
-        [np.concatenate([*t, np.ones((model.n_storage,), int)])[None] for t in topologies]
+        [np.concatenate([*topologies[t], np.ones((model.n_storage,), int)])[None] for t in order]
     ).astype(np.int32)
-    rows = [3, 0, 1]  # row i of buses goes to batch[rows[i]]; batch[2] is left alone
-    type(batch[0]).set_topologies_trusted(batch, rows, buses)
-    for row, single in zip(rows, singles, strict=True):
-        backend = batch[row]
-        assert backend.run_ac() and single.run_ac()
+    batch.set_topologies(rows, buses)
+    width = flow_slices(model)["all"].stop
+    flows, single_flows = np.zeros((len(batch), width)), np.zeros((1, width))
+    assert batch.solve(rows, flows) == []
+    for row, t in zip(rows, order, strict=True):
+        single = _one_row_batch(singles[t])
+        assert single.solve([0], single_flows) == []
+        np.testing.assert_array_equal(flows[row], single_flows[0])
         for field in FLOW_FIELDS:
             np.testing.assert_array_equal(
-                getattr(backend.results(), field), getattr(single.results(), field)
+                getattr(batch.results(row), field), getattr(single.results(0), field)
             )
     sgen = np.flatnonzero(model.gen_kind == "sgen")[0]
-    assert batch[0].results().gen_p[sgen] == 0.0 != batch[3].results().gen_p[sgen]
-    reference = _solved(model, name)  # solved twice on the base topology, as batch[2]
-    assert batch[2].run_ac() and reference.run_ac()
-    np.testing.assert_array_equal(batch[2].results().p_or, reference.results().p_or)
+    assert batch.results(0).gen_p[sgen] == 0.0 != batch.results(1).gen_p[sgen]
+    reference = _solved_rows(model, name, 1)  # solved twice on the base topology, as row 2
+    assert batch.solve([2], flows) == [] and reference.solve([0], single_flows) == []
+    np.testing.assert_array_equal(batch.results(2).p_or, reference.results(0).p_or)
 
 
 def test_read_flows_before_any_power_flow_raises(model) -> None:
@@ -353,7 +377,7 @@ def test_lightsim_views_kept_across_topology_changes_read_every_new_solve() -> N
     flows = np.empty(flow_slices(model)["all"].stop)
     expected = np.empty_like(flows)
     backend.read_flows(flows)
-    views, kept = backend._views, 0
+    views, kept = backend.batch.rows.views[0], 0
     for k in range(24):
         topology = random_split(model, rng) if k % 3 else random_outage(model, rng)
         injections = perturbed_injections(model, rng)
@@ -371,36 +395,47 @@ def test_lightsim_views_kept_across_topology_changes_read_every_new_solve() -> N
         assert backend.run_ac() and reference.run_ac(), k
         backend.read_flows(flows)
         if views is not None:
-            assert backend._views is views, k  # kept: what this test is about
+            assert backend.batch.rows.views[0] is views, k  # kept: what this test is about
             kept += 1
-        views = backend._views
+        views = backend.batch.rows.views[0]
         assert views is not None
         reference.read_flows(expected)
         np.testing.assert_allclose(flows, expected, rtol=1e-6, atol=1e-6, err_msg=str(k))
     assert kept == 23
 
 
+def _assert_same_row_solution(batch, row: int, expected) -> None:
+    """:func:`_assert_same_solution` of a batch's row, solved by lightsim2grid (``run_ac``)."""
+    flows = np.zeros((len(batch), flow_slices(batch.model)["all"].stop))
+    assert batch.solve_by_lightsim([row], flows) == []
+    np.testing.assert_allclose(batch.results(row).bus_vm_pu, expected.bus_vm_pu, atol=1e-9)
+    np.testing.assert_allclose(batch.results(row).p_or, expected.p_or, atol=1e-6)
+
+
 def test_a_lightsim_copy_shares_its_grid_until_one_of_them_changes_it(model) -> None:
     backend = _solved(model, "lightsim2grid")
     expected = backend.results()
-    copies = type(backend).copy_rows([backend], [0, 0])
-    assert all(c._grid is backend._grid for c in copies)  # no LSGrid copied yet
+    copies = backend.batch.take([0, 0])  # a row taken twice: a look-ahead's candidates
+    original = backend.batch.rows.grid[0]
+    assert all(grid is original for grid in copies.rows.grid)  # no LSGrid copied yet
     # a copy solved by lightsim2grid (run_ac) takes a grid of its own, its original keeps its
     topology = base_topology(model)
     topology[2][0] = -1
-    copies[0].set_topology(*topology)
-    assert copies[0].run_ac()
-    assert copies[0]._grid is not backend._grid
-    assert copies[1]._grid is backend._grid
-    assert not np.allclose(copies[0].results().p_or, expected.p_or)
+    buses = np.concatenate([*topology, np.ones(model.n_storage, int)]).astype(np.int32)
+    copies.set_topologies([0], buses[None])
+    flows = np.zeros((2, flow_slices(model)["all"].stop))
+    assert copies.solve_by_lightsim([0], flows) == []
+    assert copies.rows.grid[0] is not original
+    assert copies.rows.grid[1] is original
+    assert not np.allclose(copies.results(0).p_or, expected.p_or)
     _assert_same_solution(backend, expected)
-    _assert_same_solution(copies[1], expected)
+    _assert_same_row_solution(copies, 1, expected)
     # and the original solving again leaves the copy that still shares with it as it was
     args = _base_injections(model)
     args[0] = args[0] * 1.1
     backend.set_injections(*args)
     assert backend.run_ac()
-    _assert_same_solution(copies[1], expected)
+    _assert_same_row_solution(copies, 1, expected)
 
 
 def test_a_lightsim_grid_receives_a_deferred_topology_and_setpoints_when_it_is_used(model) -> None:
@@ -414,11 +449,12 @@ def test_a_lightsim_grid_receives_a_deferred_topology_and_setpoints_when_it_is_u
     for backend in (eager, lazy):
         backend.set_topology(*topology)
         backend.set_injections(*args)
-    held = lazy._buses[lazy._topo_order]
-    assert (held != lazy._grid_topo).any() and lazy._gen_v_stale  # not sent yet
-    eager._synced_grid()  # sent now
+    rows = lazy.batch.rows
+    held = rows.buses[0][lazy.batch.shared.topo_order]
+    assert (held != rows.grid_topo[0]).any() and rows.gen_v_stale[0]  # not sent yet
+    eager.batch.lightsim_grid(0)  # sent now
     assert eager.run_ac() and lazy.run_ac()
-    assert np.array_equal(lazy._grid_topo, held) and not lazy._gen_v_stale
+    assert np.array_equal(rows.grid_topo[0], held) and not rows.gen_v_stale[0]
     for field in FLOW_FIELDS:
         np.testing.assert_array_equal(
             getattr(lazy.results(), field), getattr(eager.results(), field)
@@ -430,7 +466,8 @@ def test_a_copy_screening_outages_leaves_the_grid_it_shared_as_it_was(model) -> 
     grid it shares with its original (whose next solve would read them)."""
     backend = _solved(model, "lightsim2grid")
     expected = backend.results()
-    (copy,) = type(backend).copy_rows([backend], [0])
+    copy = LightSimBackend.of_batch(backend.batch.take([0]))
+    assert copy.batch.rows.grid[0] is backend.batch.rows.grid[0]  # shared until then
     args = _base_injections(model)
     args[0] = args[0] * 1.3
     copy.set_injections(*args)

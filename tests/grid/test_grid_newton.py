@@ -73,7 +73,7 @@ def _cases(model, n: int, seed: int):
     rng = np.random.default_rng(seed)
     base = LightSimBackend(model)
     n_flows = flow_slices(model)["all"].stop
-    held = newton.build_layout(model, base._grid, max_iter=MAX_ITER).gen_v_pu
+    held = newton.build_layout(model, base.batch.shared.new_grid(), max_iter=MAX_ITER).gen_v_pu
     rows = []
     for _ in range(n):
         topology = _random_topology(model, rng)
@@ -92,26 +92,28 @@ def _cases(model, n: int, seed: int):
         backend.set_storage_p(storage)
         converged = backend.run_ac()
         flows = np.zeros(n_flows)
+        grid = backend.batch.rows.grid[0]  # the row's own, synced by run_ac
         if converged:
             backend.read_flows(flows)
+            bus_active = np.asarray(grid.get_bus_status(), dtype=bool)
         rows.append(
             (
                 _model_order(model, topology),
                 np.concatenate(inj[:3]).astype(np.float32).astype(float),
                 newton.held_setpoints(held, inj[3] / model.sub_vn_kv[model.gen_sub]),
                 storage,
-                backend._V * backend._bus_active if converged else None,
+                backend.batch.rows.V[0] * bus_active if converged else None,
                 flows,
-                backend._grid.get_solver().get_nb_iter(),
+                grid.get_solver().get_nb_iter(),
             )
         )
     return rows, base
 
 
 def _solve(model, base, rows):
-    layout = newton.build_layout(model, base._grid, max_iter=MAX_ITER)
+    layout = newton.build_layout(model, base.batch.shared.new_grid(), max_iter=MAX_ITER)
     buses, inj, gen_v, storage = (np.stack([row[k] for row in rows]) for k in range(4))
-    V = np.tile(base._v_init, (len(rows), 1))
+    V = np.tile(base.batch.shared.v_init, (len(rows), 1))
     out = np.zeros((len(rows), flow_slices(model)["all"].stop))
     return newton.solve_rows(layout, buses, inj, storage, gen_v, V, out), V, out, layout
 
@@ -153,6 +155,26 @@ def test_a_newton_row_is_bitwise_the_same_alone_and_in_a_batch() -> None:
         assert out_one[0].tobytes() == out_all[k].tobytes()
 
 
+def test_rows_shared_out_among_threads_are_bitwise_those_of_one_call(monkeypatch) -> None:
+    """A call of many rows (a look-ahead's candidates) is split among threads: every row's
+    iterations, solution and flows are bitwise those of one single-threaded call."""
+    model = _model("case14")
+    rows, base = _cases(model, 40, seed=5)
+    rows = rows * 4  # 160 rows: past PARALLEL_ROWS
+    assert len(rows) >= newton.PARALLEL_ROWS
+    monkeypatch.setattr(newton, "_THREADS", 1)
+    one = _solve(model, base, rows)[:3]
+    calls = []
+    kernel = newton._kernel
+    monkeypatch.setattr(newton, "_THREADS", 3)
+    monkeypatch.setattr(newton, "_pool", None)
+    monkeypatch.setattr(newton, "_kernel", lambda *a: (calls.append(len(a[1])), kernel(*a)))
+    threaded = _solve(model, base, rows)[:3]
+    assert sorted(calls) == [53, 53, 54]  # three runs of rows, one per thread
+    for a, b in zip(one, threaded, strict=True):
+        assert a.tobytes() == b.tobytes()
+
+
 def test_newton_refuses_an_island_the_slack_does_not_reach_and_a_lost_slack() -> None:
     model = _model("case14")
     rows, base = _cases(model, 1, seed=3)
@@ -164,8 +186,8 @@ def test_newton_refuses_an_island_the_slack_does_not_reach_and_a_lost_slack() ->
     island[start] = island[start + model.n_branch] = 2
     slack_off = buses.copy()
     slack_off[model.n_load + int(np.flatnonzero(model.gen_kind == "slack")[0])] = -1
-    layout = newton.build_layout(model, base._grid, max_iter=MAX_ITER)
-    V = np.tile(base._v_init, (2, 1))
+    layout = newton.build_layout(model, base.batch.shared.new_grid(), max_iter=MAX_ITER)
+    V = np.tile(base.batch.shared.v_init, (2, 1))
     before = V.copy()
     out = np.zeros((2, flow_slices(model)["all"].stop))
     iters = newton.solve_rows(
@@ -188,8 +210,8 @@ def test_newton_refuses_two_voltage_regulating_generators_on_one_bus_bar() -> No
     gen_sub = model.gen_sub.copy()
     gen_sub[second] = gen_sub[first]
     shared = model.__class__(**{**model.__dict__, "gen_sub": gen_sub})
-    layout = newton.build_layout(shared, base._grid, max_iter=MAX_ITER)
-    V = base._v_init[None].copy()
+    layout = newton.build_layout(shared, base.batch.shared.new_grid(), max_iter=MAX_ITER)
+    V = base.batch.shared.v_init[None].copy()
     out = np.zeros((1, flow_slices(model)["all"].stop))
     iters = newton.solve_rows(layout, buses[None], inj[None], storage[None], gen_v[None], V, out)
     assert iters.tolist() == [newton.REFUSED]
@@ -203,7 +225,9 @@ def test_a_layout_is_the_same_built_from_a_grid_that_holds_branches_out() -> Non
     outs = np.ones(model.n_branch, dtype=int)
     outs[[1, 2]] = -1
     played.set_topology(*topology, outs, np.ones(model.n_branch, dtype=int))
-    a = newton.build_layout(model, fresh._grid, max_iter=MAX_ITER)
-    b = newton.build_layout(model, played._grid, max_iter=MAX_ITER)
+    held = played.batch.lightsim_grid(0)  # the deferred topology sent: branches 1 and 2 out
+    assert not any(held.get_lines()[i].connected_global for i in (1, 2))
+    a = newton.build_layout(model, fresh.batch.shared.new_grid(), max_iter=MAX_ITER)
+    b = newton.build_layout(model, held, max_iter=MAX_ITER)
     for x, y in zip(a.packed, b.packed, strict=True):
         assert x.tobytes() == y.tobytes()
