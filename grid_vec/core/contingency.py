@@ -101,15 +101,14 @@ def screen(
     m, n_branch = len(branches), model.n_branch
     rho = np.full((len(rows), m, n_branch), np.nan)
     reasons = np.full((len(rows), m), "", dtype=object)
-    for i, row in enumerate(rows.tolist()):
-        topo = state.topo[row]
-        buses = (
-            topo[layout.pos_load],
-            topo[layout.pos_gen],
-            topo[layout.pos_or],
-            topo[layout.pos_ex],
-        )
-        amps = state.solver.outage_currents(row, branches, *buses)
+    topos = state.topo[rows]
+    # every row's outages solved in one call (the rows' topologies as the solver last got them)
+    currents = state.solver.outage_currents(
+        rows, branches, topos[:, layout.pos_load], topos[:, layout.pos_gen],
+        topos[:, layout.pos_or], topos[:, layout.pos_ex],
+    )  # fmt: skip
+    for i, topo in enumerate(topos):
+        amps = currents[i]
         # each outage's topology, all checked in one call (a cut-off load or generator)
         outs = np.repeat(topo[None], m, axis=0)
         outs[np.arange(m), layout.pos_or[branches]] = -1

@@ -122,6 +122,5 @@ class LightSimBackend(Backend):
         branch_or_bus: np.ndarray,
         branch_ex_bus: np.ndarray,
     ) -> np.ndarray:
-        return self._batch.outage_currents(
-            0, branches, load_bus, gen_bus, branch_or_bus, branch_ex_bus
-        )
+        parts = (load_bus, gen_bus, branch_or_bus, branch_ex_bus)
+        return self._batch.outage_currents(_ROW, branches, *(part[None] for part in parts))[0]

@@ -704,35 +704,38 @@ class LightSimBatch(SolverBatch):
 
     def outage_currents(
         self,
-        row: int,
+        rows: Rows,
         branches: np.ndarray,
         load_bus: np.ndarray,
         gen_bus: np.ndarray,
         branch_or_bus: np.ndarray,
         branch_ex_bus: np.ndarray,
     ) -> np.ndarray:
-        """:meth:`SolverBatch.outage_currents` in one lightsim2grid
-        ``ContingencyAnalysisCPP`` call on a copy of the row's grid, each outage solved from
-        the row's solution; the topology arrays are already the row's."""
-        cpp = lightsim_cpp()
+        """:meth:`SolverBatch.outage_currents` as rows of one solve: each (row, branch) a
+        copy of the row with that branch out, all solved together (the batched Newton; what it
+        refuses by lightsim2grid), each from its row's solution, as lightsim2grid's
+        ``ContingencyAnalysis`` starts them (an outage only takes bus bars out of the power
+        flow: the solution is a first guess for every one left). The bus bar arrays are
+        already the rows' own."""
+        rows = np.asarray(rows, dtype=np.intp)
         branches = np.asarray(branches, dtype=np.int64)
-        out = np.full((len(branches), self.model.n_branch), np.nan)
-        if not len(branches):
-            return out
-        analysis = cpp.ContingencyAnalysisCPP(self.lightsim_grid(row).copy(), False)
-        for branch in np.unique(branches).tolist():
-            analysis.add_n1(branch)
-        analysis.compute(self.rows.V[row].copy(), MAX_ITER, TOLERANCE)
-        analysis.compute_flows()
-        flows = 1000.0 * np.asarray(analysis.get_flows())  # kA
-        converged = np.asarray(analysis.converged_mask(), dtype=bool)
-        # its rows follow its own order of the contingencies: row of each branch
-        row_of = {int(c[0]): r for r, c in enumerate(analysis.my_defaults())}
-        for j, branch in enumerate(branches.tolist()):
-            r = row_of.get(branch)
-            if r is not None and converged[r]:
-                out[j] = flows[r]
-        return out
+        n_rows, m, n_branch = len(rows), len(branches), self.model.n_branch
+        if not n_rows or not m:
+            return np.full((n_rows, m, n_branch), np.nan)
+        k = n_rows * m
+        trial = self.take(np.repeat(rows, m))
+        cases, start = np.arange(k), self.model.n_load + self.model.n_gen
+        buses = trial.rows.buses.copy()
+        out = np.tile(branches, n_rows)
+        buses[cases, start + out] = buses[cases, start + n_branch + out] = -1
+        first_guess = trial.rows.V.copy()
+        trial.put_topologies(cases, buses)
+        trial.rows.V[:] = first_guess
+        flows = np.zeros((k, self.shared.flow_slices["all"].stop))
+        failed = trial.solve(cases, flows)
+        currents = flows[:, self.shared.flow_slices["a_or"]]
+        currents[failed] = np.nan
+        return currents.reshape(n_rows, m, n_branch)
 
     # --- pickling --------------------------------------------------------------------------
 

@@ -98,14 +98,25 @@ class SolverBatch(abc.ABC):
     @abc.abstractmethod
     def outage_currents(
         self,
-        row: int,
+        rows: Rows,
         branches: np.ndarray,
         load_bus: np.ndarray,
         gen_bus: np.ndarray,
         branch_or_bus: np.ndarray,
         branch_ex_bus: np.ndarray,
     ) -> np.ndarray:
-        """:meth:`Backend.outage_currents` of ``row`` (an N-1 screening; the row unchanged)."""
+        """The N-1 screening of ``rows`` (solved), the rows unchanged: each branch's origin
+        current (A) after each of ``branches`` goes out alone.
+
+        Args:
+            rows: the rows.
+            branches: ``(m,)`` branch indices.
+            load_bus, gen_bus, branch_or_bus, branch_ex_bus: ``(len(rows), n)`` each row's
+                bus bars as last set (:meth:`Backend.outage_currents`' arrays, a row each).
+
+        Returns:
+            ``(len(rows), m, n_branch)`` float64; NaN where an outage's power flow diverges.
+        """
 
     @abc.abstractmethod
     def timings(self, row: int) -> Mapping[str, float]:
@@ -173,15 +184,19 @@ class BackendLoop(SolverBatch):
 
     def outage_currents(
         self,
-        row: int,
+        rows: Rows,
         branches: np.ndarray,
         load_bus: np.ndarray,
         gen_bus: np.ndarray,
         branch_or_bus: np.ndarray,
         branch_ex_bus: np.ndarray,
     ) -> np.ndarray:
-        return self.backends[row].outage_currents(
-            branches, load_bus, gen_bus, branch_or_bus, branch_ex_bus
+        buses = load_bus, gen_bus, branch_or_bus, branch_ex_bus
+        return np.stack(
+            [
+                self.backends[row].outage_currents(branches, *(part[j] for part in buses))
+                for j, row in enumerate(np.asarray(rows).tolist())
+            ]
         )
 
     def timings(self, row: int) -> Mapping[str, float]:
