@@ -55,11 +55,6 @@ from grid_vec.grid.solver_batch import Rows, SolverBatch
 MAX_ITER = 10
 TOLERANCE = 1e-8
 
-# np.concatenate without its __array_function__ dispatch (a Python call that copies the tuple
-# of inputs into a list): only plain ndarrays are passed. Same C function, same result; falls
-# back to the public name where numpy has no ``_implementation``.
-_concatenate = getattr(np.concatenate, "_implementation", np.concatenate)
-
 _SET_INJECTIONS, _SET_TOPOLOGY, _RESULTS, _POWERFLOW = (
     COLUMN[key] for key in ("set_injections", "set_topology", "results", "powerflow")
 )
@@ -627,14 +622,14 @@ class LightSimBatch(SolverBatch):
         if views is None:
             views = r.views[row] = _ResultViews.of(r.grid[row], shared.has_storage)
         if not shared.has_sgen:
-            _concatenate(views.all, 0, out)
+            np.concatenate(views.all, out=out)
             return
-        _concatenate(views.branches_loads, 0, out[: shared.gen_start])
+        np.concatenate(views.branches_loads, out=out[: shared.gen_start])
         gens = out[shared.gen_start : shared.storage_start].reshape(3, -1)
         gens[:, shared.ls_gen] = views.gens
         gens[:, shared.sgen] = views.sgens
         if shared.has_storage:
-            _concatenate(views.storages, 0, out[shared.storage_start :])
+            np.concatenate(views.storages, out=out[shared.storage_start :])
 
     def timings(self, row: int) -> RowTimings:
         return RowTimings(self.rows, row)

@@ -9,6 +9,10 @@ order), over random topologies (outages and bus-bar splits of several substation
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from grid_helpers import is_connected, perturbed_injections
@@ -160,8 +164,8 @@ def test_rows_shared_out_among_threads_are_bitwise_those_of_one_call(monkeypatch
     iterations, solution and flows are bitwise those of one single-threaded call."""
     model = _model("case14")
     rows, base = _cases(model, 40, seed=5)
-    rows = rows * 4  # 160 rows: past PARALLEL_ROWS
-    assert len(rows) >= newton.PARALLEL_ROWS
+    rows = rows * 4  # 160 rows of case14's 28 bus bars: past PARALLEL_WORK
+    assert len(rows) * 28 >= newton.PARALLEL_WORK
     monkeypatch.setattr(newton, "_THREADS", 1)
     one = _solve(model, base, rows)[:3]
     calls = []
@@ -231,3 +235,19 @@ def test_a_layout_is_the_same_built_from_a_grid_that_holds_branches_out() -> Non
     b = newton.build_layout(model, held, max_iter=MAX_ITER)
     for x, y in zip(a.packed, b.packed, strict=True):
         assert x.tobytes() == y.tobytes()
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [("1", "1"), ("abc", "positive integer"), ("0", "positive integer")]
+)
+def test_solver_threads_come_from_the_environment_or_a_named_error(value, expected) -> None:
+    """``GRID_VEC_SOLVER_THREADS`` sets the threads of large calls (at most the CPUs); a value
+    that is not a positive integer is refused, naming the variable."""
+    code = "from grid_vec.grid import newton; print(newton._THREADS)"
+    env = {**os.environ, "GRID_VEC_SOLVER_THREADS": value}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    if expected.isdigit():
+        assert done.returncode == 0 and done.stdout.strip() == expected
+    else:
+        assert done.returncode != 0
+        assert f"GRID_VEC_SOLVER_THREADS must be a {expected}, got {value!r}" in done.stderr
