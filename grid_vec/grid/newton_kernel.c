@@ -84,7 +84,8 @@ typedef struct {
      * order, and for each the union positions of its entries in solved columns */
     int64_t n_own, *own_pos, *own_row, *own_ptr, *own_diag, *own_at, *own_col;
     cplx *unit;                                    /* (n_bus): V / |V| */
-    double *q_share, *vm, *va, *F, *x, *jx, *w;    /* jx: (nnz_j) the Jacobian, then its LU */
+    double *q_share, *vm, *va, *F, *x, *jx, *w;    /* jx: (nnz_j) the Jacobian */
+    double *lu;                                    /* (nnz_j) its LU, the row's own entries */
     cplx *ydata, *S, *V, *cur;
 } Work;
 
@@ -285,47 +286,51 @@ static void own_pattern(const Layout *g, Work *w) {
     w->n_own = n;
 }
 
-/* LU of the row's own entries of jx in place, row by row, no pivoting (the order is fixed);
- * returns -1 when a pivot falls below the floor (relative to its row's largest entry). */
+/* LU of the row's own entries of jx into lu (the own entries in the row's order, so that the
+ * elimination and the solves read them with no second indirection), row by row, no pivoting
+ * (the order is fixed); returns -1 when a pivot falls below the floor (relative to its row's
+ * largest entry). */
 static int factorise(const Layout *g, Work *w) {
     const int64_t *col = w->own_col, *at = w->own_at, *ptr = w->own_ptr, *dg = w->own_diag;
-    double *a = w->jx, *x = w->w;
+    const double *a = w->jx;
+    double *lu = w->lu, *x = w->w;
     for (int64_t r = 0; r < w->n_own; ++r) {
         double scale = 0;
         for (int64_t e = ptr[r]; e < ptr[r + 1]; ++e) {
-            x[col[e]] = a[at[e]];
-            if (fabs(a[at[e]]) > scale) scale = fabs(a[at[e]]);
+            double v = a[at[e]];
+            x[col[e]] = v;
+            if (fabs(v) > scale) scale = fabs(v);
         }
         for (int64_t e = ptr[r]; e < dg[r]; ++e) {
             int64_t k = col[e];
             if (x[k] == 0) continue;
             int64_t kr = w->own_row[k];
-            double l = x[k] / a[at[dg[kr]]];
+            double l = x[k] / lu[dg[kr]];
             x[k] = l;
-            for (int64_t f = dg[kr] + 1; f < ptr[kr + 1]; ++f) x[col[f]] -= l * a[at[f]];
+            for (int64_t f = dg[kr] + 1; f < ptr[kr + 1]; ++f) x[col[f]] -= l * lu[f];
         }
-        for (int64_t e = ptr[r]; e < ptr[r + 1]; ++e) a[at[e]] = x[col[e]];
-        if (!(fabs(a[at[dg[r]]]) > g->pivot_floor * scale)) return -1;
+        for (int64_t e = ptr[r]; e < ptr[r + 1]; ++e) lu[e] = x[col[e]];
+        if (!(fabs(lu[dg[r]]) > g->pivot_floor * scale)) return -1;
     }
     return 0;
 }
 
-/* F <- J^-1 F with the row's factors in jx (F in the unknowns' order, x the permuted scratch;
+/* F <- J^-1 F with the row's factors in lu (F in the unknowns' order, x the permuted scratch;
  * a left-out unknown's step is 0, as its F). */
 static void lu_solve(const Layout *g, Work *w) {
-    const int64_t *col = w->own_col, *at = w->own_at, *ptr = w->own_ptr, *dg = w->own_diag;
-    const double *a = w->jx;
+    const int64_t *col = w->own_col, *ptr = w->own_ptr, *dg = w->own_diag;
+    const double *lu = w->lu;
     double *y = w->x;
     for (int64_t u = 0; u < g->m; ++u) y[g->perm[u]] = w->F[u];
     for (int64_t r = 0; r < w->n_own; ++r) {
         double acc = y[w->own_pos[r]];
-        for (int64_t e = ptr[r]; e < dg[r]; ++e) acc -= a[at[e]] * y[col[e]];
+        for (int64_t e = ptr[r]; e < dg[r]; ++e) acc -= lu[e] * y[col[e]];
         y[w->own_pos[r]] = acc;
     }
     for (int64_t r = w->n_own - 1; r >= 0; --r) {
         double acc = y[w->own_pos[r]];
-        for (int64_t e = dg[r] + 1; e < ptr[r + 1]; ++e) acc -= a[at[e]] * y[col[e]];
-        y[w->own_pos[r]] = acc / a[at[dg[r]]];
+        for (int64_t e = dg[r] + 1; e < ptr[r + 1]; ++e) acc -= lu[e] * y[col[e]];
+        y[w->own_pos[r]] = acc / lu[dg[r]];
     }
     for (int64_t u = 0; u < g->m; ++u) w->F[u] = y[g->perm[u]];
 }
@@ -386,7 +391,7 @@ static PyObject *solve(PyObject *self, PyObject *args) {
         goto done;
     }
     size_t n_int = 5 * n_bus + 2 * g.nb + g.nl + g.ng + g.ns + g.m + 4 * g.m + 1 + 2 * g.nnz_j;
-    size_t n_dbl = g.ng + 3 * n_bus + 2 * g.m + g.nnz_j + g.m;
+    size_t n_dbl = g.ng + 3 * n_bus + 2 * g.m + 2 * g.nnz_j + g.m;
     size_t n_cpx = g.nnz_y + 4 * n_bus + 2 * n_bus;
     mem = malloc(n_int * 8 + n_dbl * 8 + n_cpx * sizeof(cplx));
     if (!mem) {
@@ -427,6 +432,7 @@ static PyObject *solve(PyObject *self, PyObject *args) {
     w.F = d; d += g.m;
     w.x = d; d += g.m;
     w.jx = d; d += g.nnz_j;
+    w.lu = d; d += g.nnz_j;
     w.w = d; d += g.m;
     const int32_t *bars = b_bars.buf;
     const double *inj = b_inj.buf, *sto = b_sto.buf, *gv = b_gv.buf;
