@@ -125,10 +125,10 @@ def sweep_cells(env: Any, grid: str, log: list[str]) -> list[Cell]:
     ]
     if is_sgen.any():
         setters.append(("modify_sgen_p", stacked(lambda b: b.gen_p[:, is_sgen])))
-    grid = backend.batch.lightsim_grid(0)
-    algorithm, cells = grid.get_algo_type(), []
+    ls_grid = backend.batch.lightsim_grid(0)
+    algorithm, cells = ls_grid.get_algo_type(), []
     for threads in (1, 2):
-        sweep = cpp.ScenarioSweepCPP(grid)
+        sweep = cpp.ScenarioSweepCPP(ls_grid)
         sweep.change_algorithm(algorithm)
         sweep.nb_thread = threads
         calls = [(getattr(sweep, name), values) for name, values in setters]

@@ -34,9 +34,17 @@ from grid_vec.core.turn import Turn, TurnInputs
 from grid_vec.grid.backend import InjectionRows
 from grid_vec.grid.model import GridModel
 
-# copies of the envs' states played at a time by a look-ahead (a copy of a case118 solver:
-# ~0.25 MB; its whole catalog at once would hold 3 GB)
-CHUNK = 512
+# the bytes of power-flow results (a row of the flows per copy: 1.7 kB for the 14-bus grids,
+# 15.6 kB for case118) a look-ahead plays at a time: a sandbox catalog of 8 envs in one turn
+# (each turn has a fixed cost), case118's in chunks of ~540 copies, which stay in the caches
+# (measured: larger chunks of case118 run slower, smaller ones of the sandbox too)
+CHUNK_BYTES = 8 * 2**20
+
+
+def chunk_rows(n_flows: int) -> int:
+    """How many copies a look-ahead plays at a time on a grid of ``n_flows`` results."""
+    return max(1, CHUNK_BYTES // (8 * n_flows))
+
 
 # the longest chain: half a day of 5-minute steps (the batch's time features are computed a
 # day at a time; grid2op's longest multi-horizon forecasts are an hour)
@@ -112,14 +120,15 @@ class Lookahead:
         """:meth:`GridBatch.simulate_candidates
         <grid_vec.core.batch.GridBatch.simulate_candidates>`; ``charge``: whether each
         candidate's steps count against the simulate budgets. The copies are played
-        ``CHUNK`` at a time (a row's outcome does not depend on the others): a search over a
-        large catalog holds that many copies of a solver, not one per candidate."""
+        :func:`chunk_rows` at a time (a row's outcome does not depend on the others): a search
+        over a large catalog holds that many copies of a state, not one per candidate."""
         self.admit(rows, k, len(actions), charge=charge)
         copies = np.repeat(rows, k)
         parts = []
-        for first in range(0, len(copies), CHUNK):
-            part = slice(first, first + CHUNK)
-            chunk = [a.rows(part) for a in actions] if len(copies) > CHUNK else actions
+        size = chunk_rows(self.host.state.flows.shape[1])
+        for first in range(0, len(copies), size):
+            part = slice(first, first + size)
+            chunk = [a.rows(part) for a in actions] if len(copies) > size else actions
             chain = self.chain(copies[part], chunk, action_masks=False)
             if len(actions) == 1:
                 step, rho, _ = chain[0]

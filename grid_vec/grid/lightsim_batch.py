@@ -413,23 +413,27 @@ class LightSimBatch(SolverBatch):
         if not rows:
             return [], []
         r = self.rows
-        at = np.asarray(rows, dtype=np.intp)
-        V = r.V[at]
-        out = np.empty((len(rows), flows.shape[1]))
+        at, run = np.asarray(rows, dtype=np.intp), _index(rows)
+        # rows in one run (a look-ahead's candidates, a reset of every row) are solved in
+        # place: the kernel writes the solved rows' solutions and flows only
+        in_place = type(run) is slice
+        V = r.V[run] if in_place else r.V[at]
+        out = flows[run] if in_place else np.empty((len(rows), flows.shape[1]))
         storage = r.storage_p32[at].astype(np.float64) if self.shared.has_storage else _NONE
         iters = newton.solve_rows(
             self.shared.newton_layout,
-            r.buses[at],
-            r.inj32[at].astype(np.float64),
+            r.buses[run],
+            r.inj32[run].astype(np.float64),
             storage,
-            r.gen_v_pu[at],
+            r.gen_v_pu[run],
             V,
             out,
         )
         solved = iters >= 0
         done = at[solved]
-        flows[done] = out[solved]
-        r.V[done] = V[solved]
+        if not in_place:
+            flows[done] = out[solved]
+            r.V[done] = V[solved]
         r.converged[done] = 1
         r.solved_by[done] = BY_NEWTON
         self._count_steady_solves(done)

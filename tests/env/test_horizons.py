@@ -384,8 +384,8 @@ def test_a_chain_matches_grid2op_chained_simulate_on_multi_horizon_forecasts():
 def test_candidates_are_played_a_chunk_of_copies_at_a_time_with_the_same_results(
     monkeypatch, horizon
 ):
-    """A look-ahead holds at most CHUNK copies of the envs' states at once (a case118
-    catalog at once held 3 GB); the results do not depend on the chunks."""
+    """A look-ahead holds at most chunk_rows copies of the envs' states at once (a case118
+    catalog at once would hold hundreds of MB); the results do not depend on the chunks."""
     from grid_vec.core import lookahead
     from grid_vec.core.state import BatchState
 
@@ -400,7 +400,8 @@ def test_candidates_are_played_a_chunk_of_copies_at_a_time_with_the_same_results
     monkeypatch.setattr(
         BatchState, "take", lambda self, rows: taken.append(len(rows)) or take(self, rows)
     )
-    monkeypatch.setattr(lookahead, "CHUNK", 7)
+    n_flows = vec._batch.state.flows.shape[1]
+    monkeypatch.setattr(lookahead, "CHUNK_BYTES", 7 * 8 * n_flows)  # 7 copies a chunk
     chunked = vec.simulate_candidates(candidates, horizon=horizon)
     vec.close()
     assert taken == [7, 7, 7, 7, 2]
