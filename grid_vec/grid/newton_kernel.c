@@ -84,9 +84,9 @@ typedef struct {
      * order, and for each the union positions of its entries in solved columns */
     int64_t n_own, *own_pos, *own_row, *own_ptr, *own_diag, *own_at, *own_col;
     cplx *unit;                                    /* (n_bus): V / |V| */
-    double *q_share, *vm, *va, *F, *x, *jx, *w;    /* jx: (nnz_j) the Jacobian */
+    double *q_share, *vm, *F, *x, *jx, *w;         /* jx: (nnz_j) the Jacobian */
     double *lu;                                    /* (nnz_j) its LU, the row's own entries */
-    cplx *ydata, *S, *V, *cur;
+    cplx *ydata, *S, *V, *cur, *start;             /* start: the first guess' V / |V| */
 } Work;
 
 /* Position of entry (i, j) in the union Ybus (it is in the pattern: newton.py built it so). */
@@ -340,7 +340,7 @@ static void lu_solve(const Layout *g, Work *w) {
 static int64_t newton(const Layout *g, Work *w) {
     own_pattern(g, w);
     for (int64_t i = 0; i < g->n_bus; ++i)
-        w->V[i] = w->active[i] ? w->vm[i] * (cos(w->va[i]) + I * sin(w->va[i])) : 0;
+        w->V[i] = w->active[i] ? w->vm[i] * w->start[i] : 0;
     for (int64_t n = 0;; ++n) {
         double worst = mismatch(g, w);
         if (worst < g->tol) return n;
@@ -355,7 +355,6 @@ static int64_t newton(const Layout *g, Work *w) {
             double d = w->F[2 * i], dm = w->F[2 * i + 1];
             if (d == 0 && dm == 0) continue;
             double before = w->vm[i], c, s;
-            w->va[i] -= d;
             w->vm[i] -= dm;
             turn(-d, &c, &s);
             double scale = w->vm[i] / before;
@@ -391,8 +390,8 @@ static PyObject *solve(PyObject *self, PyObject *args) {
         goto done;
     }
     size_t n_int = 5 * n_bus + 2 * g.nb + g.nl + g.ng + g.ns + g.m + 4 * g.m + 1 + 2 * g.nnz_j;
-    size_t n_dbl = g.ng + 3 * n_bus + 2 * g.m + 2 * g.nnz_j + g.m;
-    size_t n_cpx = g.nnz_y + 4 * n_bus + 2 * n_bus;
+    size_t n_dbl = g.ng + 2 * n_bus + 2 * g.m + 2 * g.nnz_j + g.m;
+    size_t n_cpx = g.nnz_y + 5 * n_bus + 2 * n_bus;
     mem = malloc(n_int * 8 + n_dbl * 8 + n_cpx * sizeof(cplx));
     if (!mem) {
         PyErr_NoMemory();
@@ -405,6 +404,7 @@ static PyObject *solve(PyObject *self, PyObject *args) {
     w.V = c; c += n_bus;
     w.cur = c; c += n_bus;
     w.unit = c; c += n_bus;
+    w.start = c; c += n_bus;
     cplx *need = c; c += 2 * n_bus;
     int64_t *k = (int64_t *)c;
     w.active = k; k += n_bus;
@@ -428,7 +428,6 @@ static PyObject *solve(PyObject *self, PyObject *args) {
     w.q_share = d; d += g.ng;
     w.q_total = d; d += n_bus;
     w.vm = d; d += n_bus;
-    w.va = d; d += n_bus;
     w.F = d; d += g.m;
     w.x = d; d += g.m;
     w.jx = d; d += g.nnz_j;
@@ -445,7 +444,7 @@ static PyObject *solve(PyObject *self, PyObject *args) {
         for (int64_t i = 0; i < n_bus; ++i) {
             double m = sqrt(creal(v[i]) * creal(v[i]) + cimag(v[i]) * cimag(v[i]));
             w.vm[i] = m > 0 ? m : 1.0;
-            w.va[i] = m > 0 ? carg(v[i]) : 0.0;
+            w.start[i] = m > 0 ? v[i] / m : 1.0;  /* the first guess' angle, no trigonometry */
         }
         const double *row_inj = inj + r * n_inj, *row_sto = sto + r * g.ns;
         if (row_network(&g, &w, bars + r * g.n_elem, row_inj, row_sto, gv + r * g.ng) != 0) {
