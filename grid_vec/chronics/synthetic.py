@@ -8,10 +8,12 @@ none), within their limits; the slack's target takes the residual, losses includ
 Forecasts are the next step plus a forecast error, with the dispatch re-balanced on them; a
 forecast h steps ahead is the one-step forecast made h - 1 steps later.
 
-A scenario is generated a block of ``BLOCK`` steps (a day at 5 minutes) at a time, each
-block from its own random stream, so that a reset costs one block, not the whole week, and
-an episode that ends early never pays for the rest. The smooth parts (the scenario level and
-the interpolation knots of the slow noises) are drawn once per scenario.
+Each block of ``BLOCK`` steps (a day at 5 minutes) of a scenario draws its white noise from its
+own random stream, and a scenario is generated ``PIECE`` steps at a time (a block's stream
+drawn as far as needed: the same values as drawn at once), so that a reset costs one piece,
+not the whole day, and an episode that ends early never pays for the rest. The smooth parts
+(the scenario level and the interpolation knots of the slow noises) are drawn once per
+scenario.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from grid_vec.grid.model import GridModel
 
 _LOAD_FORECAST_ERROR = 0.01  # relative standard deviation
 _RENEWABLE_FORECAST_ERROR = 0.05
-BLOCK = 288  # steps generated at a time
+BLOCK = 288  # steps of one random stream of white noise
+PIECE = 32  # steps generated at a time (divides BLOCK)
 _LOAD_NOISE_EVERY, _CLOUD_EVERY, _WIND_SLOW_EVERY, _WIND_FAST_EVERY = 12, 24, 72, 12
 
 
@@ -53,7 +56,7 @@ class SyntheticSource:
     simplification of real forecasts, whose error grows with the horizon.
     """
 
-    preferred_chunk = BLOCK
+    preferred_chunk = PIECE
     forecasts_chain = True
 
     def __init__(
@@ -87,8 +90,10 @@ class SyntheticSource:
         self.start = start
         self.step_minutes = int(step_minutes)
         self._traits = self._make_traits()
-        # the current scenario: its id, its once-per-scenario draws and its blocks so far
-        self._cache: tuple[int, _ScenarioDraws, dict[int, Injections]] | None = None
+        # the current scenario: its id, its once-per-scenario draws, its pieces so far and
+        # its blocks' white noise drawn so far (block -> [its generator, the rows drawn])
+        self._cache: tuple[int, _ScenarioDraws, dict[int, Injections], dict[int, list]] | None
+        self._cache = None
 
     def __len__(self) -> int:
         return self.n_scenarios
@@ -118,7 +123,7 @@ class SyntheticSource:
         )
 
     def read(self, scenario_id: int, start: int, stop: int) -> Injections:
-        """Steps ``[start, stop)`` of the scenario, read-only (generated block by block)."""
+        """Steps ``[start, stop)`` of the scenario, read-only (generated piece by piece)."""
         scenario_id = self._check_id(scenario_id)
         if not 0 <= start < stop <= self.length:
             raise ValueError(
@@ -126,17 +131,17 @@ class SyntheticSource:
                 f"got start={start}, stop={stop}"
             )
         if self._cache is None or self._cache[0] != scenario_id:
-            self._cache = (scenario_id, self._scenario_draws(scenario_id), {})
-        _, draws, blocks = self._cache
-        first, last = start // BLOCK, (stop - 1) // BLOCK
-        for b in range(first, last + 1):
-            if b not in blocks:
-                blocks[b] = self._generate(scenario_id, draws, b)
-        offset = first * BLOCK
+            self._cache = (scenario_id, self._scenario_draws(scenario_id), {}, {})
+        _, draws, pieces, noise = self._cache
+        first, last = start // PIECE, (stop - 1) // PIECE
+        for p in range(first, last + 1):
+            if p not in pieces:
+                pieces[p] = self._generate(scenario_id, draws, p, noise)
+        offset = first * PIECE
         if first == last:
-            return blocks[first].window(start - offset, stop - offset)
-        per_block = (blocks[b].arrays() for b in range(first, last + 1))
-        joined = Injections(*(np.concatenate(parts) for parts in zip(*per_block, strict=True)))
+            return pieces[first].window(start - offset, stop - offset)
+        per_piece = (pieces[p].arrays() for p in range(first, last + 1))
+        joined = Injections(*(np.concatenate(parts) for parts in zip(*per_piece, strict=True)))
         return joined.packed().read_only().window(start - offset, stop - offset)
 
     def _check_id(self, scenario_id: int) -> int:
@@ -186,25 +191,40 @@ class SyntheticSource:
             wind_fast_knots=_knots(rng, steps, n_wind, _WIND_FAST_EVERY),
         )
 
-    def _white_noise(self, scenario_id: int, block: int, rows: int) -> np.ndarray:
+    def _white_noise(
+        self, scenario_id: int, block: int, rows: int, noise: dict[int, list]
+    ) -> np.ndarray:
         """The first ``rows`` rows of a block's white noise: per step, the load noise, the
-        load forecast error and the renewable forecast error (standard normal)."""
-        m = self.model
-        width = 2 * m.n_load + int(self._calendar.sgen.sum())
-        seq = np.random.SeedSequence(self.seed, spawn_key=(3, scenario_id, block))
-        return np.random.default_rng(seq).standard_normal((rows, width))
+        load forecast error and the renewable forecast error (standard normal). A block's
+        stream is drawn as far as asked, then on from there (numpy's normals do not depend on
+        how the draws are split: the rows are those of one draw of the whole block)."""
+        entry = noise.get(block)
+        if entry is None:
+            width = 2 * self.model.n_load + int(self._calendar.sgen.sum())
+            seq = np.random.SeedSequence(self.seed, spawn_key=(3, scenario_id, block))
+            entry = noise[block] = [np.random.default_rng(seq), np.empty((0, width))]
+        generator, drawn = entry
+        if len(drawn) < rows:
+            more = generator.standard_normal((rows - len(drawn), drawn.shape[1]))
+            entry[1] = drawn = np.concatenate([drawn, more])
+        return drawn[:rows]
 
-    def _generate(self, scenario_id: int, draws: _ScenarioDraws, block: int) -> Injections:
-        """Steps ``[block * BLOCK, (block + 1) * BLOCK)`` (bounded by the length)."""
+    def _generate(
+        self, scenario_id: int, draws: _ScenarioDraws, piece: int, noise: dict[int, list]
+    ) -> Injections:
+        """Steps ``[piece * PIECE, (piece + 1) * PIECE)`` (bounded by the length)."""
         m, tr, cal = self.model, self._traits, self._calendar
-        lo, hi = block * BLOCK, min((block + 1) * BLOCK, self.length)
-        # one more row, the next block's first: the forecast made at the block's last step
-        white = np.concatenate(
-            [
-                self._white_noise(scenario_id, block, hi - lo),
-                self._white_noise(scenario_id, block + 1, 1),
-            ]
-        )
+        lo, hi = piece * PIECE, min((piece + 1) * PIECE, self.length)
+        block = lo // BLOCK
+        start, block_end = block * BLOCK, min((block + 1) * BLOCK, self.length)
+        # one more row: the forecast made at the piece's last step reads the next step's
+        # noise, the block's next row, or at the block's end the next block's first
+        if hi == block_end:
+            after = self._white_noise(scenario_id, block + 1, 1, noise)
+        else:
+            after = self._white_noise(scenario_id, block, hi + 1 - start, noise)[hi - start :]
+        rows = self._white_noise(scenario_id, block, hi - start, noise)[lo - start :]
+        white = np.concatenate([rows, after])
         n = m.n_load
         load_white, load_error, renewable_error = (
             white[:, :n],

@@ -15,7 +15,7 @@ from grid_vec.chronics import (
     SyntheticSource,
 )
 from grid_vec.chronics.scenario import INJECTION_FIELDS
-from grid_vec.chronics.synthetic import BLOCK
+from grid_vec.chronics.synthetic import BLOCK, PIECE
 
 FIELDS = list(INJECTION_FIELDS)  # synthetic scenarios plan no outage
 
@@ -154,19 +154,45 @@ def test_blocks_join_seamlessly_whatever_the_read_order(case14_model):
     assert np.abs(err[BLOCK - 3 : BLOCK + 3]).max() < 0.06
 
 
-def test_a_reset_generates_only_the_block_it_starts_in(case14_model):
+def test_a_reset_generates_only_the_piece_it_starts_in(case14_model):
     src = SyntheticSource(case14_model, seed=0)
     generated = []
     real = src._generate
 
-    def counting(scenario_id, draws, block):
-        generated.append((scenario_id, block))
-        return real(scenario_id, draws, block)
+    def counting(scenario_id, draws, piece, noise):
+        generated.append((scenario_id, piece))
+        return real(scenario_id, draws, piece, noise)
 
     src._generate = counting
     handler = ScenarioHandler(src)
     handler.reset(scenario_id=4, fast_forward=300)
-    assert generated == [(4, 1)]
-    for _ in range(BLOCK):
+    assert generated == [(4, 300 // PIECE)]
+    for _ in range(PIECE):
         handler.advance()
-    assert generated == [(4, 1), (4, 2)]
+    assert generated == [(4, 300 // PIECE), (4, 300 // PIECE + 1)]
+
+
+def test_pieces_are_the_values_of_whole_blocks_drawn_at_once(case14_model):
+    """Generated piece by piece (each block's stream drawn as far as needed), a scenario is
+    bitwise what whole blocks give: any window read alone equals that window of a read of
+    the whole scenario, across piece and block boundaries and at the scenario's end."""
+    source = SyntheticSource(case14_model, seed=5, length=2 * BLOCK + 50)
+    whole = source.read(3, 0, 2 * BLOCK + 50)
+    # each block's noise, drawn piece by piece, is one draw of the whole block
+    noise = source._cache[3]
+    width = noise[0][1].shape[1]
+    for block in (0, 1):
+        seq = np.random.SeedSequence(5, spawn_key=(3, 3, block))
+        at_once = np.random.default_rng(seq).standard_normal((BLOCK, width))
+        assert noise[block][1][:BLOCK].tobytes() == at_once.tobytes()
+    for start, stop in (
+        (0, 7),
+        (PIECE - 1, PIECE + 1),
+        (BLOCK - 1, BLOCK + 2),
+        (2 * BLOCK + 40, 2 * BLOCK + 50),
+    ):
+        alone = SyntheticSource(case14_model, seed=5, length=2 * BLOCK + 50).read(3, start, stop)
+        for got, want in zip(alone.arrays(), whole.window(start, stop).arrays(), strict=True):
+            assert (got is None and want is None) or got.tobytes() == np.ascontiguousarray(
+                want
+            ).tobytes()
