@@ -7,9 +7,11 @@ timed loop), env-steps/s and µs per env-step:
 * one batch: ``make_vec(grid, n, vectorization="batched")`` in this process (one core);
 * two batches: two processes, each stepping a batch of ``n / 2`` in-process, started together
   and timed together (their env-steps/s added): the ceiling of a 2-way split;
-* GridVecEnv: ``make_vec(grid, n, envs_per_worker=n / 2)``, the default settings (2 workers,
-  the parent and the workers spinning on the doorbell), and with ``spin_us=0`` (every wait
-  sleeps on the pipes).
+* GridVecEnv: ``make_vec(grid, n, envs_per_worker=n / 2)``, the default settings (since
+  2026-12-07 ``step_in_parent``: one worker process steps one half while the parent steps
+  the other itself, with the worker's engine); "2 workers": ``step_in_parent=False``, two
+  worker processes and the parent spinning on their doorbells (the default before), and
+  the same with ``spin_us=0`` (every wait sleeps on the pipes).
 
 Each repetition times every subject for ``--seconds`` in turn, starting one further along
 the list each time, so machine noise hits all alike; medians over ``--reps`` with the spread,
@@ -40,7 +42,13 @@ from grid_vec.bench import add_out_argument, write_result
 from grid_vec.bench.protocol import describe_machine
 from grid_vec.bench.workloads import SANDBOX, action_table, sandbox_path
 
-SUBJECTS = ("one batch", "two batches", "GridVecEnv", "GridVecEnv spin_us=0")
+SUBJECTS = (
+    "one batch",
+    "two batches",
+    "GridVecEnv",
+    "GridVecEnv 2 workers",
+    "GridVecEnv 2 workers spin_us=0",
+)
 WARM_STEPS = 20
 
 
@@ -122,7 +130,8 @@ RUNS: dict[str, Callable[[str, int, str, float], float]] = {
     "one batch": one_batch,
     "two batches": two_batches,
     "GridVecEnv": grid_vec_env(),
-    "GridVecEnv spin_us=0": grid_vec_env(spin_us=0),
+    "GridVecEnv 2 workers": grid_vec_env(step_in_parent=False),
+    "GridVecEnv 2 workers spin_us=0": grid_vec_env(step_in_parent=False, spin_us=0),
 }
 
 

@@ -39,10 +39,11 @@ def make_vec(
             the cores.
         autoreset_mode: gymnasium's autoreset mode.
         vectorization: ``"multiprocess"`` (default): a :class:`GridVecEnv`, one worker process
-            per slice of sub-envs, each worker stepping its slice as one batch: for several
-            cores. ``"batched"``: a :class:`~grid_vec.vector.batched.BatchedGridVecEnv`, every
-            sub-env in one batch in this process: no process, no pipe, the cheapest per
-            env-step on one core.
+            per slice of sub-envs, each worker stepping its slice as one batch, and this
+            process stepping the last slice itself (``step_in_parent``, see GridVecEnv):
+            for several cores. ``"batched"``: a
+            :class:`~grid_vec.vector.batched.BatchedGridVecEnv`, every sub-env in one batch
+            in this process: no process, no pipe, the cheapest per env-step on one core.
         vector_kwargs: more arguments of the vector env's class.
         observation: ``"flat"`` (the flat vector) or ``"graph"``: the vector env wrapped in a
             :class:`~grid_vec.env.graph.GraphVectorObservation` (the sub-envs send flat

@@ -24,6 +24,7 @@ from grid_vec.vector import protocol as p
 from grid_vec.vector.actions import ActionRouter
 from grid_vec.vector.errors import reraise
 from grid_vec.vector.infos import BatchedInfo, ColumnBatch, InfoBatch, unbatch_info
+from grid_vec.vector.parent_slice import parent_last
 from grid_vec.vector.shared_buffers import SharedBlock, join
 from grid_vec.vector.supervision import Worker, timeout_error
 
@@ -100,7 +101,8 @@ class PoolMode:
             by_worker.setdefault(self._worker_of[i], []).append(j)
         for w in by_worker:  # every worker first: a refused send sends nothing
             self._assert_alive(w)
-        for w, js in by_worker.items():
+        # the parent steps its own slice when its command is written: the workers' first
+        for w, js in sorted(by_worker.items(), key=parent_last):
             local = [self._local_of[ids[j]] for j in js]
             payload = (local, None if pickled is None else [pickled[j] for j in js])
             self._write(w, p.encode(p.STEP, payload))

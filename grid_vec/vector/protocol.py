@@ -183,3 +183,13 @@ def read_message(fd: int, stall: float | None = None) -> tuple[int, Any]:
         return code, None
     body = _read_exact(fd, size, stall)
     return code, body if code in _RAW else pickle.loads(body)
+
+
+def decode(message: bytes) -> tuple[int, Any]:
+    """One whole message already in memory (as :func:`encode` made it): (code, payload or
+    None)."""
+    code, size = HEADER.unpack_from(message)
+    if size == 0:
+        return code, None
+    body = message[HEADER.size :]
+    return code, body if code in _RAW else pickle.loads(body)

@@ -15,6 +15,9 @@ waits of the hot path. Every way a worker can fail ends in an error within a kno
 - ``close()`` without a timeout waits :data:`CLOSE_GRACE_S` (or ``step_timeout`` when
   larger) for the workers to exit, then terminates those that did not;
 - on Linux a worker dies with its parent even inside a long step (``PR_SET_PDEATHSIG``).
+
+The parent's own slice (``step_in_parent``, :mod:`parent_slice`) has no process: it is
+built at start-up, never fails as a process does, and is closed with the env.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from grid_vec.vector.doorbell import Doorbell, ParentBell
 from grid_vec.vector.errors import WorkerCrashedError, WorkerTimeoutError, reraise
 from grid_vec.vector.infos import InfoSchema
 from grid_vec.vector.launch import WorkerProcess, start_worker
+from grid_vec.vector.parent_slice import ParentSlice
 from grid_vec.vector.shared_buffers import SharedBlock
 from grid_vec.vector.worker import WorkerSpec
 
@@ -45,10 +49,15 @@ CLOSE_GRACE_S = 5.0
 
 
 class Worker:
-    """Parent-side handle of one worker process."""
+    """Parent-side handle of one worker process, or of the parent's own slice
+    (``in_parent``: served in this process by :attr:`local`, no process, pipe or doorbell)."""
 
-    def __init__(self, index: int, env_ids: tuple[int, ...], blob: bytes) -> None:
+    def __init__(
+        self, index: int, env_ids: tuple[int, ...], blob: bytes, *, in_parent: bool = False
+    ) -> None:
         self.index = index
+        self.in_parent = in_parent
+        self.local: ParentSlice | None = None
         self.env_ids = env_ids
         self.blob = blob  # cloudpickled factories, kept for restarts
         self.process: WorkerProcess | None = None
@@ -75,6 +84,9 @@ class Worker:
 def stop_worker(w: Worker, *, kill: bool) -> None:
     """Join (or terminate, then kill) a worker process and close its pipes; one that exceeded
     ``step_timeout`` is killed at once."""
+    if w.local is not None:
+        w.local.close()
+        w.local = None
     proc = w.process
     if proc is not None:
         if w.timed_out:
@@ -153,7 +165,8 @@ class Supervisor:
         worker dead at start-up is reported by the wait for its READY that follows.
         """
         for w in workers:
-            self._start(w)
+            if not w.in_parent:
+                self._start(w)
         for w in workers:
             spec = WorkerSpec(
                 env_ids=w.env_ids,
@@ -163,11 +176,15 @@ class Supervisor:
                 obs_shared=self._obs_shared,
                 autoreset_mode=self.autoreset_mode,
                 observation_mode=self.observation_mode,
-                doorbell=w.bell.bell,
+                doorbell=None if w.in_parent else w.bell.bell,
                 spin_s=self.spin_us * 1e-6,
                 info_schema=self._info_schema,
                 parent_pid=_parent_pid_for_workers(),
             )
+            if w.in_parent:  # built here and now: its READY waits in its queue
+                w.local = ParentSlice(spec, w.blob)
+                w.alive, w.timed_out, w.stale, w.pool, w.info_schema = True, False, 0, deque(), None
+                continue
             p.send(w.cmd_fd, p.encode(p.BUILD, (spec, w.blob)), w.sentinel, None)
 
     def _start(self, w: Worker) -> None:
@@ -206,6 +223,9 @@ class Supervisor:
         Never raises for the worker's sake: the wait for its reply reports a dead or killed
         worker, as it reports one that dies while working.
         """
+        if w.local is not None:  # the parent's slice: handled now, the reply queued
+            w.local.command(message)
+            return
         data = w.bell.command(message)
         if data is None:  # rung, and the worker spins: nothing to write
             return
@@ -385,7 +405,7 @@ class Supervisor:
         stuck: list[Worker] = []
         pending: list[Worker] = []
         for w in self._workers:
-            if not w.alive:
+            if not w.alive or w.local is not None:  # the parent's slice: closed by _stop
                 continue
             owed = (
                 w.stale + len(w.pool) + (w in self._pending and self._state != AsyncState.DEFAULT)

@@ -9,7 +9,9 @@ their pipe, and a ring writes a wake-up to the pipe only for a side that sleeps.
 reply costs no system call, and with more processes than cores a step costs no more than a
 pipe round trip. Asleep, the parent waits in ``poll`` on the reply pipes and on the process
 sentinels, so a worker that dies is noticed at once. Timeouts, restarts and closing are in
-:mod:`supervision`, pool mode in :mod:`pool`.
+:mod:`supervision`, pool mode in :mod:`pool`. With ``step_in_parent`` (the default for
+``make_vec``'s GridEnvs in several slices) the last slice has no process: this process
+steps it with the worker's engine while the workers step theirs (:mod:`parent_slice`).
 
 Start method (see :mod:`launch`): a worker is forked when the parent runs a single thread
 at that moment (Linux), which costs milliseconds, and is otherwise a fresh interpreter
@@ -31,6 +33,7 @@ import contextlib
 import functools
 import math
 import multiprocessing
+import os
 import select
 import time
 import weakref
@@ -69,6 +72,7 @@ from grid_vec.vector.infos import (
     InfoSchema,
     merge_slices,
 )
+from grid_vec.vector.parent_slice import one_batch_factory, parent_last
 from grid_vec.vector.pool import PoolMode
 from grid_vec.vector.shared_buffers import SharedBlock, flat_leaves, join
 from grid_vec.vector.supervision import (
@@ -139,6 +143,17 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
             Default: 1000 when there are no more workers than usable cores, else 0.
             Always 0 on processors other than x86-64, where every message takes the pipe
             (see :mod:`grid_vec.vector.doorbell`).
+        step_in_parent: step the last slice of ``envs_per_worker`` sub-envs in this process,
+            with the worker's engine, while the worker processes step the others
+            (:mod:`grid_vec.vector.parent_slice`): one process fewer, and the parent's core
+            steps envs instead of waiting on the doorbells. ``step_async`` then returns once
+            this process has stepped its slice; the slice is not bounded by
+            ``step_timeout`` nor restarted, and :meth:`worker_pids` gives this process's
+            pid for it. Default (None): on for GridEnvs of one factory (as
+            :func:`grid_vec.make_vec` makes them) in several slices, unless
+            ``step_timeout`` or ``restart_on_crash`` asks for what only a process gives
+            (on the 2-core VM of the benchmarks it stepped 1.04-1.25x faster than two
+            workers, docs/scaling.md); off for other envs.
 
     Pool mode: after :meth:`reset`, :meth:`send` actions to any envs and :meth:`recv` the
     first ``batch_size`` envs that are done, with their ids. Per-env calls:
@@ -166,6 +181,7 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         restart_on_crash: bool = False,
         batch_size: int | None = None,
         spin_us: float | None = None,
+        step_in_parent: bool | None = None,
     ) -> None:
         self._workers: list[Worker] = []  # first, so that __del__ always finds it
         env_fns = list(env_fns)
@@ -243,10 +259,23 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         self.restarts = 0
 
         size = self.envs_per_worker
-        for index, start in enumerate(range(0, self.num_envs, size)):
+        starts = range(0, self.num_envs, size)
+        if step_in_parent is None:
+            step_in_parent = (
+                len(starts) > 1
+                and one_batch_factory(env_fns)
+                and step_timeout is None
+                and not restart_on_crash
+            )
+        self.step_in_parent = bool(step_in_parent)
+        for index, start in enumerate(starts):
             ids = tuple(range(start, min(start + size, self.num_envs)))
             blob = cloudpickle.dumps([env_fns[i] for i in ids])
-            self._workers.append(Worker(index, ids, blob))
+            in_parent = self.step_in_parent and index == len(starts) - 1
+            self._workers.append(Worker(index, ids, blob, in_parent=in_parent))
+        # the parent's slice is the last one: commands written in worker order reach the
+        # processes first, so that they step while the parent steps its own
+        self._remote = [w for w in self._workers if not w.in_parent]
         self._worker_of = [w for w in self._workers for _ in w.env_ids]
         self._local_of = [k for w in self._workers for k in range(len(w.env_ids))]
         # At interpreter exit, stop the workers of a GridVecEnv never closed (holds the worker
@@ -342,12 +371,17 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
 
     @property
     def num_workers(self) -> int:
-        """The number of worker processes (``ceil(num_envs / envs_per_worker)``)."""
+        """The number of slices of sub-envs (``ceil(num_envs / envs_per_worker)``): one per
+        worker process, the last one stepped by this process with ``step_in_parent``."""
         return len(self._workers)
 
     def worker_pids(self) -> tuple[int | None, ...]:
-        """The process id of each worker, in worker order (None for a dead one)."""
-        return tuple(w.process.pid if w.alive else None for w in self._workers)
+        """The process id of each worker, in worker order (None for a dead one; this
+        process's for the slice it steps itself with ``step_in_parent``)."""
+        return tuple(
+            (os.getpid() if w.in_parent else w.process.pid) if w.alive else None
+            for w in self._workers
+        )
 
     def reset(
         self, *, seed: int | Sequence[int | None] | None = None, options: dict | None = None
@@ -709,7 +743,7 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
             by_worker.setdefault(w, []).append(j)
         for w in by_worker:
             self._assert_alive(w)
-        for w, js in by_worker.items():
+        for w, js in sorted(by_worker.items(), key=parent_last):
             local = [self._local_of[ids[j]] for j in js]
             a = [args[j] for j in js] if per_env else args
             kw = [kwargs[j] for j in js] if per_env else kwargs
@@ -744,6 +778,14 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         workers, late workers)."""
         replies: dict[Worker, tuple[int, Any]] = {}
         crashed: list[Worker] = []
+        every = workers is self._workers or workers is self._remote
+        if len(self._remote) < len(self._workers):  # the parent's slice: replied already
+            for w in workers:
+                if w.local is not None and w.local.has_reply():
+                    self._collect(w, replies, crashed)
+            workers = self._remote if every else [w for w in workers if w.local is None]
+            if not workers or (not need_all and replies):
+                return replies, crashed, []
         if spin_until is None:
             spin_until = self._spin_until(None if deadline is None else deadline - time.monotonic())
         if need_all and self.spin_us > 0:
@@ -752,7 +794,7 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
                 return replies, crashed, []
         else:
             left = workers
-        shared = workers is self._workers  # every worker: the reusable poll set
+        shared = every  # every worker: the reusable poll set
         if shared and self._poll_all is not None:
             poller, owner = self._poll_all
         else:
@@ -845,7 +887,10 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         Spins for the rings until ``spin_until``; True once every one is taken; False,
         taking none, when a reply is not bare or not there yet (:meth:`_gather` then reads
         every reply)."""
-        bells = [w.bell for w in self._pending]
+        pending = self._pending
+        if pending is self._workers and len(self._remote) < len(pending):
+            return self._took_bare_oks_with_parent(spin_until)
+        bells = [w.bell for w in pending]
         if self.spin_us == 0 or not all(b.ringing for b in bells):
             return False
         # the cheapest check per turn: it decides how soon a ring is seen
@@ -853,19 +898,45 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         if not spin(ready, spin_until - time.perf_counter()):
             return False
         codes = [b.rung_code() for b in bells]
-        if p.OK_BLOCK in codes:
-            if not all(code in _BARE for code in codes):
-                return False
-            self._in_block = [
-                w for w, c in zip(self._pending, codes, strict=True) if c == p.OK_BLOCK
-            ]
-        elif codes.count(p.OK) == len(codes):
-            self._in_block = []
-        else:
+        if not self._bare(pending, codes):
             return False
         for b in bells:
             b.rung_reply()
         return True
+
+    def _took_bare_oks_with_parent(self, spin_until: float) -> bool:
+        """:meth:`_took_bare_oks` when this process stepped a slice too (its reply is
+        queued already): the workers' rings, then the parent's reply, all bare or none
+        taken."""
+        remote = self._remote
+        bells = [w.bell for w in remote]
+        if self.spin_us == 0 or not all(b.ringing for b in bells):
+            return False
+        if bells:
+            ready = bells[0].rang if len(bells) == 1 else lambda: all(map(ParentBell.rang, bells))
+            if not spin(ready, spin_until - time.perf_counter()):
+                return False
+        local = self._workers[-1].local
+        codes = [b.rung_code() for b in bells] + [local.next_code()]
+        if not self._bare(self._workers, codes):
+            return False
+        for b in bells:
+            b.rung_reply()
+        local.reply()
+        return True
+
+    def _bare(self, workers: list[Worker], codes: list[int | None]) -> bool:
+        """Whether the replies ``codes`` of ``workers`` are all bare (``OK`` or, for some,
+        ``OK_BLOCK``); then ``_in_block`` lists the workers whose infos are in the block."""
+        if p.OK_BLOCK in codes:
+            if not all(code in _BARE for code in codes):
+                return False
+            self._in_block = [w for w, c in zip(workers, codes, strict=True) if c == p.OK_BLOCK]
+            return True
+        if codes.count(p.OK) == len(codes):
+            self._in_block = []
+            return True
+        return False
 
     def _bare_step_infos(self) -> dict[str, Any]:
         """The infos of a step that :meth:`_took_bare_oks`: those in the block."""
@@ -920,8 +991,9 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
     def _read_reply(self, w: Worker) -> tuple[int, Any] | None:
         """The oldest reply of ``w``, from its ring or its pipe (None: a stale ``WAKE``);
         raw info records come back as a ``ColumnBatch`` in OK_DATA."""
-        code = w.bell.rung_reply()
-        if code is None:  # by pipe (or a stale WAKE ahead of the ring)
+        if w.local is not None:  # the parent's slice: its reply is queued
+            code, payload = w.local.reply()
+        elif (code := w.bell.rung_reply()) is None:  # by pipe (or a stale WAKE ahead of the ring)
             code, payload = p.read_message(w.reply_fd, self.step_timeout)
             if code == p.WAKE:
                 return None

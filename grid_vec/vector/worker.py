@@ -1,5 +1,8 @@
 """Worker process: owns a slice of sub-envs and serves the commands of ``protocol``.
 
+Its :class:`Server` also serves the slice GridVecEnv steps in its own process
+(:mod:`parent_slice`), one message at a time, so that both run the same engine.
+
 Imports only the standard library, numpy, gymnasium and cloudpickle (through ``protocol``),
 so a worker stays small whatever the parent imported. :mod:`launch` starts it in a fresh
 interpreter running :func:`main`.
@@ -43,7 +46,9 @@ class WorkerSpec:
     obs_shared: bool  # observations travel through the block (else pickled in replies)
     autoreset_mode: AutoresetMode
     observation_mode: Any  # "same", "different" or a (batched, single) tuple of spaces
-    doorbell: Doorbell  # the shared slots that signal commands and replies of the hot path
+    # the shared slots that signal commands and replies of the hot path (None: the parent's
+    # own slice, served in the parent's process without pipes, see :mod:`parent_slice`)
+    doorbell: Doorbell | None
     spin_s: float  # seconds to spin on the doorbell for the next command before sleeping
     # the layout of the block's info records (``block.info``): a GridEnv's fixed-layout infos
     info_schema: InfoSchema | None = None
@@ -52,8 +57,14 @@ class WorkerSpec:
     parent_pid: int | None = None
 
 
-class _Server:
-    def __init__(self, spec: WorkerSpec, envs: list[Env], fd_in: int, fd_out: int) -> None:
+class Server:
+    """The envs of one slice and the handlers of the commands of ``protocol``: run by a worker
+    process on its pipes (:meth:`serve`), or by GridVecEnv itself for the parent's own slice
+    (:meth:`handle`, one message at a time)."""
+
+    def __init__(
+        self, spec: WorkerSpec, envs: list[Env], fd_in: int = -1, fd_out: int = -1
+    ) -> None:
         self.spec = spec
         self.envs = envs
         self.local_ids = list(range(len(envs)))
@@ -76,10 +87,18 @@ class _Server:
             AutoresetMode.SAME_STEP: self._step_same_step,
             AutoresetMode.DISABLED: self._step_disabled,
         }[AutoresetMode(spec.autoreset_mode)]
-        self.bell = WorkerBell(spec.doorbell, fd_in, fd_out)
         self.spin_s = spec.spin_s  # 0 where nothing rings (GridVecEnv decides)
-        self.poller = select.poll()  # built once: the sleep between commands reuses it
-        self.poller.register(fd_in, p.POLL_IN)
+        if spec.doorbell is not None:  # a worker process (else no pipe, no doorbell)
+            self.bell = WorkerBell(spec.doorbell, fd_in, fd_out)
+            self.poller = select.poll()  # built once: the sleep between commands reuses it
+            self.poller.register(fd_in, p.POLL_IN)
+        self.handlers: dict[int, Callable[[Any], tuple[int, Any]]] = {
+            p.STEP: self.step,
+            p.STEP_CHECKED: functools.partial(self.step, checked=True),
+            p.RESET: self.reset,
+            p.CALL: self.call,
+            p.SET_ATTR: self.set_attr,
+        }
         self.step_infos = InfoPacker(len(envs))
         # GridEnvs that are the rows of one batched core: a lockstep step is one batch step
         self.engine = self._slice_engine()
@@ -133,13 +152,7 @@ class _Server:
         return bell.take()
 
     def serve(self) -> None:
-        handlers: dict[int, Callable[[Any], tuple[int, Any]]] = {
-            p.STEP: self.step,
-            p.STEP_CHECKED: functools.partial(self.step, checked=True),
-            p.RESET: self.reset,
-            p.CALL: self.call,
-            p.SET_ATTR: self.set_attr,
-        }
+        """Serve the commands of the pipes until CLOSE or the end of the command pipe."""
         while True:
             try:
                 code, payload = self.next_command()
@@ -148,13 +161,21 @@ class _Server:
             if code == p.CLOSE:
                 self.bell.reply(p.encode(p.OK))
                 return
-            handler = handlers.get(code)
-            status, result = self.unknown(code) if handler is None else handler(payload)
-            try:
-                message = p.encode(status, result)
-            except Exception as exc:  # e.g. a call returned something that cannot be pickled
-                message = p.encode(p.ERROR, [error_entry(self.spec.env_ids[0], exc)])
-            self.bell.reply(message)
+            self.bell.reply(self.handle(code, payload))
+
+    def respond(self, code: int, payload: Any) -> tuple[int, Any]:
+        """The reply to the command ``code`` (not CLOSE) with its ``payload``: (status,
+        result), not encoded."""
+        handler = self.handlers.get(code)
+        return self.unknown(code) if handler is None else handler(payload)
+
+    def handle(self, code: int, payload: Any) -> bytes:
+        """The reply message to the command ``code`` (not CLOSE) with its ``payload``."""
+        status, result = self.respond(code, payload)
+        try:
+            return p.encode(status, result)
+        except Exception as exc:  # e.g. a call returned something that cannot be pickled
+            return p.encode(p.ERROR, [error_entry(self.spec.env_ids[0], exc)])
 
     def unknown(self, code: int) -> tuple[int, Any]:
         """The reply to a command outside the protocol: a ProtocolError, not a KeyError that
@@ -357,6 +378,35 @@ class _Server:
         return out
 
 
+def build_envs(spec: WorkerSpec, env_fns: list[Callable[[], Env]]) -> tuple[list[Env], bytes]:
+    """The envs of a slice, rows of one batch when their factory makes them so.
+
+    Returns:
+        The envs, and the ERROR message naming the first env whose factory raised (b"" if
+        none did); the envs built before it are returned, for their owner to close.
+    """
+    envs: list[Env] = []
+    try:
+        envs.extend(_sharing_one_batch(env_fns))
+    except Exception as exc:
+        return envs, p.encode(p.ERROR, [error_entry(spec.env_ids[0], exc)])
+    for env_id, env_fn in zip(spec.env_ids[len(envs) :], env_fns[len(envs) :], strict=True):
+        try:
+            envs.append(env_fn())
+        except Exception as exc:
+            return envs, p.encode(p.ERROR, [error_entry(env_id, exc)])
+    return envs, b""
+
+
+def close_envs(envs: list[Env]) -> None:
+    """Close every env, printing the errors (the others are still closed)."""
+    for env in envs:
+        try:
+            env.close()
+        except Exception:
+            traceback.print_exc()
+
+
 def _sharing_one_batch(env_fns: list[Callable[[], Env]]) -> list[Env]:
     """The envs of a slice as the rows of one batched core, when every factory is one and the
     same factory of rows of a batch (a ``GridEnvFactory``, as ``make_vec`` hands them out)
@@ -430,26 +480,15 @@ def main(fd_in: int, fd_out: int) -> None:
         spec, blob = payload
         if spec.parent_pid is not None:
             _die_with_parent(spec.parent_pid)
-        env_fns = pickle.loads(blob)
-        try:
-            envs.extend(_sharing_one_batch(env_fns))
-        except Exception as exc:
-            p.write_all(fd_out, p.encode(p.ERROR, [error_entry(spec.env_ids[0], exc)]))
+        built, error = build_envs(spec, pickle.loads(blob))
+        envs.extend(built)
+        if error:
+            p.write_all(fd_out, error)
             return
-        for env_id, env_fn in zip(spec.env_ids[len(envs) :], env_fns[len(envs) :], strict=True):
-            try:
-                envs.append(env_fn())
-            except Exception as exc:
-                p.write_all(fd_out, p.encode(p.ERROR, [error_entry(env_id, exc)]))
-                return
-        server = _Server(spec, envs, fd_in, fd_out)
+        server = Server(spec, envs, fd_in, fd_out)
         p.write_all(fd_out, p.encode(p.READY, server.check_spaces()))
         server.serve()
     except (BrokenPipeError, p.PeerGone):
         pass
     finally:
-        for env in envs:
-            try:
-                env.close()
-            except Exception:
-                traceback.print_exc()
+        close_envs(envs)

@@ -20,4 +20,4 @@ def test_bench_vector_ceiling_reports_every_subject_against_the_two_batches(tmp_
         assert subject["env_steps_per_s"] > 0 and len(subject["samples"]) == 1
     assert json.loads((tmp_path / "bench_vector_ceiling.json").read_text())["results"]
     out = capsys.readouterr().out
-    assert "| case14 | random | 2 | GridVecEnv spin_us=0 |" in out
+    assert "| case14 | random | 2 | GridVecEnv 2 workers spin_us=0 |" in out

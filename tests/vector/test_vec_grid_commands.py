@@ -99,7 +99,8 @@ def test_timings_and_parameters(case14_envs):
 def test_fresh_interpreter_workers_never_import_pandapower():
     # a forked worker has what its parent imported (pandapower, when an earlier test of this
     # process compiled a grid): the claim is about workers started as fresh interpreters
-    envs = make_vec("case14", 2, envs_per_worker=1, vector_kwargs={"context": "spawn"})
+    spawned = {"context": "spawn", "step_in_parent": False}  # both slices in workers
+    envs = make_vec("case14", 2, envs_per_worker=1, vector_kwargs=spawned)
     try:
         for pid in envs.worker_pids():
             with open(f"/proc/{pid}/maps") as maps:

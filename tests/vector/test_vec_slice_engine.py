@@ -22,7 +22,7 @@ from grid_vec.vector.doorbell import Doorbell
 from grid_vec.vector.infos import InfoSchema, merge_slices
 from grid_vec.vector.shared_buffers import SharedBlock
 from grid_vec.vector.slice_engine import SliceEngine
-from grid_vec.vector.worker import WorkerSpec, _Server
+from grid_vec.vector.worker import Server, WorkerSpec
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,7 @@ class _InProcessWorker:
             info_schema=self.schema,
         )
         self.fds = os.pipe()
-        self.server = _Server(spec, envs, *self.fds)
+        self.server = Server(spec, envs, *self.fds)
         self.n = n
 
     def infos(self, status: int, payload) -> dict:
