@@ -244,7 +244,7 @@ class ScenarioHandler:
             self._drawn = events_of(np.asarray(maintenance, dtype=bool)[: info.length])
         else:
             self._drawn = self._draw_maintenance(info)
-        self._load_chunk(self._step)
+        self._load_chunk(self._step, at_reset=True)
         return info
 
     def _draw_maintenance(self, info: ScenarioInfo) -> Events | None:
@@ -257,7 +257,7 @@ class ScenarioHandler:
         n_lines = len(self.source.model.branch_names)
         return plan.draw(rng, info.start, info.step_duration, info.length, n_lines)
 
-    def _load_chunk(self, first: int) -> None:
+    def _load_chunk(self, first: int, *, at_reset: bool = False) -> None:
         assert self._info is not None
         end = self._info.length
         if self.chunk_size is not None:
@@ -266,6 +266,11 @@ class ScenarioHandler:
             unit = getattr(self.source, "preferred_chunk", None)
             if unit:
                 end = min(end, (first // unit + 1) * unit)
+            # at a reset, only the source's first chunk (a synthetic block is generated as far
+            # as it is read, and an episode may end within a few steps)
+            start_with = getattr(self.source, "first_chunk", None) if at_reset else None
+            if start_with:
+                end = min(end, first + start_with)
         chunk = self._chunk = self.source.read(self._info.id, first, end)
         self._chunk_start = first
         self._chunk_stop = first + len(chunk)

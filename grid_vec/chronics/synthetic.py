@@ -9,9 +9,11 @@ Forecasts are the next step plus a forecast error, with the dispatch re-balanced
 forecast h steps ahead is the one-step forecast made h - 1 steps later.
 
 Each block of ``BLOCK`` steps (a day at 5 minutes) of a scenario draws its white noise from its
-own random stream, and a scenario is generated ``PIECE`` steps at a time (a block's stream
-drawn as far as needed: the same values as drawn at once), so that a reset costs one piece,
-not the whole day, and an episode that ends early never pays for the rest. The smooth parts
+own random stream, and a block is generated from its start as far as a read needs (its stream
+drawn as far as needed, and on from there at the next read: the same values as drawn at
+once). A handler reads ``first_chunk`` steps at a reset, then up to the block's end, so that a
+reset costs a few steps, not the whole day, and an episode that ends early never pays for the
+rest. The smooth parts
 (the scenario level and the interpolation knots of the slow noises) are drawn once per
 scenario.
 """
@@ -29,8 +31,8 @@ from grid_vec.grid.model import GridModel
 
 _LOAD_FORECAST_ERROR = 0.01  # relative standard deviation
 _RENEWABLE_FORECAST_ERROR = 0.05
-BLOCK = 288  # steps of one random stream of white noise
-PIECE = 32  # steps generated at a time (divides BLOCK)
+BLOCK = 288  # steps of one random stream of white noise, a handler's chunk
+PIECE = 32  # steps a handler reads at a reset
 _LOAD_NOISE_EVERY, _CLOUD_EVERY, _WIND_SLOW_EVERY, _WIND_FAST_EVERY = 12, 24, 72, 12
 
 
@@ -49,14 +51,16 @@ class SyntheticSource:
     """Deterministic synthetic scenarios for a compiled grid; any id >= 0 is valid.
 
     ``len()`` is ``n_scenarios``: the number of ids a handler cycles through and shuffles.
-    ``preferred_chunk``: a handler without a ``chunk_size`` reads this many steps at a time.
+    ``preferred_chunk``: a handler without a ``chunk_size`` reads this many steps at a time;
+    ``first_chunk``: at a reset, only this many (a block is generated as far as it is read).
     ``forecasts_chain``: the forecast made at step ``t`` of step ``t + h`` is the one-step
     forecast made at ``t + h - 1`` (the next step plus its own error). Its errors are drawn
     independently per step, so a longer horizon is no less accurate than the first: a
     simplification of real forecasts, whose error grows with the horizon.
     """
 
-    preferred_chunk = PIECE
+    preferred_chunk = BLOCK
+    first_chunk = PIECE
     forecasts_chain = True
 
     def __init__(
@@ -90,8 +94,9 @@ class SyntheticSource:
         self.start = start
         self.step_minutes = int(step_minutes)
         self._traits = self._make_traits()
-        # the current scenario: its id, its once-per-scenario draws, its pieces so far and
-        # its blocks' white noise drawn so far (block -> [its generator, the rows drawn])
+        # the current scenario: its id, its once-per-scenario draws, each block's steps
+        # generated so far (from its start) and each block's white noise drawn so far (block
+        # -> [its generator, the rows drawn])
         self._cache: tuple[int, _ScenarioDraws, dict[int, Injections], dict[int, list]] | None
         self._cache = None
 
@@ -123,7 +128,8 @@ class SyntheticSource:
         )
 
     def read(self, scenario_id: int, start: int, stop: int) -> Injections:
-        """Steps ``[start, stop)`` of the scenario, read-only (generated piece by piece)."""
+        """Steps ``[start, stop)`` of the scenario, read-only (each block generated from its
+        start as far as a read needs)."""
         scenario_id = self._check_id(scenario_id)
         if not 0 <= start < stop <= self.length:
             raise ValueError(
@@ -132,16 +138,23 @@ class SyntheticSource:
             )
         if self._cache is None or self._cache[0] != scenario_id:
             self._cache = (scenario_id, self._scenario_draws(scenario_id), {}, {})
-        _, draws, pieces, noise = self._cache
-        first, last = start // PIECE, (stop - 1) // PIECE
-        for p in range(first, last + 1):
-            if p not in pieces:
-                pieces[p] = self._generate(scenario_id, draws, p, noise)
-        offset = first * PIECE
+        _, draws, blocks, noise = self._cache
+        first, last = start // BLOCK, (stop - 1) // BLOCK
+        for b in range(first, last + 1):
+            upto = min(stop, (b + 1) * BLOCK) - b * BLOCK  # the block's rows this read needs
+            done = blocks.get(b)
+            have = 0 if done is None else len(done)
+            if have < upto:
+                more = self._generate(scenario_id, draws, b, have, upto, noise)
+                if done is not None:
+                    parts = zip(done.arrays(), more.arrays(), strict=True)
+                    more = Injections(*(np.concatenate(pair) for pair in parts))
+                blocks[b] = more.packed().read_only()
+        offset = first * BLOCK
         if first == last:
-            return pieces[first].window(start - offset, stop - offset)
-        per_piece = (pieces[p].arrays() for p in range(first, last + 1))
-        joined = Injections(*(np.concatenate(parts) for parts in zip(*per_piece, strict=True)))
+            return blocks[first].window(start - offset, stop - offset)
+        per_block = (blocks[b].arrays() for b in range(first, last + 1))
+        joined = Injections(*(np.concatenate(parts) for parts in zip(*per_block, strict=True)))
         return joined.packed().read_only().window(start - offset, stop - offset)
 
     def _check_id(self, scenario_id: int) -> int:
@@ -210,15 +223,23 @@ class SyntheticSource:
         return drawn[:rows]
 
     def _generate(
-        self, scenario_id: int, draws: _ScenarioDraws, piece: int, noise: dict[int, list]
+        self,
+        scenario_id: int,
+        draws: _ScenarioDraws,
+        block: int,
+        first: int,
+        stop: int,
+        noise: dict[int, list],
     ) -> Injections:
-        """Steps ``[piece * PIECE, (piece + 1) * PIECE)`` (bounded by the length)."""
+        """Rows ``[first, stop)`` of block ``block`` (bounded by the length). Every row is
+        computed from its own step's draws alone, so rows generated apart are those generated
+        together."""
         m, tr, cal = self.model, self._traits, self._calendar
-        lo, hi = piece * PIECE, min((piece + 1) * PIECE, self.length)
-        block = lo // BLOCK
-        start, block_end = block * BLOCK, min((block + 1) * BLOCK, self.length)
-        # one more row: the forecast made at the piece's last step reads the next step's
-        # noise, the block's next row, or at the block's end the next block's first
+        start = block * BLOCK
+        lo, hi = start + first, min(start + stop, self.length)
+        block_end = min(start + BLOCK, self.length)
+        # one more row: the forecast made at the last step reads the next step's noise, the
+        # block's next row, or at the block's end the next block's first
         if hi == block_end:
             after = self._white_noise(scenario_id, block + 1, 1, noise)
         else:
@@ -281,7 +302,7 @@ class SyntheticSource:
             gen_p_forecast=gen_p_fc[1:],
             gen_v_forecast=gen_v,
         )
-        return arrays.packed().read_only()  # packed: a batch gathers a step as one row
+        return arrays  # packed by read: a batch gathers a step as one row
 
 
 @dataclass(frozen=True)

@@ -154,22 +154,25 @@ def test_blocks_join_seamlessly_whatever_the_read_order(case14_model):
     assert np.abs(err[BLOCK - 3 : BLOCK + 3]).max() < 0.06
 
 
-def test_a_reset_generates_only_the_piece_it_starts_in(case14_model):
+def test_a_reset_generates_only_the_steps_it_reads_then_the_rest_of_the_block(case14_model):
     src = SyntheticSource(case14_model, seed=0)
     generated = []
     real = src._generate
 
-    def counting(scenario_id, draws, piece, noise):
-        generated.append((scenario_id, piece))
-        return real(scenario_id, draws, piece, noise)
+    def counting(scenario_id, draws, block, first, stop, noise):
+        generated.append((scenario_id, block, first, stop))
+        return real(scenario_id, draws, block, first, stop, noise)
 
     src._generate = counting
     handler = ScenarioHandler(src)
-    handler.reset(scenario_id=4, fast_forward=300)
-    assert generated == [(4, 300 // PIECE)]
+    handler.reset(scenario_id=4, fast_forward=300)  # step 300: row 12 of block 1
+    assert generated == [(4, 1, 0, 12 + PIECE)]  # the block's rows up to the first chunk
     for _ in range(PIECE):
         handler.advance()
-    assert generated == [(4, 300 // PIECE), (4, 300 // PIECE + 1)]
+    assert generated == [(4, 1, 0, 12 + PIECE), (4, 1, 12 + PIECE, BLOCK)]
+    for _ in range(BLOCK - 12 - PIECE):
+        handler.advance()
+    assert generated[-1] == (4, 2, 0, BLOCK)  # past the first chunk: a block at a time
 
 
 def test_pieces_are_the_values_of_whole_blocks_drawn_at_once(case14_model):
