@@ -280,13 +280,16 @@ def solve_rows(
         return iters
     global _pool
     if _pool is None:
-        _pool = ThreadPoolExecutor(_THREADS, thread_name_prefix="grid_vec-newton")
+        _pool = ThreadPoolExecutor(_THREADS - 1, thread_name_prefix="grid_vec-newton")
     cuts = np.linspace(0, k, _THREADS + 1).astype(int).tolist()
     parts = (buses, injections, storage_p, gen_v_pu, V, out, iters)
+    runs = list(itertools.pairwise(cuts))
+    # the calling thread solves the last run itself while the pool's threads solve the others
     jobs = [
-        _pool.submit(_kernel, layout, *(part[a:b] for part in parts), solve)
-        for a, b in itertools.pairwise(cuts)
+        _pool.submit(_kernel, layout, *(part[a:b] for part in parts), solve) for a, b in runs[:-1]
     ]
+    a, b = runs[-1]
+    _kernel(layout, *(part[a:b] for part in parts), solve)
     for job in jobs:
         job.result()
     return iters

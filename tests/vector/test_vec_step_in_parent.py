@@ -30,7 +30,9 @@ def _play(envs, actions: np.ndarray, steps: int) -> list:
 
 @pytest.mark.parametrize("actions", ["do-nothing", "random"])
 def test_parent_slice_plays_the_workers_trajectories_bitwise(actions):
-    # the sandbox with random topology actions: game overs and autoresets within 40 steps
+    # the sandbox with random topology actions: game overs and autoresets within 40 steps (the
+    # folder ships inside grid2op: the grid2op extra, installed in CI's second phase)
+    pytest.importorskip("grid2op")
     runs = []
     for in_parent in (False, True):
         envs = make_vec(
