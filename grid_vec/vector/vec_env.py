@@ -888,41 +888,27 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         taking none, when a reply is not bare or not there yet (:meth:`_gather` then reads
         every reply)."""
         pending = self._pending
-        if pending is self._workers and len(self._remote) < len(pending):
-            return self._took_bare_oks_with_parent(spin_until)
-        bells = [w.bell for w in pending]
+        # when this process stepped a slice too, its reply is queued already: the workers'
+        # rings, then the parent's reply, all bare or none taken
+        with_parent = pending is self._workers and len(self._remote) < len(pending)
+        bells = [w.bell for w in (self._remote if with_parent else pending)]
         if self.spin_us == 0 or not all(b.ringing for b in bells):
             return False
-        # the cheapest check per turn: it decides how soon a ring is seen
-        ready = bells[0].rang if len(bells) == 1 else lambda: all(map(ParentBell.rang, bells))
-        if not spin(ready, spin_until - time.perf_counter()):
-            return False
+        if bells:
+            # the cheapest check per turn: it decides how soon a ring is seen
+            ready = bells[0].rang if len(bells) == 1 else lambda: all(map(ParentBell.rang, bells))
+            if not spin(ready, spin_until - time.perf_counter()):
+                return False
         codes = [b.rung_code() for b in bells]
+        local = self._workers[-1].local if with_parent else None
+        if local is not None:
+            codes.append(local.next_code())
         if not self._bare(pending, codes):
             return False
         for b in bells:
             b.rung_reply()
-        return True
-
-    def _took_bare_oks_with_parent(self, spin_until: float) -> bool:
-        """:meth:`_took_bare_oks` when this process stepped a slice too (its reply is
-        queued already): the workers' rings, then the parent's reply, all bare or none
-        taken."""
-        remote = self._remote
-        bells = [w.bell for w in remote]
-        if self.spin_us == 0 or not all(b.ringing for b in bells):
-            return False
-        if bells:
-            ready = bells[0].rang if len(bells) == 1 else lambda: all(map(ParentBell.rang, bells))
-            if not spin(ready, spin_until - time.perf_counter()):
-                return False
-        local = self._workers[-1].local
-        codes = [b.rung_code() for b in bells] + [local.next_code()]
-        if not self._bare(self._workers, codes):
-            return False
-        for b in bells:
-            b.rung_reply()
-        local.reply()
+        if local is not None:
+            local.reply()
         return True
 
     def _bare(self, workers: list[Worker], codes: list[int | None]) -> bool:
