@@ -354,7 +354,7 @@ class LightSimBatch(SolverBatch):
         if new.any():
             for row in rows[new].tolist():  # a new topology's plan
                 r.plan[row] = self.shared.book.plan(r.buses[row])
-                r.route[row] = route(int(r.steady[row]), bool(r.island[row]), r.plan[row])
+                self._set_route(row)
             routes = r.route[rows]
         chorded = routes != LIGHTSIM
         if not chorded.any():  # after topology changes and resets: no row is the chord's
@@ -477,7 +477,12 @@ class LightSimBatch(SolverBatch):
         at, steady = at[growing], steady[growing] + 1
         r.steady[at] = steady
         for row in at[steady == chord.STEADY_SOLVES].tolist():
-            r.route[row] = route(chord.STEADY_SOLVES, bool(r.island[row]), r.plan[row])
+            self._set_route(row)
+
+    def _set_route(self, row: int) -> None:
+        """Who solves ``row`` next, from its steady count, storage island and plan."""
+        r = self.rows
+        r.route[row] = route(int(r.steady[row]), bool(r.island[row]), r.plan[row])
 
     def _diverged(self, at: np.ndarray) -> None:
         """Rows ``at`` diverged: no steady solve, the next from the base case."""
@@ -501,9 +506,7 @@ class LightSimBatch(SolverBatch):
         if not len(rows):
             return
         start = perf_counter()
-        m = self.model
-        n_elements = m.n_load + m.n_gen + 2 * m.n_branch + m.n_storage
-        ones = np.ones((len(rows), n_elements), np.int32)
+        ones = np.ones((len(rows), self.shared.sizes["n_elem"]), np.int32)
         self.put_topologies(np.asarray(rows, dtype=np.intp), ones)
         at = _index(rows)
         self.forget(at)
@@ -552,7 +555,7 @@ class LightSimBatch(SolverBatch):
         else:
             self._send_gen_v(at, gen_v[None])
         r.steady[row] = min(int(steady), chord.STEADY_SOLVES)  # no more is told apart
-        r.route[row] = route(int(r.steady[row]), bool(r.island[row]), r.plan[row])
+        self._set_route(row)
 
     # --- results -------------------------------------------------------------------------------
 
