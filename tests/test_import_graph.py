@@ -21,7 +21,7 @@ PACKAGE = Path(grid_vec.__file__).parent
 
 # the layers, lowest first: a module may import its own layer and those before it
 LAYERS = (
-    ("_untrusted", "_untrusted_npz", "_argtypes", "_signals"),
+    ("_untrusted", "_untrusted_npz", "_argtypes", "_signals", "_distinct"),
     ("grid",),
     ("chronics",),
     ("core",),

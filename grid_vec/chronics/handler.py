@@ -398,6 +398,37 @@ class ScenarioHandler:
             self._load_chunk(self._step)
         return True
 
+    def seek(self, step: int, steps_played: int) -> None:
+        """Stand at ``step`` of the episode, ``steps_played`` steps after its reset, as that
+        many :meth:`advance` calls would (a batch keeps its envs' clocks as arrays and moves
+        a handler only when it reads from it; the chunks read are the same).
+
+        Raises:
+            RuntimeError: no episode yet.
+        """
+        if self._info is None:
+            raise RuntimeError("call reset() before seek()")
+        self._step, self._steps_played = int(step), int(steps_played)
+        if self._chunk is None or not self._chunk_start <= self._step < self._chunk_stop:
+            self._load_chunk(self._step)
+
+    def window(self, count: int) -> tuple[np.ndarray, tuple[np.ndarray | None, ...] | None]:
+        """The packed injections (as :meth:`packed_row`'s) of the current step and up to
+        ``count - 1`` steps on, as far as the chunk read goes (at least the current step),
+        and the same steps of :meth:`outage_rows`'s arrays (None without any)."""
+        if self._chunk is None:
+            self.rows()  # reads the chunk (or raises before the first reset)
+        t = self._step - self._chunk_start
+        stop = min(t + count, len(self._chunk))
+        block = self._chunk.block
+        if block is not None:
+            packed = block[t:stop]
+        else:
+            packed = np.concatenate([a[t:stop] for a in self._now], axis=1)
+        found = self._outages
+        outages = None if found is None else tuple(None if a is None else a[t:stop] for a in found)
+        return packed, outages
+
     # --- snapshots ----------------------------------------------------------------------
 
     def episode_state(self) -> EpisodeState:

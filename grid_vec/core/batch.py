@@ -32,8 +32,6 @@ turn is :mod:`grid_vec.core.turn`'s, the rules live in the modules it calls (``s
 
 from __future__ import annotations
 
-import datetime
-import functools
 from collections.abc import Sequence
 from dataclasses import replace
 from time import perf_counter
@@ -41,7 +39,6 @@ from typing import Any
 
 import numpy as np
 
-from grid_vec.chronics.handler import ScenarioHandler
 from grid_vec.chronics.scenario import ScenarioSource
 from grid_vec.core.actions import ActionCatalog
 from grid_vec.core.config import GameConfig
@@ -73,6 +70,7 @@ from grid_vec.core.rules.heuristics import (
 )
 from grid_vec.core.rules.opponent import OpponentBatch
 from grid_vec.core.rules.storage import StepLength, reset_storage
+from grid_vec.core.scenario_rows import CALM_NONE, ScenarioRows
 from grid_vec.core.simulate_budget import SimulateBudget
 from grid_vec.core.snapshot import GridSnapshot, StateRows, capture, hand_over_solvers, put
 from grid_vec.core.snapshot_checks import check
@@ -88,14 +86,8 @@ from grid_vec.core.state import (
 from grid_vec.core.topology import TopologyLayout, layout_of
 from grid_vec.core.turn import Turn, TurnInputs
 from grid_vec.grid import make_solver
-from grid_vec.grid.backend import InjectionRows
 from grid_vec.grid.model import GridModel
 
-_TIME_BLOCK = 288  # steps of time features computed at once (a day of 5-minute steps)
-# ... but only this many at a reset: under random actions an episode lasts a few steps, and
-# a block computed for nothing cost a reset more than its power flow's Python
-_FIRST_TIME_BLOCK = 16
-_CALM_NONE = 2**62  # no env running: no step is due for a check
 
 
 class GridBatch:
@@ -151,16 +143,11 @@ class GridBatch:
             model, thermal_limit, self.topology, self.catalog, sources[0]
         )
         initialize_rewards((reward_fn, *other_rewards.values()), self.reward_context)
-        self.handlers = [
-            ScenarioHandler(
-                s,
-                chunk_size=config.chunk_size,
-                max_iter=config.max_iter,
-                outages=config.maintenance,
-            )
-            for s in sources
-        ]
-        self.outages = outages_.OutageBatch(self.handlers, model.n_branch, config.maintenance)
+        # the scenarios in play: handlers, clocks, and windows of their next steps as arrays
+        self.scenarios = scenarios = ScenarioRows(
+            model, sources, chunk_size=config.chunk_size, max_iter=config.max_iter,
+            maintenance=config.maintenance,
+        )  # fmt: skip
         self.set_parameters(config.parameters)
         opponent = config.opponent
         self.opponent = None if opponent is None else OpponentBatch(opponent, self.n)
@@ -192,22 +179,13 @@ class GridBatch:
         self._n_obs_flows = self._initial.slices["storage_p"].start
         self.started = np.zeros(self.n, dtype=bool)  # reset at least once
         self.done = np.ones(self.n, dtype=bool)  # episode over (or never started)
-        # each env's step in its scenario, steps played this episode, steps ever played and
-        # the row of its current step's time features in _times (see time_features), as
-        # columns of one array: a step moves them all with one addition
-        self._clock = np.zeros((self.n, 4), dtype=np.int64)
-        self.step_index, self.played, steps, self._time_pos = self._clock.T
-        # env i's time features of _TIME_BLOCK steps of its scenario, rows i * _TIME_BLOCK on
-        self._times = np.zeros((self.n * _TIME_BLOCK, 6), dtype=np.float32)
-        # past the last row computed of each env's block (_fill_times)
-        self._time_end = np.arange(self.n) * _TIME_BLOCK
+        # the scenarios' clocks (the same arrays): step in the scenario, steps played, steps
+        # each env may play
+        self.step_index, self.played = scenarios.step_index, scenarios.played
+        self.max_steps = scenarios.max_steps
         # steps every running env surely plays before one reaches its max_steps or the end of
-        # its time block: until then a step checks neither (see _calm_steps)
-        self._calm = _CALM_NONE
-        self.max_steps = np.zeros(self.n, dtype=np.int64)  # steps each env may play
-        self._step_seconds = np.zeros(self.n)  # each env's scenario's step duration
-        # each env's scenario's start (seconds since the epoch) and step, whole seconds
-        self._calendar = np.zeros((self.n, 2), dtype=np.int64)
+        # its scenario window: until then a step checks neither (ScenarioRows.calm_steps)
+        self._calm = CALM_NONE
         self.inv_limit = 1.0 / thermal_limit[None]  # a row: see OverflowLimits
         n_b = model.n_branch
         self._n_obs_timers = 2 * n_b + model.n_sub
@@ -215,7 +193,7 @@ class GridBatch:
         self._no_maintenance = _no_maintenance(self.n, n_b)
         self.timings = dict.fromkeys(("action", "powerflow", "observation", "total"), 0.0)
         self.counts = {
-            "steps": steps,
+            "steps": scenarios.steps,
             **{name: np.zeros(self.n, dtype=np.int64) for name in ("resets", "simulates")},
         }
         self.simulates = SimulateBudget(self.n)  # max_simulate_per_step / _per_episode
@@ -289,20 +267,7 @@ class GridBatch:
             check_maintenance(o["maintenance"], self.model) if "maintenance" in o else None
             for o in options
         ]
-        for row, rng, seed, opts, schedule in zip(
-            rows.tolist(), rngs, seeds, options, schedules, strict=True
-        ):
-            handler = self.handlers[row]
-            if seed is not None:
-                handler.seed(seed)
-            handler.reset(
-                scenario_id=opts.get("scenario_id"),
-                fast_forward=opts.get("fast_forward"),
-                max_steps=opts.get("max_steps"),
-                rng=rng,
-                maintenance=schedule,
-            )
-        self._follow_scenarios(rows)
+        self.scenarios.reset(rows, rngs, seeds, options, schedules)
         state = self.state
         state.restore(rows, self._initial)
         for row, init in zip(rows.tolist(), inits, strict=True):
@@ -312,8 +277,7 @@ class GridBatch:
             seeded = [np.random.default_rng(r.integers(2**63)) for r in rngs]
             self.opponent.reset(rows, seeded, self.max_steps[rows])
         # maintenance and hazards of the first step (timers start at 0 below, as grid2op's)
-        self.outages.reset(rows)
-        outages = self.outages.now(rows)
+        outages = self.scenarios.outages(rows)
         if outages is not None:
             outages_.take_out(state, self.topology, rows, outages)
         length = None
@@ -321,7 +285,7 @@ class GridBatch:
             length = self.step_length(rows)
             reset_storage(state, rows, self.storage, self.parameters, length)
         dead = self.turn.inject(
-            state, rows, self._rows_now(rows), None, self.last_gen_p, length, first=True
+            state, rows, self.scenarios.injections(rows), None, self.last_gen_p, length, first=True
         )
         # grid2op's reset plays one step in which only hard overflows trip, then zeroes every
         # counter and timer: a branch tripped there starts disconnected, reconnectable at once
@@ -331,7 +295,7 @@ class GridBatch:
         )  # fmt: skip
         for row in rows.tolist():
             if outcome.game_over[row] is not None:
-                info = self.handlers[row].info
+                info = self.scenarios.handlers[row].info
                 self.done[row] = True
                 raise RuntimeError(
                     f"scenario {info.name!r} (id {info.id}) cannot start: {outcome.game_over[row]}"
@@ -340,24 +304,12 @@ class GridBatch:
         state.timers[sel] = 0
         self.started[sel] = True
         self.done[sel] = False
-        self._calm = min(self._calm, self._calm_steps(rows))
+        self._calm = min(self._calm, self.scenarios.calm_steps(rows))
         self.counts["resets"][sel] += 1
         self.simulates.new_episode(sel)
         return self._with_safe_mask(
             rows, self._observe_now(rows, np.zeros(len(rows), dtype=np.int64), outages)
         )
-
-    def _follow_scenarios(self, rows: np.ndarray) -> None:
-        """The clocks of ``rows`` (each handler just reset or restored) set to their
-        scenarios' places, and their time features computed."""
-        for row in rows.tolist():
-            handler = self.handlers[row]
-            info = handler.info
-            seconds = info.step_duration.total_seconds()
-            self.step_index[row], self.played[row] = handler.step, handler.steps_played
-            self.max_steps[row], self._step_seconds[row] = handler.max_steps, seconds
-            self._calendar[row] = _epoch_seconds(info.start), int(seconds)
-        self._fill_times(rows, _FIRST_TIME_BLOCK)
 
     def _observe_now(
         self, rows: np.ndarray, played: np.ndarray, outages: outages_.OutageRows | None
@@ -379,7 +331,7 @@ class GridBatch:
             raise RuntimeError(f"env {row}: no episode to take a snapshot of: call reset() first")
         steps = int(self.counts["steps"][row])
         return capture(
-            self._state_rows, row, self.model, self.handlers[row], self.opponent,
+            self._state_rows, row, self.model, self.scenarios.handler(row), self.opponent,
             self.last_gen_p[row], bool(self.done[row]), self.simulates.used(row, steps), rng,
         )  # fmt: skip
 
@@ -401,7 +353,7 @@ class GridBatch:
                 whole before any env changes; then no env has changed).
         """
         rows = np.asarray(rows, dtype=np.intp)
-        handlers, opponent, steps = self.handlers, self.opponent, self.counts["steps"]
+        handlers, opponent, steps = self.scenarios.handlers, self.opponent, self.counts["steps"]
         for row, snap, rng in zip(rows.tolist(), snapshots, rngs, strict=True):
             check(snap, self.state, row, self.model, self.topology, handlers[row], opponent,
                   self.parameters, rng)  # fmt: skip
@@ -413,11 +365,10 @@ class GridBatch:
             self.last_gen_p[row] = snap.setpoints.copy()
             self.done[row] = snap.done
             self.simulates.set_used(row, snap.simulates, steps[row])
-        self._follow_scenarios(rows)
-        self.outages.reset(rows)
+        self.scenarios.follow(rows)
         self.started[rows] = True
-        self._calm = self._calm_steps(np.flatnonzero(~self.done))
-        return self._observe_now(rows, self.played[rows], self.outages.now(rows))
+        self._calm = self.scenarios.calm_steps(np.flatnonzero(~self.done))
+        return self._observe_now(rows, self.played[rows], self.scenarios.outages(rows))
 
     # --- step ---------------------------------------------------------------------------
 
@@ -491,7 +442,7 @@ class GridBatch:
         if any_true(terminated) or any_true(truncated):
             self.done[selector(rows, self.n)] = terminated | truncated
         if not calm:
-            self._calm = self._calm_steps(np.flatnonzero(~self.done))
+            self._calm = self.scenarios.calm_steps(np.flatnonzero(~self.done))
         t1, t2 = self.turn.marks
         t3 = perf_counter()
         timings = self.timings
@@ -505,32 +456,25 @@ class GridBatch:
         """Move the scenarios and clocks of ``rows`` one step on; the turn's inputs of that
         step, and whether the step was calm (no row could reach its max_steps or the end of
         its time block: neither is checked)."""
-        handlers = self.handlers
-        for row in rows.tolist():
-            handlers[row].advance()
+        scenarios = self.scenarios
+        scenarios.advance(rows)
         sel = selector(rows, self.n)
-        # step in the scenario, steps played, steps counted, time-feature row: one more
-        if type(sel) is slice:  # every row: in place, no copy back
-            np.add(self._clock, 1, out=self._clock)
-        else:
-            self._clock[sel] += 1
         played = self.played[sel]
         calm = self._calm > 0
         if calm:
             self._calm -= 1
             truncated = false_flags(len(rows))
-            times = self._times.take(self._time_pos[sel], axis=0)
         else:
             truncated = played >= self.max_steps[sel]
-            times = self.time_features(rows)
+            scenarios.refill_due(rows)
         inputs = TurnInputs(
             clock_rows=rows,
-            injections=self._rows_now(rows),
-            outages=self.outages.now(rows),  # maintenance and hazards of this step
+            injections=scenarios.injections(rows),
+            outages=scenarios.outages(rows),  # maintenance and hazards of this step
             setpoints=self.last_gen_p,
             length=None if self.storage is None else self.step_length(rows),
             opponent=self.opponent,
-            times=times,
+            times=scenarios.times(rows),
             played=played,
             max_steps=self.max_steps[sel],
             truncated=truncated,
@@ -610,13 +554,7 @@ class GridBatch:
 
     def step_length(self, clock_rows: np.ndarray) -> StepLength:
         """The step lengths of the batch's ``clock_rows`` (their scenarios')."""
-        return StepLength.of(self._step_seconds[clock_rows])
-
-    def _rows_now(self, rows: np.ndarray) -> InjectionRows:
-        """The injections of the current step of each row's scenario (one gather of the
-        scenarios' packed rows)."""
-        handlers = self.handlers
-        return InjectionRows.of_rows([handlers[r].packed_row() for r in rows.tolist()], self.model)
+        return self.scenarios.step_length(clock_rows)
 
     def mask_of(self, state: BatchState, rows: np.ndarray) -> np.ndarray | None:
         """The legal agent actions of ``rows`` now, when the env gives them."""
@@ -672,44 +610,10 @@ class GridBatch:
             obs = self._selection.select(obs, extras)
         return obs, rho
 
-    def _calm_steps(self, rows: np.ndarray) -> int:
-        """How many steps the given (running) rows surely play before one reaches its
-        max_steps or the end of its time block, so that a step needs no check."""
-        if not len(rows):
-            return _CALM_NONE
-        left_played = self.max_steps[rows] - self.played[rows]
-        left_times = self._time_end[rows] - self._time_pos[rows]
-        return int(min(left_played.min(), left_times.min())) - 1
-
     def time_features(self, rows: np.ndarray, ahead: int = 0) -> np.ndarray:
         """(k, 6) time features of each row's current step (``ahead``: of the step that many
-        steps on, fewer than a block's)."""
-        sel = selector(rows, self.n)
-        pos = self._time_pos[sel] + ahead if ahead else self._time_pos[sel]
-        late = np.greater_equal(pos, self._time_end[sel])
-        if any_true(late):  # a block is used up: the next starts at the env's current step
-            self._fill_times(rows[late])
-            pos = self._time_pos[sel] + ahead
-        return self._times.take(pos, axis=0)  # take: cheaper than fancy indexing
-
-    def _fill_times(self, rows: np.ndarray, count: int = _TIME_BLOCK) -> None:
-        """Time features of ``count`` (at least 2, at most ``_TIME_BLOCK``) steps of each
-        row's scenario from its current step, in one computation for all the rows (numpy's
-        calendar arithmetic costs mostly per call)."""
-        start_s, step_s = self._calendar[rows].T
-        steps = self.step_index[rows, None] + np.arange(count)
-        seconds = start_s[:, None] + steps * step_s[:, None]  # as time_features counts them
-        blocks = self._times.reshape(self.n, _TIME_BLOCK, 6)  # a view: env i's block is [i]
-        blocks[rows, :count] = time_features_at(seconds.ravel()).reshape(len(rows), count, 6)
-        self._time_pos[rows] = rows * _TIME_BLOCK
-        self._time_end[rows] = rows * _TIME_BLOCK + count
-
-
-@functools.lru_cache(maxsize=4096)
-def _epoch_seconds(start: datetime.datetime) -> int:
-    """A scenario's (naive) start as seconds since the epoch, as ``time_features`` counts
-    them (numpy's conversion, cached: a reset pays it per env)."""
-    return int(np.datetime64(start, "s").astype(np.int64))
+        steps on, fewer than a scenario window's)."""
+        return self.scenarios.times(rows, ahead)
 
 
 def _no_maintenance(k: int, n_branch: int) -> np.ndarray:

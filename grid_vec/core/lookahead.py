@@ -22,12 +22,12 @@ from typing import Protocol
 
 import numpy as np
 
-from grid_vec.chronics.handler import ScenarioHandler
 from grid_vec.core.parameters import Parameters
 from grid_vec.core.records import ActionBatch, CandidateResults, StepBatch
 from grid_vec.core.rules import outages as outages_
 from grid_vec.core.rules.actions import false_flags
 from grid_vec.core.rules.storage import StepLength, StorageUnits
+from grid_vec.core.scenario_rows import ScenarioRows
 from grid_vec.core.simulate_budget import SimulateBudget
 from grid_vec.core.state import BatchState
 from grid_vec.core.turn import Turn, TurnInputs
@@ -75,8 +75,7 @@ class LookaheadHost(Protocol):
     state: BatchState
     model: GridModel
     turn: Turn
-    handlers: list[ScenarioHandler]
-    outages: outages_.OutageBatch
+    scenarios: ScenarioRows
     action_subset: np.ndarray | None
     simulates: SimulateBudget
     counts: dict[str, np.ndarray]
@@ -195,7 +194,7 @@ class Lookahead:
         state = host.state.take(copies)
         setpoints = host.last_gen_p[copies]  # the copies' own (a gather copies)
         left = (host.max_steps[envs] - host.played[envs])[env_of]  # steps each may play
-        outages = host.outages.now(envs)
+        outages = host.scenarios.outages(envs)
         playing = np.arange(len(copies))
         chain: list[ChainStep] = []
         for h, action in enumerate(actions, start=1):
@@ -226,7 +225,7 @@ class Lookahead:
         if horizon == 1:
             return
         for j, row in enumerate(rows.tolist()):
-            handler = self.host.handlers[row]
+            handler = self.host.scenarios.handler(row)
             most = handler.forecast_horizons
             if most is not None and most < horizon:
                 raise HorizonRefused(
@@ -258,7 +257,7 @@ class Lookahead:
         # only the envs still playing: one whose episode ends sooner may have no forecast
         envs_playing, position = np.unique(at, return_inverse=True)
         forecasts = InjectionRows.of_rows(
-            [np.concatenate(host.handlers[int(envs[i])].rows_ahead(h)) for i in envs_playing],
+            [np.concatenate(host.scenarios.handler(int(envs[i])).rows_ahead(h)) for i in envs_playing],
             host.model,
         ).take(position)
         if outages is not None:

@@ -186,8 +186,7 @@ def extra_values(
         # the episode's last step, counted from the scenario's start as current_step is
         out["max_step"] = np.asarray(steps) - np.asarray(played) + batch.max_steps[time_rows]
     if "delta_time" in names:
-        minutes = [batch.handlers[r].info.step_duration.total_seconds() / 60 for r in time_rows]
-        out["delta_time"] = np.asarray(minutes)
+        out["delta_time"] = batch.scenarios.step_seconds[time_rows] / 60
     if selection.needs_thetas:
         out.update(_thetas(batch, state, rows))
     if selection.needs_dispatch:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from grid_vec._distinct import distinct_rows
 from grid_vec.grid import newton_kernel  # compiled from grid_vec/grid/newton_kernel.c
 from grid_vec.grid.model import GridModel
 
@@ -190,17 +191,17 @@ def unsolvable(model: GridModel, layout: TopologyLayout, topos: np.ndarray) -> l
         Per row: ``"slack disconnected"``, else ``"load NAME isolated"`` (the first isolated
         load), else ``"generator NAME isolated"`` (the first), else None.
     """
-    topos = np.asarray(topos, dtype=np.int8)
+    distinct, inverse = distinct_rows(np.asarray(topos, dtype=np.int8))
     cache = layout.isolation_cache
-    keys = [row.tobytes() for row in topos]
+    keys = [row.tobytes() for row in distinct]  # a look-up per distinct topology
     reasons = [cache.get(key, _UNKNOWN) for key in keys]
     missed = [i for i, reason in enumerate(reasons) if reason is _UNKNOWN]
     if missed:
         if len(cache) + len(missed) > _CACHED_TOPOLOGIES:
             cache.clear()
-        for i, reason in zip(missed, _reasons(model, layout, topos[missed]), strict=True):
+        for i, reason in zip(missed, _reasons(model, layout, distinct[missed]), strict=True):
             reasons[i] = cache[keys[i]] = reason
-    return reasons
+    return [reasons[i] for i in inverse.tolist()]
 
 
 def _reasons(model: GridModel, layout: TopologyLayout, topos: np.ndarray) -> list[str | None]:

@@ -223,7 +223,7 @@ class GridEnv(gym.Env):
         self._batch = batch
         self._k = row
         self._row = np.array([row], dtype=np.intp)
-        self._handler = batch.handlers[row]
+        self._handler = batch.scenarios.handlers[row]
 
     def sharing_one_batch(self, n: int) -> list[GridEnv]:
         """``n`` fresh envs configured as this one, the rows of one new batched core.

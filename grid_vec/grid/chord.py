@@ -48,6 +48,8 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from grid_vec._distinct import distinct_rows
+
 from grid_vec.grid import chord_kernel  # compiled from grid_vec/grid/chord_kernel.c
 
 TOLERANCE = 1e-8  # lightsim2grid's stopping test, as LightSimBackend calls it
@@ -357,6 +359,7 @@ def solve_rows(
 
 
 _MAX_PLANS = 4096  # topologies kept per grid (a random-action run visits many)
+NO_PLAN = -1  # the plan number of a topology the chord cannot solve
 
 
 class PlanBook:
@@ -382,7 +385,9 @@ class PlanBook:
         self._solve_template = solve_template
         self._build_arrays = arrays
         self._arrays: GridArrays | None = None
-        self._plans: dict[bytes, TopologyPlan | None] = {}
+        # topology (its bytes) -> (its plan or None, the plan's number)
+        self._plans: dict[bytes, tuple[TopologyPlan | None, int]] = {}
+        self._made = 0  # plans numbered so far (a number is never given twice)
 
     @property
     def arrays(self) -> GridArrays:
@@ -390,8 +395,20 @@ class PlanBook:
             self._arrays = self._build_arrays()
         return self._arrays
 
-    def plan(self, buses: np.ndarray) -> TopologyPlan | None:
-        """The plan of ``buses`` (model order, int32), or None when it has none."""
+    def plans(self, buses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The plans of the rows of ``buses`` (``(k, n_elem)`` int32, model order), looked up
+        once per distinct topology among them: an object array (None where a topology has
+        no plan) and each plan's number (:data:`NO_PLAN` where it has none), which tells the
+        plans apart as long as a row holds its plan."""
+        distinct, inverse = distinct_rows(buses)
+        found = [self._plan(topology) for topology in distinct]
+        objects = np.empty(len(found), dtype=object)
+        objects[:] = [plan for plan, _ in found]
+        numbers = np.array([number for _, number in found], dtype=np.int64)
+        return objects[inverse], numbers[inverse]
+
+    def _plan(self, buses: np.ndarray) -> tuple[TopologyPlan | None, int]:
+        """The plan of one topology and its number, built when new."""
         key = buses.tobytes()
         try:
             return self._plans[key]
@@ -401,5 +418,8 @@ class PlanBook:
             self._plans.pop(next(iter(self._plans)))
         arrays = self.arrays
         plan = build_plan(self._model, self._solve_template(buses), buses, arrays)
-        self._plans[key] = plan
-        return plan
+        number = NO_PLAN
+        if plan is not None:
+            number, self._made = self._made, self._made + 1
+        self._plans[key] = plan, number
+        return plan, number

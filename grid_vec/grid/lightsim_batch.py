@@ -45,9 +45,10 @@ from grid_vec.grid.lightsim_rows import (
     LIGHTSIM,
     LOOK_UP,
     NO_PLAN_YET,
+    NOT_LOOKED_UP,
     RowTimings,
     SolverRows,
-    route,
+    routes,
 )
 from grid_vec.grid.model import GridModel
 from grid_vec.grid.solver_batch import Rows, SolverBatch
@@ -210,7 +211,7 @@ class LightSimBatch(SolverBatch):
         rows.gen_v_sent[:] = np.nan
         rows.gen_v_pu[:] = shared.base_gen_v_pu
         rows.converged[:] = -1
-        rows.plan[:] = NO_PLAN_YET
+        rows.plan[:], rows.plan_no[:] = NO_PLAN_YET, NOT_LOOKED_UP
         grid = shared.new_grid()
         for i in range(n):
             rows.grid[i] = grid
@@ -294,7 +295,8 @@ class LightSimBatch(SolverBatch):
         if changed.size:
             idx = at[changed]
             r.buses[idx] = buses[changed]
-            r.plan[idx], r.route[idx], r.steady[idx] = NO_PLAN_YET, LIGHTSIM, 0
+            r.plan[idx], r.plan_no[idx] = NO_PLAN_YET, NOT_LOOKED_UP
+            r.route[idx], r.steady[idx] = LIGHTSIM, 0
             r.V[idx] = shared.v_init
             if shared.has_storage:
                 r.island[idx] = self._storage_islands(buses[changed])
@@ -351,10 +353,10 @@ class LightSimBatch(SolverBatch):
         r = self.rows
         routes = r.route[rows]
         new = routes == LOOK_UP
-        if new.any():
-            for row in rows[new].tolist():  # a new topology's plan
-                r.plan[row] = self.shared.book.plan(r.buses[row])
-                self._set_route(row)
+        if new.any():  # new topologies' plans, looked up once per topology
+            at = rows[new]
+            r.plan[at], r.plan_no[at] = self.shared.book.plans(r.buses[at])
+            self._set_routes(at)
             routes = r.route[rows]
         chorded = routes != LIGHTSIM
         if not chorded.any():  # after topology changes and resets: no row is the chord's
@@ -476,13 +478,12 @@ class LightSimBatch(SolverBatch):
             return
         at, steady = at[growing], steady[growing] + 1
         r.steady[at] = steady
-        for row in at[steady == chord.STEADY_SOLVES].tolist():
-            self._set_route(row)
+        self._set_routes(at[steady == chord.STEADY_SOLVES])
 
-    def _set_route(self, row: int) -> None:
-        """Who solves ``row`` next, from its steady count, storage island and plan."""
+    def _set_routes(self, at: np.ndarray | slice) -> None:
+        """Who solves rows ``at`` next, from their steady counts, storage islands and plans."""
         r = self.rows
-        r.route[row] = route(int(r.steady[row]), bool(r.island[row]), r.plan[row])
+        r.route[at] = routes(r.steady[at], r.island[at], r.plan_no[at])
 
     def _diverged(self, at: np.ndarray) -> None:
         """Rows ``at`` diverged: no steady solve, the next from the base case."""
@@ -555,7 +556,7 @@ class LightSimBatch(SolverBatch):
         else:
             self._send_gen_v(at, gen_v[None])
         r.steady[row] = min(int(steady), chord.STEADY_SOLVES)  # no more is told apart
-        self._set_route(row)
+        self._set_routes(at)
 
     # --- results -------------------------------------------------------------------------------
 

@@ -27,7 +27,8 @@ _FIELDS = {
     "converged": (np.int8, ()),  # the last solve: -1 none yet, 0 diverged, 1 converged
     "steady": (np.int8, ()),  # converged solves since the topology or setpoints changed (capped)
     "island": (np.bool_, ()),  # a storage unit on a bus bar no branch reaches
-    "route": (np.int64, ()),  # who solves the row next: see route()
+    "route": (np.int64, ()),  # who solves the row next: see routes()
+    "plan_no": (np.int64, ()),  # its plan's number (PlanBook.plans), or NOT_LOOKED_UP
     "timings": (np.float64, 5),  # TIMINGS' (seconds; the last, a count of power flows)
     # the row's lightsim2grid grid is brought up to date only when it is used: what it holds
     # (its topology in lightsim2grid's order, its static generators' bus bars), what it lacks
@@ -53,18 +54,20 @@ LIGHTSIM, LOOK_UP = 0, 1  # routes: lightsim2grid solves the row; the chord, onc
 # computed again from the solution
 BY_LIGHTSIM, BY_CHORD, BY_NEWTON = 0, 1, 2
 NO_PLAN_YET = object()  # a row's plan, not looked up since its topology changed
+NOT_LOOKED_UP = -2  # ... and its plan number (chord.NO_PLAN: looked up, there is none)
+_FIRST_PLAN_ROUTE = 2  # the route of the plan numbered 0
 
 
-def route(steady: int, island: bool, plan: object) -> int:
-    """Who solves a row next, as one integer (a batch groups its rows by it in one
+def routes(steady: np.ndarray, island: np.ndarray, plan_no: np.ndarray) -> np.ndarray:
+    """Who solves each row next, as one integer (a batch groups its rows by it in one
     comparison): :data:`LIGHTSIM` (meaning: not the chord) until it has had
     ``chord.STEADY_SOLVES`` converged solves in its topology, when a storage unit is islanded,
     or when its topology has no plan; :data:`LOOK_UP` when the chord takes it but its plan is
-    not looked up yet (:data:`NO_PLAN_YET`); else the chord with its plan, the plan object's
-    id (the row holds the plan: the id stays its own)."""
-    if steady < chord.STEADY_SOLVES or island or plan is None:
-        return LIGHTSIM
-    return LOOK_UP if plan is NO_PLAN_YET else id(plan)
+    not looked up yet (:data:`NOT_LOOKED_UP`); else the chord with its plan, the plan's
+    number moved past those two."""
+    unsteady = (steady < chord.STEADY_SOLVES) | island | (plan_no == chord.NO_PLAN)
+    looked_up = np.where(plan_no == NOT_LOOKED_UP, LOOK_UP, plan_no + _FIRST_PLAN_ROUTE)
+    return np.where(unsteady, LIGHTSIM, looked_up)
 
 
 class SolverRows:
@@ -137,7 +140,8 @@ class SolverRows:
         rows = cls(len(values["V"]), sizes)
         for name, value in values.items():
             setattr(rows, name, value)
-        rows.plan[:] = NO_PLAN_YET
+        rows.plan[:], rows.plan_no[:] = NO_PLAN_YET, NOT_LOOKED_UP
+        rows.route[:] = routes(rows.steady, rows.island, rows.plan_no)
         return rows
 
 

@@ -204,7 +204,7 @@ class SliceEngine:
         ids = np.zeros(n, dtype=int)
         names = np.full(n, None, dtype=object)
         for row in rows.tolist():
-            info = self.batch.handlers[row].info
+            info = self.batch.scenarios.handlers[row].info
             ids[row], names[row] = info.id, info.name
         return {
             "scenario_id": ids,

@@ -501,12 +501,12 @@ def test_catalog_actions_in_grid2ops_vocabulary(case14):
 
 
 def test_observed_time_features_follow_the_calendar_across_every_block():
-    """A reset computes a short block of time features, later steps refill longer ones:
+    """A reset fills a short scenario window (time features), later steps refill longer ones:
     every step's observation (and a simulate's, one step ahead) holds its own step's
     calendar, before, at and after each refill."""
     import datetime as dt
 
-    from grid_vec.core import batch as batch_module
+    from grid_vec.core import scenario_rows
     from grid_vec.core.observation import time_features
 
     env = grid_vec.make("case14", reward="flat")
@@ -523,7 +523,7 @@ def test_observed_time_features_follow_the_calendar_across_every_block():
 
     assert isinstance(info.start, dt.datetime)
     # past the reset's block and the first full block after it
-    steps = batch_module._FIRST_TIME_BLOCK + batch_module._TIME_BLOCK + 5
+    steps = scenario_rows.FIRST_WINDOW + scenario_rows.WINDOW + 5
     assert features(obs) == expected(7)
     for t in range(1, steps):
         sim_obs, *_ = env.unwrapped.simulate(0)

@@ -155,7 +155,7 @@ def test_rows_of_one_topology_are_bitwise_the_same_in_any_lane_and_block(model) 
     base = LightSimBackend(model)
     base.set_injections(model.load_p0, model.load_q0, model.gen_p0, model.gen_v0)
     assert base.run_ac()
-    plan = base.batch.shared.book.plan(base.batch.rows.buses[0])
+    (plan,), _ = base.batch.shared.book.plans(base.batch.rows.buses[:1])
     assert plan is not None
     rng = np.random.default_rng(5)
     k = 19  # blocks of 8, 8 and 3

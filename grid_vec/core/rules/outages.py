@@ -25,7 +25,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grid_vec.chronics.handler import ScenarioHandler
 from grid_vec.core.state import BatchState, any_true, disconnect
 from grid_vec.core.topology import TopologyLayout
 
@@ -54,40 +53,6 @@ class OutageRows:
             np.where(ahead, duration, np.where(going_on, duration - 1, 0)),
             np.maximum(self.hazard - 1, 0),
         )
-
-
-class OutageBatch:
-    """The outages of the N envs of a batch, read from their scenario handlers."""
-
-    def __init__(self, handlers: list[ScenarioHandler], n_branch: int, enabled: bool) -> None:
-        self.handlers = handlers
-        self.n_branch = n_branch
-        self.enabled = enabled
-        self._planned = np.zeros(len(handlers), dtype=bool)  # per env: its episode has some
-
-    def reset(self, rows: np.ndarray) -> None:
-        """Note which of ``rows`` (just reset) play outages this episode."""
-        for row in rows.tolist():
-            self._planned[row] = self.enabled and self.handlers[row].has_outages
-
-    def now(self, rows: np.ndarray) -> OutageRows | None:
-        """The outages of the current step of ``rows``, None when none of them has any."""
-        if not any_true(self._planned) or not self._planned[rows].any():
-            return None
-        k, b = len(rows), self.n_branch
-        time = np.full((k, b), -1, dtype=np.int64)
-        duration = np.zeros((k, b), dtype=np.int64)
-        hazard = np.zeros((k, b), dtype=np.int64)
-        for j, row in enumerate(rows.tolist()):
-            found = self.handlers[row].outage_rows() if self._planned[row] else None
-            if found is None:
-                continue
-            t, d, h = found
-            if t is not None:
-                time[j], duration[j] = t, d
-            if h is not None:
-                hazard[j] = h
-        return OutageRows(time, duration, hazard)
 
 
 def take_out(
