@@ -13,7 +13,7 @@ Subjects, each in microseconds per env-step (median of the repetitions, min..max
   rules and action catalog (``grid_vec/bench/lightenv.py`` says where its rules differ).
   LightEnv x2: one LightEnv in each of 2 processes, both running at once (both cores).
 * GridEnv: one ``grid_vec.make(grid)``.
-* batched x32 / x1: ``grid_vec.make_vec(grid, n, vectorization="batched")``; "not available"
+* batched x32 / x1 / x256: ``grid_vec.make_vec(grid, n, vectorization="batched")``; "not available"
   while ``make_vec`` refuses the keyword.
 * GridVecEnv 2x16: ``grid_vec.make_vec(grid, 32, envs_per_worker=16)`` (each worker hosts one
   batch of 16).
@@ -61,6 +61,7 @@ from grid_vec.grid.lightsim import MAX_ITER, TOLERANCE, LightSimBackend
 GRIDS = (SANDBOX, "case14", "case118")
 MODES = ("do-nothing", "random")
 ROWS = 32  # envs of the batched engine, rows of a ScenarioSweep batch
+MANY = 256  # envs of the larger batch (how far a batch step's fixed cost is amortised)
 SWEEP_STEPS = 288  # time steps of the sweep's injections, cycled
 SEED = 0
 
@@ -290,6 +291,7 @@ def bench_grid(
         batched = {"vectorization": "batched", **env_kw}
         cells += vector_cells(BATCHED, grid, target, ROWS, closers, **batched)
         cells += vector_cells("batched x1", grid, target, 1, closers, **batched)
+        cells += vector_cells(BATCHED_MANY, grid, target, MANY, closers, **batched)
         workers = {"envs_per_worker": ROWS // 2, **env_kw}
         cells += vector_cells(GRIDVEC, grid, target, ROWS, closers, **workers)
         for cell in cells:
@@ -322,10 +324,12 @@ def row(cell: Cell) -> dict[str, Any]:
 
 
 BATCHED, GRIDVEC = f"batched x{ROWS}", f"GridVecEnv 2x{ROWS // 2}"
+BATCHED_MANY = f"batched x{MANY}"
 RATIOS = (  # (numerator, denominator, what): cost per env-step, same grid and actions
     (BATCHED, "ScenarioSweep t1", "batched engine over the physical floor, 1 thread"),
     (BATCHED, "ScenarioSweep t2", "batched engine over the physical floor, 2 threads"),
     (BATCHED, "LightEnv", "batched engine vs LightEnv, one core each"),
+    (BATCHED_MANY, BATCHED, f"a batch of {MANY} vs one of {ROWS}: the fixed cost amortised"),
     (GRIDVEC, "LightEnv x2", "2-worker GridVecEnv vs 2 LightEnv processes, both cores"),
     (GRIDVEC, "LightEnv", "2-worker GridVecEnv (2 cores) vs LightEnv (1 core)"),
 )

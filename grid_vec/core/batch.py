@@ -45,7 +45,7 @@ from grid_vec.core.config import GameConfig
 from grid_vec.core.contingency import ContingencyResults, branch_indices, screen
 from grid_vec.core.continuous import ContinuousLayout
 from grid_vec.core.lookahead import Lookahead
-from grid_vec.core.observation import ObservationLayout, time_features_at
+from grid_vec.core.observation import ObservationLayout
 from grid_vec.core.observation_select import ObservationSelection, extra_values
 from grid_vec.core.parameters import Parameters
 from grid_vec.core.pool import TurnPool
@@ -87,7 +87,6 @@ from grid_vec.core.topology import TopologyLayout, layout_of
 from grid_vec.core.turn import Turn, TurnInputs
 from grid_vec.grid import make_solver
 from grid_vec.grid.model import GridModel
-
 
 
 class GridBatch:

@@ -257,7 +257,10 @@ class Lookahead:
         # only the envs still playing: one whose episode ends sooner may have no forecast
         envs_playing, position = np.unique(at, return_inverse=True)
         forecasts = InjectionRows.of_rows(
-            [np.concatenate(host.scenarios.handler(int(envs[i])).rows_ahead(h)) for i in envs_playing],
+            [
+                np.concatenate(host.scenarios.handler(int(envs[i])).rows_ahead(h))
+                for i in envs_playing
+            ],
             host.model,
         ).take(position)
         if outages is not None:

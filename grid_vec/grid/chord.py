@@ -49,7 +49,6 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from grid_vec._distinct import distinct_rows
-
 from grid_vec.grid import chord_kernel  # compiled from grid_vec/grid/chord_kernel.c
 
 TOLERANCE = 1e-8  # lightsim2grid's stopping test, as LightSimBackend calls it

@@ -10,6 +10,8 @@
  * reduced Jacobian, in a fixed order; a zero multiplier is skipped, so such unknowns cost
  * almost nothing. No symbolic analysis per topology, no object per row.
  *
+ * Also the core's any_nonzero (grid_vec.core.state.any_true), compiled here beside it.
+ *
  * Plain C built by `pip install`, as chord_kernel.c, whose result code it shares
  * (flow_results.h). Arrays come through the buffer protocol (C-contiguous, checked by
  * newton.py before the call).
@@ -582,10 +584,87 @@ done:
     return result;
 }
 
+/* --- any_nonzero: the core's "is any element set" test on the small arrays of a step, at
+ * the cost of numpy's C count_nonzero (its public np.count_nonzero is a Python wrapper
+ * three times dearer; ndarray.any ten times), over any shape and strides. */
+
+/* Whether one item is nonzero as numpy counts it: a float's -0.0 is zero (its bytes are
+   not), NaN is not; any other kind is nonzero when one of its bytes is. */
+static int item_nonzero(const char *p, char kind, Py_ssize_t size) {
+    if (kind == 'd') return *(const double *)p != 0.0;
+    if (kind == 'f') return *(const float *)p != 0.0f;
+    if (kind == 'Z') return ((const double *)p)[0] != 0.0 || ((const double *)p)[1] != 0.0;
+    for (Py_ssize_t i = 0; i < size; i++)
+        if (p[i]) return 1;
+    return 0;
+}
+
+/* Whether any of ``len`` bytes is nonzero: eight at a time, then the rest. */
+static int bytes_nonzero(const char *p, Py_ssize_t len) {
+    Py_ssize_t i = 0;
+    uint64_t word, words[8];
+    for (; i + 64 <= len; i += 64) {  /* a cache line at a time: the compiler's vectors */
+        memcpy(words, p + i, 64);
+        if (words[0] | words[1] | words[2] | words[3] | words[4] | words[5] | words[6] | words[7])
+            return 1;
+    }
+    for (; i + 8 <= len; i += 8) {
+        memcpy(&word, p + i, 8);
+        if (word) return 1;
+    }
+    for (; i < len; i++)
+        if (p[i]) return 1;
+    return 0;
+}
+
+static int any_from(const char *p, int dim, const Py_buffer *v, char kind) {
+    if (dim == v->ndim) return item_nonzero(p, kind, v->itemsize);
+    const Py_ssize_t n = v->shape[dim], step = v->strides[dim];
+    if (dim == v->ndim - 1) {  /* the last axis: its items in one loop */
+        if (kind == 'B' && v->itemsize == 1) {
+            for (Py_ssize_t i = 0; i < n; i++)
+                if (p[i * step]) return 1;
+            return 0;
+        }
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (item_nonzero(p + i * step, kind, v->itemsize)) return 1;
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (any_from(p + i * step, dim + 1, v, kind)) return 1;
+    return 0;
+}
+
+static PyObject *any_nonzero(PyObject *self, PyObject *arg) {
+    Py_buffer v;
+    if (PyObject_GetBuffer(arg, &v, PyBUF_STRIDES | PyBUF_FORMAT) < 0) return NULL;
+    const char *f = v.format ? v.format : "B";
+    while (*f == '<' || *f == '>' || *f == '=' || *f == '@' || *f == '!') f++;
+    char kind = 'B';
+    if ((f[0] == 'd' && v.itemsize == 8) || (f[0] == 'f' && v.itemsize == 4)) kind = f[0];
+    else if (f[0] == 'Z' && f[1] == 'd' && v.itemsize == 16) kind = 'Z';
+    else if (f[0] == 'e' || f[0] == 'g' || f[0] == 'Z') {
+        PyBuffer_Release(&v);
+        PyErr_Format(PyExc_TypeError, "any_nonzero: unsupported item format %s", v.format);
+        return NULL;
+    }
+    int found;
+    if (kind == 'B' && PyBuffer_IsContiguous(&v, 'A')) {
+        found = bytes_nonzero(v.buf, v.len);
+    } else {
+        found = any_from(v.buf, 0, &v, kind);
+    }
+    PyBuffer_Release(&v);
+    return PyBool_FromLong(found);
+}
+
 static PyMethodDef methods[] = {
     {"isolated", isolated, METH_VARARGS,
      "isolated(ints, topos, load_out, gen_out, slack_out, rows): the loads and generators the "
      "slack does not reach, per row (see grid_vec.core.topology.isolated_elements)."},
+    {"any_nonzero", any_nonzero, METH_O,
+     "any_nonzero(array) -> bool: whether any element of an array (any shape and strides; "
+     "bools, integers, float32/64 or complex128) is nonzero, as numpy's count_nonzero counts."},
     {"solve", solve, METH_VARARGS,
      "solve(ints, reals, cplx, buses, injections, storage_p, gen_v, V, out, iters, rows, solve): "
      "Newton-solve rows of any topology in place (see grid_vec.grid.newton.solve_rows)."},

@@ -24,7 +24,7 @@ from gymnasium.vector.vector_env import AutoresetMode
 from grid_vec.core.batch import GridBatch
 from grid_vec.core.records import INFO_COLUMNS, REASONS, ActionBatch, StepBatch
 from grid_vec.env.action_input import batch_actions
-from grid_vec.env.grid_env import GridEnv
+from grid_vec.vector.declared import is_grid_env
 
 
 @dataclass(frozen=True)
@@ -229,11 +229,6 @@ def parse(batch: GridBatch, space: Any, actions: np.ndarray, *, checked: bool) -
     if batch.continuous is None:
         return ActionBatch(actions.astype(np.int64, copy=False))
     return ActionBatch(np.zeros(len(actions), dtype=np.int64), **batch.continuous.split(actions))
-
-
-def is_grid_env(env: Any) -> bool:
-    """Whether ``env`` is a GridEnv itself (no wrapper: its ``step`` is the GridEnv's)."""
-    return type(env) is GridEnv
 
 
 def shared_batch(envs: Sequence[Any]) -> GridBatch | None:

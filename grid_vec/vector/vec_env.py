@@ -58,6 +58,7 @@ from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 from grid_vec.vector import arguments
 from grid_vec.vector import protocol as p
 from grid_vec.vector.actions import ActionRouter, grid_env_check, is_custom_space
+from grid_vec.vector.declared import is_grid_env
 from grid_vec.vector.doorbell import (
     IN_PIPE,
     STRONG_ORDER,
@@ -82,7 +83,6 @@ from grid_vec.vector.supervision import (
     sub_env_errors,
     timeout_error,
 )
-from grid_vec.vector.worker import is_grid_env
 
 StepResult = tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]
 """What :meth:`GridVecEnv.step` returns: ``(observations, rewards, terminations,

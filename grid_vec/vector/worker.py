@@ -28,6 +28,7 @@ from gymnasium.spaces.utils import is_space_dtype_shape_equiv
 from gymnasium.vector.vector_env import AutoresetMode
 
 from grid_vec.vector import protocol as p
+from grid_vec.vector.declared import is_grid_env, makes_batch_rows
 from grid_vec.vector.doorbell import Doorbell, WorkerBell, spin
 from grid_vec.vector.errors import ProtocolError, error_entry, naming_env
 from grid_vec.vector.infos import RESTARTED, BatchedInfo, InfoPacker, InfoSchema, batch_infos
@@ -412,22 +413,11 @@ def _sharing_one_batch(env_fns: list[Callable[[], Env]]) -> list[Env]:
     same factory of rows of a batch (a ``GridEnvFactory``, as ``make_vec`` hands them out)
     and there are several; else nothing (the envs are then built one by one)."""
     first = env_fns[0] if env_fns else None
-    if len(env_fns) < 2 or not _declares(type(first), "makes_batch_rows"):
+    if len(env_fns) < 2 or not makes_batch_rows(first):
         return []
     if any(fn is not first for fn in env_fns):
         return []
     return first.sharing_one_batch(len(env_fns))
-
-
-def is_grid_env(env: Any) -> bool:
-    """Whether ``env`` is a GridEnv itself (no wrapper, no subclass: its ``step`` is the
-    GridEnv's), by what its class declares: a worker of other envs never imports the core."""
-    return _declares(type(env), "steps_as_batch_row")
-
-
-def _declares(cls: type, name: str) -> bool:
-    """Whether ``cls`` itself (not a base class) sets the class attribute ``name`` to True."""
-    return cls.__dict__.get(name) is True
 
 
 def _shared_batch(envs: list[Env]) -> Any:

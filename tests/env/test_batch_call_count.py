@@ -22,9 +22,9 @@ import pytest
 
 pytest.importorskip("grid2op")  # the folders ship in grid2op's package
 
-import grid_vec  # noqa: E402
-from grid_vec.core import scenario_rows  # noqa: E402
-from grid_vec.grid import newton  # noqa: E402
+import grid_vec
+from grid_vec.core import scenario_rows
+from grid_vec.grid import newton
 
 _STEPS = 5
 
@@ -54,7 +54,9 @@ def _calls_per_function(grid: str, n: int, options: dict, kwargs: dict) -> dict:
         assert not (terminated | truncated).any()  # no reset among the steps counted
     finally:
         env.close()
-    return {f"{f}:{line} {name}": s[1] for (f, line, name), s in pstats.Stats(profile).stats.items()}
+    return {
+        f"{f}:{line} {name}": s[1] for (f, line, name), s in pstats.Stats(profile).stats.items()
+    }
 
 
 @pytest.mark.parametrize(
