@@ -44,6 +44,7 @@ from grid_vec.core.actions import ActionCatalog
 from grid_vec.core.config import GameConfig
 from grid_vec.core.contingency import ContingencyResults, branch_indices, screen
 from grid_vec.core.continuous import ContinuousLayout
+from grid_vec.core.game_state import GameState
 from grid_vec.core.lookahead import Lookahead
 from grid_vec.core.observation import ObservationLayout
 from grid_vec.core.observation_select import ObservationSelection, extra_values
@@ -71,8 +72,7 @@ from grid_vec.core.rules.heuristics import (
 from grid_vec.core.rules.opponent import OpponentBatch
 from grid_vec.core.rules.storage import StepLength, reset_storage
 from grid_vec.core.scenario_rows import CALM_NONE, ScenarioRows
-from grid_vec.core.simulate_budget import SimulateBudget
-from grid_vec.core.snapshot import GridSnapshot, StateRows, capture, hand_over_solvers, put
+from grid_vec.core.snapshot import GridSnapshot, capture, hand_over_solvers, put
 from grid_vec.core.snapshot_checks import check
 from grid_vec.core.state import (
     BatchState,
@@ -143,13 +143,13 @@ class GridBatch:
         )
         initialize_rewards((reward_fn, *other_rewards.values()), self.reward_context)
         # the scenarios in play: handlers, clocks, and windows of their next steps as arrays
-        self.scenarios = scenarios = ScenarioRows(
+        scenarios = ScenarioRows(
             model, sources, chunk_size=config.chunk_size, max_iter=config.max_iter,
             maintenance=config.maintenance,
         )  # fmt: skip
         self.set_parameters(config.parameters)
         opponent = config.opponent
-        self.opponent = None if opponent is None else OpponentBatch(opponent, self.n)
+        opponents = None if opponent is None else OpponentBatch(opponent, self.n)
         self._rules = ActionRules.of(model, self.catalog, self.topology)
         self.action_mask = config.action_mask  # each result carries the legal catalog actions
         # each result of a reset or step carries the agent actions whose simulated next step
@@ -161,8 +161,6 @@ class GridBatch:
         # the agent's action k is the catalog's action_subset[k] (None: the whole catalog)
         self.action_subset = self.catalog.checked_subset(action_subset)
         self.n_actions = len(self.catalog if action_subset is None else self.action_subset)
-        # each env's scheduled generation of its last step (a view of its scenario's rows)
-        self.last_gen_p = np.zeros((self.n, model.n_gen))  # each env's last step's setpoints
 
         # Each episode starts from this state (BatchState.restore), its backend reset in place
         # to one that has never solved, so that the solver's warm start (hence every float of
@@ -172,16 +170,12 @@ class GridBatch:
         failed = push_topology(self._initial, model, self.topology, np.zeros(1, dtype=np.intp))
         if failed:
             raise ValueError(f"grid {model.name!r} cannot be solved as compiled: {failed[0]}")
-        self.state: BatchState = self._initial.take(np.zeros(self.n, dtype=np.intp))
-        self._state_rows = StateRows(self.state)  # what snapshots copy
+        # everything a step changes, one record (its grid rows copies of the initial state)
+        self.game = GameState.new(
+            self._initial.take(np.zeros(self.n, dtype=np.intp)), scenarios, opponents, model.n_gen
+        )
         # the default observation's flows: the storage units' are chosen attributes only
         self._n_obs_flows = self._initial.slices["storage_p"].start
-        self.started = np.zeros(self.n, dtype=bool)  # reset at least once
-        self.done = np.ones(self.n, dtype=bool)  # episode over (or never started)
-        # the scenarios' clocks (the same arrays): step in the scenario, steps played, steps
-        # each env may play
-        self.step_index, self.played = scenarios.step_index, scenarios.played
-        self.max_steps = scenarios.max_steps
         # steps every running env surely plays before one reaches its max_steps or the end of
         # its scenario window: until then a step checks neither (ScenarioRows.calm_steps)
         self._calm = CALM_NONE
@@ -195,7 +189,6 @@ class GridBatch:
             "steps": scenarios.steps,
             **{name: np.zeros(self.n, dtype=np.int64) for name in ("resets", "simulates")},
         }
-        self.simulates = SimulateBudget(self.n)  # max_simulate_per_step / _per_episode
         self.simulate_seconds = np.zeros(self.n)
         self.turn = Turn(self, self._rules)  # the turn of a step and of a simulate
         self.lookahead = Lookahead(self)  # simulate, candidates and the safe-action mask
@@ -266,17 +259,17 @@ class GridBatch:
             check_maintenance(o["maintenance"], self.model) if "maintenance" in o else None
             for o in options
         ]
-        self.scenarios.reset(rows, rngs, seeds, options, schedules)
-        state = self.state
+        self.game.scenarios.reset(rows, rngs, seeds, options, schedules)
+        state = self.game.grid
         state.restore(rows, self._initial)
         for row, init in zip(rows.tolist(), inits, strict=True):
             if init is not None:
                 apply_init_state(state, self.topology, row, init)
-        if self.opponent is not None:
+        if self.game.opponent is not None:
             seeded = [np.random.default_rng(r.integers(2**63)) for r in rngs]
-            self.opponent.reset(rows, seeded, self.max_steps[rows])
+            self.game.opponent.reset(rows, seeded, self.game.scenarios.max_steps[rows])
         # maintenance and hazards of the first step (timers start at 0 below, as grid2op's)
-        outages = self.scenarios.outages(rows)
+        outages = self.game.scenarios.outages(rows)
         if outages is not None:
             outages_.take_out(state, self.topology, rows, outages)
         length = None
@@ -284,7 +277,13 @@ class GridBatch:
             length = self.step_length(rows)
             reset_storage(state, rows, self.storage, self.parameters, length)
         dead = self.turn.inject(
-            state, rows, self.scenarios.injections(rows), None, self.last_gen_p, length, first=True
+            state,
+            rows,
+            self.game.scenarios.injections(rows),
+            None,
+            self.game.setpoints,
+            length,
+            first=True,
         )
         # grid2op's reset plays one step in which only hard overflows trip, then zeroes every
         # counter and timer: a branch tripped there starts disconnected, reconnectable at once
@@ -294,18 +293,18 @@ class GridBatch:
         )  # fmt: skip
         for row in rows.tolist():
             if outcome.game_over[row] is not None:
-                info = self.scenarios.handlers[row].info
-                self.done[row] = True
+                info = self.game.scenarios.handlers[row].info
+                self.game.done[row] = True
                 raise RuntimeError(
                     f"scenario {info.name!r} (id {info.id}) cannot start: {outcome.game_over[row]}"
                 )
         sel = selector(rows, self.n)
         state.timers[sel] = 0
-        self.started[sel] = True
-        self.done[sel] = False
-        self._calm = min(self._calm, self.scenarios.calm_steps(rows))
+        self.game.started[sel] = True
+        self.game.done[sel] = False
+        self._calm = min(self._calm, self.game.scenarios.calm_steps(rows))
         self.counts["resets"][sel] += 1
-        self.simulates.new_episode(sel)
+        self.game.simulates.new_episode(sel)
         return self._with_safe_mask(
             rows, self._observe_now(rows, np.zeros(len(rows), dtype=np.int64), outages)
         )
@@ -314,8 +313,10 @@ class GridBatch:
         self, rows: np.ndarray, played: np.ndarray, outages: outages_.OutageRows | None
     ) -> StepBatch:
         """The observations of ``rows`` in their current states, nothing flagged."""
-        obs, _ = self.observe(self.state, rows, self.time_features(rows), played, outages)
-        return StepBatch.quiet(obs, self.model.n_branch, action_mask=self.mask_of(self.state, rows))
+        obs, _ = self.observe(self.game.grid, rows, self.time_features(rows), played, outages)
+        return StepBatch.quiet(
+            obs, self.model.n_branch, action_mask=self.mask_of(self.game.grid, rows)
+        )
 
     # --- snapshots (grid_vec.core.snapshot) ---------------------------------------------
 
@@ -326,13 +327,9 @@ class GridBatch:
         Raises:
             RuntimeError: the env was never reset.
         """
-        if not self.started[row]:
+        if not self.game.started[row]:
             raise RuntimeError(f"env {row}: no episode to take a snapshot of: call reset() first")
-        steps = int(self.counts["steps"][row])
-        return capture(
-            self._state_rows, row, self.model, self.scenarios.handler(row), self.opponent,
-            self.last_gen_p[row], bool(self.done[row]), self.simulates.used(row, steps), rng,
-        )  # fmt: skip
+        return capture(self.game.at(row), rng)
 
     def restore(
         self,
@@ -352,22 +349,17 @@ class GridBatch:
                 whole before any env changes; then no env has changed).
         """
         rows = np.asarray(rows, dtype=np.intp)
-        handlers, opponent, steps = self.scenarios.handlers, self.opponent, self.counts["steps"]
+        game = self.game
         for row, snap, rng in zip(rows.tolist(), snapshots, rngs, strict=True):
-            check(snap, self.state, row, self.model, self.topology, handlers[row], opponent,
-                  self.parameters, rng)  # fmt: skip
-        hand_over_solvers(snapshots, self.state, rows.tolist())
+            check(snap, game.at(row), self.model, self.topology, self.parameters, rng)
+        hand_over_solvers(snapshots, game.grid, rows.tolist())
         if self._turns is not None:  # a restore, as a reset, ends a pool turn in progress
             self._turns.discard(rows)
         for row, snap, rng in zip(rows.tolist(), snapshots, rngs, strict=True):
-            put(snap, self.state, row, self.model, self.topology, handlers[row], opponent, rng)
-            self.last_gen_p[row] = snap.setpoints.copy()
-            self.done[row] = snap.done
-            self.simulates.set_used(row, snap.simulates, steps[row])
-        self.scenarios.follow(rows)
-        self.started[rows] = True
-        self._calm = self.scenarios.calm_steps(np.flatnonzero(~self.done))
-        return self._observe_now(rows, self.played[rows], self.scenarios.outages(rows))
+            put(snap, game.at(row), self.model, self.topology, rng)
+        game.scenarios.follow(rows)
+        self._calm = game.scenarios.calm_steps(np.flatnonzero(~game.done))
+        return self._observe_now(rows, game.scenarios.played[rows], game.scenarios.outages(rows))
 
     # --- step ---------------------------------------------------------------------------
 
@@ -436,12 +428,12 @@ class GridBatch:
         turn's last state gets them)."""
         t0 = perf_counter()
         inputs, calm = self._next_step(rows, masks)
-        result = self.turn.play(self.state, rows, action, inputs)
+        result = self.turn.play(self.game.grid, rows, action, inputs)
         terminated, truncated = result.terminated, result.truncated
         if any_true(terminated) or any_true(truncated):
-            self.done[selector(rows, self.n)] = terminated | truncated
+            self.game.done[selector(rows, self.n)] = terminated | truncated
         if not calm:
-            self._calm = self.scenarios.calm_steps(np.flatnonzero(~self.done))
+            self._calm = self.game.scenarios.calm_steps(np.flatnonzero(~self.game.done))
         t1, t2 = self.turn.marks
         t3 = perf_counter()
         timings = self.timings
@@ -455,27 +447,27 @@ class GridBatch:
         """Move the scenarios and clocks of ``rows`` one step on; the turn's inputs of that
         step, and whether the step was calm (no row could reach its max_steps or the end of
         its time block: neither is checked)."""
-        scenarios = self.scenarios
+        scenarios = self.game.scenarios
         scenarios.advance(rows)
         sel = selector(rows, self.n)
-        played = self.played[sel]
+        played = self.game.scenarios.played[sel]
         calm = self._calm > 0
         if calm:
             self._calm -= 1
             truncated = false_flags(len(rows))
         else:
-            truncated = played >= self.max_steps[sel]
+            truncated = played >= self.game.scenarios.max_steps[sel]
             scenarios.refill_due(rows)
         inputs = TurnInputs(
             clock_rows=rows,
             injections=scenarios.injections(rows),
             outages=scenarios.outages(rows),  # maintenance and hazards of this step
-            setpoints=self.last_gen_p,
+            setpoints=self.game.setpoints,
             length=None if self.storage is None else self.step_length(rows),
-            opponent=self.opponent,
+            opponent=self.game.opponent,
             times=scenarios.times(rows),
             played=played,
-            max_steps=self.max_steps[sel],
+            max_steps=self.game.scenarios.max_steps[sel],
             truncated=truncated,
             action_masks=masks,
         )
@@ -537,13 +529,13 @@ class GridBatch:
         """
         self.check_running(rows)
         return screen(
-            self.state, self.model, self.topology, self.inv_limit, rows,
+            self.game.grid, self.model, self.topology, self.inv_limit, rows,
             branch_indices(self.model, branches),
         )  # fmt: skip
 
     def check_running(self, rows: np.ndarray) -> None:
         """Raise RuntimeError naming the first of ``rows`` whose episode is over."""
-        done = rows[self.done[rows]]
+        done = rows[self.game.done[rows]]
         if len(done):
             raise RuntimeError(
                 f"env {int(done[0])}: the episode is over (or never started): call reset() first"
@@ -553,7 +545,7 @@ class GridBatch:
 
     def step_length(self, clock_rows: np.ndarray) -> StepLength:
         """The step lengths of the batch's ``clock_rows`` (their scenarios')."""
-        return self.scenarios.step_length(clock_rows)
+        return self.game.scenarios.step_length(clock_rows)
 
     def mask_of(self, state: BatchState, rows: np.ndarray) -> np.ndarray | None:
         """The legal agent actions of ``rows`` now, when the env gives them."""
@@ -564,7 +556,7 @@ class GridBatch:
 
     def legal_actions(self, rows: np.ndarray) -> np.ndarray:
         """(k, n_catalog) bool: the catalog actions legal now in ``rows``."""
-        return self._rules.legal_mask(self.state, rows, self.parameters)
+        return self._rules.legal_mask(self.game.grid, rows, self.parameters)
 
     def catalog_index(self, action: int) -> int:
         """The catalog index of the agent's discrete action ``action`` (assumed valid)."""
@@ -604,7 +596,7 @@ class GridBatch:
         np.concatenate(segments, axis=1, out=obs, casting="same_kind")
         if self._selection is not None:
             clock_rows = rows if clock_rows is None else clock_rows
-            steps = self.step_index[clock_rows] + ahead
+            steps = self.game.scenarios.step_index[clock_rows] + ahead
             extras = extra_values(self._selection, self, state, rows, steps, played, clock_rows)
             obs = self._selection.select(obs, extras)
         return obs, rho
@@ -612,7 +604,7 @@ class GridBatch:
     def time_features(self, rows: np.ndarray, ahead: int = 0) -> np.ndarray:
         """(k, 6) time features of each row's current step (``ahead``: of the step that many
         steps on, fewer than a scenario window's)."""
-        return self.scenarios.times(rows, ahead)
+        return self.game.scenarios.times(rows, ahead)
 
 
 def _no_maintenance(k: int, n_branch: int) -> np.ndarray:

@@ -22,14 +22,12 @@ from typing import Protocol
 
 import numpy as np
 
+from grid_vec.core.game_state import GameState
 from grid_vec.core.parameters import Parameters
 from grid_vec.core.records import ActionBatch, CandidateResults, StepBatch
 from grid_vec.core.rules import outages as outages_
 from grid_vec.core.rules.actions import false_flags
 from grid_vec.core.rules.storage import StepLength, StorageUnits
-from grid_vec.core.scenario_rows import ScenarioRows
-from grid_vec.core.simulate_budget import SimulateBudget
-from grid_vec.core.state import BatchState
 from grid_vec.core.turn import Turn, TurnInputs
 from grid_vec.grid.backend import InjectionRows
 from grid_vec.grid.model import GridModel
@@ -72,21 +70,15 @@ class LookaheadHost(Protocol):
     """What a look-ahead reads of its batch (:class:`~grid_vec.core.batch.GridBatch` is one),
     written here so that this module, which the batch calls, needs no import of it."""
 
-    state: BatchState
+    game: GameState  # the envs' state, read (candidates are copies of its rows)
     model: GridModel
     turn: Turn
-    scenarios: ScenarioRows
     action_subset: np.ndarray | None
-    simulates: SimulateBudget
     counts: dict[str, np.ndarray]
     parameters: Parameters
     storage: StorageUnits | None
-    max_steps: np.ndarray
-    played: np.ndarray
-    done: np.ndarray
     inv_limit: np.ndarray
     simulate_seconds: np.ndarray
-    last_gen_p: np.ndarray  # (n, n_gen)
     n_actions: int
     safe_mask_rho: float | None
 
@@ -124,7 +116,7 @@ class Lookahead:
         self.admit(rows, k, len(actions), charge=charge)
         copies = np.repeat(rows, k)
         parts = []
-        size = chunk_rows(self.host.state.flows.shape[1])
+        size = chunk_rows(self.host.game.grid.flows.shape[1])
         for first in range(0, len(copies), size):
             part = slice(first, first + size)
             chunk = [a.rows(part) for a in actions] if len(copies) > size else actions
@@ -145,7 +137,7 @@ class Lookahead:
         host = self.host
         k = host.n_actions
         safe = np.zeros((len(rows), k), dtype=bool)
-        playing = ~host.done[rows]
+        playing = ~host.game.done[rows]
         if playing.any():
             alive = rows[playing]
             every = ActionBatch(np.tile(np.arange(k, dtype=np.int64), len(alive)))
@@ -170,7 +162,9 @@ class Lookahead:
         host.check_running(rows)
         self.check_horizon(rows, horizon)
         if charge:
-            host.simulates.charge(rows, k * horizon, host.counts["steps"][rows], host.parameters)
+            host.game.simulates.charge(
+                rows, k * horizon, host.counts["steps"][rows], host.parameters
+            )
             host.counts["simulates"][rows] += k * horizon
 
     def chain(
@@ -191,10 +185,11 @@ class Lookahead:
             actions = [replace(a, topology=host.action_subset[a.topology]) for a in actions]
         envs = np.unique(copies)
         env_of = np.searchsorted(envs, copies)  # each copy's position in envs
-        state = host.state.take(copies)
-        setpoints = host.last_gen_p[copies]  # the copies' own (a gather copies)
-        left = (host.max_steps[envs] - host.played[envs])[env_of]  # steps each may play
-        outages = host.scenarios.outages(envs)
+        game = host.game
+        state, setpoints = game.copies(copies)  # the copies' own rows (gathers copy)
+        clocks = game.scenarios
+        left = (clocks.max_steps[envs] - clocks.played[envs])[env_of]  # steps each may play
+        outages = clocks.outages(envs)
         playing = np.arange(len(copies))
         chain: list[ChainStep] = []
         for h, action in enumerate(actions, start=1):
@@ -225,7 +220,7 @@ class Lookahead:
         if horizon == 1:
             return
         for j, row in enumerate(rows.tolist()):
-            handler = self.host.scenarios.handler(row)
+            handler = self.host.game.scenarios.handler(row)
             most = handler.forecast_horizons
             if most is not None and most < horizon:
                 raise HorizonRefused(
@@ -258,7 +253,7 @@ class Lookahead:
         envs_playing, position = np.unique(at, return_inverse=True)
         forecasts = InjectionRows.of_rows(
             [
-                np.concatenate(host.scenarios.handler(int(envs[i])).rows_ahead(h))
+                np.concatenate(host.game.scenarios.handler(int(envs[i])).rows_ahead(h))
                 for i in envs_playing
             ],
             host.model,
@@ -274,8 +269,8 @@ class Lookahead:
             length=None if host.storage is None else host.step_length(clock_rows),
             opponent=None,
             times=host.time_features(envs, ahead=h)[at],
-            played=host.played[clock_rows] + h,
-            max_steps=host.max_steps[clock_rows],
+            played=host.game.scenarios.played[clock_rows] + h,
+            max_steps=host.game.scenarios.max_steps[clock_rows],
             truncated=false_flags(len(playing)),
             ahead=h,
             action_masks=action_masks,

@@ -184,9 +184,11 @@ def extra_values(
         out["current_step"] = np.asarray(steps)
     if "max_step" in names:
         # the episode's last step, counted from the scenario's start as current_step is
-        out["max_step"] = np.asarray(steps) - np.asarray(played) + batch.max_steps[time_rows]
+        out["max_step"] = (
+            np.asarray(steps) - np.asarray(played) + batch.game.scenarios.max_steps[time_rows]
+        )
     if "delta_time" in names:
-        out["delta_time"] = batch.scenarios.step_seconds[time_rows] / 60
+        out["delta_time"] = batch.game.scenarios.step_seconds[time_rows] / 60
     if selection.needs_thetas:
         out.update(_thetas(batch, state, rows))
     if selection.needs_dispatch:

@@ -37,22 +37,18 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from grid_vec.chronics.handler import EpisodeState, ScenarioHandler
+from grid_vec.chronics.handler import EpisodeState
 from grid_vec.chronics.outages import Events
+from grid_vec.core.game_state import GameRow
 from grid_vec.core.rng_state import RngState
-from grid_vec.core.rules.opponent import OpponentBatch, OpponentRow
-from grid_vec.core.state import BatchState, push_topology
+from grid_vec.core.rules.opponent import OpponentRow
+from grid_vec.core.state import ROW_FIELDS, BatchState, push_topology
 from grid_vec.core.topology import TopologyLayout
 from grid_vec.grid.model import GridModel
 
-# every array of a BatchState row but the column views into ``timers`` and ``flows``
-STATE_FIELDS = (
-    "topo", "last_or", "last_ex", "line_status", "timers", "target_dispatch",
-    "actual_dispatch", "already_redispatched", "gen_p_redisp", "gen_p_before_curtail",
-    "curtail_limit", "curtail_limit_prev", "curtailment_mw", "dispatching", "storage_charge",
-    "storage_charge_prev", "storage_target", "storage_power", "storage_power_prev",
-    "storage_amount", "flows", "topo_dirty",
-)  # fmt: skip
+# the arrays of a state row a snapshot holds (every array but the column views into
+# ``timers`` and ``flows``)
+STATE_FIELDS = ROW_FIELDS
 
 
 @dataclass(frozen=True)
@@ -126,68 +122,24 @@ class GridSnapshot:
         return snapshot
 
 
-class StateRows:
-    """Each row's views into a batch's state arrays, made on a row's first snapshot: a
-    snapshot then copies them (``ndarray.copy`` of each) without indexing every array again;
-    the arrays of no element (no storage unit) are one shared empty array each.
-
-    Args:
-        state: the batch's state (its arrays are never replaced: views stay valid).
-    """
-
-    def __init__(self, state: BatchState) -> None:
-        self.state = state
-        self._rows: dict[int, tuple[tuple[str, ...], tuple[np.ndarray, ...]]] = {}
-        self._empty: dict[str, np.ndarray] = {}
-        for name in STATE_FIELDS:
-            array = getattr(state, name)
-            if array[0, ...].size == 0:
-                empty = np.empty(array.shape[1:], dtype=array.dtype)
-                empty.flags.writeable = False
-                self._empty[name] = empty
-
-    def copy(self, row: int) -> dict[str, np.ndarray]:
-        """A copy of every :data:`STATE_FIELDS` array's row ``row``, by name."""
-        views = self._rows.get(row)
-        if views is None:
-            names = tuple(name for name in STATE_FIELDS if name not in self._empty)
-            arrays = tuple(getattr(self.state, name)[row, ...] for name in names)
-            views = self._rows[row] = (names, arrays)
-        names, arrays = views
-        copied = dict(zip(names, map(_copy, arrays), strict=True))
-        if self._empty:
-            copied.update(self._empty)
-        return copied
-
-
-_copy = np.ndarray.copy  # the method itself: a map over views without an attribute lookup
-
-
-def capture(
-    rows: StateRows,
-    row: int,
-    model: GridModel,
-    handler: ScenarioHandler,
-    opponent: OpponentBatch | None,
-    setpoints: np.ndarray,
-    done: bool,
-    simulates: tuple[int, int],
-    rng: np.random.Generator | None,
-) -> GridSnapshot:
-    """The snapshot of env ``row`` of a batch (its parts given by the batch); the env is
+def capture(at: GameRow, rng: np.random.Generator | None = None) -> GridSnapshot:
+    """The snapshot of a row of the game's state (:meth:`GameState.at
+    <grid_vec.core.game_state.GameState.at>`), with its env's RNG when given; the env is
     left bitwise as it was (everything is copied or read)."""
+    game, row = at
+    steps = int(game.scenarios.steps[row])
     # a frozen dataclass's __init__ sets each field with object.__setattr__ (0.3 µs each):
     # the record's __dict__ is filled at once instead, every field given
     snapshot = object.__new__(GridSnapshot)
     snapshot.__dict__.update(
-        grid=model.name,
-        state=rows.copy(row),
-        scenario=handler.episode_state(),
-        opponent=None if opponent is None else opponent.row_state(row),
-        solver=rows.state.solver.solver_state(row),
-        setpoints=setpoints.copy(),  # a view of the scenario's rows, or of a dispatch's
-        done=done,
-        simulates=simulates,
+        grid=game.grid.solver.model.name,
+        state=game.row_copy(row),
+        scenario=game.scenarios.handler(row).episode_state(),
+        opponent=None if game.opponent is None else game.opponent.row_state(row),
+        solver=game.grid.solver.solver_state(row),
+        setpoints=game.setpoints[row].copy(),
+        done=bool(game.done[row]),
+        simulates=game.simulates.used(row, steps),
         rng=None if rng is None else RngState.of(rng),
     )
     return snapshot
@@ -224,18 +176,21 @@ def hand_over_solvers(
 
 def put(
     snapshot: GridSnapshot,
-    state: BatchState,
-    row: int,
+    at: GameRow,
     model: GridModel,
     layout: TopologyLayout,
-    handler: ScenarioHandler,
-    opponent: OpponentBatch | None,
     rng: np.random.Generator | None,
 ) -> None:
-    """Restore env ``row`` of a batch from a checked ``snapshot``
-    (:func:`grid_vec.core.snapshot_checks.check`) whose solver state its backend took
-    (:func:`hand_over_solvers`): its state row, its handler, its opponent, its RNG (when both
-    are given) and its backend. Nothing here refuses: what could was checked before."""
+    """Put a checked ``snapshot`` (:func:`grid_vec.core.snapshot_checks.check`) whose solver
+    state its solver row took (:func:`hand_over_solvers`) back into a row of the game's
+    state: the grid's row, the scenario handler's place, the opponent's row, the setpoints,
+    the episode's flags and the simulates spent, the env's RNG (when both are given) and
+    the solver's row. The caller then moves the restored rows' scenario clocks to their
+    handlers' places (:meth:`ScenarioRows.follow
+    <grid_vec.core.scenario_rows.ScenarioRows.follow>`, all rows at once). Nothing here
+    refuses: what could was checked before."""
+    game, row = at
+    state, handler, opponent = game.grid, game.scenarios.handlers[row], game.opponent
     handler.restore_episode(snapshot.scenario)
     for name in STATE_FIELDS:
         getattr(state, name)[row] = snapshot.state[name]
@@ -250,6 +205,10 @@ def put(
         push_topology(state, model, layout, np.array([row], dtype=np.intp))
     # again after the push, which may have started the solver from the base case
     state.solver.set_solver_state(row, snapshot.solver)
+    game.setpoints[row] = snapshot.setpoints
+    game.done[row] = snapshot.done
+    game.started[row] = True
+    game.simulates.set_used(row, snapshot.simulates, game.scenarios.steps[row])
 
 
 def _flatten(out: dict[str, np.ndarray], prefix: str, record: NamedTuple) -> None:

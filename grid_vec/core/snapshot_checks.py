@@ -21,11 +21,11 @@ import numpy as np
 from grid_vec.chronics.handler import EpisodeState, ScenarioHandler
 from grid_vec.chronics.outages import Events
 from grid_vec.chronics.scenario import ScenarioInfo
+from grid_vec.core.game_state import GameRow
 from grid_vec.core.parameters import Parameters
 from grid_vec.core.rng_state import RngState
 from grid_vec.core.rules.opponent import OpponentBatch, OpponentRow
 from grid_vec.core.snapshot import STATE_FIELDS, GridSnapshot
-from grid_vec.core.state import BatchState
 from grid_vec.core.topology import TopologyLayout, unsolvable
 from grid_vec.grid.compile import N_BUSBAR
 from grid_vec.grid.model import GridModel
@@ -33,12 +33,9 @@ from grid_vec.grid.model import GridModel
 
 def check(
     snapshot: Any,
-    state: BatchState,
-    row: int,
+    at: GameRow,
     model: GridModel,
     layout: TopologyLayout,
-    handler: ScenarioHandler,
-    opponent: OpponentBatch | None,
     parameters: Parameters,
     rng: np.random.Generator | None,
 ) -> None:
@@ -50,12 +47,9 @@ def check(
 
     Args:
         snapshot: what to restore.
-        state: the batch's state.
-        row: the env to restore.
+        at: the row of the game's state to restore it into.
         model: the batch's grid.
         layout: ``model``'s topology layout.
-        handler: the env's scenario handler.
-        opponent: the batch's opponent, None without one.
         parameters: the batch's rules (the cooldowns' and the simulates' maxima).
         rng: the env's RNG the snapshot's is put into, None when it is not put.
 
@@ -66,6 +60,8 @@ def check(
     """
     if not isinstance(snapshot, GridSnapshot):
         raise TypeError(f"a snapshot must be a GridSnapshot, got {type(snapshot).__name__}")
+    game, row = at
+    state, handler, opponent = game.grid, game.scenarios.handlers[row], game.opponent
     if snapshot.grid != model.name:
         raise ValueError(
             f"snapshot field 'grid': a snapshot of grid {snapshot.grid!r} cannot be restored "

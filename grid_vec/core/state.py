@@ -107,7 +107,7 @@ class BatchState:
         assignment over all the rows, the solver's rows reset (:meth:`SolverBatch.reset`)
         rather than replaced by copies, so that they solve what copies of ``initial``'s would."""
         sel = selector(rows, self.n)
-        for name in _RESTORED:
+        for name in ROW_FIELDS:
             getattr(self, name)[sel] = getattr(initial, name)  # its one row, broadcast
         if len(rows):
             self.solver.reset(rows)
@@ -122,7 +122,9 @@ _ROW_ARRAYS = (
 )  # fmt: skip
 
 
-_RESTORED = (*_ROW_ARRAYS, "timers", "flows")  # every array of a row but the column views
+# every array of a row but the column views into timers and flows: what a reset restores
+# and a snapshot holds
+ROW_FIELDS = (*_ROW_ARRAYS, "timers", "flows")
 
 # the storage units' (N, n_storage) arrays
 _STORAGE_ARRAYS = (

@@ -223,7 +223,7 @@ class GridEnv(gym.Env):
         self._batch = batch
         self._k = row
         self._row = np.array([row], dtype=np.intp)
-        self._handler = batch.scenarios.handlers[row]
+        self._handler = batch.game.scenarios.handlers[row]
 
     def sharing_one_batch(self, n: int) -> list[GridEnv]:
         """``n`` fresh envs configured as this one, the rows of one new batched core.
@@ -348,7 +348,7 @@ class GridEnv(gym.Env):
             RuntimeError: the episode is over (or never started).
         """
         batch = self._batch
-        if batch.done[self._k]:
+        if batch.game.done[self._k]:
             raise RuntimeError("the episode is over (or never started): call reset() first")
         result = batch.step(self._row, self._parse(action))
         return (
@@ -394,7 +394,7 @@ class GridEnv(gym.Env):
             ValueError: an action outside the action space.
             RuntimeError: the episode is over, or a simulate budget is spent.
         """
-        if self._batch.done[self._k]:
+        if self._batch.game.done[self._k]:
             raise RuntimeError("the episode is over (or never started): call reset() first")
         result = self._batch.simulate(self._k, self._parse(action))
         return (
@@ -431,7 +431,7 @@ class GridEnv(gym.Env):
                 shaped for ``horizon``, or a horizon the scenario does not forecast.
             RuntimeError: the episode is over, or a simulate budget would be exceeded.
         """
-        if self._batch.done[self._k]:
+        if self._batch.game.done[self._k]:
             raise RuntimeError("the episode is over (or never started): call reset() first")
         actions = horizon_actions(self._batch.continuous, self.action_space, candidates, horizon)
         k = len(actions[0].topology)
@@ -527,7 +527,7 @@ class GridEnv(gym.Env):
     @property
     def scenario_info(self) -> ScenarioInfo | None:
         """The scenario of the current (or last) episode; None before the first reset."""
-        return self._handler.info if self._batch.started[self._k] else None
+        return self._handler.info if self._batch.game.started[self._k] else None
 
     @property
     def source(self) -> ScenarioSource:
@@ -547,7 +547,7 @@ class GridEnv(gym.Env):
     def opponent_info(self) -> dict[str, Any] | None:
         """The opponent's budget, attacked branch (-1: none) and remaining attack steps;
         None without an opponent."""
-        opponent = self._batch.opponent
+        opponent = self._batch.game.opponent
         return None if opponent is None else opponent.info(self._k)
 
     def view(self, obs: np.ndarray) -> ObservationView:

@@ -164,8 +164,8 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
         parsed = self._parse(actions)
         engine = self._engine
         resets = self.autoreset_mode == AutoresetMode.NEXT_STEP and engine.autoreset.any()
-        if not resets and self._batch.done.any():
-            ended = int(np.argmax(self._batch.done))
+        if not resets and self._batch.game.done.any():
+            ended = int(np.argmax(self._batch.game.done))
             raise RuntimeError(
                 f"sub-env {ended}: the episode is over (or never started): reset it first"
             )
@@ -196,8 +196,8 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
         self._check_open()
         ids = np.asarray(arguments.env_ids(self.num_envs, env_ids), dtype=np.intp)
         parsed = self._parse(actions, ids)
-        if self._batch.done[ids].any():
-            ended = int(ids[np.argmax(self._batch.done[ids])])
+        if self._batch.game.done[ids].any():
+            ended = int(ids[np.argmax(self._batch.game.done[ids])])
             raise RuntimeError(f"sub-env {ended}: the episode is over: reset it first")
         order = np.argsort(ids, kind="stable")
         self._engine.begin(ids[order], parsed.rows(order))
@@ -318,8 +318,8 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
             actions = horizon_actions(layout, space, flat, horizon)
         except ValueError as exc:
             raise naming_env(exc, np.repeat(np.arange(n), k).tolist()) from None
-        if self._batch.done.any():
-            ended = int(np.argmax(self._batch.done))
+        if self._batch.game.done.any():
+            ended = int(np.argmax(self._batch.game.done))
             raise RuntimeError(
                 f"sub-env {ended}: the episode is over: step it (autoreset) or reset first"
             )

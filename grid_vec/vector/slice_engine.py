@@ -107,7 +107,7 @@ class SliceEngine:
         self.terminated[rows] = False
         self.truncated[rows] = False
         # False but for a restored snapshot of an episode over (NEXT_STEP then resets it)
-        self.autoreset[rows] = self.batch.done[rows]
+        self.autoreset[rows] = self.batch.game.done[rows]
         return self._reset_infos(rows, result)
 
     def step(self, rows: np.ndarray, actions: ActionBatch) -> SliceStep:
@@ -204,7 +204,7 @@ class SliceEngine:
         ids = np.zeros(n, dtype=int)
         names = np.full(n, None, dtype=object)
         for row in rows.tolist():
-            info = self.batch.scenarios.handlers[row].info
+            info = self.batch.game.scenarios.handlers[row].info
             ids[row], names[row] = info.id, info.name
         return {
             "scenario_id": ids,

@@ -292,7 +292,7 @@ class Server:
 
         engine, ids = self.engine, self.spec.env_ids
         errors: list = []
-        over = engine.batch.done & ~engine.autoreset  # NEXT_STEP's autoresets are no error
+        over = engine.batch.game.done & ~engine.autoreset  # NEXT_STEP's autoresets are no error
         rows = engine.all
         if over.any():
             self._step_each(np.flatnonzero(over).tolist(), None, {}, errors)

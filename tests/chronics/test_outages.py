@@ -175,7 +175,7 @@ def test_synthetic_scenarios_plan_no_outage():
         np.testing.assert_array_equal(off.step(0)[0], obs)
         v = env.view(obs)
         assert (v.time_next_maintenance == -1).all() and (v.duration_next_maintenance == 0).all()
-    assert env.unwrapped._batch.scenarios.handlers[0].outage_rows() is None
+    assert env.unwrapped._batch.game.scenarios.handlers[0].outage_rows() is None
 
 
 def test_disk_cache_keeps_the_outage_fields(tmp_path, folder, case14_model):

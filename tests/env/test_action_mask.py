@@ -99,7 +99,9 @@ def test_mask_is_the_rules_verdict_on_every_action(case14, rules):
         _, info = env.reset(seed=episode)
         for _ in range(60):
             mask = info["action_mask"]
-            illegal = batch._rules.legalise(batch.state, row, every_action, None, None, params)[0]
+            illegal = batch._rules.legalise(batch.game.grid, row, every_action, None, None, params)[
+                0
+            ]
             assert mask.dtype == bool and mask.shape == (n,)
             assert np.array_equal(mask, ~illegal)
             assert mask[0]

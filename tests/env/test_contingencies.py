@@ -23,7 +23,7 @@ def case14_env():
 
 def _buses(env):
     batch = env.unwrapped.batch_row[0]
-    topo, layout = batch.state.topo[0], batch.topology
+    topo, layout = batch.game.grid.topo[0], batch.topology
     return topo[layout.pos_load], topo[layout.pos_gen], topo[layout.pos_or], topo[layout.pos_ex]
 
 
@@ -33,7 +33,7 @@ def test_every_outage_equals_solving_a_copy_with_that_branch_out(case14_env):
     n = batch.model.n_branch
     assert found.rho.shape == (n, n) and found.max_rho.shape == (n,)
     # the reference: Backend's own per-branch copy-and-solve on a copy of the env's row
-    row = LightSimBackend.of_batch(batch.state.solver.take([0]))
+    row = LightSimBackend.of_batch(batch.game.grid.solver.take([0]))
     amps = Backend.outage_currents(row, np.arange(n), *_buses(case14_env))
     expected = amps / batch.thermal_limit
     ends = found.game_over_reason != ""

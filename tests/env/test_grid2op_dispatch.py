@@ -88,7 +88,7 @@ def test_a_redispatch_target_beyond_pmax_minus_pmin_fails_and_is_given_back():
         _, _, term, _, info = env.step(action)
         assert not term
         flagged += "failed_redispatch_reason" in info
-        target = env.unwrapped._batch.state.target_dispatch[0, g]
+        target = env.unwrapped._batch.game.grid.target_dispatch[0, g]
         assert target <= spread[g] + 1e-4
     assert flagged >= 1
     assert "pmax - pmin" in info["failed_redispatch_reason"]
@@ -157,5 +157,5 @@ def test_leaving_every_curtailment_limit_unchanged_plays_bitwise_as_do_nothing(m
         want, reward_want, term_want, _, _ = plain.step(0)
         np.testing.assert_array_equal(obs, want, err_msg=f"step {t}")
         assert (reward, term) == (reward_want, term_want)
-        assert not ours.unwrapped._batch.state.dispatching.any(), t  # at rest all along
+        assert not ours.unwrapped._batch.game.grid.dispatching.any(), t  # at rest all along
     assert not calls

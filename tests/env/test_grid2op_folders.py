@@ -175,7 +175,9 @@ def test_storage_folder_plays_do_nothing_as_in_grid2op(data, name):
     assert worst <= RHO_TOL
     if end is None:  # both still running (grid2op has no observation after a game over)
         charge = theirs.get_obs().storage_charge
-        np.testing.assert_allclose(ours.unwrapped._batch.state.storage_charge[0], charge, atol=1e-4)
+        np.testing.assert_allclose(
+            ours.unwrapped._batch.game.grid.storage_charge[0], charge, atol=1e-4
+        )
 
 
 def test_unsorted_bus_index_numbers_substations_as_grid2op(data):

@@ -66,7 +66,7 @@ def test_view_and_physics_consistency(make_env, case14):
     for _ in range(3):
         obs, *_ = env.step(0)
         view = env.view(obs)
-        res = env._batch.state.solver.results(0)
+        res = env._batch.game.grid.solver.results(0)
         np.testing.assert_allclose(view.rho, res.a_or / limits, rtol=1e-6)
         np.testing.assert_allclose(view.rho, view.a_or / limits, rtol=1e-5)
         for name in ("p_or", "q_or", "v_or", "a_or", "p_ex", "load_p", "gen_p", "gen_q", "gen_v"):

@@ -312,7 +312,7 @@ def test_the_dispatch_recovery_is_the_plain_env_redispatching_back_by_hand(case1
             skipped = 0
             while not any(ends) and float(plain.view(plain_obs).rho.max()) < DISPATCH_THRESHOLD:
                 # the core's state: the observation does not carry the target by default
-                target = plain._batch.state.target_dispatch[0][columns]
+                target = plain._batch.game.grid.target_dispatch[0][columns]
                 own = np.clip(-target, *limits).astype(np.float32)
                 recoveries += bool(target.any())
                 plain_obs, r, *ends, _ = plain.step(own)
@@ -322,7 +322,7 @@ def test_the_dispatch_recovery_is_the_plain_env_redispatching_back_by_hand(case1
             assert reward == expected and [terminated, truncated] == ends
             assert info["skipped_steps"] == skipped
             if skipped > 3 and not any(ends):
-                assert not ours._batch.state.target_dispatch[0].any()
+                assert not ours._batch.game.grid.target_dispatch[0].any()
                 back_to_zero += 1
             if terminated or truncated:
                 break

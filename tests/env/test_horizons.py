@@ -400,7 +400,7 @@ def test_candidates_are_played_a_chunk_of_copies_at_a_time_with_the_same_results
     monkeypatch.setattr(
         BatchState, "take", lambda self, rows: taken.append(len(rows)) or take(self, rows)
     )
-    n_flows = vec._batch.state.flows.shape[1]
+    n_flows = vec._batch.game.grid.flows.shape[1]
     monkeypatch.setattr(lookahead, "CHUNK_BYTES", 7 * 8 * n_flows)  # 7 copies a chunk
     chunked = vec.simulate_candidates(candidates, horizon=horizon)
     vec.close()

@@ -29,7 +29,7 @@ class History:
 
     def note(self, envs: BatchedGridVecEnv, obs: np.ndarray, info: dict, ended: np.ndarray):
         batch = envs._batch
-        self.topologies.update(row.tobytes() for row in batch.state.topo)
+        self.topologies.update(row.tobytes() for row in batch.game.grid.topo)
         self.tripped += int(np.count_nonzero(info.get("tripped_branches", 0)))
         maintenance = obs[:, batch.obs_layout.slices["time_next_maintenance"]]
         self.maintained += int(np.count_nonzero((maintenance == 0).any(axis=1)))
@@ -42,7 +42,7 @@ def _play_before(envs: BatchedGridVecEnv, steps: int, rng: np.random.Generator):
     has to undo. Returns the history and that row."""
     history = History()
     envs.reset(seed=list(range(100, 100 + N)))
-    state = envs._batch.state
+    state = envs._batch.game.grid
     for t in range(10 * steps):
         obs, _, terminated, truncated, info = envs.step(
             rng.integers(0, envs.single_action_space.n, N)
@@ -63,7 +63,7 @@ def _trajectory(envs: BatchedGridVecEnv, row: int, seed: int, actions: np.ndarra
     seeds = [None] * envs.num_envs
     seeds[row] = seed
     obs, _ = envs.reset(seed=seeds, options={"reset_mask": mask})
-    flows = envs._batch.state.flows
+    flows = envs._batch.game.grid.flows
     out = [obs[row].copy(), flows[row].copy()]
     for action in actions:
         batch_actions = np.zeros(envs.num_envs, dtype=np.int64)
@@ -90,7 +90,7 @@ def test_a_row_reset_in_place_plays_what_a_new_env_plays(case14, backend, steps)
         backend=backend,
     )
     used = BatchedGridVecEnv.from_factory(env_factory, N)
-    solver = used._batch.state.solver
+    solver = used._batch.game.grid.solver
     history, row = _play_before(used, steps, np.random.default_rng(3))
     assert len(history.topologies) >= 10 and history.tripped and history.maintained
     assert history.ended >= 5  # resets in place before the one checked
@@ -99,7 +99,7 @@ def test_a_row_reset_in_place_plays_what_a_new_env_plays(case14, backend, steps)
         actions = rng.integers(0, used.single_action_space.n, STEPS_AFTER)
         _assert_plays_as_new(used, env_factory, row, seed, actions)
     # the same solver all along: its rows restored, never replaced by copies
-    assert used._batch.state.solver is solver
+    assert used._batch.game.grid.solver is solver
 
 
 @pytest.mark.parametrize(
@@ -119,7 +119,7 @@ def test_a_reset_that_keeps_the_topology_starts_the_solver_afresh(case14, backen
     for _ in range(5):
         used.step(nothing)
     for seed in (7, 8, 9):
-        assert (used._batch.state.topo[1] == 1).all()
+        assert (used._batch.game.grid.topo[1] == 1).all()
         _assert_plays_as_new(used, env_factory, 1, seed, nothing[:1].repeat(5))
 
 

@@ -123,7 +123,7 @@ def _all_disconnected(arrays: dict[str, np.ndarray], env) -> None:
 def _flow(field: str, value: float) -> Callable:
     def tamper(arrays: dict[str, np.ndarray], env) -> None:
         batch, _ = env.unwrapped.batch_row
-        arrays["state.flows"][batch.state.slices[field].start] = value
+        arrays["state.flows"][batch.game.grid.slices[field].start] = value
 
     return tamper
 

@@ -60,6 +60,7 @@ from typing import Protocol
 import numpy as np
 
 from grid_vec.core.actions import KIND_LINE, KIND_SUB, ActionCatalog
+from grid_vec.core.game_state import GameState
 from grid_vec.core.parameters import Parameters
 from grid_vec.core.records import INFO_COLUMNS, REASONS, ActionBatch, StepBatch
 from grid_vec.core.rules.dispatch import GeneratorLimits
@@ -72,7 +73,7 @@ class GridBatch(Protocol):
     is one): written here so that this module, which the core calls, needs no import of it."""
 
     parameters: Parameters
-    state: BatchState
+    game: GameState
     topology: TopologyLayout
     inv_limit: np.ndarray
     dispatch_limits: GeneratorLimits
@@ -153,7 +154,7 @@ def reconnections(batch: GridBatch, rows: np.ndarray, toggles: np.ndarray) -> np
     """
     if batch.parameters.max_line_status_changed < 1:
         return np.zeros(len(rows), dtype=np.int64)
-    state = batch.state
+    state = batch.game.grid
     ready = ~state.line_status[rows] & (state.cooldown_line[rows] == 0)
     first = np.argmax(ready, axis=1)
     return np.where(ready.any(axis=1), toggles[first], 0).astype(np.int64)
@@ -177,7 +178,7 @@ def recoveries(batch: GridBatch, rows: np.ndarray, references: np.ndarray) -> np
     if not has.any():
         return actions
     layout = batch.topology
-    on_two = np.cumsum(batch.state.topo[rows] == 2, axis=1)
+    on_two = np.cumsum(batch.game.grid.topo[rows] == 2, axis=1)
     on_two = np.concatenate([np.zeros((len(rows), 1), dtype=on_two.dtype), on_two], axis=1)
     # per substation: whether any of its elements is on bus bar 2
     moved = (on_two[:, layout.sub_start[1:]] > on_two[:, layout.sub_start[:-1]]) & has
@@ -274,7 +275,7 @@ def own_step(batch: GridBatch, heuristics: Heuristics, rows: np.ndarray) -> Step
             own[free] = recoveries(batch, rows[free], batch.reference_actions)
     redispatch = None
     if heuristics.recover_dispatch:
-        target = batch.state.target_dispatch[rows]
+        target = batch.game.grid.target_dispatch[rows]
         if target.any():  # otherwise no redispatch at all: the step of an action without one
             limits = batch.dispatch_limits
             redispatch = np.clip(-target, -limits.ramp_down, limits.ramp_up).astype(np.float64)
@@ -286,7 +287,7 @@ def ended_masks(batch: GridBatch, result: StepBatch, at: np.ndarray, rows: np.nd
     """Write the legal actions of ``rows``, whose turns just ended after steps the env
     played (which carry none), into rows ``at`` of ``result``'s mask (when it has one)."""
     if result.action_mask is not None and len(rows):
-        result.action_mask[at] = batch.mask_of(batch.state, rows)
+        result.action_mask[at] = batch.mask_of(batch.game.grid, rows)
 
 
 def still_idle(
@@ -326,7 +327,7 @@ def writable(result: StepBatch) -> StepBatch:
 def _idle(batch: GridBatch, rows: np.ndarray, step: StepBatch, threshold: float) -> np.ndarray:
     """(k,) the rows whose episode runs and whose maximum rho is below ``threshold``."""
     running = ~(step.terminated | step.truncated)
-    rho = batch.state.a_or[rows] * batch.inv_limit
+    rho = batch.game.grid.a_or[rows] * batch.inv_limit
     return running & (rho.max(axis=1) < threshold)
 
 
