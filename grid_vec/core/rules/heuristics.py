@@ -60,7 +60,6 @@ from typing import Protocol
 import numpy as np
 
 from grid_vec.core.actions import KIND_LINE, KIND_SUB, ActionCatalog
-from grid_vec.core.game_state import GameState
 from grid_vec.core.parameters import Parameters
 from grid_vec.core.records import INFO_COLUMNS, REASONS, ActionBatch, StepBatch
 from grid_vec.core.rules.dispatch import GeneratorLimits
@@ -68,12 +67,19 @@ from grid_vec.core.state import BatchState
 from grid_vec.core.topology import TopologyLayout
 
 
+class GameRecord(Protocol):
+    """What the heuristics read of the game's state (:class:`~grid_vec.core.game_state.
+    GameState` is one; it sits above the rules, which it holds)."""
+
+    grid: BatchState
+
+
 class GridBatch(Protocol):
     """What the heuristics use of the batched core (:class:`~grid_vec.core.batch.GridBatch`
     is one): written here so that this module, which the core calls, needs no import of it."""
 
     parameters: Parameters
-    game: GameState
+    game: GameRecord
     topology: TopologyLayout
     inv_limit: np.ndarray
     dispatch_limits: GeneratorLimits
