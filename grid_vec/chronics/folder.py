@@ -39,6 +39,8 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -285,6 +287,8 @@ class FolderSource:
         self._model_key: str | None = None  # digest of what parsing depends on in the model
         self._found: dict[int, dict[str, Path]] = {}  # scenario id -> its files, by stem
         self._key_fixed: dict[int, tuple] = {}  # scenario id -> _fixed_key's
+        # inside one_instant(): each scenario's cache key as its first read found it
+        self._instant_keys: dict[int, ScenarioKey] | None = None
 
     def __len__(self) -> int:
         return len(self._dirs)
@@ -383,7 +387,29 @@ class FolderSource:
         )
         return whole.window(start, stop)
 
+    @contextmanager
+    def one_instant(self) -> Iterator[None]:
+        """Reads within the block see each scenario's files as its first read there found
+        them: a batch's reset reads a scenario for many envs at once, and its files are
+        stat'ed once for all of them (outside the block, every read checks them again, so an
+        edited file is parsed again)."""
+        outer = self._instant_keys
+        if outer is None:
+            self._instant_keys = {}
+        try:
+            yield
+        finally:
+            self._instant_keys = outer
+
     def _cache_key(self, info: ScenarioInfo) -> ScenarioKey:
+        if self._instant_keys is not None:
+            key = self._instant_keys.get(info.id)
+            if key is None:
+                key = self._instant_keys[info.id] = self._files_key(info)
+            return key
+        return self._files_key(info)
+
+    def _files_key(self, info: ScenarioInfo) -> ScenarioKey:
         """What the parsed arrays of a scenario depend on: its files as they are now (a disk
         entry is also tied to their content), the grid's element order and defaults, the
         renaming and the negative-load rule; plain values only, equal in every process.

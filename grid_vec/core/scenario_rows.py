@@ -17,6 +17,7 @@ clock before it is read (snapshots, multi-step forecasts).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Sequence
 from typing import Any
@@ -66,6 +67,8 @@ class ScenarioRows:
             ScenarioHandler(s, chunk_size=chunk_size, max_iter=max_iter, outages=maintenance)
             for s in sources
         ]
+        # the batch's one source when every env has the same (the usual case), else None
+        self._one_source = sources[0] if all(s is sources[0] for s in sources) else None
         # each env's step in its scenario, steps played this episode, steps ever played and
         # its cursor (the window row of its current step), as columns of one array: a step
         # moves them all with one addition
@@ -102,20 +105,32 @@ class ScenarioRows:
         Raises:
             ValueError, TypeError: an option the scenario cannot play.
         """
-        for row, rng, seed, opts, schedule in zip(
-            rows.tolist(), rngs, seeds, options, schedules, strict=True
-        ):
-            handler = self.handlers[row]
-            if seed is not None:
-                handler.seed(seed)
-            handler.reset(
-                scenario_id=opts.get("scenario_id"),
-                fast_forward=opts.get("fast_forward"),
-                max_steps=opts.get("max_steps"),
-                rng=rng,
-                maintenance=schedule,
-            )
+        with contextlib.ExitStack() as instant:
+            # a source that checks its files at each read checks them once for these resets
+            for source in {id(s): s for s in self._sources(rows)}.values():
+                one_instant = getattr(source, "one_instant", None)
+                if one_instant is not None:
+                    instant.enter_context(one_instant())
+            for row, rng, seed, opts, schedule in zip(
+                rows.tolist(), rngs, seeds, options, schedules, strict=True
+            ):
+                handler = self.handlers[row]
+                if seed is not None:
+                    handler.seed(seed)
+                handler.reset(
+                    scenario_id=opts.get("scenario_id"),
+                    fast_forward=opts.get("fast_forward"),
+                    max_steps=opts.get("max_steps"),
+                    rng=rng,
+                    maintenance=schedule,
+                )
         self.follow(rows)
+
+    def _sources(self, rows: np.ndarray) -> list[ScenarioSource]:
+        """The sources of ``rows``' handlers (one object when the batch shares one)."""
+        if self._one_source is not None:
+            return [self._one_source]
+        return [self.handlers[row].source for row in rows.tolist()]
 
     def follow(self, rows: np.ndarray) -> None:
         """The clocks and windows of ``rows`` (each handler just reset or restored) set to

@@ -64,6 +64,21 @@ def test_an_edited_file_is_parsed_again(source):
     _same(before, after)  # same content, parsed anew
 
 
+def test_reads_of_one_instant_stat_a_scenario_once_and_later_reads_see_an_edit(source):
+    """A batch's reset reads a scenario for many envs inside ``one_instant``: its files are
+    checked at the first read only; a read after the block checks them again."""
+    source.read(0, 0, 4)
+    load_p = source._files(0)["load_p"]
+    stat = load_p.stat()
+    with source.one_instant():
+        source.read(0, 0, 4)  # checks the files: unchanged, a hit
+        os.utime(load_p, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+        source.read(0, 2, 6)  # the same instant: not checked again
+    assert (shared_cache.misses, shared_cache.hits) == (1, 2)
+    source.read(0, 0, 4)
+    assert shared_cache.misses == 2  # the edit seen, parsed again
+
+
 def test_the_cache_keeps_at_most_its_byte_limit_dropping_the_least_recent():
     def scenario(value: float, rows: int = 10) -> Injections:
         return Injections(*(np.full((rows, 3), value) for _ in FIELDS))
