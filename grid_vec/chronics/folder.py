@@ -372,12 +372,7 @@ class FolderSource:
                 f"need 0 <= start < stop <= {info.length} (the length of scenario "
                 f"{info.name!r}), got start={start}, stop={stop}"
             )
-        m = self.model
-        # the injections and their forecasts (h per step), float64, and the outages, int32
-        whole_bytes = info.length * (
-            (1 + self._horizons) * (2 * m.n_load + 2 * m.n_gen) * 8 + 3 * 4 * m.n_branch
-        )
-        if whole_bytes > shared_cache.max_bytes:  # never kept: read just the window
+        if not self.reads_whole(scenario_id):  # never kept: read just the window
             return self._parse(info, self._files(info.id), start, stop)
         # the files found by info() name the cache entry (resolving them again costs more
         # than the read); a miss checks them again before parsing
@@ -385,7 +380,20 @@ class FolderSource:
             self._cache_key(info),
             lambda: self._parse(info, self._files(info.id), 0, info.length),
         )
+        if start == 0 and stop == info.length:
+            return whole  # read-only already: no window to build
         return whole.window(start, stop)
+
+    def reads_whole(self, scenario_id: int) -> bool:
+        """Whether reading the whole scenario costs no more than reading a part of it (it is
+        parsed whole and kept in the cache): a handler then reads it whole at a reset."""
+        info = self.info(scenario_id)
+        m = self.model
+        # the injections and their forecasts (h per step), float64, and the outages, int32
+        whole_bytes = info.length * (
+            (1 + self._horizons) * (2 * m.n_load + 2 * m.n_gen) * 8 + 3 * 4 * m.n_branch
+        )
+        return whole_bytes <= shared_cache.max_bytes
 
     @contextmanager
     def one_instant(self) -> Iterator[None]:

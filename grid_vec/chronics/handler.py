@@ -34,6 +34,11 @@ Rows = tuple[np.ndarray, ...]
 _UNREAD = 2**62
 
 
+def _never(scenario_id: int) -> bool:
+    """``reads_whole`` of a source that does not say: read what is needed."""
+    return False
+
+
 def _check_limit(arg: str, value: int | None) -> int | None:
     if value is None:
         return None
@@ -262,6 +267,8 @@ class ScenarioHandler:
         end = self._info.length
         if self.chunk_size is not None:
             end = min(end, first + self.chunk_size)
+        elif getattr(self.source, "reads_whole", _never)(self._info.id):
+            first = 0  # a folder's scenario, parsed and cached whole: the whole of it, no copy
         else:  # the source's own unit (a synthetic block), read up to its next boundary
             unit = getattr(self.source, "preferred_chunk", None)
             if unit:
