@@ -287,6 +287,7 @@ class FolderSource:
         self._model_key: str | None = None  # digest of what parsing depends on in the model
         self._found: dict[int, dict[str, Path]] = {}  # scenario id -> its files, by stem
         self._key_fixed: dict[int, tuple] = {}  # scenario id -> _fixed_key's
+        self._whole_bytes: dict[int, int] = {}  # scenario id -> its parsed arrays' bytes
         # inside one_instant(): each scenario's cache key as its first read found it
         self._instant_keys: dict[int, ScenarioKey] | None = None
 
@@ -387,12 +388,13 @@ class FolderSource:
     def reads_whole(self, scenario_id: int) -> bool:
         """Whether reading the whole scenario costs no more than reading a part of it (it is
         parsed whole and kept in the cache): a handler then reads it whole at a reset."""
-        info = self.info(scenario_id)
-        m = self.model
-        # the injections and their forecasts (h per step), float64, and the outages, int32
-        whole_bytes = info.length * (
-            (1 + self._horizons) * (2 * m.n_load + 2 * m.n_gen) * 8 + 3 * 4 * m.n_branch
-        )
+        whole_bytes = self._whole_bytes.get(scenario_id)
+        if whole_bytes is None:
+            length, m = self.info(scenario_id).length, self.model
+            # the injections and their forecasts (h per step), float64, and the outages, int32
+            whole_bytes = self._whole_bytes[scenario_id] = length * (
+                (1 + self._horizons) * (2 * m.n_load + 2 * m.n_gen) * 8 + 3 * 4 * m.n_branch
+            )
         return whole_bytes <= shared_cache.max_bytes
 
     @contextmanager
