@@ -336,11 +336,13 @@ def _run_power_flows(
             reasons[row] = "power flow diverged"
     if not reasons:
         return rows
+    failed = np.zeros(state.n, dtype=bool)  # a mask over the batch: np.isin sorts
     for row, reason in reasons.items():
         flows[row] = 0.0  # no results
         game_over[row] = reason
         ended[row] = True
-    return rows[~np.isin(rows, list(reasons))]
+        failed[row] = True
+    return rows[~failed[rows]]
 
 
 def push_topology(
