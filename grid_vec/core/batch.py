@@ -132,7 +132,7 @@ class GridBatch:
         )
         self.action_type = config.action_type
         self.dispatch_limits = dispatch_limits
-        self.continuous = ContinuousLayout.of(config.action_type, dispatch_limits, self.storage)
+        self.continuous = ContinuousLayout.of(config.action_kind, dispatch_limits, self.storage)
         self.redispatchable = np.flatnonzero(dispatch_limits.redispatchable)
         self.curtailable = np.flatnonzero(dispatch_limits.renewable)
         self.thermal_limit = thermal_limit

@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from grid_vec.chronics.scenario import ScenarioSource
-from grid_vec.core.continuous import ACTION_TYPES
+from grid_vec.core.action_kinds import ACTION_KINDS, ActionKind, action_kind, names_of
 from grid_vec.core.parameters import Parameters
+from grid_vec.core.records import REDISPATCH
 from grid_vec.core.rewards.base import RewardFn
 from grid_vec.core.rewards.registry import dataset_reward, make_reward
 from grid_vec.core.rules.dispatch import GeneratorLimits
@@ -26,14 +27,15 @@ from grid_vec.core.rules.opponent import Opponent
 from grid_vec.core.rules.storage import StorageUnits
 from grid_vec.grid.model import GridModel
 
-# the action types whose agent picks catalog actions (a subset or a safe mask needs a catalog)
-_CATALOG_TYPES = ("discrete", "combined")
-# the action types with a redispatch part (the dispatch recovery plays one)
-_DISPATCH_TYPES = ("redispatch", "continuous", "combined", "set_bus_continuous")
-# and those whose agent can play every catalog action, so that the catalog's legal mask tells
-# it something: the general topology action plays a configuration as set_bus (the
-# multi-agent view's substation agents read their part of it, grid_vec.marl)
-_MASK_TYPES = (*_CATALOG_TYPES, "set_bus", "set_bus_continuous")
+# the action types a setting needs, read from their records (core/action_kinds.py): those
+# whose agent picks catalog actions (a subset or a safe mask needs a catalog), those with a
+# redispatch part (the dispatch recovery plays one), and those whose agent can play every
+# catalog action, so that the catalog's legal mask tells it something (the general topology
+# action plays a configuration as set_bus; the multi-agent view's substation agents read
+# their part of it, grid_vec.marl)
+_CATALOG_KINDS = tuple(kind for kind in ACTION_KINDS.values() if kind.catalog)
+_DISPATCH_KINDS = tuple(kind for kind in ACTION_KINDS.values() if REDISPATCH in kind.controls)
+_MASK_KINDS = tuple(kind for kind in ACTION_KINDS.values() if kind.topology)
 
 
 @dataclass(frozen=True, eq=False)
@@ -48,7 +50,7 @@ class GameConfig:
         other_rewards: further rewards by name (given in the infos).
         opponent: who attacks (bound to the grid's branches), or None.
         max_iter: steps an episode may last at most (None: the scenario's length).
-        action_type: one of :data:`~grid_vec.core.continuous.ACTION_TYPES`.
+        action_type: one of :data:`~grid_vec.core.action_kinds.ACTION_KINDS`.
         chunk_size: scenario rows read at a time (None: the source's default).
         dispatch_limits: the generators' characteristics the dispatch rules use.
         maintenance: play the scenarios' planned outages.
@@ -78,6 +80,11 @@ class GameConfig:
     heuristics: Heuristics | None
     action_subset: tuple[int, ...] | None
     safe_mask_rho: float | None
+
+    @property
+    def action_kind(self) -> ActionKind:
+        """The record of :attr:`action_type` (the parts of its actions)."""
+        return ACTION_KINDS[self.action_type]
 
     @classmethod
     def build(
@@ -130,8 +137,7 @@ class GameConfig:
         """
         if not isinstance(model, GridModel):
             raise TypeError(f"model must be a GridModel, got {type(model).__name__}")
-        if action_type not in ACTION_TYPES:
-            raise ValueError(f"action_type must be one of {ACTION_TYPES}, got {action_type!r}")
+        kind = action_kind(action_type)
         if parameters is None:
             parameters = Parameters()
         elif not isinstance(parameters, Parameters):
@@ -151,35 +157,35 @@ class GameConfig:
         if storage_units is not None:
             _check_type(storage_units, StorageUnits, "storage_units")
         _check_bool(action_mask, "action_mask")
-        if action_mask and action_type not in _MASK_TYPES:
+        if action_mask and not kind.topology:
             raise ValueError(
-                "action_mask needs a catalog of topology actions: action_type 'discrete', "
-                f"'combined', 'set_bus' or 'set_bus_continuous', got {action_type!r}"
+                "action_mask needs a catalog of topology actions: action_type "
+                f"{names_of(_MASK_KINDS)}, got {action_type!r}"
             )
         if heuristics is not None and not isinstance(heuristics, Heuristics):
             raise TypeError(
                 f"heuristics must be a Heuristics or None, got {type(heuristics).__name__}"
             )
         recovers_dispatch = heuristics is not None and heuristics.recover_dispatch
-        if recovers_dispatch and action_type not in _DISPATCH_TYPES:
+        if recovers_dispatch and REDISPATCH not in kind.controls:
             raise ValueError(
                 "heuristics.recover_dispatch needs an action type with redispatch "
-                f"({', '.join(map(repr, _DISPATCH_TYPES))}), got {action_type!r}"
+                f"({', '.join(repr(k.name) for k in _DISPATCH_KINDS)}), got {action_type!r}"
             )
-        if action_subset is not None and action_type not in _CATALOG_TYPES:
+        if action_subset is not None and not kind.catalog:
             raise ValueError(
-                "action_subset needs a catalog of discrete actions: action_type 'discrete' or "
-                f"'combined', got {action_type!r}"
+                "action_subset needs a catalog of discrete actions: action_type "
+                f"{names_of(_CATALOG_KINDS)}, got {action_type!r}"
             )
         if safe_mask_rho is not None:
             if isinstance(safe_mask_rho, bool) or not isinstance(safe_mask_rho, (int, float)):
                 raise TypeError(f"safe_mask_rho must be a number or None, got {safe_mask_rho!r}")
             if not (np.isfinite(safe_mask_rho) and safe_mask_rho > 0):
                 raise ValueError(f"safe_mask_rho must be finite and > 0, got {safe_mask_rho!r}")
-            if action_type not in _CATALOG_TYPES:
+            if not kind.catalog:
                 raise ValueError(
-                    "safe_mask_rho needs a catalog of discrete actions: action_type 'discrete' "
-                    f"or 'combined', got {action_type!r}"
+                    "safe_mask_rho needs a catalog of discrete actions: action_type "
+                    f"{names_of(_CATALOG_KINDS)}, got {action_type!r}"
                 )
             safe_mask_rho = float(safe_mask_rho)
         return cls(

@@ -2,33 +2,10 @@
 lies in the flat float vector an agent gives, its bounds, its check and its split into what
 the batched core plays (MW of redispatch per generator, curtailment limits per generator, MW
 of storage per unit). The gymnasium spaces built on these bounds are in
-:mod:`grid_vec.env.action_input`.
+:mod:`grid_vec.env.action_types`.
 
-Action types (``GridEnv(action_type=...)``, :data:`ACTION_TYPES`):
-
-* ``"discrete"``: ``Discrete`` over the topology catalog
-  (:class:`~grid_vec.core.actions.ActionCatalog`);
-* ``"redispatch"``: ``Box`` of the MW asked of each dispatchable generator this step, within
-  ``[-max_ramp_down, max_ramp_up]`` (grid2op's ``redispatch``: it adds to the target);
-* ``"curtailment"``: ``Box`` of each renewable generator's curtailment limit in ``[0, 1]``
-  (a ratio of its pmax; 1 lifts it), or a value below 0 (the box goes down to -1, grid2op's
-  ``curtail`` value for it) that leaves the generator's limit as it is (see
-  :data:`~grid_vec.core.records.CURTAILMENT`): a limit stays until set again;
-* ``"storage"``: ``Box`` of the MW asked of each storage unit this step, within
-  ``[-max_p_prod, max_p_absorb]`` (load convention: ``> 0`` charges; grid2op's
-  ``set_storage``: 0, or a unit not asked, takes nothing that step);
-* ``"continuous"``: all of them in one flat ``Box``, in this column order: redispatch (one
-  column per dispatchable generator), curtailment (one per renewable generator), storage
-  (one per storage unit, only on a grid with storage units).
-* ``"combined"``: ``Dict(topology=Discrete, continuous=Box)``, a catalog action and a
-  ``"continuous"`` one in the same step (grid2op plays both parts of one action);
-* ``"set_bus"``: ``Dict(set_bus=MultiDiscrete, set_line_status=MultiDiscrete)``, grid2op's
-  general topology action: a bus bar per element end of the topology vector (-1 off, 0
-  unchanged, 1, 2) and a status per branch (-1 off, 0 unchanged, +1 on), played by
-  :mod:`grid_vec.core.rules.set_bus`; it has no continuous part.
-* ``"set_bus_continuous"``: the general topology action and a ``"continuous"`` one in the
-  same step (``Dict(set_bus=..., set_line_status=..., continuous=Box)``): every part of a
-  grid2op action grid_vec plays (grid2op's agents play through it).
+The action types, and which controls each one's continuous part holds, are
+:mod:`grid_vec.core.action_kinds`'s.
 """
 
 from __future__ import annotations
@@ -39,24 +16,14 @@ from typing import Any
 
 import numpy as np
 
+from grid_vec.core.action_kinds import ActionKind
 from grid_vec.core.records import CONTROLS, Control
 from grid_vec.core.rules.dispatch import GeneratorLimits
 from grid_vec.core.rules.storage import StorageUnits
 
-# one action type per control (its own), then all of them in one Box, then with the catalog
-ACTION_TYPES = (
-    "discrete",
-    *(control.action_type for control in CONTROLS.values()),
-    "continuous",
-    "combined",
-    "set_bus",
-    "set_bus_continuous",
-)
-# the action types without a continuous part
-_NO_CONTINUOUS = ("discrete", "set_bus")
 _TOL = 1e-5  # actions this far outside the box are accepted (float32 rounding)
-# what a control acting on each kind of entity needs of the grid, and whether "continuous"
-# and "combined" may go without it (a grid without storage units has no storage columns)
+# what a control acting on each kind of entity needs of the grid, and whether an action type
+# of several controls may go without it (a grid without storage units has no storage columns)
 _NEEDS = {
     "generator": (
         "the generators' characteristics (prods_charac.csv), which this grid does not have",
@@ -105,33 +72,37 @@ class ContinuousLayout:
 
     @classmethod
     def of(
-        cls, action_type: str, limits: GeneratorLimits, storage: StorageUnits | None = None
+        cls, kind: ActionKind, limits: GeneratorLimits, storage: StorageUnits | None = None
     ) -> ContinuousLayout | None:
-        """The layout of a continuous ``action_type`` (None for ``"discrete"`` and
-        ``"set_bus"``) on a grid
-        with these generators and storage units (None: none).
+        """The layout of the continuous part of action type ``kind`` on a grid with these
+        generators and storage units (None: none).
+
+        Args:
+            kind: the action type's record (its ``controls``).
+            limits: the generators' characteristics.
+            storage: the storage units' characteristics (None: the grid has none).
+
+        Returns:
+            The layout of ``kind.controls``, or None for an action type without a continuous
+            part (``"discrete"``, ``"set_bus"``).
 
         Raises:
-            ValueError: an unknown action type, a control acting on what the grid does not
-                describe: redispatch or curtailment on a grid without the generators'
-                characteristics (a folder without ``prods_charac.csv``), ``"storage"`` on a
-                grid without storage units.
+            ValueError: a control acting on what the grid does not describe: redispatch or
+                curtailment on a grid without the generators' characteristics (a folder
+                without ``prods_charac.csv``), ``"storage"`` on a grid without storage units.
         """
-        if action_type not in ACTION_TYPES:
-            raise ValueError(f"action_type must be one of {ACTION_TYPES}, got {action_type!r}")
-        if action_type in _NO_CONTINUOUS:
+        if not kind.continuous:
             return None
-        alone = action_type not in ("continuous", "combined", "set_bus_continuous")
         parts, low, high, start = [], [], [], 0
         for name, control in CONTROLS.items():
-            if alone and control.action_type != action_type:
+            if control not in kind.controls:
                 continue
             of = _characteristics(control.on, limits, storage)
             if of is None:
                 needs, optional = _NEEDS[control.on]
-                if optional and not alone:
+                if optional and not kind.alone:
                     continue
-                raise ValueError(f"action_type={action_type!r} needs {needs}")
+                raise ValueError(f"action_type={kind.name!r} needs {needs}")
             columns = np.asarray(control.columns(of), dtype=np.intp)
             lo, hi = control.bounds(of, columns)
             entities = len(limits.pmax) if control.on == "generator" else of.n

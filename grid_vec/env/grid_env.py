@@ -41,16 +41,8 @@ from grid_vec.core.rules.heuristics import Heuristics
 from grid_vec.core.rules.opponent import Opponent
 from grid_vec.core.rules.storage import StorageUnits
 from grid_vec.core.snapshot import GridSnapshot
-from grid_vec.env.action_input import (
-    ACTION_TYPES,
-    DECLARES_DO_NOTHING,
-    ActionBatch,
-    box,
-    do_nothing_action,
-    horizon_actions,
-    one_action,
-    set_bus_space,
-)
+from grid_vec.env.action_input import DECLARES_DO_NOTHING, ActionBatch, horizon_actions
+from grid_vec.env.action_types import ACTION_TYPES, ActionType
 from grid_vec.grid.model import GridModel
 
 __all__ = ["ACTION_TYPES", "RESET_OPTIONS", "GridEnv"]
@@ -67,7 +59,7 @@ class GridEnv(gym.Env):
     the topology vector, "set_line_status": a status per branch}``, played by grid2op's
     rules, :mod:`grid_vec.core.rules.set_bus`) or ``"set_bus_continuous"`` (both, with a
     ``"continuous"`` part: every part of a grid2op action grid_vec plays) (see
-    :mod:`grid_vec.env.action_input`,
+    :mod:`grid_vec.env.action_types`,
     :mod:`grid_vec.core.rules.dispatch` and :mod:`grid_vec.core.rules.storage`). ``dispatch_limits``
     are the generators' characteristics those rules use (a folder's ``prods_charac.csv``;
     :func:`grid_vec.make` passes them); without them, the net's pmin / pmax, ``gen_ramp``
@@ -189,6 +181,8 @@ class GridEnv(gym.Env):
         self.backend_name = backend
         self.opponent = opponent
         self.action_type = action_type
+        # its record: space, checks, parts, do-nothing (action_type checked by the config)
+        self.action_kind: ActionType = ACTION_TYPES[action_type]
         self.topology = batch.topology
         self.catalog = batch.catalog
         # where each control lies in the continuous part of an action (None: there is none)
@@ -198,23 +192,9 @@ class GridEnv(gym.Env):
         self.redispatchable = batch.redispatchable
         self.dispatch_limits = config.dispatch_limits
         self.storage_units = batch.storage  # None: the grid has none
-        if action_type == "discrete":
-            self.action_space = spaces.Discrete(batch.n_actions)
-        elif action_type == "combined":
-            self.action_space = spaces.Dict(
-                {
-                    "topology": spaces.Discrete(batch.n_actions),
-                    "continuous": box(batch.continuous),
-                }
-            )
-        elif action_type in ("set_bus", "set_bus_continuous"):
-            self.action_space = set_bus_space(
-                self.topology.n_elem, model.n_branch, batch.continuous
-            )
-        else:
-            self.action_space = box(batch.continuous)
+        self.action_space = self.action_kind.space(batch)
         # a bare int action is a catalog index below this (0 otherwise: no int is one)
-        self._n_discrete = batch.n_actions if action_type == "discrete" else 0
+        self._n_discrete = batch.n_actions if isinstance(self.action_space, spaces.Discrete) else 0
         self._parsed: dict[int, ActionBatch] = {}  # the bare int actions, parsed (see _parse)
         self._bind(batch, 0)
 
@@ -265,8 +245,8 @@ class GridEnv(gym.Env):
     @property
     def do_nothing_action(self) -> Any:
         """The action of this env's space that changes nothing (what a do-nothing agent
-        plays: :func:`~grid_vec.env.action_input.do_nothing_action`)."""
-        return do_nothing_action(self.action_space, self.continuous)
+        plays: its action type's, :meth:`~grid_vec.env.action_types.ActionType.do_nothing`)."""
+        return self.action_kind.do_nothing(self._batch)
 
     @property
     def grid2op_layout(self) -> dict[str, np.ndarray]:
@@ -433,7 +413,7 @@ class GridEnv(gym.Env):
         """
         if self._batch.game.done[self._k]:
             raise RuntimeError("the episode is over (or never started): call reset() first")
-        actions = horizon_actions(self._batch.continuous, self.action_space, candidates, horizon)
+        actions = horizon_actions(self._batch, candidates, horizon)
         k = len(actions[0].topology)
         return self._batch.simulate_candidates(self._row, actions, k).env(0)
 
@@ -561,7 +541,7 @@ class GridEnv(gym.Env):
             ValueError: an action outside the action space.
         """
         self._parse(action)
-        index, buses, continuous = self._action_parts(action)
+        index, buses, continuous = self.action_kind.parts(self._batch, action)
         words = []
         if index is not None:
             words.append(self.catalog.describe(index, self.model, self.topology))
@@ -586,7 +566,7 @@ class GridEnv(gym.Env):
             ValueError: an action outside the action space.
         """
         self._parse(action)
-        index, buses, continuous = self._action_parts(action)
+        index, buses, continuous = self.action_kind.parts(self._batch, action)
         parts: dict = {}
         if index is not None:
             parts.update(self.catalog.grid2op_action(index))
@@ -598,20 +578,6 @@ class GridEnv(gym.Env):
 
     # --- internals ----------------------------------------------------------------------
 
-    def _action_parts(self, action: Any) -> tuple[int | None, tuple | None, Any]:
-        """A checked action's parts, None where the action type has none: the catalog index,
-        the general topology action (``set_bus``, ``set_line_status``), the continuous
-        action."""
-        kind = self.action_type
-        if kind == "discrete":
-            return self._batch.catalog_index(action), None, None
-        if kind == "combined":
-            return self._batch.catalog_index(action["topology"]), None, action["continuous"]
-        if kind in ("set_bus", "set_bus_continuous"):
-            buses = (action["set_bus"], action["set_line_status"])
-            return None, buses, action.get("continuous")
-        return None, None, action
-
     def _parse(self, action: Any) -> ActionBatch:
         """Validate an action; return it as the batch plays it (one row)."""
         # the common cases, fast: a Python int, or the int64 a vector env reads from its batch
@@ -622,4 +588,4 @@ class GridEnv(gym.Env):
                 topology.flags.writeable = False
                 parsed = self._parsed[int(action)] = ActionBatch(topology)
             return parsed
-        return one_action(self._batch, self.action_type, self._batch.n_actions, action)
+        return self.action_kind.parse_one(self._batch, action)

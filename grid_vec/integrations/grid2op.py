@@ -67,7 +67,7 @@ from grid2op.Observation import BaseObservation
 
 import grid_vec
 from grid_vec.core.continuous import ContinuousLayout
-from grid_vec.env.action_input import SET_BUS_CONTINUOUS_KEYS, SET_BUS_KEYS
+from grid_vec.env.action_types import ACTION_TYPES, SET_BUS_CONTINUOUS_KEYS, SET_BUS_KEYS
 from grid_vec.integrations.grid2op_folder import runnable_copy
 
 __all__ = [
@@ -95,9 +95,11 @@ GRID2OP_OBSERVATION = (
     "timestep_protection_engaged", "theta_or", "theta_ex", "load_theta", "gen_theta",
     "storage_charge", "storage_power_target", "storage_power", "storage_theta",
 )  # fmt: skip
-# the action types grid2op's agents play through: the general topology action, alone or with
-# the continuous controls (redispatch, curtailment, storage)
-AGENT_ACTION_TYPES = ("set_bus_continuous", "set_bus")
+# the action types grid2op's agents play through, read from the registry: the general
+# topology action with the continuous controls (redispatch, curtailment, storage; make_env's
+# default), then alone
+_GENERAL = {t.kind.continuous: t.name for t in ACTION_TYPES.values() if t.kind.set_bus}
+AGENT_ACTION_TYPES = (_GENERAL[True], _GENERAL[False])
 # the parts of a grid2op action grid_vec never plays, by their flag
 _REFUSED_ALWAYS = {"_modif_inj": "injections", "_modif_alarm": "alarms", "_modif_alert": "alerts"}
 # and those the general topology action alone cannot carry
@@ -607,14 +609,14 @@ class Grid2opBatchPolicy:
         return simulate
 
 
-def _check_agents_play(action_type: str) -> None:
+def _check_agents_play(name: str) -> None:
     """Refuse an env whose action type is not the general topology action (with or without
     its continuous part)."""
-    if action_type not in AGENT_ACTION_TYPES:
+    if name not in AGENT_ACTION_TYPES:
         raise ValueError(
             "grid2op's agents play through the general topology action: make the env "
             f"with make_env(folder) or action_type in {AGENT_ACTION_TYPES}, got "
-            f"action_type={action_type!r}"
+            f"action_type={name!r}"
         )
 
 

@@ -51,7 +51,7 @@ def grid_env_check(env: Any) -> Callable[[Any], Any]:
     and a worker's shared batch run), for ``env``, a GridEnv. It raises ``ValueError``."""
     from grid_vec.env.action_input import batch_actions  # loaded already with the env
 
-    return functools.partial(batch_actions, env.batch_row[0].continuous, env.action_space)
+    return functools.partial(batch_actions, env.batch_row[0])
 
 
 def _as_handed_over(check: LeafActionCheck, value: Any, arr: np.ndarray) -> bool:

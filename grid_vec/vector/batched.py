@@ -313,9 +313,8 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
             if isinstance(candidates, dict)
             else rows_of(candidates)
         )
-        space, layout = self.single_action_space, self._batch.continuous
         try:
-            actions = horizon_actions(layout, space, flat, horizon)
+            actions = horizon_actions(self._batch, flat, horizon)
         except ValueError as exc:
             raise naming_env(exc, np.repeat(np.arange(n), k).tolist()) from None
         if self._batch.game.done.any():
@@ -361,7 +360,7 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
         if any(len(np.shape(leaf)) == 0 or np.shape(leaf)[0] != n for leaf in leaves):
             raise ValueError(f"actions must be one per env ({n}), got {actions!r}")
         try:
-            return batch_actions(self._batch.continuous, self.single_action_space, actions)
+            return batch_actions(self._batch, actions)
         except ValueError as exc:
             raise naming_env(exc, ids.tolist()) from None
 

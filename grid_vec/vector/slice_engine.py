@@ -216,16 +216,16 @@ class SliceEngine:
         }
 
 
-def parse(batch: GridBatch, space: Any, actions: np.ndarray, *, checked: bool) -> ActionBatch:
+def parse(batch: GridBatch, actions: np.ndarray, *, checked: bool) -> ActionBatch:
     """The batch's form of a slice's actions (a ``Discrete`` or ``Box`` space's array),
     checked as GridEnvs check them (``batch_actions``) unless ``checked`` already (by
     GridVecEnv, for the whole batch, before sending it): then only parsed.
 
     Raises:
-        ValueError: unchecked actions outside ``space``.
+        ValueError: unchecked actions outside the envs' action space.
     """
     if not checked:
-        return batch_actions(batch.continuous, space, actions)
+        return batch_actions(batch, actions)
     if batch.continuous is None:
         return ActionBatch(actions.astype(np.int64, copy=False))
     return ActionBatch(np.zeros(len(actions), dtype=np.int64), **batch.continuous.split(actions))

@@ -302,7 +302,7 @@ class Server:
             try:
                 actions = self.act_leaf[rows]  # a copy: the parent writes the next ones
                 try:
-                    parsed = se.parse(engine.batch, self.spec.act_space, actions, checked=checked)
+                    parsed = se.parse(engine.batch, actions, checked=checked)
                 except ValueError as exc:  # named as GridVecEnv's own check names it
                     raise naming_env(exc, [ids[k] for k in rows.tolist()]) from None
                 step = engine.step(rows, parsed)

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import grid_vec
-from grid_vec.core.continuous import ACTION_TYPES, ContinuousLayout
+from grid_vec.core.action_kinds import ACTION_KINDS
+from grid_vec.core.continuous import ContinuousLayout
 from grid_vec.core.records import CONTROLS, ActionBatch
 
 PACKAGE = Path(grid_vec.__file__).parent
@@ -33,8 +34,11 @@ def test_every_control_field_is_declared_and_has_its_own_action_type():
     assert list(CONTROLS) == declared == ["redispatch", "curtail", "storage"]
     singles = [c.action_type for c in CONTROLS.values()]
     assert ("discrete", *singles, "continuous", "combined", "set_bus", "set_bus_continuous") == (
-        ACTION_TYPES
+        tuple(ACTION_KINDS)
     )
+    assert [kind.controls for kind in ACTION_KINDS.values() if kind.alone] == [
+        (control,) for control in CONTROLS.values()
+    ]
 
 
 @pytest.mark.parametrize("module", BETWEEN)

@@ -218,7 +218,7 @@ def test_set_bus_actions_outside_the_space_are_refused(make_env):
     batch = _random_actions(np.random.default_rng(0), 2, _Spaces(env.action_space), 0)
     batch["set_bus"][1, 0] = 5
     with pytest.raises(ValueError, match="set_bus values") as refused:
-        batch_actions(None, env.action_space, batch)
+        batch_actions(env.batch_row[0], batch)
     assert refused.value.rows == (1,)
 
 
