@@ -20,7 +20,7 @@ branch starts disconnected and may be reconnected at once.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -36,10 +36,6 @@ from grid_vec.core.parameters import Parameters
 from grid_vec.core.records import CandidateResults, StepBatch, env_info
 from grid_vec.core.reset_options import RESET_OPTIONS
 from grid_vec.core.rewards.base import RewardFn
-from grid_vec.core.rules.dispatch import GeneratorLimits
-from grid_vec.core.rules.heuristics import Heuristics
-from grid_vec.core.rules.opponent import Opponent
-from grid_vec.core.rules.storage import StorageUnits
 from grid_vec.core.snapshot import GridSnapshot
 from grid_vec.env.action_input import DECLARES_DO_NOTHING, ActionBatch, horizon_actions
 from grid_vec.env.action_types import ACTION_TYPES, ActionType
@@ -51,7 +47,10 @@ __all__ = ["ACTION_TYPES", "RESET_OPTIONS", "GridEnv"]
 class GridEnv(gym.Env):
     """A grid-operation game over scenarios; see the module docstring for one step.
 
-    ``model`` is a compiled grid, ``source`` any scenario source (synthetic or folder).
+    ``model`` is a compiled grid, ``source`` any scenario source (synthetic or folder). The
+    game's settings are a :class:`~grid_vec.core.config.GameConfig`: give one as ``config``,
+    or its keywords (:meth:`GameConfig.build <grid_vec.core.config.GameConfig.build>`'s,
+    written there once; an unknown keyword is a ``TypeError``), described below.
     ``action_type``: ``"discrete"`` (the topology catalog), ``"redispatch"``,
     ``"curtailment"``, ``"storage"`` or ``"continuous"`` (all three), played by grid2op's
     dispatch and storage rules, ``"combined"`` (a catalog action and a continuous one) or
@@ -133,56 +132,25 @@ class GridEnv(gym.Env):
         self,
         model: GridModel,
         source: ScenarioSource,
-        *,
-        backend: str = "lightsim2grid",
-        parameters: Parameters | None = None,
-        thermal_limits: Sequence[float] | np.ndarray | None = None,
-        reward: str | RewardFn | None = None,
-        other_rewards: Sequence[str] | dict[str, str | RewardFn] = (),
-        opponent: Opponent | None = None,
-        max_iter: int | None = None,
-        action_type: str = "discrete",
-        chunk_size: int | None = None,
-        gen_ramp: Sequence[float] | np.ndarray | None = None,
-        dispatch_limits: GeneratorLimits | None = None,
-        maintenance: bool = True,
-        observation_attributes: Sequence[str] | None = None,
-        storage_units: StorageUnits | None = None,
-        action_mask: bool = False,
-        heuristics: Heuristics | None = None,
-        action_subset: Sequence[int] | None = None,
-        safe_mask_rho: float | None = None,
+        config: GameConfig | None = None,
+        **settings: Any,
     ) -> None:
-        self.config = config = GameConfig.build(
-            model,
-            source,
-            backend=backend,
-            parameters=parameters,
-            thermal_limits=thermal_limits,
-            reward=reward,
-            other_rewards=other_rewards,
-            opponent=opponent,
-            max_iter=max_iter,
-            action_type=action_type,
-            chunk_size=chunk_size,
-            gen_ramp=gen_ramp,
-            dispatch_limits=dispatch_limits,
-            maintenance=maintenance,
-            observation_attributes=observation_attributes,
-            storage_units=storage_units,
-            action_mask=action_mask,
-            heuristics=heuristics,
-            action_subset=action_subset,
-            safe_mask_rho=safe_mask_rho,
-        )
+        # the keywords are GameConfig.build's, written there once (see the class docstring)
+        if config is None:
+            config = GameConfig.build(model, source, **settings)
+        elif settings:
+            raise TypeError(
+                f"GridEnv takes a config or its settings, not both (got {sorted(settings)})"
+            )
+        self.config = config
         self._source = source
         self._batch = batch = GridBatch(model, [source], config)
         self.model = model
-        self.backend_name = backend
-        self.opponent = opponent
-        self.action_type = action_type
+        self.backend_name = config.backend
+        self.opponent = config.opponent
+        self.action_type = config.action_type
         # its record: space, checks, parts, do-nothing (action_type checked by the config)
-        self.action_kind: ActionType = ACTION_TYPES[action_type]
+        self.action_kind: ActionType = ACTION_TYPES[config.action_type]
         self.topology = batch.topology
         self.catalog = batch.catalog
         # where each control lies in the continuous part of an action (None: there is none)

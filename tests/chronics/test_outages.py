@@ -19,6 +19,8 @@ from grid_vec.chronics.outages import (
     read_maintenance_plan,
 )
 from grid_vec.chronics.scenario_cache import DiskTier, shared_cache
+from grid_vec.chronics.synthetic import SyntheticSource
+from grid_vec.core.config import GameConfig
 from grid_vec.core.parameters import Parameters
 from grid_vec.env.grid_env import GridEnv
 
@@ -274,5 +276,7 @@ def test_hostile_maintenance_meta_is_a_named_error(tmp_path, case14_model, chang
     assert str(path) in str(info.value)
 
 
-def test_grid_env_keyword_defaults_on():
-    assert GridEnv.__init__.__kwdefaults__["maintenance"] is True
+def test_grid_env_keyword_defaults_on(case14_model):
+    # GridEnv's keywords are GameConfig.build's (written there once)
+    assert GameConfig.build.__kwdefaults__["maintenance"] is True
+    assert GridEnv(case14_model, SyntheticSource(case14_model, length=8)).config.maintenance

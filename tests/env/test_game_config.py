@@ -8,10 +8,12 @@ import numpy as np
 import pytest
 
 import grid_vec
+from grid_vec.chronics.synthetic import SyntheticSource
 from grid_vec.core.batch import GridBatch
 from grid_vec.core.config import GameConfig
 from grid_vec.core.parameters import Parameters
 from grid_vec.core.rules.opponent import RandomLineOpponent
+from grid_vec.env.grid_env import GridEnv
 
 
 @pytest.fixture(scope="module")
@@ -81,3 +83,19 @@ def test_a_batch_built_from_a_config_equals_the_env_it_came_from(env):
     batch = GridBatch(unwrapped.model, [unwrapped._source], unwrapped.config)
     assert batch.reward_fn is unwrapped.config.reward_fn
     assert batch.n == 1 and batch.n_actions == unwrapped.action_space.n
+
+
+def test_grid_env_takes_a_config_or_its_keywords_not_both(case14):
+    """GridEnv's keywords are GameConfig.build's: a built config plays the same game, and a
+    config with keywords beside it is refused."""
+    source = SyntheticSource(case14, seed=0, length=8)
+    config = GameConfig.build(case14, source, action_type="redispatch", max_iter=5)
+    from_config = GridEnv(case14, source, config=config)
+    from_keywords = GridEnv(case14, source, action_type="redispatch", max_iter=5)
+    assert from_config.action_type == from_keywords.action_type == "redispatch"
+    assert from_config.config.max_iter == from_keywords.config.max_iter == 5
+    np.testing.assert_array_equal(from_config.reset(seed=1)[0], from_keywords.reset(seed=1)[0])
+    with pytest.raises(TypeError, match="a config or its settings, not both"):
+        GridEnv(case14, source, config=config, max_iter=5)
+    with pytest.raises(TypeError, match="max_iterations"):
+        GridEnv(case14, source, max_iterations=5)

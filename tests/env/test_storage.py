@@ -92,7 +92,7 @@ def test_charges_efficiencies_bounds_and_losses_by_hand(model):
     # nothing asked: no unit takes anything, the grid sees 0, the charges only lose
     view, _ = _step(env, [0.0, 0.0])
     np.testing.assert_array_equal(view.storage_power, [0.0, 0.0])
-    results = env.batch_row[0].state.solver.results(0)
+    results = env.batch_row[0].game.grid.solver.results(0)
     np.testing.assert_array_equal(results.storage_p, [0.0, 0.0])
     assert abs(float(view.actual_dispatch.sum())) < 1e-3
     np.testing.assert_allclose(view.storage_theta, np.degrees(results.storage_theta))
@@ -178,9 +178,9 @@ def test_default_observation_leaves_storage_out(model):
 def test_simulate_plays_the_storage_action_on_a_copy(model):
     env = _env(model)
     env.reset(seed=0)
-    before = env.batch_row[0].state.storage_charge.copy()
+    before = env.batch_row[0].game.grid.storage_charge.copy()
     sim_obs, *_ = env.simulate(np.array([5.0, -5.0], dtype=F32))
-    np.testing.assert_array_equal(env.batch_row[0].state.storage_charge, before)
+    np.testing.assert_array_equal(env.batch_row[0].game.grid.storage_charge, before)
     view, _ = _step(env, [5.0, -5.0])
     # the charges do not depend on the injections: the forecast's step gives the same
     np.testing.assert_array_equal(env.view(sim_obs).storage_charge, view.storage_charge)
