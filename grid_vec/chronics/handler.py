@@ -436,6 +436,15 @@ class ScenarioHandler:
         outages = None if found is None else tuple(None if a is None else a[t:stop] for a in found)
         return packed, outages
 
+    def forecast_window(self, count: int) -> np.ndarray:
+        """The one-step forecasts made at the current step and up to ``count - 1`` steps on,
+        packed as :meth:`window`'s injections (as far as the chunk read goes)."""
+        if self._chunk is None:
+            self.rows()  # reads the chunk (or raises before the first reset)
+        t = self._step - self._chunk_start
+        stop = min(t + count, len(self._chunk))
+        return np.concatenate([a[t:stop] for a in self._ahead], axis=1)
+
     # --- snapshots ----------------------------------------------------------------------
 
     def episode_state(self) -> EpisodeState:

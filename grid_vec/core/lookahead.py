@@ -251,13 +251,18 @@ class Lookahead:
         clock_rows = envs[at]
         # only the envs still playing: one whose episode ends sooner may have no forecast
         envs_playing, position = np.unique(at, return_inverse=True)
-        forecasts = InjectionRows.of_rows(
-            [
-                np.concatenate(host.game.scenarios.handler(int(envs[i])).rows_ahead(h))
-                for i in envs_playing
-            ],
-            host.model,
-        ).take(position)
+        scenarios = host.game.scenarios
+        if h == 1:  # the forecasts of the windows, one gather
+            forecasts = scenarios.forecasts(envs[envs_playing])
+        else:  # further: each env's handler (a folder's multi-horizon files, or a chain)
+            forecasts = InjectionRows.of_rows(
+                [
+                    np.concatenate(scenarios.handler(int(envs[i])).rows_ahead(h))
+                    for i in envs_playing
+                ],
+                host.model,
+            )
+        forecasts = forecasts.take(position)
         if outages is not None:
             each = (outages.time, outages.duration, outages.hazard)
             outages = outages_.OutageRows(*(a[at] for a in each))

@@ -87,6 +87,11 @@ class ScenarioRows:
         # past each env's last window row read from its scenario, and of time features
         self._window_end = np.arange(n) * WINDOW
         self._times_end = np.arange(n) * WINDOW
+        # the one-step forecasts of the windows' steps, copied for an env the first time a
+        # look-ahead asks during its window (a step never reads them); its window's first step
+        self._forecasts: np.ndarray | None = None
+        self._forecasts_read = np.zeros(n, dtype=bool)
+        self._window_step = np.zeros(n, dtype=np.int64)
 
     # --- episodes -----------------------------------------------------------------------
 
@@ -175,6 +180,17 @@ class ScenarioRows:
         block = self._injections.take(self.cursor[selector(rows, self.n)], axis=0)
         return InjectionRows(block, self.model.n_load, self.model.n_gen)
 
+    def forecasts(self, rows: np.ndarray) -> InjectionRows:
+        """The forecast made at the current step of each of ``rows`` (distinct) of its next
+        step (one gather; an env's window of forecasts is copied from its handler the first
+        time a look-ahead asks for it)."""
+        unread = rows[~self._forecasts_read[rows]]
+        if len(unread):
+            self._fill_forecasts(unread)
+        assert self._forecasts is not None
+        block = self._forecasts.take(self.cursor[rows], axis=0)
+        return InjectionRows(block, self.model.n_load, self.model.n_gen)
+
     def outages(self, rows: np.ndarray) -> OutageRows | None:
         """The outages of the current step of ``rows`` (one gather), None when none of them
         plays any."""
@@ -224,6 +240,8 @@ class ScenarioRows:
         base = rows * WINDOW
         self.cursor[rows] = base
         self._times_end[rows] = base + count
+        self._window_step[rows] = self.step_index[rows]
+        self._forecasts_read[rows] = False
         if self._outages is None and any_true(self.planned[rows]):
             self._outages = np.empty((self.n * WINDOW, 3, self.model.n_branch), dtype=np.int32)
             self._outages[:] = _NONE_PLANNED[:, None]
@@ -242,6 +260,18 @@ class ScenarioRows:
                     for kind, values in enumerate(outages):
                         if values is not None:
                             window[:, kind] = values
+
+    def _fill_forecasts(self, rows: np.ndarray) -> None:
+        """Copy the one-step forecasts of the windows of ``rows`` from their handlers."""
+        if self._forecasts is None:
+            self._forecasts = np.zeros_like(self._injections)
+        for row in rows.tolist():
+            first, stop = row * WINDOW, int(self._window_end[row])
+            back = int(self.cursor[row]) - first  # steps played since the window was filled
+            handler = self.handlers[row]
+            handler.seek(int(self._window_step[row]), int(self.played[row]) - back)
+            self._forecasts[first:stop] = handler.forecast_window(stop - first)
+        self._forecasts_read[rows] = True
 
 
 # (maintenance time, duration, hazard) of a branch with nothing planned
