@@ -556,7 +556,7 @@ class LightSimBatch(SolverBatch):
         else:
             self._send_gen_v(at, gen_v[None])
         r.steady[row] = min(int(steady), chord.STEADY_SOLVES)  # no more is told apart
-        self._set_routes(at)
+        r.route[row] = routes(r.steady[row], r.island[row], r.plan_no[row])
 
     # --- results -------------------------------------------------------------------------------
 
