@@ -6,7 +6,7 @@ a leading env axis; only what is per env by nature runs once per env (its scenar
 step, its power flow, the draws of its opponent). :class:`~grid_vec.env.grid_env.GridEnv` is
 the batch of one, and :class:`~grid_vec.vector.batched.BatchedGridVecEnv` the batch of N.
 
-(About 710 lines: the class is the one entry point of the core for reset, step, pool steps,
+(About 620 lines: the class is the one entry point of the core for reset, step, pool steps,
 simulate, lookahead and snapshots; each of those lives in its own module and is a thin call here:
 the look-ahead in :mod:`grid_vec.core.lookahead`, the turn in :mod:`grid_vec.core.turn`,
 snapshots in :mod:`grid_vec.core.snapshot` (their checks in :mod:`grid_vec.core.snapshot_checks`),
@@ -21,8 +21,12 @@ copy of one env's state, with the forecast of its next step (:mod:`grid_vec.core
 Reset solves the first state as grid2op's reset does: a branch above the hard overflow
 threshold trips (soft overflows are not counted) and every timer starts at 0.
 
-Each env has its own power-flow backend, scenario handler and RNG, so every float of an
-env's trajectory depends only on its seed, options and actions, not on the batch.
+Everything a step changes is one record, :class:`~grid_vec.core.game_state.GameState` (the
+grid's and the solver's rows, the scenarios' clocks and windows, the opponent, the simulate
+budget, the setpoints, the episodes' flags); the unchanging part is the
+:class:`~grid_vec.core.config.GameConfig`. Each env has its own solver row, scenario handler
+and RNG, so every float of an env's trajectory depends only on its seed, options and
+actions, not on the batch.
 
 Each env's resources, reset, and the inputs of a step and of a look-ahead are here; the
 turn is :mod:`grid_vec.core.turn`'s, the rules live in the modules it calls (``state``,
