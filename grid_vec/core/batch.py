@@ -198,6 +198,12 @@ class GridBatch:
         self.lookahead = Lookahead(self)  # simulate, candidates and the safe-action mask
         self._turns: TurnPool | None = None  # pool stepping, once asked for
 
+    def __setstate__(self, state: dict) -> None:
+        # the steps counted are the scenarios' clock column: a copy (pickle, deepcopy) of the
+        # batch counts them there again
+        self.__dict__.update(state)
+        self.counts["steps"] = self.game.scenarios.steps
+
     # --- rules ------------------------------------------------------------------------
 
     def set_parameters(self, parameters: Parameters) -> None:

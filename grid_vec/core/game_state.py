@@ -70,6 +70,11 @@ class GameState:
     def n(self) -> int:
         return self.grid.n
 
+    def __getstate__(self) -> dict:
+        # the row views are views of this record's arrays: a copy (pickle, deepcopy) would
+        # make them copies of the old ones, so they are made again on the copy's first snapshot
+        return {**self.__dict__, "row_views": {}}
+
     def at(self, row: int) -> GameRow:
         """Env ``row``'s row of the record (what a snapshot copies, a restore writes)."""
         return GameRow(self, row)

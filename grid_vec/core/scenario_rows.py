@@ -93,6 +93,12 @@ class ScenarioRows:
         self._forecasts_read = np.zeros(n, dtype=bool)
         self._window_step = np.zeros(n, dtype=np.int64)
 
+    def __setstate__(self, state: dict) -> None:
+        # the clock's columns are views of it: a copy (pickle, deepcopy) makes them again as
+        # views of the copied clock, not as arrays of their own
+        self.__dict__.update(state)
+        self.step_index, self.played, self.steps, self.cursor = self.clock.T
+
     # --- episodes -----------------------------------------------------------------------
 
     def reset(

@@ -89,6 +89,13 @@ class BatchState:
     slices: dict[str, slice] | None = None  # where each flow field lies in a flows row
     n: int = 0  # number of envs
 
+    def __reduce__(self) -> tuple:
+        # the timers' and flows' column fields are views of them: a copy (pickle, deepcopy)
+        # builds them again as views of the copied arrays, not as copies of their own
+        rows = {name: getattr(self, name) for name in _ROW_ARRAYS}
+        n_sub = self.cooldown_sub.shape[1]
+        return _assemble, (rows, self.timers, self.flows, self.solver, self.slices, n_sub)
+
     def take(self, rows: np.ndarray | list[int]) -> BatchState:
         """An independent state of the given rows (their solver rows copied): look-ahead."""
         rows = np.asarray(rows, dtype=np.intp)
