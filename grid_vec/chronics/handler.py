@@ -323,9 +323,7 @@ class ScenarioHandler:
         """The current step's ``load_p``, ``load_q``, ``gen_p`` and ``gen_v`` side by side,
         one ``(2 * n_load + 2 * n_gen,)`` row: a view when the source packs its injections
         (:meth:`~grid_vec.chronics.scenario.Injections.packed`), else a new array."""
-        if self._chunk is None:
-            self.rows()  # reads the chunk (or raises before the first reset)
-        t = self._step - self._chunk_start
+        t, _ = self._span(1)
         block = self._chunk.block  # the four side by side, when the source packs them
         if block is not None:
             return block[t]
@@ -423,11 +421,8 @@ class ScenarioHandler:
         """The packed injections (as :meth:`packed_row`'s) of the current step and up to
         ``count - 1`` steps on, as far as the chunk read goes (at least the current step),
         and the same steps of :meth:`outage_rows`'s arrays (None without any)."""
-        if self._chunk is None:
-            self.rows()  # reads the chunk (or raises before the first reset)
-        t = self._step - self._chunk_start
-        stop = min(t + count, len(self._chunk))
-        block = self._chunk.block
+        t, stop = self._span(count)
+        block = self._chunk.block  # the four side by side, when the source packs them
         if block is not None:
             packed = block[t:stop]
         else:
@@ -439,11 +434,16 @@ class ScenarioHandler:
     def forecast_window(self, count: int) -> np.ndarray:
         """The one-step forecasts made at the current step and up to ``count - 1`` steps on,
         packed as :meth:`window`'s injections (as far as the chunk read goes)."""
+        t, stop = self._span(count)
+        return np.concatenate([a[t:stop] for a in self._ahead], axis=1)
+
+    def _span(self, count: int) -> tuple[int, int]:
+        """The chunk's rows of the current step and up to ``count - 1`` steps on, as far as
+        the chunk read goes: ``(first, stop)``."""
         if self._chunk is None:
             self.rows()  # reads the chunk (or raises before the first reset)
         t = self._step - self._chunk_start
-        stop = min(t + count, len(self._chunk))
-        return np.concatenate([a[t:stop] for a in self._ahead], axis=1)
+        return t, min(t + count, len(self._chunk))
 
     # --- snapshots ----------------------------------------------------------------------
 

@@ -456,17 +456,17 @@ class GridBatch:
     def _next_step(self, rows: np.ndarray, masks: bool = True) -> tuple[TurnInputs, bool]:
         """Move the scenarios and clocks of ``rows`` one step on; the turn's inputs of that
         step, and whether the step was calm (no row could reach its max_steps or the end of
-        its time block: neither is checked)."""
+        its scenario window: neither is checked)."""
         scenarios = self.game.scenarios
         scenarios.advance(rows)
         sel = selector(rows, self.n)
-        played = self.game.scenarios.played[sel]
+        played = scenarios.played[sel]
         calm = self._calm > 0
         if calm:
             self._calm -= 1
             truncated = false_flags(len(rows))
         else:
-            truncated = played >= self.game.scenarios.max_steps[sel]
+            truncated = played >= scenarios.max_steps[sel]
             scenarios.refill_due(rows)
         inputs = TurnInputs(
             clock_rows=rows,
@@ -477,7 +477,7 @@ class GridBatch:
             opponent=self.game.opponent,
             times=scenarios.times(rows),
             played=played,
-            max_steps=self.game.scenarios.max_steps[sel],
+            max_steps=scenarios.max_steps[sel],
             truncated=truncated,
             action_masks=masks,
         )
