@@ -88,10 +88,9 @@ class ScenarioRows:
         self._window_end = np.arange(n) * WINDOW
         self._times_end = np.arange(n) * WINDOW
         # the one-step forecasts of the windows' steps, copied for an env the first time a
-        # look-ahead asks during its window (a step never reads them); its window's first step
+        # look-ahead asks during its window (a step never reads them)
         self._forecasts: np.ndarray | None = None
         self._forecasts_read = np.zeros(n, dtype=bool)
-        self._window_step = np.zeros(n, dtype=np.int64)
 
     def __setstate__(self, state: dict) -> None:
         # the clock's columns are views of it: a copy (pickle, deepcopy) makes them again as
@@ -246,7 +245,6 @@ class ScenarioRows:
         base = rows * WINDOW
         self.cursor[rows] = base
         self._times_end[rows] = base + count
-        self._window_step[rows] = self.step_index[rows]
         self._forecasts_read[rows] = False
         if self._outages is None and any_true(self.planned[rows]):
             self._outages = np.empty((self.n * WINDOW, 3, self.model.n_branch), dtype=np.int32)
@@ -275,7 +273,7 @@ class ScenarioRows:
             first, stop = row * WINDOW, int(self._window_end[row])
             back = int(self.cursor[row]) - first  # steps played since the window was filled
             handler = self.handlers[row]
-            handler.seek(int(self._window_step[row]), int(self.played[row]) - back)
+            handler.seek(int(self.step_index[row]) - back, int(self.played[row]) - back)
             self._forecasts[first:stop] = handler.forecast_window(stop - first)
         self._forecasts_read[rows] = True
 
