@@ -54,10 +54,14 @@ from grid_vec.grid import chord_kernel  # compiled from grid_vec/grid/chord_kern
 TOLERANCE = 1e-8  # lightsim2grid's stopping test, as LightSimBackend calls it
 CHORD_MAX_ITER = 16  # then the row falls back to lightsim2grid's Newton solve
 # a row is the chord's once it has solved this many times in a row in its topology (with the
-# same voltage setpoints): a topology an agent leaves at once is not worth a plan (building
-# one costs a few solves); the count is the row's own, so the choice never depends on the
-# other rows (a plan another row built is only a saving of time)
-STEADY_SOLVES = 2
+# same voltage setpoints): a topology an agent leaves soon is not worth a plan (building one,
+# a lightsim2grid solve and a SuperLU factorisation, costs about as much as 200 batched
+# Newton solves of the sandbox, and a chord solve saves 2.7 µs of the Newton's 7.5 µs); at 2,
+# random catalog actions on the sandbox spent 7% of their step time building plans their
+# rows left before using; 5 measured best of 2, 3 and 5 (x32, sandbox and case118, random and
+# do-nothing). The count is the row's own, so the choice never depends on the other rows (a
+# plan another row built is only a saving of time)
+STEADY_SOLVES = 5
 _MIN_SHARED_Q = 1e-3  # MVAr: below it a shared bus' reactive shares cannot be read reliably
 
 

@@ -9,7 +9,7 @@ import pytest
 from env_helpers import loose_limits
 
 from grid_vec.core.parameters import Parameters
-from grid_vec.core.topology import TopologyLayout, _reasons, isolated_elements, unsolvable
+from grid_vec.core.topology import isolated_elements
 
 BRANCH = 0  # line 0-1: meshed, its loss isolates nothing
 
@@ -207,18 +207,3 @@ def test_truncation_at_scenario_end_max_steps_and_max_iter(make_env):
     env.set_max_iter(4)
     env.reset()
     assert [env.step(0)[3] for _ in range(4)] == [False] * 3 + [True]
-
-
-def test_isolation_answers_are_remembered_per_topology(case14):
-    """The cached answer is the graph search's, for every topology, and a second look-up of a
-    batch (in another order, with repeats) finds every row in the cache."""
-    layout = TopologyLayout.from_model(case14)
-    rng = np.random.default_rng(0)
-    topos = rng.choice(np.array([-1, 1, 1, 1, 2], dtype=np.int8), (200, layout.n_elem))
-    first = unsolvable(case14, layout, topos)
-    assert first == _reasons(case14, layout, topos)
-    assert len(layout.isolation_cache) == len({t.tobytes() for t in topos})
-    layout.isolation_cache[topos[0].tobytes()] = "remembered"
-    order = rng.permutation(np.r_[np.arange(200), np.arange(20)])
-    again = unsolvable(case14, layout, topos[order])
-    assert again == [("remembered" if i == 0 else first[i]) for i in order.tolist()]
