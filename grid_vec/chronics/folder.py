@@ -332,6 +332,10 @@ class FolderSource:
         return files
 
     def info(self, scenario_id: int) -> ScenarioInfo:
+        # a scenario read before (its id checked then): every reset asks for its info again
+        found = self._infos.get(scenario_id) if type(scenario_id) is int else None
+        if found is not None:
+            return found
         scenario_id = self._check_id(scenario_id)
         if scenario_id not in self._infos:
             folder = self.path / "chronics" / self._dirs[scenario_id]

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from grid_vec.chronics.scenario import ScenarioSource
+from grid_vec.core import turn as turn_
 from grid_vec.core.actions import ActionCatalog
 from grid_vec.core.config import GameConfig
 from grid_vec.core.contingency import ContingencyResults, branch_indices, screen
@@ -51,7 +52,8 @@ from grid_vec.core.continuous import ContinuousLayout
 from grid_vec.core.game_state import GameState
 from grid_vec.core.lookahead import Lookahead
 from grid_vec.core.observation import ObservationLayout
-from grid_vec.core.observation_select import ObservationSelection, extra_values
+from grid_vec.core.observation_select import ObservationSelection
+from grid_vec.core.observer import Observer
 from grid_vec.core.parameters import Parameters
 from grid_vec.core.pool import TurnPool
 from grid_vec.core.records import ActionBatch, CandidateResults, StepBatch
@@ -88,7 +90,7 @@ from grid_vec.core.state import (
     solve,
 )
 from grid_vec.core.topology import TopologyLayout, layout_of
-from grid_vec.core.turn import Turn, TurnInputs
+from grid_vec.core.turn import TurnInputs, TurnRules
 from grid_vec.grid import make_solver
 from grid_vec.grid.model import GridModel
 
@@ -178,23 +180,25 @@ class GridBatch:
         self.game = GameState.new(
             self._initial.take(np.zeros(self.n, dtype=np.intp)), scenarios, opponents, model.n_gen
         )
-        # the default observation's flows: the storage units' are chosen attributes only
-        self._n_obs_flows = self._initial.slices["storage_p"].start
         # steps every running env surely plays before one reaches its max_steps or the end of
         # its scenario window: until then a step checks neither (ScenarioRows.calm_steps)
         self._calm = CALM_NONE
-        self.inv_limit = 1.0 / thermal_limit[None]  # a row: see OverflowLimits
-        n_b = model.n_branch
-        self._n_obs_timers = 2 * n_b + model.n_sub
-        # the last two segments of an observation when no outage is planned for its env
-        self._no_maintenance = _no_maintenance(self.n, n_b)
+        self.observer = Observer(
+            model, self.topology, self._default_layout, self._selection, thermal_limit,
+            dispatch_limits, self._rules, self.action_mask, self.action_subset,
+            # the default observation's flows: the storage units' are chosen attributes only
+            self._initial.slices["storage_p"].start, self.n,
+        )  # fmt: skip
+        self.inv_limit = self.observer.inv_limit
         self.timings = dict.fromkeys(("action", "powerflow", "observation", "total"), 0.0)
         self.counts = {
             "steps": scenarios.steps,
             **{name: np.zeros(self.n, dtype=np.int64) for name in ("resets", "simulates")},
         }
         self.simulate_seconds = np.zeros(self.n)
-        self.turn = Turn(self, self._rules)  # the turn of a step and of a simulate
+        # what the turn of a step and of a simulate is played by (built again with new
+        # parameters)
+        self.turn_rules = self._turn_rules()
         self.lookahead = Lookahead(self)  # simulate, candidates and the safe-action mask
         self._turns: TurnPool | None = None  # pool stepping, once asked for
 
@@ -212,6 +216,24 @@ class GridBatch:
             raise TypeError(f"parameters must be a Parameters, got {type(parameters).__name__}")
         self.parameters = parameters
         self.limits = OverflowLimits.of(parameters, self.thermal_limit)
+        if hasattr(self, "turn_rules"):  # after __init__: the turn plays by the new ones
+            self.turn_rules = self._turn_rules()
+
+    def _turn_rules(self) -> TurnRules:
+        """The turn's record of the game's rules as they are now."""
+        return TurnRules(
+            model=self.model,
+            topology=self.topology,
+            parameters=self.parameters,
+            limits=self.limits,
+            storage=self.storage,
+            dispatch_limits=self.dispatch_limits,
+            actions=self._rules,
+            observer=self.observer,
+            reward_fn=self.reward_fn,
+            other_rewards=self.other_rewards,
+            reward_context=self.reward_context,
+        )
 
     def env_timings(self, row: int) -> dict[str, float]:
         """Cumulative seconds per phase of ``step`` (action, powerflow, observation, total;
@@ -286,7 +308,8 @@ class GridBatch:
         if self.storage is not None:
             length = self.step_length(rows)
             reset_storage(state, rows, self.storage, self.parameters, length)
-        dead = self.turn.inject(
+        dead = turn_.inject(
+            self.turn_rules,
             state,
             rows,
             self.game.scenarios.injections(rows),
@@ -323,7 +346,9 @@ class GridBatch:
         self, rows: np.ndarray, played: np.ndarray, outages: outages_.OutageRows | None
     ) -> StepBatch:
         """The observations of ``rows`` in their current states, nothing flagged."""
-        obs, _ = self.observe(self.game.grid, rows, self.time_features(rows), played, outages)
+        obs, _ = self.observer.observe(
+            self.game.grid, rows, self.time_features(rows), played, self.game.scenarios, outages
+        )
         return StepBatch.quiet(
             obs, self.model.n_branch, action_mask=self.mask_of(self.game.grid, rows)
         )
@@ -438,13 +463,12 @@ class GridBatch:
         turn's last state gets them)."""
         t0 = perf_counter()
         inputs, calm = self._next_step(rows, masks)
-        result = self.turn.play(self.game.grid, rows, action, inputs)
+        result, t1, t2 = turn_.play(self.turn_rules, self.game.grid, rows, action, inputs)
         terminated, truncated = result.terminated, result.truncated
         if any_true(terminated) or any_true(truncated):
             self.game.done[selector(rows, self.n)] = terminated | truncated
         if not calm:
             self._calm = self.game.scenarios.calm_steps(np.flatnonzero(~self.game.done))
-        t1, t2 = self.turn.marks
         t3 = perf_counter()
         timings = self.timings
         timings["action"] += t1 - t0
@@ -470,6 +494,7 @@ class GridBatch:
             scenarios.refill_due(rows)
         inputs = TurnInputs(
             clock_rows=rows,
+            scenarios=scenarios,
             injections=scenarios.injections(rows),
             outages=scenarios.outages(rows),  # maintenance and hazards of this step
             setpoints=self.game.setpoints,
@@ -558,11 +583,8 @@ class GridBatch:
         return self.game.scenarios.step_length(clock_rows)
 
     def mask_of(self, state: BatchState, rows: np.ndarray) -> np.ndarray | None:
-        """The legal agent actions of ``rows`` now, when the env gives them."""
-        if not self.action_mask:
-            return None
-        mask = self._rules.legal_mask(state, rows, self.parameters)
-        return mask if self.action_subset is None else mask[:, self.action_subset]
+        """The legal agent actions of ``rows`` of ``state`` now, when the env gives them."""
+        return self.observer.mask_of(state, rows, self.parameters)
 
     def legal_actions(self, rows: np.ndarray) -> np.ndarray:
         """(k, n_catalog) bool: the catalog actions legal now in ``rows``."""
@@ -572,55 +594,7 @@ class GridBatch:
         """The catalog index of the agent's discrete action ``action`` (assumed valid)."""
         return int(action if self.action_subset is None else self.action_subset[action])
 
-    def observe(
-        self,
-        state: BatchState,
-        rows: np.ndarray,
-        times: np.ndarray,
-        played: np.ndarray,
-        outages: outages_.OutageRows | None = None,
-        clock_rows: np.ndarray | None = None,
-        ahead: int = 0,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The (k, size) float32 observations of ``rows``, in one ``concatenate`` of every
-        segment (a fresh array: the caller keeps it), the maintenance segments from
-        ``outages`` (None: no outage planned), then the chosen attributes when the env chose
-        them (``clock_rows``: the batch's rows whose clocks, ``ahead`` steps on, the
-        observations are of; default ``rows``), and their (k, n_branch) rho (the rewards
-        read it)."""
-        sel = selector(rows, state.n)
-        rho = state.a_or[sel] * self.inv_limit
-        k = len(rows)
-        obs = np.empty((k, self._default_layout.size), dtype=np.float32)
-        segments = [
-            times, played[:, None], rho, state.line_status[sel],
-            state.flows[sel, : self._n_obs_flows],
-            state.actual_dispatch[sel], state.topo[sel], state.timers[sel, : self._n_obs_timers],
-        ]  # fmt: skip
-        if outages is None:
-            if k > len(self._no_maintenance):  # look-ahead rows: more than the batch's
-                self._no_maintenance = _no_maintenance(k, self.model.n_branch)
-            segments.append(self._no_maintenance[:k])
-        else:
-            segments += (outages.time, outages.duration)
-        np.concatenate(segments, axis=1, out=obs, casting="same_kind")
-        if self._selection is not None:
-            clock_rows = rows if clock_rows is None else clock_rows
-            steps = self.game.scenarios.step_index[clock_rows] + ahead
-            extras = extra_values(self._selection, self, state, rows, steps, played, clock_rows)
-            obs = self._selection.select(obs, extras)
-        return obs, rho
-
     def time_features(self, rows: np.ndarray, ahead: int = 0) -> np.ndarray:
         """(k, 6) time features of each row's current step (``ahead``: of the step that many
         steps on, fewer than a scenario window's)."""
         return self.game.scenarios.times(rows, ahead)
-
-
-def _no_maintenance(k: int, n_branch: int) -> np.ndarray:
-    """(k, 2 n_branch) read-only: the maintenance segments of an observation with no outage
-    planned (time_next_maintenance -1, duration_next_maintenance 0)."""
-    segments = np.zeros((k, 2 * n_branch), dtype=np.float32)
-    segments[:, :n_branch] = -1.0
-    segments.flags.writeable = False
-    return segments

@@ -22,13 +22,14 @@ from typing import Protocol
 
 import numpy as np
 
+from grid_vec.core import turn as turn_
 from grid_vec.core.game_state import GameState
 from grid_vec.core.parameters import Parameters
 from grid_vec.core.records import ActionBatch, CandidateResults, StepBatch
 from grid_vec.core.rules import outages as outages_
 from grid_vec.core.rules.actions import false_flags
 from grid_vec.core.rules.storage import StepLength, StorageUnits
-from grid_vec.core.turn import Turn, TurnInputs
+from grid_vec.core.turn import TurnInputs, TurnRules
 from grid_vec.grid.backend import InjectionRows
 from grid_vec.grid.model import GridModel
 
@@ -72,7 +73,7 @@ class LookaheadHost(Protocol):
 
     game: GameState  # the envs' state, read (candidates are copies of its rows)
     model: GridModel
-    turn: Turn
+    turn_rules: TurnRules
     action_subset: np.ndarray | None
     counts: dict[str, np.ndarray]
     parameters: Parameters
@@ -198,7 +199,7 @@ class Lookahead:
             inputs = self.inputs(envs, env_of, h, playing, setpoints, outages, action_masks)
             if len(playing) < len(copies):
                 action = action.rows(playing)
-            step = host.turn.play(state, playing, action, inputs)
+            step = turn_.play(host.turn_rules, state, playing, action, inputs).step
             chain.append((step, state.a_or[playing] * host.inv_limit, playing))
             playing = playing[~step.terminated & (left[playing] > h)]
             if not len(playing):
@@ -268,6 +269,7 @@ class Lookahead:
             outages = outages_.OutageRows(*(a[at] for a in each))
         return TurnInputs(
             clock_rows=clock_rows,
+            scenarios=scenarios,
             injections=forecasts,
             outages=outages,
             setpoints=setpoints,

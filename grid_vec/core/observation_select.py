@@ -163,17 +163,20 @@ class ObservationSelection:
 
 def extra_values(
     selection: ObservationSelection,
-    batch: Any,
+    grid: Any,
     state: Any,
     rows: np.ndarray,
     steps: np.ndarray,
     played: np.ndarray,
     time_rows: np.ndarray,
+    scenarios: Any,
 ) -> dict[str, np.ndarray]:
     """The further attributes ``selection`` asks for, ``(k, n)`` per name, for ``rows`` of
-    ``state`` (a ``BatchState`` of ``batch``, a ``GridBatch``) after a step. ``steps`` and
-    ``played``: each row's step in its scenario and steps played; ``time_rows``: the batch's
-    rows the clocks are read from (a look-ahead's state has rows of its own)."""
+    ``state`` (a ``BatchState``) after a step. ``grid``: what the state is of (its
+    ``model``, ``topology`` and ``dispatch_limits``: an
+    :class:`~grid_vec.core.observer.Observer`); ``steps`` and ``played``: each row's step in
+    its scenario and steps played; ``time_rows``: the rows of ``scenarios`` (a
+    ``ScenarioRows``) the clocks are read from (a look-ahead's state has rows of its own)."""
     out: dict[str, np.ndarray] = {}
     names = selection.extras
     if "target_dispatch" in names:
@@ -184,15 +187,13 @@ def extra_values(
         out["current_step"] = np.asarray(steps)
     if "max_step" in names:
         # the episode's last step, counted from the scenario's start as current_step is
-        out["max_step"] = (
-            np.asarray(steps) - np.asarray(played) + batch.game.scenarios.max_steps[time_rows]
-        )
+        out["max_step"] = np.asarray(steps) - np.asarray(played) + scenarios.max_steps[time_rows]
     if "delta_time" in names:
-        out["delta_time"] = batch.game.scenarios.step_seconds[time_rows] / 60
+        out["delta_time"] = scenarios.step_seconds[time_rows] / 60
     if selection.needs_thetas:
-        out.update(_thetas(batch, state, rows))
+        out.update(_thetas(grid, state, rows))
     if selection.needs_dispatch:
-        out.update(_dispatch(batch.dispatch_limits, state, rows))
+        out.update(_dispatch(grid.dispatch_limits, state, rows))
     for name, array in STORAGE_STATE.items():
         if name in names:
             out[name] = getattr(state, array)[rows]
@@ -233,12 +234,12 @@ def _dispatch(limits: Any, state: Any, rows: np.ndarray) -> dict[str, np.ndarray
     }
 
 
-def _thetas(batch: Any, state: Any, rows: np.ndarray) -> dict[str, np.ndarray]:
+def _thetas(grid: Any, state: Any, rows: np.ndarray) -> dict[str, np.ndarray]:
     """Voltage angles in degrees at every element of ``rows`` (0 where disconnected, and
     everywhere in a row whose last power flow did not converge)."""
     from grid_vec.grid.backend import PowerFlowDivergedError
 
-    model, layout = batch.model, batch.topology
+    model, layout = grid.model, grid.topology
     k = len(rows)
     angles = np.zeros((k, 2 * model.n_sub))
     for j, row in enumerate(np.asarray(rows).tolist()):

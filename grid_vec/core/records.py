@@ -339,6 +339,11 @@ REASONS: dict[str, Merge] = {
 _read_reasons = attrgetter(*REASONS)
 
 
+def has_reasons(result: StepBatch) -> bool:
+    """Whether some env's info holds a reason (an entry beyond the fixed layout)."""
+    return any(_read_reasons(result))
+
+
 def env_info(result: StepBatch, j: int) -> dict[str, Any]:
     """The info dict of row ``j`` of a step, as a single env gives it (see the module
     docstring): fixed-shape entries only, so that vector envs batch it cheaply.

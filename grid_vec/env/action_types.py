@@ -314,7 +314,8 @@ def _indices(n_catalog: int, actions: Any) -> np.ndarray:
             f"actions must be ints in [0, {n_catalog - 1}], one per env, got {arr.dtype} of "
             f"shape {arr.shape}"
         )
-    if len(arr) and (arr.min() < 0 or arr.max() >= n_catalog):
+    # one reduction: a negative index read as unsigned is larger than any catalog
+    if len(arr) and arr.view(arr.dtype.str.replace("i", "u")).max() >= n_catalog:
         raise RefusedActions(
             f"actions must be ints in [0, {n_catalog - 1}], got {arr}",
             (arr < 0) | (arr >= n_catalog),

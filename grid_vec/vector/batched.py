@@ -34,6 +34,7 @@ from gymnasium.vector.vector_env import AutoresetMode, VectorEnv
 from grid_vec.core.contingency import ContingencyResults
 from grid_vec.core.records import ActionBatch, CandidateResults
 from grid_vec.core.snapshot import GridSnapshot
+from grid_vec.core.state import any_true
 from grid_vec.env.action_input import batch_actions, horizon_actions
 from grid_vec.vector import arguments
 from grid_vec.vector.errors import naming_env
@@ -163,8 +164,8 @@ class BatchedGridVecEnv(GridCommands, VectorEnv):
         self._check_open()
         parsed = self._parse(actions)
         engine = self._engine
-        resets = self.autoreset_mode == AutoresetMode.NEXT_STEP and engine.autoreset.any()
-        if not resets and self._batch.game.done.any():
+        resets = self.autoreset_mode == AutoresetMode.NEXT_STEP and any_true(engine.autoreset)
+        if not resets and any_true(self._batch.game.done):
             ended = int(np.argmax(self._batch.game.done))
             raise RuntimeError(
                 f"sub-env {ended}: the episode is over (or never started): reset it first"

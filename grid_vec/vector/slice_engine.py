@@ -22,7 +22,7 @@ from gymnasium import Env
 from gymnasium.vector.vector_env import AutoresetMode
 
 from grid_vec.core.batch import GridBatch
-from grid_vec.core.records import INFO_COLUMNS, REASONS, ActionBatch, StepBatch
+from grid_vec.core.records import INFO_COLUMNS, REASONS, ActionBatch, StepBatch, has_reasons
 from grid_vec.env.action_input import batch_actions
 from grid_vec.vector.declared import is_grid_env
 
@@ -260,20 +260,16 @@ def info_columns(result: StepBatch) -> dict[str, Any]:
     return columns
 
 
-def has_reasons(result: StepBatch) -> bool:
-    """Whether some env's info holds a reason (an entry beyond the fixed layout)."""
-    return any(getattr(result, key) for key in REASONS)
-
-
 def fixed_infos(result: StepBatch) -> dict[str, Any]:
     """The batched infos of a step of every env whose infos hold the fixed layout only."""
     n = len(result.reward)
 
     def batched(columns: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for key, column in columns.items():
+        present = np.ones((len(columns), n), dtype=np.bool_)  # a row each: one allocation
+        for (key, column), mask in zip(columns.items(), present, strict=True):
             out[key] = batched(column) if isinstance(column, dict) else _as_info(column)
-            out[f"_{key}"] = np.ones(n, dtype=np.bool_)
+            out[f"_{key}"] = mask
         return out
 
     return batched(info_columns(result))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from grid_vec.core.state import disconnect
-from grid_vec.core.turn import Turn
+from grid_vec.core import turn
 
 BRANCH = 3  # a branch the patched outage phase takes out every turn
 
@@ -16,14 +16,14 @@ def test_a_patched_reward_phase_is_seen_by_step_and_simulate(make_env, monkeypat
     env.reset(seed=0)
     _, sim_reward, *_ = env.simulate(0)
     _, reward, *_ = env.step(0)
-    play = Turn.reward
+    play = turn.reward
 
-    def plus_100(self, *args, **kwargs):
-        result = play(self, *args, **kwargs)
+    def plus_100(*args, **kwargs):
+        result = play(*args, **kwargs)
         result.reward = result.reward + 100.0
         return result
 
-    monkeypatch.setattr(Turn, "reward", plus_100)
+    monkeypatch.setattr(turn, "reward", plus_100)
     assert env.simulate(0)[1] == sim_reward + 100.0
     assert env.step(0)[1] == reward + 100.0
 
@@ -32,19 +32,19 @@ def test_a_patched_outage_phase_is_seen_by_step_and_simulate(make_env, monkeypat
     env = make_env()
     env.reset(seed=0)
     assert env.view(env.simulate(0)[0]).line_status[BRANCH] == 1
-    outages = Turn.outages
+    outages = turn.outages
 
-    def branch_out(self, state, rows, inputs, attack):
-        outages(self, state, rows, inputs, attack)
+    def branch_out(rules, state, rows, inputs, attack):
+        outages(rules, state, rows, inputs, attack)
         mask = np.zeros_like(state.line_status)
         mask[rows, BRANCH] = True
-        disconnect(state, self.host.topology, mask)
+        disconnect(state, rules.topology, mask)
 
-    monkeypatch.setattr(Turn, "outages", branch_out)
+    monkeypatch.setattr(turn, "outages", branch_out)
     sim_obs, *_ = env.simulate(0)
     assert env.view(sim_obs).line_status[BRANCH] == 0
     obs, *_ = env.step(0)
     assert env.view(obs).line_status[BRANCH] == 0
     # unpatched, the branch the step took out stays out (nothing reconnects it)
-    monkeypatch.setattr(Turn, "outages", outages)
+    monkeypatch.setattr(turn, "outages", outages)
     assert env.view(env.simulate(0)[0]).line_status[BRANCH] == 0
