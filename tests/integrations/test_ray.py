@@ -453,3 +453,21 @@ def test_ray_executor_actor_plays_its_chunk_as_one_batch_equal_to_local():
         remote = runner.run(4, max_iter=30)
     with Runner([CASE14] * 2, agent, seed=7) as runner:
         assert remote == runner.run(4, max_iter=30)
+
+
+def test_bench_ray_vec_reports_both_subjects_and_their_ratio(tmp_path, capsys):
+    """benchmarks/bench_ray_vec.py runs end to end on the module's Ray (figures are never
+    asserted: benchmarks are not timed in tests)."""
+    from benchmark_scripts import load_benchmark
+
+    module = load_benchmark("bench_ray_vec")
+    argv = ["--grid", "case14", "--actions", "random", "--envs", "4", "--reps", "2"]
+    doc = module.main([*argv, "--seconds", "0.05", "--out", str(tmp_path)])
+    (result,) = doc["results"]
+    assert set(result["subjects"]) == {"GridVecEnv", "RayVecEnv"}
+    for subject in result["subjects"].values():
+        assert subject["env_steps_per_s"] > 0 and len(subject["samples"]) == 2
+    assert result["ray_over_grid_vec_env"] > 0
+    assert json.loads((tmp_path / "bench_ray_vec.json").read_text())["results"]
+    assert "| case14 | random | 4 | RayVecEnv |" in capsys.readouterr().out
+    assert ray.is_initialized()  # the module's Ray, left running
