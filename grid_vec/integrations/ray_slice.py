@@ -38,6 +38,7 @@ from gymnasium.vector import AutoresetMode
 from ray.exceptions import GetTimeoutError, RayActorError
 
 from grid_vec.vector import protocol as p
+from grid_vec.vector.doorbell import spin
 from grid_vec.vector.errors import ProtocolError, error_entry
 from grid_vec.vector.local_slice import slice_vector_env
 
@@ -59,6 +60,8 @@ class SliceHost:
         first_id: the RayVecEnv index of the slice's first sub-env (names its errors).
         authkey: the key the driver's socket link authenticates with (unused by the
             ``"ray"`` link, which opens no socket).
+        spin_s: seconds the socket link's thread spins for the next command before it
+            sleeps (see :class:`SocketLink`).
     """
 
     def __init__(
@@ -67,6 +70,7 @@ class SliceHost:
         autoreset_mode: AutoresetMode,
         first_id: int,
         authkey: bytes,
+        spin_s: float = 0.0,
     ) -> None:
         # the replies are pickled at once: the env's own buffers need no copy
         self.env = slice_vector_env(env_fns, autoreset_mode, copy=False)
@@ -81,6 +85,7 @@ class SliceHost:
             not isinstance(env, gym.vector.SyncVectorEnv),
         )
         self._authkey = authkey
+        self._spin_s = spin_s
         self._listener: Listener | None = None
         self._handlers: dict[int, Callable[[Any], bytes]] = {
             p.STEP: self._step,
@@ -128,7 +133,10 @@ class SliceHost:
         with conn:
             no_delay(conn)
             fd = conn.fileno()
+            poller = select.poll()
+            poller.register(fd, p.POLL_IN)
             while True:
+                spin(lambda: bool(poller.poll(0)), self._spin_s)
                 try:
                     code, payload = p.read_message(fd)
                 except (EOFError, OSError):
@@ -197,8 +205,11 @@ class SocketLink:
         p.PeerGone: (``send``, ``recv``) the actor is gone.
     """
 
-    def __init__(self, actor: Any, address: tuple[str, int], authkey: bytes) -> None:
+    def __init__(
+        self, actor: Any, address: tuple[str, int], authkey: bytes, spin_s: float = 0.0
+    ) -> None:
         self.actor = actor
+        self.spin_s = spin_s
         self.conn = Client(tuple(address), authkey=authkey)
         no_delay(self.conn)
         self.fd = self.conn.fileno()
@@ -217,8 +228,10 @@ class SocketLink:
         Raises:
             TimeoutError: no reply within ``timeout``.
         """
+        poll = self._poller.poll
+        spin(lambda: bool(poll(0)), self.spin_s)
         waited = 0.0
-        while not self._poller.poll(int(LIVENESS_S * 1000)):
+        while not poll(int(LIVENESS_S * 1000)):
             waited += LIVENESS_S
             if timeout is not None and waited >= timeout:
                 raise TimeoutError(f"no reply from the actor within {timeout} s")
@@ -260,10 +273,10 @@ class RayLink:
         pass
 
 
-def _socket_link(actor: Any, authkey: bytes) -> SocketLink:
+def _socket_link(actor: Any, authkey: bytes, spin_s: float) -> SocketLink:
     address = ray.get(actor.open.remote())
     try:
-        return SocketLink(actor, address, authkey)
+        return SocketLink(actor, address, authkey, spin_s)
     except OSError as exc:
         raise OSError(
             f"cannot reach the RayVecEnv actor's socket at {address[0]}:{address[1]} ({exc}); "
@@ -271,9 +284,9 @@ def _socket_link(actor: Any, authkey: bytes) -> SocketLink:
         ) from exc
 
 
-LINKS: dict[str, Callable[[Any, bytes], SocketLink | RayLink]] = {
+LINKS: dict[str, Callable[[Any, bytes, float], SocketLink | RayLink]] = {
     "socket": _socket_link,
-    "ray": lambda actor, _authkey: RayLink(actor),
+    "ray": lambda actor, _authkey, _spin_s: RayLink(actor),
 }
 """The driver's link of each transport to a started actor (see the module's docstring); a
 link's constructor raises RayActorError when the actor died while starting, OSError when its

@@ -292,9 +292,9 @@ def test_ray_vec_env_attributes_and_close():
         assert env.call("get_wrapper_attr", "marker") == (7, 7)
         with pytest.raises(ValueError, match="values has 3 entries, expected 2"):
             env.set_attr("marker", [1, 2, 3])
-        with pytest.raises(ValueError, match="seed has 1 entries, expected 2"):
+        with pytest.raises(ValueError, match="length must match num_envs=2"):
             env.reset(seed=[1])
-        with pytest.raises(ValueError, match="reset_mask must be a boolean array"):
+        with pytest.raises(ValueError, match=r"reset_mask'\]` must have shape `\(2,\)`"):
             env.reset(options={"reset_mask": np.ones(3, dtype=bool)})
     finally:
         env.close()
@@ -303,6 +303,10 @@ def test_ray_vec_env_attributes_and_close():
         env.step(np.zeros(2, dtype=np.int64))
     with pytest.raises(ValueError, match="envs_per_actor must be >= 1"):
         RayVecEnv([CARTPOLE], envs_per_actor=0)
+    with pytest.raises(ValueError, match="transport must be one of"):
+        RayVecEnv([CARTPOLE], transport="grpc")
+    with pytest.raises(ValueError, match="spin_us must be a number >= 0"):
+        RayVecEnv([CARTPOLE], spin_us=-1)
 
 
 def _wait_dead(actor, timeout_s: float = 30.0) -> None:
@@ -369,14 +373,16 @@ def play_side_by_side(ray_env, batched_env, steps: int, seed: int) -> int:
 
 
 @pytest.mark.parametrize(
-    ("mode", "transport", "steps"),
+    ("mode", "transport", "spin_us", "steps"),
     [
-        (AutoresetMode.NEXT_STEP, "socket", 300),
-        (AutoresetMode.SAME_STEP, "socket", 200),
-        (AutoresetMode.DISABLED, "ray", 100),
+        (AutoresetMode.NEXT_STEP, "socket", 0, 300),
+        (AutoresetMode.SAME_STEP, "socket", 200, 200),  # the actors spin for commands
+        (AutoresetMode.DISABLED, "ray", 0, 100),
     ],
 )
-def test_make_vec_ray_two_batched_actors_equal_make_vec_batched_bitwise(mode, transport, steps):
+def test_make_vec_ray_two_batched_actors_equal_make_vec_batched_bitwise(
+    mode, transport, spin_us, steps
+):
     """``make_vec(..., vectorization="ray")``: 16 case14 envs spread over the cluster's 2
     CPUs, 2 actors each stepping 8 as one batch, play exactly what one in-process batch of
     16 plays (same seeds, random catalog actions, the game overs' resets included)."""
@@ -385,7 +391,7 @@ def test_make_vec_ray_two_batched_actors_equal_make_vec_batched_bitwise(mode, tr
         16,
         vectorization="ray",
         autoreset_mode=mode,
-        vector_kwargs={"transport": transport},
+        vector_kwargs={"transport": transport, "spin_us": spin_us},
     )
     batched_env = grid_vec.make_vec("case14", 16, vectorization="batched", autoreset_mode=mode)
     try:
