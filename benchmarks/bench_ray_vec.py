@@ -7,7 +7,8 @@ inside the timed loop), env-steps/s and µs per env-step:
   worker process steps one half, the parent the other with the worker's engine);
 * RayVecEnv: ``make_vec(grid, n, vectorization="ray", envs_per_worker=n / 2)``: 2 Ray
   actors, each stepping its half as one batch of the engine, over the ``--transport`` link
-  (``socket`` by default; ``ray``: Ray actor calls).
+  (``socket`` by default; ``ray``: Ray actor calls), its processes spinning ``--spin-us``
+  for messages before they sleep (default: RayVecEnv's, 1 ms).
 
 Both are built once per workload and kept; each repetition times them in turn, the first
 one alternating, so machine noise hits both alike; medians over ``--reps`` with the spread,
@@ -17,7 +18,7 @@ actor) unless it runs already. grid_vec plays the ``flat`` reward.
 
     python benchmarks/bench_ray_vec.py [--grid l2rpn_case14_sandbox]
         [--actions do-nothing random] [--envs 32] [--reps 3] [--seconds 3]
-        [--transport socket] [--out OUT]
+        [--transport socket] [--spin-us US] [--out OUT]
 
 JSON: OUT/bench_ray_vec.json (with --out OUT).
 """
@@ -43,27 +44,28 @@ SUBJECTS = tuple(VECTORIZATIONS)
 GOAL = 0.9  # RayVecEnv's share of GridVecEnv's env-steps/s that issue #57 asks for
 
 
-def build(subject: str, grid: str, n: int, transport: str) -> Any:
-    """The vector env of ``subject``: ``n`` envs of ``grid`` in two slices."""
+def build(subject: str, grid: str, n: int, ray_kwargs: dict[str, Any]) -> Any:
+    """The vector env of ``subject``: ``n`` envs of ``grid`` in two slices (``ray_kwargs``:
+    RayVecEnv's own arguments)."""
     vectorization = VECTORIZATIONS[subject]
     return grid_vec.make_vec(
         grid_target(grid),
         n,
         envs_per_worker=n // 2,
         vectorization=vectorization,
-        vector_kwargs={"transport": transport} if vectorization == "ray" else None,
+        vector_kwargs=ray_kwargs if vectorization == "ray" else None,
         reward="flat",
     )
 
 
 def measure(
-    grid: str, n: int, actions: str, reps: int, seconds: float, transport: str
+    grid: str, n: int, actions: str, reps: int, seconds: float, ray_kwargs: dict[str, Any]
 ) -> dict[str, Any]:
     """Both subjects ``reps`` times, the first alternating; medians, spreads, the ratio."""
     envs = {}
     try:
         for name in SUBJECTS:
-            envs[name] = build(name, grid, n, transport)
+            envs[name] = build(name, grid, n, ray_kwargs)
         samples: dict[str, list[float]] = {name: [] for name in SUBJECTS}
         for rep in range(reps):
             for name in SUBJECTS[rep % 2 :] + SUBJECTS[: rep % 2]:
@@ -76,7 +78,7 @@ def measure(
         "grid": grid,
         "actions": actions,
         "envs": n,
-        "transport": transport,
+        "ray_vec_env": ray_kwargs,
         "subjects": subjects,
         "ray_over_grid_vec_env": subjects["RayVecEnv"]["of_grid_vec_env"],
         "load": os.getloadavg(),
@@ -95,6 +97,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--reps", type=positive_int, default=3)
     parser.add_argument("--seconds", type=positive_float, default=3.0)
     parser.add_argument("--transport", choices=("socket", "ray"), default="socket")
+    parser.add_argument(
+        "--spin-us", type=float, default=None, help="RayVecEnv's spin_us (default: its own)"
+    )
     add_out_argument(parser)
     args = parser.parse_args(argv)
     if args.envs % 2:
@@ -105,8 +110,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     try:
         results = []
         for actions in args.actions:
+            ray_kwargs: dict[str, Any] = {"transport": args.transport}
+            if args.spin_us is not None:
+                ray_kwargs["spin_us"] = args.spin_us
             results.append(
-                measure(args.grid, args.envs, actions, args.reps, args.seconds, args.transport)
+                measure(args.grid, args.envs, actions, args.reps, args.seconds, ray_kwargs)
             )
             print(format_rows(results[-1:]).split("\n", 2)[-1], flush=True)
     finally:

@@ -102,6 +102,10 @@ class SliceHost:
         """True: the actor lives (asked by a socket link waiting long for a reply)."""
         return True
 
+    def pid(self) -> int:
+        """The actor's process id (tests kill it)."""
+        return os.getpid()
+
     def open(self) -> tuple[str, int]:
         """Listen for the driver's socket link on this node and serve it in a thread of its
         own (the actor's Ray methods stay free: the driver asks ``ping`` whether the actor

@@ -63,11 +63,12 @@ class RayVecEnv(VectorEnv):
             Ray started or joined here is shut down by ``close``.
         transport: ``"socket"`` (default): a direct TCP connection from this process to
             each actor (its node must accept it); ``"ray"``: Ray actor calls (slower).
-        spin_us: microseconds an actor spins for the driver's next command, yielding its
-            core at each turn, before it sleeps on the socket (GridVecEnv's ``spin_us`` for
-            its workers): a shorter wake-up where each actor has its CPU to itself. Default
-            0: on the 2-core VM, with the driver beside the two actors, spinning 1 ms
-            measured from 0.6x to 1.7x the time of sleeping at once, run to run.
+        spin_us: (socket link) microseconds the actors spin for the next command and this
+            process for their replies, yielding the core at each turn, before sleeping on the
+            socket (GridVecEnv's ``spin_us``, and its default): a sleeping process wakes late
+            on a VM. On the 2-core VM (2026-12-07, sandbox, 2 actors of 16) 1 ms gave 56,271
+            do-nothing and 15,784 random env-steps/s where 0 gave 49,125 and 14,874; 0 sleeps
+            at once, for processes that share their cores.
 
     Raises:
         TypeError: ``env_fns`` is not a non-empty sequence of callables; ``envs_per_actor``
@@ -86,7 +87,7 @@ class RayVecEnv(VectorEnv):
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         ray_address: str | None = None,
         transport: str = "socket",
-        spin_us: float = 0.0,
+        spin_us: float = 1000.0,
     ) -> None:
         if not is_env_fns(env_fns):
             raise TypeError(f"env_fns must be a non-empty sequence of callables, got {env_fns!r}")
@@ -102,6 +103,7 @@ class RayVecEnv(VectorEnv):
             raise ValueError(f"spin_us must be a number >= 0, got {spin_us!r}")
         mode = AutoresetMode(autoreset_mode)
         self.num_envs = len(env_fns)
+        self.autoreset_mode = mode
         self.metadata = {"autoreset_mode": mode}
         self.transport = transport
         self.closed = True  # until the actors are up

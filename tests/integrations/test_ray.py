@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -323,12 +324,19 @@ def _wait_dead(actor, timeout_s: float = 30.0) -> None:
     raise AssertionError(f"actor still alive {timeout_s} s after ray.kill")
 
 
+def _crash(actor) -> None:
+    """SIGKILL the actor's process (as a segfault, the OOM killer or a lost node end it),
+    then wait for Ray to report it dead. (``ray.kill`` marks an actor dead at once, while its
+    process may still answer a socket link for a moment before it exits.)"""
+    os.kill(ray.get(actor.pid.remote()), signal.SIGKILL)
+    _wait_dead(actor)
+
+
 def test_ray_vec_env_dead_actor_is_named():
     env = RayVecEnv([CARTPOLE] * 3, envs_per_actor=2)
     try:
         env.reset(seed=0)
-        ray.kill(env._actors[1])  # the actor of sub-env 2
-        _wait_dead(env._actors[1])  # ray.kill is asynchronous: a call may still get through
+        _crash(env._actors[1])  # the actor of sub-env 2
         with pytest.raises(WorkerCrashedError, match=r"sub-envs \[2\] died") as info:
             env.step(np.zeros(3, dtype=np.int64))
         assert info.value.env_ids == (2,)
@@ -375,8 +383,8 @@ def play_side_by_side(ray_env, batched_env, steps: int, seed: int) -> int:
 @pytest.mark.parametrize(
     ("mode", "transport", "spin_us", "steps"),
     [
-        (AutoresetMode.NEXT_STEP, "socket", 0, 300),
-        (AutoresetMode.SAME_STEP, "socket", 200, 200),  # the actors spin for commands
+        (AutoresetMode.NEXT_STEP, "socket", 1000, 300),
+        (AutoresetMode.SAME_STEP, "socket", 0, 200),  # every process sleeps at once
         (AutoresetMode.DISABLED, "ray", 0, 100),
     ],
 )
@@ -396,6 +404,7 @@ def test_make_vec_ray_two_batched_actors_equal_make_vec_batched_bitwise(
     batched_env = grid_vec.make_vec("case14", 16, vectorization="batched", autoreset_mode=mode)
     try:
         assert ray_env.batched == (True, True)
+        assert ray_env.autoreset_mode == mode == ray_env.metadata["autoreset_mode"]
         assert ray_env.single_action_space == batched_env.single_action_space
         assert ray_env.observation_space == batched_env.observation_space
         assert play_side_by_side(ray_env, batched_env, steps, seed=11) >= 3
@@ -405,13 +414,12 @@ def test_make_vec_ray_two_batched_actors_equal_make_vec_batched_bitwise(
 
 
 @pytest.mark.parametrize("transport", ["socket", "ray"])
-def test_killed_batched_actor_raises_worker_crashed_error_naming_its_sub_envs(transport):
+def test_crashed_batched_actor_raises_worker_crashed_error_naming_its_sub_envs(transport):
     env = RayVecEnv([CASE14] * 5, envs_per_actor=3, transport=transport)
     try:
         assert env.batched == (True, True)
         env.reset(seed=0)
-        ray.kill(env._actors[1])  # the actor of sub-envs 3 and 4
-        _wait_dead(env._actors[1])
+        _crash(env._actors[1])  # the actor of sub-envs 3 and 4
         with pytest.raises(WorkerCrashedError, match=r"sub-envs \[3, 4\] died") as info:
             env.step(np.zeros(5, dtype=np.int64))
         assert info.value.env_ids == (3, 4)
