@@ -51,7 +51,7 @@ import grid_vec
 from grid_vec._argtypes import positive_float, positive_int
 from grid_vec.bench import add_out_argument, write_result
 from grid_vec.bench.protocol import describe_machine
-from grid_vec.bench.workloads import SANDBOX, action_table, sandbox_path
+from grid_vec.bench.workloads import SANDBOX, action_table, grid_target
 from grid_vec.vector.arguments import usable_cpus
 
 MODES = ("do-nothing", "random")
@@ -75,11 +75,6 @@ class Cell:
     actions: str
     timed: Callable[[float], tuple[float, int]]
     samples: list[float] = field(default_factory=list)  # env-steps/s
-
-
-def target(grid: str) -> str:
-    """What ``make``/``make_vec`` are given for a grid name (the sandbox by its path)."""
-    return str(sandbox_path()) if grid == SANDBOX else grid
 
 
 def stepping(envs: Any, n: int, mode: str) -> Callable[[float], tuple[float, int]]:
@@ -108,7 +103,7 @@ def _light_process(conn: Any, grid: str) -> None:
     """One LightEnv of the LightEnv subject: answers (mode, seconds) with (elapsed, steps)."""
     from grid_vec.bench.lightenv import LightEnvSession
 
-    session = LightEnvSession(grid_vec.make(target(grid)), SEED)
+    session = LightEnvSession(grid_vec.make(grid_target(grid)), SEED)
     runs = {mode: session.runner(mode) for mode in MODES}
     for run in runs.values():
         run(50)
@@ -172,12 +167,12 @@ def light_cells(grid: str, workers: int, closers: list) -> list[Cell]:
 
 
 def _grid_env(grid: str) -> Any:
-    return grid_vec.make(target(grid), reward="flat")
+    return grid_vec.make(grid_target(grid), reward="flat")
 
 
 def subjects(grid: str, workers: int, per_worker: int, closers: list) -> list[Cell]:
     """Every cell of (grid, workers), opened and warmed up."""
-    path, n = target(grid), workers * per_worker
+    path, n = grid_target(grid), workers * per_worker
     cells = vector_cells(
         GRIDVEC, grid_vec.make_vec(path, n, envs_per_worker=per_worker, reward="flat"), n, closers
     )

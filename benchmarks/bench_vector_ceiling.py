@@ -28,9 +28,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import os
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -40,7 +38,8 @@ import grid_vec
 from grid_vec._argtypes import positive_float, positive_int
 from grid_vec.bench import add_out_argument, write_result
 from grid_vec.bench.protocol import describe_machine
-from grid_vec.bench.workloads import SANDBOX, action_table, sandbox_path
+from grid_vec.bench.report import format_subject_rows, subject_summaries
+from grid_vec.bench.workloads import SANDBOX, grid_target, timed_steps
 
 SUBJECTS = (
     "one batch",
@@ -49,30 +48,11 @@ SUBJECTS = (
     "GridVecEnv 2 workers",
     "GridVecEnv 2 workers spin_us=0",
 )
-WARM_STEPS = 20
-
-
-def target(grid: str) -> str:
-    """What ``make_vec`` is given for a grid name (grid2op's bundled sandbox by its path)."""
-    return str(sandbox_path()) if grid == SANDBOX else grid
-
-
-def timed_steps(env: Any, n: int, actions: str, seconds: float) -> float:
-    """Env-steps/s of ``env`` (``n`` envs) over ``seconds``, after a short warm-up."""
-    table = action_table(env.single_action_space.n, n, actions, seed=0)
-    env.reset(seed=0)
-    for i in range(WARM_STEPS):
-        env.step(table[i % len(table)])
-    start, steps = time.perf_counter(), 0
-    while time.perf_counter() - start < seconds:
-        env.step(table[steps % len(table)])
-        steps += 1
-    return steps * n / (time.perf_counter() - start)
 
 
 def _batch_process(conn: Any, grid: str, n: int, actions: str, seconds: float) -> None:
     """One of the two side-by-side batches: built, then timed when the parent says go."""
-    env = grid_vec.make_vec(target(grid), n, vectorization="batched", reward="flat")
+    env = grid_vec.make_vec(grid_target(grid), n, vectorization="batched", reward="flat")
     try:
         conn.send("ready")
         conn.recv()
@@ -106,7 +86,7 @@ def two_batches(grid: str, n: int, actions: str, seconds: float) -> float:
 
 
 def one_batch(grid: str, n: int, actions: str, seconds: float) -> float:
-    env = grid_vec.make_vec(target(grid), n, vectorization="batched", reward="flat")
+    env = grid_vec.make_vec(grid_target(grid), n, vectorization="batched", reward="flat")
     try:
         return timed_steps(env, n, actions, seconds)
     finally:
@@ -116,7 +96,7 @@ def one_batch(grid: str, n: int, actions: str, seconds: float) -> float:
 def grid_vec_env(**vector: Any) -> Callable[[str, int, str, float], float]:
     def run(grid: str, n: int, actions: str, seconds: float) -> float:
         env = grid_vec.make_vec(
-            target(grid), n, envs_per_worker=n // 2, reward="flat", vector_kwargs=vector
+            grid_target(grid), n, envs_per_worker=n // 2, reward="flat", vector_kwargs=vector
         )
         try:
             return timed_steps(env, n, actions, seconds)
@@ -142,38 +122,17 @@ def measure(grid: str, n: int, actions: str, reps: int, seconds: float) -> dict[
         order = SUBJECTS[rep % len(SUBJECTS) :] + SUBJECTS[: rep % len(SUBJECTS)]
         for name in order:
             samples[name].append(RUNS[name](grid, n, actions, seconds))
-    medians = {name: statistics.median(values) for name, values in samples.items()}
-    ceiling = medians["two batches"]
     return {
         "grid": grid,
         "actions": actions,
         "envs": n,
-        "subjects": {
-            name: {
-                "env_steps_per_s": medians[name],
-                "us_per_env_step": 1e6 / medians[name],
-                "min": min(values),
-                "max": max(values),
-                "of_the_ceiling": medians[name] / ceiling,
-                "samples": values,
-            }
-            for name, values in samples.items()
-        },
+        "subjects": subject_summaries(samples, "two batches", "of_the_ceiling"),
         "load": os.getloadavg(),
     }
 
 
 def format_rows(results: list[dict[str, Any]]) -> str:
-    header = "| grid | actions | envs | subject | env-steps/s (min..max) | µs/env-step |"
-    lines = [header + " of two batches |", "|---|---|---|---|---|---|---|"]
-    for r in results:
-        for name, s in r["subjects"].items():
-            lines.append(
-                f"| {r['grid']} | {r['actions']} | {r['envs']} | {name} | "
-                f"{s['env_steps_per_s']:,.0f} ({s['min']:,.0f}..{s['max']:,.0f}) | "
-                f"{s['us_per_env_step']:.2f} | {s['of_the_ceiling']:.2f}× |"
-            )
-    return "\n".join(lines)
+    return format_subject_rows(results, "of_the_ceiling", "of two batches")
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

@@ -12,6 +12,7 @@ $py benchmarks/bench_vector_case14.py --out benchmarks/results
 $py benchmarks/bench_runner.py --env case14 --vector gridvec --out benchmarks/results
 $py benchmarks/bench_sb3.py --out benchmarks/results
 $py benchmarks/bench_ray.py --out benchmarks/results
+$py benchmarks/bench_ray_vec.py --out benchmarks/results
 $py benchmarks/bench_startup.py --out benchmarks/results
 $py benchmarks/bench_resets.py --out benchmarks/results
 $py benchmarks/bench_eval_grid2op.py --out benchmarks/results

@@ -174,9 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
         const="",
         default=None,
         metavar="ADDRESS",
-        help="play the episodes on Ray actors (one env each): on the cluster at ADDRESS "
-        "('auto', 'ray://host:10001'), or on a local Ray instance without ADDRESS; "
-        "--num-envs is then ignored (needs the ray extra)",
+        help="play the episodes on Ray actors: on the cluster at ADDRESS "
+        "('auto', 'ray://host:10001'), or on a local Ray instance without ADDRESS; each "
+        "actor plays --num-envs episodes at a time, as one batch (needs the ray extra)",
     )
     run.add_argument(
         "--num-actors",
@@ -492,7 +492,8 @@ def _evaluate(args: argparse.Namespace, factory: Any, path: Path | None) -> list
     space = probe.action_space
     probe.close()
     agent = _make_agent(args.agent, space, factory)
-    runner = Runner([factory], agent, seed=args.seed, executor=executor)
+    # each actor hosts --num-envs envs of the one factory: one batch, as a local worker does
+    runner = Runner([factory] * args.num_envs, agent, seed=args.seed, executor=executor)
     with _shutting_down(runner.close):
         return _play(args, runner, path)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -172,3 +173,41 @@ def plot(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
     fig.savefig(out, dpi=120)
     plt.close(fig)
     return out
+
+
+def subject_summaries(
+    samples: dict[str, list[float]], reference: str, ratio_key: str
+) -> dict[str, dict[str, Any]]:
+    """Each subject's figures in a side-by-side script of ``benchmarks/`` from the env-steps/s
+    of its repetitions: the median, µs per env-step, min, max, the median's share of the
+    ``reference`` subject's median (under ``ratio_key``) and the samples."""
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    return {
+        name: {
+            "env_steps_per_s": medians[name],
+            "us_per_env_step": 1e6 / medians[name],
+            "min": min(values),
+            "max": max(values),
+            ratio_key: medians[name] / medians[reference],
+            "samples": values,
+        }
+        for name, values in samples.items()
+    }
+
+
+def format_subject_rows(results: list[dict[str, Any]], ratio_key: str, ratio_title: str) -> str:
+    """The Markdown table of :func:`subject_summaries` results (one row per grid, actions and
+    subject; its last column the share ``ratio_key``, headed ``ratio_title``)."""
+    lines = [
+        "| grid | actions | envs | subject | env-steps/s (min..max) | µs/env-step | "
+        f"{ratio_title} |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        for name, s in r["subjects"].items():
+            lines.append(
+                f"| {r['grid']} | {r['actions']} | {r['envs']} | {name} | "
+                f"{s['env_steps_per_s']:,.0f} ({s['min']:,.0f}..{s['max']:,.0f}) | "
+                f"{s['us_per_env_step']:.2f} | {s[ratio_key]:.2f}× |"
+            )
+    return "\n".join(lines)

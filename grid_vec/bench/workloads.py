@@ -4,6 +4,7 @@ trivial env whose steps cost nothing, so that only the vectorisation overhead is
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,6 +141,31 @@ def sandbox_path() -> Path:
     if not path.is_dir():
         raise ImportError(f"grid2op {grid2op.__version__} ships no {SANDBOX} folder at {path}")
     return path
+
+
+def grid_target(grid: str) -> str:
+    """What ``make`` / ``make_vec`` are given for a grid name (grid2op's bundled sandbox by
+    its path)."""
+    return str(sandbox_path()) if grid == SANDBOX else grid
+
+
+WARM_STEPS = 20
+"""Steps a timed vector env plays before its clock starts."""
+
+
+def timed_steps(env: Any, n: int, actions: str, seconds: float) -> float:
+    """Env-steps/s of the vector env ``env`` (``n`` envs, reset here with seed 0) over
+    ``seconds`` of a seeded action table of ``actions``, after :data:`WARM_STEPS` steps;
+    resets included (the env's autoreset)."""
+    table = action_table(env.single_action_space.n, n, actions, seed=0)
+    env.reset(seed=0)
+    for i in range(WARM_STEPS):
+        env.step(table[i % len(table)])
+    start, steps = time.perf_counter(), 0
+    while time.perf_counter() - start < seconds:
+        env.step(table[steps % len(table)])
+        steps += 1
+    return steps * n / (time.perf_counter() - start)
 
 
 @functools.cache

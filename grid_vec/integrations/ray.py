@@ -1,10 +1,13 @@
 """The Runner on Ray: episodes played by Ray actors
 (``Runner(env_fns, agent, executor=RayExecutor(...))``).
 
-Each actor holds a local :class:`~grid_vec.runner.VectorEnvExecutor` over a gymnasium
-``SyncVectorEnv`` of the run's env factories (in-process sub-envs, one CPU per actor) and plays
-the episodes it is handed with their own seeds and options, so a result is the one a local run
-gives: episode ``i`` depends only on its seeds and scenario, never on which actor played it.
+Each actor holds a local :class:`~grid_vec.runner.VectorEnvExecutor` over the run's env
+factories, hosted in-process as a GridVecEnv worker hosts its slice
+(:func:`~grid_vec.vector.local_slice.slice_vector_env`: GridEnvs of one factory repeated are
+the rows of one batch of the engine, stepped in one call; other envs a gymnasium
+``SyncVectorEnv``; one CPU per actor), and plays the episodes it is handed with their own
+seeds and options, so a result is the one a local run gives: episode ``i`` depends only on its
+seeds and scenario, never on which actor played it.
 
 Recording needs no shared file system: an actor records its episodes in a private temporary
 directory and returns the finished files (bytes); the driver writes them under ``path_save``
@@ -28,7 +31,7 @@ from typing import Any
 
 import gymnasium as gym
 import ray
-from gymnasium.vector import AutoresetMode, SyncVectorEnv
+from gymnasium.vector import AutoresetMode
 from ray.exceptions import RayActorError
 
 from grid_vec.runner.episodes import EpisodeSpec
@@ -36,6 +39,7 @@ from grid_vec.runner.executor import EpisodeExecutor, VectorEnvExecutor, is_env_
 from grid_vec.runner.progress import NoBar
 from grid_vec.runner.recording import ARRAYS_FILE, META_FILE, episode_dirname, finished_episodes
 from grid_vec.runner.results import EpisodeResult
+from grid_vec.vector.local_slice import slice_vector_env
 
 IN_FLIGHT_PER_ACTOR = 2  # a second task waits in the actor's queue: no idle gap between tasks
 
@@ -80,7 +84,7 @@ class _EpisodeActor:
 
     def setup(self) -> None:
         """Build the vector env and start the executor (raises its argument errors)."""
-        env = SyncVectorEnv(self._env_fns, autoreset_mode=AutoresetMode.DISABLED)
+        env = slice_vector_env(self._env_fns, AutoresetMode.DISABLED)
         executor = VectorEnvExecutor()
         try:
             executor.start(env, self._agent, self._idle_action)
@@ -144,10 +148,12 @@ def write_episode_files(root: Path, index: int, files: dict[str, bytes]) -> Path
 class RayExecutor(EpisodeExecutor):
     """Ray actors playing a Runner's episodes: ``Runner(env_fns, agent, executor=RayExecutor())``.
 
-    The Runner's ``env`` must be picklable env factories; every actor builds all of them (a
-    SyncVectorEnv, so one actor plays ``len(env_fns)`` episodes at a time on one CPU; one
-    factory is the usual choice). The agent must be picklable: each actor gets a copy. The
-    results equal a local run's for the same seeds.
+    The Runner's ``env`` must be picklable env factories; every actor builds all of them, so
+    one actor plays ``len(env_fns)`` episodes at a time on one CPU: ``[factory] * n`` of one
+    GridEnv factory (``env_factory``'s) is one batch of ``n`` envs of the engine, stepped in
+    one call (``grid-vec run --ray --num-envs n``); other factories step one by one in a
+    SyncVectorEnv. The agent must be picklable: each actor gets a copy. The results equal a
+    local run's for the same seeds.
 
     Args:
         address: the Ray cluster to join (``"auto"``, ``"ray://host:10001"``...); None starts

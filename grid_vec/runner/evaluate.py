@@ -160,7 +160,8 @@ def evaluate_task(
         agent_name: the name the score carries (a baseline's own name when given one).
         split: ``"test"``, ``"validation"`` or ``"train"``.
         num_envs: sub-envs played at once.
-        vectorization: ``"batched"`` (one process) or ``"processes"`` (GridVecEnv workers).
+        vectorization: ``"batched"`` (one process), ``"multiprocess"`` (GridVecEnv workers) or
+            another name of ``make_vec``'s (``"ray"``: Ray actors).
         seed: the Runner's master seed (env and agent seeds derive from it).
         scenarios: play only the first this many scenarios of the split (None: all).
         env_kwargs: settings overriding the task's (e.g. ``action_subset=None``),

@@ -99,7 +99,7 @@ def _source(entry: ErrorEntry) -> str:
     return "a worker" if entry.env_id is None else f"sub-env {entry.env_id}"
 
 
-def reraise(entries: list[ErrorEntry]) -> NoReturn:
+def reraise(entries: list[ErrorEntry], owner: str = "GridVecEnv") -> NoReturn:
     """Re-raise in the parent the last of the errors that workers reported.
 
     Emits the ``UserWarning``\\ s that ``AsyncVectorEnv`` emits, with its wording, for code that
@@ -112,6 +112,7 @@ def reraise(entries: list[ErrorEntry]) -> NoReturn:
 
     Args:
         entries: the errors of one reply or of one batch of replies (at least one).
+        owner: the vector env the note names (RayVecEnv's actors report the same entries).
 
     Raises:
         BaseException: the error of the highest sub-env index (a worker's own error last).
@@ -132,7 +133,7 @@ def reraise(entries: list[ErrorEntry]) -> NoReturn:
             exc = pickle.loads(last.blob)
     if exc is None:
         exc = RuntimeError(f"{last.type_name}: {last.message}")
-    exc.add_note(f"raised by {_source(last)} of GridVecEnv (worker traceback above)")
+    exc.add_note(f"raised by {_source(last)} of {owner} (worker traceback above)")
     if last.env_id is not None:
         with contextlib.suppress(AttributeError):
             exc.env_index = last.env_id  # type: ignore[attr-defined]

@@ -1,17 +1,98 @@
 """``make_vec``: the one entry point for vectors of GridEnvs (``vector_entry_point`` of the
-gymnasium ids): a GridVecEnv (worker processes) or a BatchedGridVecEnv (one batch, in this
-process)."""
+gymnasium ids): a GridVecEnv (worker processes), a BatchedGridVecEnv (one batch, in this
+process) or a RayVecEnv (Ray actors, each stepping its slice as one batch), picked by name
+in :data:`VECTORIZATIONS`."""
 
 from __future__ import annotations
 
+import importlib
 import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from grid_vec.vector.vec_env import GridVecEnv
 
-VECTORIZATIONS = ("multiprocess", "batched")
+
+@dataclass(frozen=True)
+class VecRequest:
+    """What :func:`make_vec` asks a vectorization to build: ``num_envs`` envs of ``factory``
+    (compiled from ``id_or_path``, which names it in errors)."""
+
+    id_or_path: str | os.PathLike
+    factory: Any  # a GridEnvFactory, or a MultiMixFactory of a multi-mix folder
+    num_envs: int
+    envs_per_worker: int | None
+    autoreset_mode: str | AutoresetMode
+    vector_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+Builder = Callable[[VecRequest], VectorEnv]
+"""A vectorization: the vector env of a request."""
+
+
+def _multiprocess(request: VecRequest) -> VectorEnv:
+    return GridVecEnv(
+        [request.factory] * request.num_envs,
+        envs_per_worker=request.envs_per_worker,
+        autoreset_mode=request.autoreset_mode,
+        **request.vector_kwargs,
+    )
+
+
+def _batched(request: VecRequest) -> VectorEnv:
+    if request.envs_per_worker is not None:
+        raise ValueError("envs_per_worker applies to vectorization='multiprocess' or 'ray' only")
+    if not hasattr(request.factory, "sharing_one_batch"):
+        raise ValueError(
+            f"{request.id_or_path} is a multi-mix folder: its mixes are different grids, which "
+            "one batch cannot hold; use vectorization='multiprocess'"
+        )
+    from grid_vec.vector.batched import BatchedGridVecEnv
+
+    return BatchedGridVecEnv.from_factory(
+        request.factory,
+        request.num_envs,
+        autoreset_mode=request.autoreset_mode,
+        **request.vector_kwargs,
+    )
+
+
+VECTORIZATIONS: dict[str, Builder | str] = {
+    "multiprocess": _multiprocess,
+    "batched": _batched,
+    # Ray actors, named by entry point (as gymnasium's registry names an env's): the Ray
+    # extra may be missing, and ``vector`` imports nothing of the integrations above it
+    "ray": "grid_vec.integrations.ray_vec_env:make_ray_vec",
+}
+"""Each ``vectorization`` of :func:`make_vec`: its builder, or its ``"module:name"`` entry
+point, imported on first use."""
+
+
+def _builder(vectorization: str) -> Builder:
+    """The builder of ``vectorization`` (its entry point imported when it is one).
+
+    Raises:
+        ValueError: an unknown name.
+        ImportError: the entry point's module needs an extra that is not installed.
+    """
+    if vectorization not in VECTORIZATIONS:
+        raise ValueError(
+            f"vectorization must be one of {tuple(VECTORIZATIONS)}, got {vectorization!r}"
+        )
+    builder = VECTORIZATIONS[vectorization]
+    if not isinstance(builder, str):
+        return builder
+    module, _, name = builder.partition(":")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ImportError as exc:
+        raise ImportError(
+            f"vectorization={vectorization!r} needs the {vectorization} extra: "
+            f"pip install 'grid_vec[{vectorization}]' ({exc})"
+        ) from exc
 
 
 def make_vec(
@@ -35,8 +116,8 @@ def make_vec(
         id_or_path: an embedded grid (``"case14"``, ``"case118"``, their gymnasium ids) or a
             grid2op-format folder.
         num_envs: the number of sub-envs.
-        envs_per_worker: (multiprocess) sub-envs per worker process; by default spread over
-            the cores.
+        envs_per_worker: (multiprocess) sub-envs per worker process, by default spread over
+            the cores; (ray) sub-envs per actor, by default spread over the cluster's CPUs.
         autoreset_mode: gymnasium's autoreset mode.
         vectorization: ``"multiprocess"`` (default): a :class:`GridVecEnv`, one worker process
             per slice of sub-envs, each worker stepping its slice as one batch, and this
@@ -44,6 +125,10 @@ def make_vec(
             for several cores. ``"batched"``: a
             :class:`~grid_vec.vector.batched.BatchedGridVecEnv`, every sub-env in one batch
             in this process: no process, no pipe, the cheapest per env-step on one core.
+            ``"ray"``: a :class:`~grid_vec.integrations.ray_vec_env.RayVecEnv` (the ``ray``
+            extra), one Ray actor per slice of sub-envs, each stepping its slice as one
+            batch, on a local Ray instance or the cluster of ``vector_kwargs["ray_address"]``:
+            for several machines. See :data:`VECTORIZATIONS`.
         vector_kwargs: more arguments of the vector env's class.
         observation: ``"flat"`` (the flat vector) or ``"graph"``: the vector env wrapped in a
             :class:`~grid_vec.env.graph.GraphVectorObservation` (the sub-envs send flat
@@ -56,6 +141,7 @@ def make_vec(
     Raises:
         ValueError: a bad ``num_envs``, ``vectorization`` or ``observation``, or an argument
             of ``make``.
+        ImportError: ``vectorization="ray"`` without Ray installed.
     """
     from grid_vec.env.graph import GraphVectorObservation, graph_layout
     from grid_vec.env.make import check_observation, env_factory
@@ -63,29 +149,12 @@ def make_vec(
     check_observation(observation)
     if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
         raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
-    if vectorization not in VECTORIZATIONS:
-        raise ValueError(f"vectorization must be one of {VECTORIZATIONS}, got {vectorization!r}")
+    builder = _builder(vectorization)
     factory = env_factory(id_or_path, **env_kwargs)
-    if vectorization == "batched":
-        if envs_per_worker is not None:
-            raise ValueError("envs_per_worker applies to vectorization='multiprocess' only")
-        if not hasattr(factory, "sharing_one_batch"):
-            raise ValueError(
-                f"{id_or_path} is a multi-mix folder: its mixes are different grids, which one "
-                "batch cannot hold; use vectorization='multiprocess'"
-            )
-        from grid_vec.vector.batched import BatchedGridVecEnv
-
-        env: VectorEnv = BatchedGridVecEnv.from_factory(
-            factory, num_envs, autoreset_mode=autoreset_mode, **(vector_kwargs or {})
-        )
-    else:
-        env = GridVecEnv(
-            [factory] * num_envs,
-            envs_per_worker=envs_per_worker,
-            autoreset_mode=autoreset_mode,
-            **(vector_kwargs or {}),
-        )
+    request = VecRequest(
+        id_or_path, factory, num_envs, envs_per_worker, autoreset_mode, dict(vector_kwargs or {})
+    )
+    env = builder(request)
     if observation == "graph":
         if not hasattr(factory, "sharing_one_batch"):
             env.close()

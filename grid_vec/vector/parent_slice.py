@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import pickle
 from collections import deque
-from collections.abc import Callable
 from typing import Any
 
 from grid_vec.vector import protocol as p
@@ -82,15 +81,6 @@ class ParentSlice:
         self.replies.clear()
         envs, self.envs, self.server = self.envs, [], None
         close_envs(envs)
-
-
-def one_batch_factory(env_fns: list[Callable[[], Any]]) -> bool:
-    """Whether every env comes from one factory of GridEnvs that are rows of a batch (what
-    ``make_vec`` hands out): envs of the project's engine, which the parent may step."""
-    first = env_fns[0]
-    return type(first).__dict__.get("makes_batch_rows") is True and all(
-        fn is first for fn in env_fns
-    )
 
 
 def parent_last(item: tuple[Any, Any]) -> bool:

@@ -73,7 +73,7 @@ from grid_vec.vector.infos import (
     InfoSchema,
     merge_slices,
 )
-from grid_vec.vector.parent_slice import one_batch_factory, parent_last
+from grid_vec.vector.parent_slice import parent_last
 from grid_vec.vector.pool import PoolMode
 from grid_vec.vector.shared_buffers import SharedBlock, flat_leaves, join
 from grid_vec.vector.supervision import (
@@ -83,6 +83,7 @@ from grid_vec.vector.supervision import (
     sub_env_errors,
     timeout_error,
 )
+from grid_vec.vector.worker import one_batch_factory
 
 StepResult = tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]
 """What :meth:`GridVecEnv.step` returns: ``(observations, rewards, terminations,

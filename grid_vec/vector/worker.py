@@ -388,7 +388,7 @@ def build_envs(spec: WorkerSpec, env_fns: list[Callable[[], Env]]) -> tuple[list
     """
     envs: list[Env] = []
     try:
-        envs.extend(_sharing_one_batch(env_fns))
+        envs.extend(sharing_one_batch(env_fns))
     except Exception as exc:
         return envs, p.encode(p.ERROR, [error_entry(spec.env_ids[0], exc)])
     for env_id, env_fn in zip(spec.env_ids[len(envs) :], env_fns[len(envs) :], strict=True):
@@ -408,16 +408,31 @@ def close_envs(envs: list[Env]) -> None:
             traceback.print_exc()
 
 
-def _sharing_one_batch(env_fns: list[Callable[[], Env]]) -> list[Env]:
-    """The envs of a slice as the rows of one batched core, when every factory is one and the
-    same factory of rows of a batch (a ``GridEnvFactory``, as ``make_vec`` hands them out)
-    and there are several; else nothing (the envs are then built one by one)."""
+def one_batch_factory(env_fns: Sequence[Callable[[], Any]]) -> bool:
+    """Whether every env comes from one and the same factory of GridEnvs that are rows of a
+    batch (a ``GridEnvFactory``, as ``make_vec`` hands them out): envs of the project's
+    engine, which a slice steps as one batch and the parent may step itself."""
     first = env_fns[0] if env_fns else None
-    if len(env_fns) < 2 or not makes_batch_rows(first):
+    return makes_batch_rows(first) and all(fn is first for fn in env_fns)
+
+
+def sharing_one_batch(env_fns: Sequence[Callable[[], Env]]) -> list[Env]:
+    """The envs of a slice as the rows of one batched core, when :func:`one_batch_factory`
+    holds and there are several; else nothing (the envs are then built one by one).
+
+    The test every host of a slice applies: a GridVecEnv worker, the parent's own slice, a
+    RayVecEnv actor (:func:`grid_vec.vector.local_slice.slice_vector_env`).
+
+    Args:
+        env_fns: the slice's env factories, as the host unpickled them (one pickle for the
+            whole list, so that one factory repeated stays one object).
+
+    Returns:
+        The envs, rows ``0 .. n-1`` of one batch, or an empty list.
+    """
+    if len(env_fns) < 2 or not one_batch_factory(env_fns):
         return []
-    if any(fn is not first for fn in env_fns):
-        return []
-    return first.sharing_one_batch(len(env_fns))
+    return env_fns[0].sharing_one_batch(len(env_fns))
 
 
 def _shared_batch(envs: list[Env]) -> Any:

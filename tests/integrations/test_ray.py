@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -292,9 +293,9 @@ def test_ray_vec_env_attributes_and_close():
         assert env.call("get_wrapper_attr", "marker") == (7, 7)
         with pytest.raises(ValueError, match="values has 3 entries, expected 2"):
             env.set_attr("marker", [1, 2, 3])
-        with pytest.raises(ValueError, match="seed has 1 entries, expected 2"):
+        with pytest.raises(ValueError, match="length must match num_envs=2"):
             env.reset(seed=[1])
-        with pytest.raises(ValueError, match="reset_mask must be a boolean array"):
+        with pytest.raises(ValueError, match=r"reset_mask'\]` must have shape `\(2,\)`"):
             env.reset(options={"reset_mask": np.ones(3, dtype=bool)})
     finally:
         env.close()
@@ -303,6 +304,10 @@ def test_ray_vec_env_attributes_and_close():
         env.step(np.zeros(2, dtype=np.int64))
     with pytest.raises(ValueError, match="envs_per_actor must be >= 1"):
         RayVecEnv([CARTPOLE], envs_per_actor=0)
+    with pytest.raises(ValueError, match="transport must be one of"):
+        RayVecEnv([CARTPOLE], transport="grpc")
+    with pytest.raises(ValueError, match="spin_us must be a number >= 0"):
+        RayVecEnv([CARTPOLE], spin_us=-1)
 
 
 def _wait_dead(actor, timeout_s: float = 30.0) -> None:
@@ -319,14 +324,164 @@ def _wait_dead(actor, timeout_s: float = 30.0) -> None:
     raise AssertionError(f"actor still alive {timeout_s} s after ray.kill")
 
 
+def _crash(actor) -> None:
+    """SIGKILL the actor's process (as a segfault, the OOM killer or a lost node end it),
+    then wait for Ray to report it dead. (``ray.kill`` marks an actor dead at once, while its
+    process may still answer a socket link for a moment before it exits.)"""
+    os.kill(ray.get(actor.pid.remote()), signal.SIGKILL)
+    _wait_dead(actor)
+
+
 def test_ray_vec_env_dead_actor_is_named():
     env = RayVecEnv([CARTPOLE] * 3, envs_per_actor=2)
     try:
         env.reset(seed=0)
-        ray.kill(env._actors[1])  # the actor of sub-env 2
-        _wait_dead(env._actors[1])  # ray.kill is asynchronous: a call may still get through
+        _crash(env._actors[1])  # the actor of sub-env 2
         with pytest.raises(WorkerCrashedError, match=r"sub-envs \[2\] died") as info:
             env.step(np.zeros(3, dtype=np.int64))
         assert info.value.env_ids == (2,)
     finally:
         env.close()
+
+
+# --- RayVecEnv actors hosting batched blocks (issue #57) ---------------------------------
+
+import grid_vec  # noqa: E402
+
+
+def play_side_by_side(ray_env, batched_env, steps: int, seed: int) -> int:
+    """Step both envs with the same random catalog actions, resetting the sub-envs whose
+    episode ended when the mode does not (DISABLED: a masked reset, as the Runner does);
+    assert every step's observations, rewards, flags and infos equal to the bit. Returns
+    the number of episodes that ended."""
+    assert_same_tree(
+        dict(enumerate(ray_env.reset(seed=seed))), dict(enumerate(batched_env.reset(seed=seed)))
+    )
+    rng = np.random.default_rng(seed)
+    n_actions = batched_env.single_action_space.n
+    ended_total = 0
+    for t in range(steps):
+        actions = rng.integers(0, n_actions, batched_env.num_envs)
+        got, expected = ray_env.step(actions), batched_env.step(actions)
+        names = ("obs", "rewards", "terminated", "truncated")
+        for name, a, b in zip(names, got[:4], expected[:4], strict=True):
+            assert a.dtype == b.dtype and a.shape == b.shape, (t, name)
+            np.testing.assert_array_equal(a, b, err_msg=f"step {t} {name}")
+        assert_same_tree(got[4], expected[4], f"step {t} infos")
+        ended = expected[2] | expected[3]
+        ended_total += int(ended.sum())
+        if batched_env.autoreset_mode == AutoresetMode.DISABLED and ended.any():
+            options = {"reset_mask": ended}
+            assert_same_tree(
+                dict(enumerate(ray_env.reset(options=options))),
+                dict(enumerate(batched_env.reset(options=options))),
+                f"reset after step {t}",
+            )
+    return ended_total
+
+
+@pytest.mark.parametrize(
+    ("mode", "transport", "spin_us", "steps"),
+    [
+        (AutoresetMode.NEXT_STEP, "socket", 1000, 300),
+        (AutoresetMode.SAME_STEP, "socket", 0, 200),  # every process sleeps at once
+        (AutoresetMode.DISABLED, "ray", 0, 100),
+    ],
+)
+def test_make_vec_ray_two_batched_actors_equal_make_vec_batched_bitwise(
+    mode, transport, spin_us, steps
+):
+    """``make_vec(..., vectorization="ray")``: 16 case14 envs spread over the cluster's 2
+    CPUs, 2 actors each stepping 8 as one batch, play exactly what one in-process batch of
+    16 plays (same seeds, random catalog actions, the game overs' resets included)."""
+    ray_env = grid_vec.make_vec(
+        "case14",
+        16,
+        vectorization="ray",
+        autoreset_mode=mode,
+        vector_kwargs={"transport": transport, "spin_us": spin_us},
+    )
+    batched_env = grid_vec.make_vec("case14", 16, vectorization="batched", autoreset_mode=mode)
+    try:
+        assert ray_env.batched == (True, True)
+        assert ray_env.autoreset_mode == mode == ray_env.metadata["autoreset_mode"]
+        assert ray_env.single_action_space == batched_env.single_action_space
+        assert ray_env.observation_space == batched_env.observation_space
+        assert play_side_by_side(ray_env, batched_env, steps, seed=11) >= 3
+    finally:
+        ray_env.close()
+        batched_env.close()
+
+
+@pytest.mark.parametrize("transport", ["socket", "ray"])
+def test_crashed_batched_actor_raises_worker_crashed_error_naming_its_sub_envs(transport):
+    env = RayVecEnv([CASE14] * 5, envs_per_actor=3, transport=transport)
+    try:
+        assert env.batched == (True, True)
+        env.reset(seed=0)
+        _crash(env._actors[1])  # the actor of sub-envs 3 and 4
+        with pytest.raises(WorkerCrashedError, match=r"sub-envs \[3, 4\] died") as info:
+            env.step(np.zeros(5, dtype=np.int64))
+        assert info.value.env_ids == (3, 4)
+    finally:
+        env.close()
+
+
+def test_batched_actor_error_is_raised_with_its_type_and_ray_vec_env_index():
+    """An action outside the space of sub-env 4 (row 1 of the second actor's batch): the
+    batch's ValueError, its ``env_index`` the RayVecEnv's; the env stays usable."""
+    env = RayVecEnv([CASE14] * 6, envs_per_actor=3)
+    try:
+        env.reset(seed=0)
+        actions = np.zeros(6, dtype=np.int64)
+        actions[4] = 10**6
+        with pytest.raises(ValueError, match="actions must be ints") as info:
+            env.step(actions)
+        assert info.value.env_index == 4
+        assert any("sub-env 4 of RayVecEnv" in note for note in info.value.__notes__)
+        obs, *_ = env.step(np.zeros(6, dtype=np.int64))
+        assert obs.shape == (6, *env.single_observation_space.shape)
+    finally:
+        env.close()
+
+
+def test_batched_actors_serve_call_get_attr_and_set_attr_in_sub_env_order():
+    env = RayVecEnv([CASE14] * 4, envs_per_actor=2)
+    try:
+        assert env.batched == (True, True)
+        assert [spec.id for spec in env.get_attr("spec")] == ["grid_vec/Case14-v0"] * 4
+        env.set_attr("marker", [1, 2, 3, 4])
+        assert env.get_attr("marker") == (1, 2, 3, 4)
+        assert env.call("get_wrapper_attr", "marker") == (1, 2, 3, 4)
+        with pytest.raises(AttributeError):
+            env.get_attr("no_such_attribute")
+    finally:
+        env.close()
+
+
+def test_ray_executor_actor_plays_its_chunk_as_one_batch_equal_to_local():
+    """``[factory] * 3`` on one actor: one batch of 3 envs playing the Runner's episodes
+    (DISABLED, masked resets, idle sub-envs at the end) as a local run does."""
+    agent = RandomAgent(case14_actions())
+    with Runner([CASE14] * 3, agent, seed=7, executor=RayExecutor(num_actors=1)) as runner:
+        remote = runner.run(4, max_iter=30)
+    with Runner([CASE14] * 2, agent, seed=7) as runner:
+        assert remote == runner.run(4, max_iter=30)
+
+
+def test_bench_ray_vec_reports_both_subjects_and_their_ratio(tmp_path, capsys):
+    """benchmarks/bench_ray_vec.py runs end to end on the module's Ray (figures are never
+    asserted: benchmarks are not timed in tests)."""
+    from benchmark_scripts import load_benchmark
+
+    module = load_benchmark("bench_ray_vec")
+    argv = ["--grid", "case14", "--actions", "random", "--envs", "4", "--reps", "2"]
+    doc = module.main([*argv, "--seconds", "0.05", "--out", str(tmp_path)])
+    (result,) = doc["results"]
+    assert set(result["subjects"]) == {"GridVecEnv", "RayVecEnv"}
+    for subject in result["subjects"].values():
+        assert subject["env_steps_per_s"] > 0 and len(subject["samples"]) == 2
+    assert result["ray_over_grid_vec_env"] > 0
+    assert json.loads((tmp_path / "bench_ray_vec.json").read_text())["results"]
+    assert "| case14 | random | 4 | RayVecEnv |" in capsys.readouterr().out
+    assert ray.is_initialized()  # the module's Ray, left running

@@ -280,18 +280,18 @@ def test_a_worker_hosts_one_batch_only_for_one_shared_grid_env_factory(case14):
     single env, give envs built one by one."""
     import cloudpickle
 
-    from grid_vec.vector.worker import _shared_batch, _sharing_one_batch
+    from grid_vec.vector.worker import _shared_batch, sharing_one_batch
 
     factory = _factory(case14)
-    shared = _sharing_one_batch(pickle_roundtrip(cloudpickle, [factory] * 3))
+    shared = sharing_one_batch(pickle_roundtrip(cloudpickle, [factory] * 3))
     assert len(shared) == 3
     batch = _shared_batch(shared)
     assert batch is not None and batch.n == 3
     assert [env.batch_row for env in shared] == [(batch, 0), (batch, 1), (batch, 2)]
     assert shared[0].action_space is not shared[1].action_space  # own spaces, own RNGs
-    assert _sharing_one_batch(pickle_roundtrip(cloudpickle, [factory])) == []
+    assert sharing_one_batch(pickle_roundtrip(cloudpickle, [factory])) == []
     distinct = pickle_roundtrip(cloudpickle, [factory, _factory(case14)])
-    assert _sharing_one_batch(distinct) == []
+    assert sharing_one_batch(distinct) == []
     assert _shared_batch([factory(), factory()]) is None  # two batches of one
 
 
