@@ -417,8 +417,8 @@ class RayVecEnv(VectorEnv):
 
 
 def make_ray_vec(request: VecRequest) -> RayVecEnv:
-    """``grid_vec.make_vec(..., vectorization="ray")`` (its entry in
-    :data:`grid_vec.vector.make_vec.VECTORIZATIONS`): ``envs_per_worker`` sub-envs per
+    """``grid_vec.make_vec(..., vectorization="ray")`` (the entry point ``ray`` of
+    :data:`grid_vec.vector.make_vec.PLUGIN_GROUP`): ``envs_per_worker`` sub-envs per
     actor (None: spread over the cluster's CPUs), ``vector_kwargs`` the other arguments of
     :class:`RayVecEnv` (``ray_address``, ``transport``).
 

@@ -5,7 +5,7 @@ in :data:`VECTORIZATIONS`."""
 
 from __future__ import annotations
 
-import importlib
+import importlib.metadata
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -60,34 +60,39 @@ def _batched(request: VecRequest) -> VectorEnv:
     )
 
 
-VECTORIZATIONS: dict[str, Builder | str] = {
+VECTORIZATIONS: dict[str, Builder] = {
     "multiprocess": _multiprocess,
     "batched": _batched,
-    # Ray actors, named by entry point (as gymnasium's registry names an env's): the Ray
-    # extra may be missing, and ``vector`` imports nothing of the integrations above it
-    "ray": "grid_vec.integrations.ray_vec_env:make_ray_vec",
 }
-"""Each ``vectorization`` of :func:`make_vec`: its builder, or its ``"module:name"`` entry
-point, imported on first use."""
+"""The vectorizations this package builds itself; others (``"ray"``) are plugins."""
+
+PLUGIN_GROUP = "grid_vec.vectorizations"
+"""The entry-point group of the vectorizations built elsewhere: ``"ray"`` is declared in
+``pyproject.toml`` (``[project.entry-points]``, the integrations' RayVecEnv), so that
+``vector`` names nothing of the integrations above it, and another package may add its own."""
+
+
+def _plugins() -> dict[str, Any]:
+    """The entry points of :data:`PLUGIN_GROUP`, by name."""
+    return {ep.name: ep for ep in importlib.metadata.entry_points(group=PLUGIN_GROUP)}
 
 
 def _builder(vectorization: str) -> Builder:
-    """The builder of ``vectorization`` (its entry point imported when it is one).
+    """The builder of ``vectorization`` (a plugin's entry point loaded when it is one).
 
     Raises:
         ValueError: an unknown name.
-        ImportError: the entry point's module needs an extra that is not installed.
+        ImportError: the plugin needs an extra that is not installed.
     """
-    if vectorization not in VECTORIZATIONS:
-        raise ValueError(
-            f"vectorization must be one of {tuple(VECTORIZATIONS)}, got {vectorization!r}"
-        )
-    builder = VECTORIZATIONS[vectorization]
-    if not isinstance(builder, str):
+    builder = VECTORIZATIONS.get(vectorization)
+    if builder is not None:
         return builder
-    module, _, name = builder.partition(":")
+    plugins = _plugins()
+    if vectorization not in plugins:
+        known = (*VECTORIZATIONS, *sorted(plugins))
+        raise ValueError(f"vectorization must be one of {known}, got {vectorization!r}")
     try:
-        return getattr(importlib.import_module(module), name)
+        return plugins[vectorization].load()
     except ImportError as exc:
         raise ImportError(
             f"vectorization={vectorization!r} needs the {vectorization} extra: "
@@ -128,7 +133,7 @@ def make_vec(
             ``"ray"``: a :class:`~grid_vec.integrations.ray_vec_env.RayVecEnv` (the ``ray``
             extra), one Ray actor per slice of sub-envs, each stepping its slice as one
             batch, on a local Ray instance or the cluster of ``vector_kwargs["ray_address"]``:
-            for several machines. See :data:`VECTORIZATIONS`.
+            for several machines. See :data:`VECTORIZATIONS` and :data:`PLUGIN_GROUP`.
         vector_kwargs: more arguments of the vector env's class.
         observation: ``"flat"`` (the flat vector) or ``"graph"``: the vector env wrapped in a
             :class:`~grid_vec.env.graph.GraphVectorObservation` (the sub-envs send flat
