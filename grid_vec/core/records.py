@@ -440,28 +440,29 @@ class CandidateResults:
         (n, k, horizon, ...) arrays; ``chain``: per step played, the step of the candidates
         still playing, their rho and their positions (sorted) among the ``n * k``."""
         m = n * k
-        columns = []  # per step: the (m, ...) arrays of every field but played
         played = np.zeros(m, dtype=np.int64)
-        last: dict[str, np.ndarray] | None = None
+        out: dict[str, np.ndarray] = {}  # every field but played, (m, horizon, ...), in place
         for h in range(horizon):
             if h < len(chain):
                 step, rho, playing = chain[h]
                 now = cls.of(step, rho, len(playing), 1)
                 played[playing] = h + 1
-            if last is None:  # every candidate plays the first step
-                column = {f: getattr(now, f)[:, 0] for f in _RESULT_FIELDS}
-            else:  # the stopped ones carry their last outcome, reward 0 and no refusal
-                column = {f: last[f].copy() for f in _RESULT_FIELDS}
-                column["rewards"][:] = 0.0
-                column["illegal"][:] = column["ambiguous"][:] = False
-                if h < len(chain):
-                    for f in _RESULT_FIELDS:
-                        column[f][playing] = getattr(now, f)[:, 0]
-            columns.append(column)
-            last = column
-        stacked = {f: np.stack([c[f] for c in columns], axis=1) for f in _RESULT_FIELDS}
+            if h == 0:  # every candidate plays the first step
+                for f in _RESULT_FIELDS:
+                    first = getattr(now, f)[:, 0]
+                    out[f] = np.empty((m, horizon, *first.shape[1:]), dtype=first.dtype)
+                    out[f][:, 0] = first
+                continue
+            # the stopped ones carry their last outcome, reward 0 and no refusal
+            for f in _RESULT_FIELDS:
+                out[f][:, h] = out[f][:, h - 1]
+            out["rewards"][:, h] = 0.0
+            out["illegal"][:, h] = out["ambiguous"][:, h] = False
+            if h < len(chain):
+                for f in _RESULT_FIELDS:
+                    out[f][playing, h] = getattr(now, f)[:, 0]
         return cls(
-            **{f: a.reshape(n, k, *a.shape[1:]) for f, a in stacked.items()},
+            **{f: a.reshape(n, k, *a.shape[1:]) for f, a in out.items()},
             played=played.reshape(n, k),
         )
 

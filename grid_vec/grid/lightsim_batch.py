@@ -124,6 +124,20 @@ class LightSimGrid:
                 self.branch_ends.stop + np.arange(model.n_storage),
             ]
         )
+        # per storage unit, the positions (model order) of the branch ends at its substation,
+        # padded to one width (storage_touches marks the real ones): the ends a connected
+        # branch may reach the unit by (see LightSimBatch._storage_islands)
+        touching = [
+            np.flatnonzero(np.concatenate([model.branch_or_sub, model.branch_ex_sub]) == sub)
+            + self.branch_ends.start
+            for sub in model.storage_sub
+        ]
+        width = max((len(t) for t in touching), default=0)
+        self.storage_touch = np.zeros((model.n_storage, width), dtype=np.intp)
+        self.storage_touches = np.zeros((model.n_storage, width), dtype=bool)
+        for u, t in enumerate(touching):
+            self.storage_touch[u, : len(t)] = t
+            self.storage_touches[u, : len(t)] = True
         self.flow_slices = flow_slices(model)
         self.gen_start = self.flow_slices["gen_p"].start
         self.storage_start = self.flow_slices["storage_p"].start
@@ -308,18 +322,14 @@ class LightSimBatch(SolverBatch):
         Such a bus bar is an island: lightsim2grid solves it when nothing on it injects
         (a unit at p = 0), but grid2op's LightSimBackend refuses it (its DC initialisation
         fails) and pandapower leaves it unsolved, so such a row is reported as diverged too.
+        The branch ends read are those at the units' substations (a branch with one end off
+        has both ends at -1 here: :meth:`put_topologies` wrote them so).
         """
-        model, k = self.model, len(buses)
-        n_sub = model.n_sub
-        ends = buses[:, self.shared.branch_ends].reshape(k, 2, model.n_branch)
-        subs = np.stack([model.branch_or_sub, model.branch_ex_sub])[None]
-        reached = np.zeros((k, self.shared.sizes["n_bus"]), dtype=bool)
-        row, _, _ = np.nonzero(ends != -1)
-        reached[row, (subs + (ends - 1) * n_sub)[ends != -1]] = True
-        units = buses[:, self.shared.branch_ends.stop :]
-        unit_bus = model.storage_sub[None] + (np.maximum(units, 1) - 1) * n_sub
-        cut_off = ~np.take_along_axis(reached, unit_bus, axis=1)
-        return ((units != -1) & cut_off).any(axis=1)
+        shared = self.shared
+        units = buses[:, shared.branch_ends.stop :]  # (k, n_storage)
+        ends = buses[:, shared.storage_touch]  # (k, n_storage, width)
+        reached = ((ends == units[:, :, None]) & shared.storage_touches).any(axis=2)
+        return ((units != -1) & ~reached).any(axis=1)
 
     # --- solving -----------------------------------------------------------------------------
 

@@ -276,3 +276,34 @@ def test_storage_setters_validate_and_copies_are_independent() -> None:
         )
         assert backend.run_ac()
         np.testing.assert_allclose(backend.results().storage_p, [1.0, 0.0], atol=P_ATOL)
+
+
+def test_storage_islands_are_the_connected_units_no_connected_branch_end_reaches(
+    storage_models,
+) -> None:
+    """The batch's island test (one gather over the branch ends at the units' substations)
+    against its definition, unit by unit, on random topologies (a branch with one end off has
+    both ends off, as put_topologies writes them)."""
+    from grid_vec.grid import make_solver
+
+    rng = np.random.default_rng(3)
+    for name in STORAGE_FOLDERS:
+        model = storage_models[name][0]
+        solver = make_solver(model, "lightsim2grid", 1)
+        n_load, n_gen, b = model.n_load, model.n_gen, model.n_branch
+        bars = np.array([1, 1, 1, 2, 2, -1], dtype=np.int32)
+        buses = rng.choice(bars, (300, n_load + n_gen + 2 * b + model.n_storage))
+        ends = buses[:, n_load + n_gen : n_load + n_gen + 2 * b].reshape(300, 2, b)
+        np.copyto(ends, -1, where=(ends == -1).any(axis=1, keepdims=True))
+        want = np.zeros(300, dtype=bool)
+        for r in range(300):
+            for u, sub in enumerate(model.storage_sub):
+                bar = buses[r, n_load + n_gen + 2 * b + u]
+                reached = any(
+                    ends[r, side, k] == bar
+                    for side, subs in enumerate((model.branch_or_sub, model.branch_ex_sub))
+                    for k in np.flatnonzero(subs == sub)
+                )
+                want[r] |= bar != -1 and not reached
+        np.testing.assert_array_equal(solver._storage_islands(buses), want, err_msg=name)
+        assert 0 < want.sum() < 300, name  # both outcomes exercised
