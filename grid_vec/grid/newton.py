@@ -73,6 +73,16 @@ _THREADS = _threads_from_env()
 _pool: ThreadPoolExecutor | None = None
 
 
+def _forget_pool() -> None:
+    """In a forked child: the parent's pool threads were not copied, so a job handed to its
+    copy would never run (the child would wait on it for ever); the child starts its own."""
+    global _pool
+    _pool = None
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
 @dataclass(frozen=True)
 class UnionLayout:
     """One grid's union layout: what every row of every topology shares, packed for the

@@ -179,6 +179,40 @@ def test_rows_shared_out_among_threads_are_bitwise_those_of_one_call(monkeypatch
         assert a.tobytes() == b.tobytes()
 
 
+def _solve_in_child(model, base, rows, conn) -> None:
+    conn.send(_solve(model, base, rows)[0].tolist())
+
+
+def test_a_forked_child_solves_large_calls_after_the_parent_started_its_threads(
+    monkeypatch,
+) -> None:
+    """A process forked after this one's thread pool started (a GridVecEnv worker, a
+    benchmark's side-by-side batch) has a copy of the pool without its threads: a call large
+    enough to be split must start the child's own pool, not wait for ever on the copy."""
+    import multiprocessing as mp
+
+    model = _model("case14")
+    rows, base = _cases(model, 40, seed=5)
+    rows = rows * 4  # past PARALLEL_WORK
+    monkeypatch.setattr(newton, "_THREADS", 2)
+    monkeypatch.setattr(newton, "_pool", None)
+    want = _solve(model, base, rows)[0].tolist()
+    assert newton._pool is not None  # the parent's pool runs
+    parent, child = mp.get_context("fork").Pipe()
+    process = mp.get_context("fork").Process(
+        target=_solve_in_child, args=(model, base, rows, child), daemon=True
+    )
+    process.start()
+    try:
+        assert parent.poll(60), "the forked child's solve never returned"
+        assert parent.recv() == want
+    finally:
+        process.join(10)
+        if process.is_alive():
+            process.kill()
+    assert process.exitcode == 0
+
+
 def test_newton_refuses_an_island_the_slack_does_not_reach_and_a_lost_slack() -> None:
     model = _model("case14")
     rows, base = _cases(model, 1, seed=3)
