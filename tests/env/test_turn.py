@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grid_vec.core.state import disconnect
 from grid_vec.core import turn
+from grid_vec.core.state import disconnect
 
 BRANCH = 3  # a branch the patched outage phase takes out every turn
 
