@@ -251,7 +251,7 @@ class Lookahead:
         at = env_of[playing]
         clock_rows = envs[at]
         # only the envs still playing: one whose episode ends sooner may have no forecast
-        envs_playing, position = np.unique(at, return_inverse=True)
+        envs_playing, position = _runs(at)
         scenarios = host.game.scenarios
         if h == 1:  # the forecasts of the windows, one gather
             forecasts = scenarios.forecasts(envs[envs_playing])
@@ -282,3 +282,12 @@ class Lookahead:
             ahead=h,
             action_masks=action_masks,
         )
+
+
+def _runs(sorted_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(sorted_values, return_inverse=True)`` of a sorted, non-empty array, without
+    its sort: the first value of each run, and each value's run."""
+    starts = np.empty(len(sorted_values), dtype=bool)
+    starts[0] = True
+    np.not_equal(sorted_values[1:], sorted_values[:-1], out=starts[1:])
+    return sorted_values[starts], np.cumsum(starts) - 1
