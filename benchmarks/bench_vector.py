@@ -19,7 +19,11 @@ PufferLib (``pufferlib-core``) runs in its own interpreter through ``puffer_prob
 else ``.venv-puffer/bin/python`` in the repository, made with::
 
     python3 -m venv .venv-puffer
-    .venv-puffer/bin/pip install pufferlib-core==3.0.23 gymnasium numpy
+    .venv-puffer/bin/pip install pufferlib-core==3.0.23 gymnasium numpy scipy pandapower \
+        lightsim2grid cloudpickle tqdm
+
+(the probe imports the env factory from this repository, and ``import grid_vec`` registers its
+tasks, which import the game's run-time dependencies).
 
     python benchmarks/bench_vector.py                        # 1x1 8x1 8x2: envs x workers
     python benchmarks/bench_vector.py --configs 1x1 4x1 --with-sync

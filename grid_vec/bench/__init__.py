@@ -20,7 +20,7 @@ import json
 import shlex
 import sys
 from collections.abc import Sequence
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from grid_vec._argtypes import positive_float, positive_int, writable_dir, writable_file
 from grid_vec.bench.protocol import Machine, Measurement, Protocol, describe_machine, measure
@@ -165,9 +165,17 @@ def write_result(doc: object, out: Path | None, name: str, **dumps: object) -> P
         return None
     path = out / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, **{"indent": 1, **dumps}) + "\n")
+    # a script's arguments (``vars(args)``) hold paths: ``--out`` itself is one
+    path.write_text(json.dumps(doc, **{"indent": 1, "default": _plain, **dumps}) + "\n")
     print(f"wrote {path}")
     return path
+
+
+def _plain(value: object) -> str:
+    """A path as its text in a result's JSON (anything else JSON cannot write: TypeError)."""
+    if isinstance(value, PurePath):
+        return str(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def _command_line() -> str:
