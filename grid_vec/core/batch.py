@@ -153,7 +153,6 @@ class GridBatch:
             model, sources, chunk_size=config.chunk_size, max_iter=config.max_iter,
             maintenance=config.maintenance,
         )  # fmt: skip
-        self.set_parameters(config.parameters)
         opponent = config.opponent
         opponents = None if opponent is None else OpponentBatch(opponent, self.n)
         self._rules = ActionRules.of(model, self.catalog, self.topology)
@@ -196,9 +195,9 @@ class GridBatch:
             **{name: np.zeros(self.n, dtype=np.int64) for name in ("resets", "simulates")},
         }
         self.simulate_seconds = np.zeros(self.n)
-        # what the turn of a step and of a simulate is played by (built again with new
-        # parameters)
-        self.turn_rules = self._turn_rules()
+        # the rules, and the record the turn of a step and of a simulate is played by
+        # (TurnRules, built again with new parameters)
+        self.set_parameters(config.parameters)
         self.lookahead = Lookahead(self)  # simulate, candidates and the safe-action mask
         self._turns: TurnPool | None = None  # pool stepping, once asked for
 
@@ -216,8 +215,7 @@ class GridBatch:
             raise TypeError(f"parameters must be a Parameters, got {type(parameters).__name__}")
         self.parameters = parameters
         self.limits = OverflowLimits.of(parameters, self.thermal_limit)
-        if hasattr(self, "turn_rules"):  # after __init__: the turn plays by the new ones
-            self.turn_rules = self._turn_rules()
+        self.turn_rules = self._turn_rules()
 
     def _turn_rules(self) -> TurnRules:
         """The turn's record of the game's rules as they are now."""
