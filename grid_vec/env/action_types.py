@@ -33,6 +33,7 @@ from gymnasium import spaces
 from grid_vec.core.action_kinds import ACTION_KINDS, ActionKind, action_kind
 from grid_vec.core.continuous import ContinuousLayout, RefusedActions
 from grid_vec.core.records import ActionBatch
+from grid_vec.core.state import any_true
 
 if TYPE_CHECKING:
     from grid_vec.core.batch import GridBatch
@@ -315,7 +316,7 @@ def _indices(n_catalog: int, actions: Any) -> np.ndarray:
             f"shape {arr.shape}"
         )
     # one reduction: a negative index read as unsigned is larger than any catalog
-    if len(arr) and arr.view(arr.dtype.str.replace("i", "u")).max() >= n_catalog:
+    if any_true(arr.view(arr.dtype.str.replace("i", "u")) >= n_catalog):
         raise RefusedActions(
             f"actions must be ints in [0, {n_catalog - 1}], got {arr}",
             (arr < 0) | (arr >= n_catalog),

@@ -51,6 +51,7 @@ from grid_vec.grid.lightsim_rows import (
     routes,
 )
 from grid_vec.grid.model import GridModel
+from grid_vec.grid.newton_kernel import any_nonzero  # compiled: see core.state.any_true
 from grid_vec.grid.solver_batch import Rows, SolverBatch
 
 MAX_ITER = 10
@@ -344,7 +345,7 @@ class LightSimBatch(SolverBatch):
         routes = r.route[at]
         first = routes[0]
         # the usual step: one plan for every row, no grouping
-        if first > LOOK_UP and (len(routes) == 1 or (routes == first).all()):
+        if first > LOOK_UP and (len(routes) == 1 or not any_nonzero(routes != first)):
             others = self._solve_by_chord(r.plan[_indices(at)[0]], at, flows)
         else:
             others = self._route(_indices(at), flows)
@@ -396,7 +397,7 @@ class LightSimBatch(SolverBatch):
         if not run:
             flows[at] = out
         done, failed = at, []
-        if iters.min() < 0:
+        if any_nonzero(iters < 0):
             ok = iters >= 0
             rows = _indices(at)
             done, failed, V = rows[ok], rows[~ok].tolist(), V[ok]

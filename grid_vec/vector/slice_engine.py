@@ -23,6 +23,7 @@ from gymnasium.vector.vector_env import AutoresetMode
 
 from grid_vec.core.batch import GridBatch
 from grid_vec.core.records import INFO_COLUMNS, REASONS, ActionBatch, StepBatch, has_reasons
+from grid_vec.core.state import any_true
 from grid_vec.env.action_input import batch_actions
 from grid_vec.vector.declared import is_grid_env
 
@@ -122,7 +123,7 @@ class SliceEngine:
         stepping = rows
         if self.mode == AutoresetMode.NEXT_STEP:
             resetting = self.autoreset[rows]
-            if resetting.any():
+            if any_true(resetting):
                 kept = np.flatnonzero(~resetting)
                 reset_rows = rows[resetting]
                 infos = self.reset(reset_rows, [None] * len(reset_rows), [None] * len(reset_rows))
