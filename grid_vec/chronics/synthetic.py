@@ -21,6 +21,7 @@ scenario.
 from __future__ import annotations
 
 import datetime as dt
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -33,6 +34,9 @@ _LOAD_FORECAST_ERROR = 0.01  # relative standard deviation
 _RENEWABLE_FORECAST_ERROR = 0.05
 BLOCK = 288  # steps of one random stream of white noise, a handler's chunk
 PIECE = 32  # steps a handler reads at a reset
+# the draws and partial blocks of the scenarios being read, kept between reads (case118: about
+# 0.3 MB a scenario, so some 200 scenarios in play before the least recent is drawn again)
+MAX_IN_PLAY_BYTES = 64 * 2**20
 _LOAD_NOISE_EVERY, _CLOUD_EVERY, _WIND_SLOW_EVERY, _WIND_FAST_EVERY = 12, 24, 72, 12
 
 
@@ -94,18 +98,19 @@ class SyntheticSource:
         self.start = start
         self.step_minutes = int(step_minutes)
         self._traits = self._make_traits()
-        # the current scenario: its id, its once-per-scenario draws, each block's steps
-        # generated so far (from its start) and each block's white noise drawn so far (block
-        # -> [its generator, the rows drawn])
-        self._cache: tuple[int, _ScenarioDraws, dict[int, Injections], dict[int, list]] | None
-        self._cache = None
+        # the scenarios being read (least recently read first): a batch's envs read many
+        # scenarios in turn, and a cache of the last one alone drew each scenario's knots
+        # again at every read and restarted its block's noise stream (case118, 32 envs:
+        # every read missed it, 4% of a do-nothing step)
+        self._in_play: OrderedDict[int, _InPlay] = OrderedDict()
+        self._in_play_bytes = 0
 
     def __len__(self) -> int:
         return self.n_scenarios
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        state["_cache"] = None  # regenerated on demand: keeps the pickle small
+        state["_in_play"], state["_in_play_bytes"] = OrderedDict(), 0  # drawn again on demand
         state.pop("_calendar", None)
         return state
 
@@ -136,26 +141,52 @@ class SyntheticSource:
                 f"need 0 <= start < stop <= {self.length} (the scenario length), "
                 f"got start={start}, stop={stop}"
             )
-        if self._cache is None or self._cache[0] != scenario_id:
-            self._cache = (scenario_id, self._scenario_draws(scenario_id), {}, {})
-        _, draws, blocks, noise = self._cache
+        entry = self._entry(scenario_id)
+        blocks, noise = entry.blocks, entry.noise
         first, last = start // BLOCK, (stop - 1) // BLOCK
+        read = {}
         for b in range(first, last + 1):
             upto = min(stop, (b + 1) * BLOCK) - b * BLOCK  # the block's rows this read needs
             done = blocks.get(b)
             have = 0 if done is None else len(done)
             if have < upto:
-                more = self._generate(scenario_id, draws, b, have, upto, noise)
+                more = self._generate(scenario_id, entry.draws, b, have, upto, noise)
                 if done is not None:
                     parts = zip(done.arrays(), more.arrays(), strict=True)
                     more = Injections(*(np.concatenate(pair) for pair in parts))
                 blocks[b] = more.packed().read_only()
+            read[b] = blocks[b]
+            if upto == min(BLOCK, self.length - b * BLOCK):
+                # a whole block: reads move on (the reader keeps what it read); read again,
+                # it is generated again from its start, its stream drawn again from its seed
+                del blocks[b]
+                noise.pop(b, None)
+        self._keep(scenario_id, entry)
         offset = first * BLOCK
         if first == last:
-            return blocks[first].window(start - offset, stop - offset)
-        per_block = (blocks[b].arrays() for b in range(first, last + 1))
+            return read[first].window(start - offset, stop - offset)
+        per_block = (read[b].arrays() for b in range(first, last + 1))
         joined = Injections(*(np.concatenate(parts) for parts in zip(*per_block, strict=True)))
         return joined.packed().read_only().window(start - offset, stop - offset)
+
+    def _entry(self, scenario_id: int) -> _InPlay:
+        """The scenario's draws and partial blocks, drawn when it is not in play."""
+        entry = self._in_play.pop(scenario_id, None)
+        if entry is None:
+            entry = _InPlay(self._scenario_draws(scenario_id), {}, {})
+        else:
+            self._in_play_bytes -= entry.nbytes
+        return entry
+
+    def _keep(self, scenario_id: int, entry: _InPlay) -> None:
+        """Keep the scenario as the last read, forgetting the least recently read ones
+        beyond :data:`MAX_IN_PLAY_BYTES`."""
+        entry.nbytes = entry.size()
+        self._in_play[scenario_id] = entry
+        self._in_play_bytes += entry.nbytes
+        while self._in_play_bytes > MAX_IN_PLAY_BYTES and len(self._in_play) > 1:
+            _, old = self._in_play.popitem(last=False)
+            self._in_play_bytes -= old.nbytes
 
     def _check_id(self, scenario_id: int) -> int:
         if isinstance(scenario_id, bool) or not isinstance(scenario_id, (int, np.integer)):
@@ -303,6 +334,24 @@ class SyntheticSource:
             gen_v_forecast=gen_v,
         )
         return arrays  # packed by read: a batch gathers a step as one row
+
+
+@dataclass
+class _InPlay:
+    """What a scenario being read keeps between reads: its once-per-scenario draws, each
+    block's steps generated so far (from its start) and each block's white noise drawn so
+    far (block -> [its generator, the rows drawn]), for the blocks not yet read whole."""
+
+    draws: _ScenarioDraws
+    blocks: dict[int, Injections]
+    noise: dict[int, list]
+    nbytes: int = 0  # :meth:`size` when last kept
+
+    def size(self) -> int:
+        """Bytes held in arrays."""
+        arrays = [*vars(self.draws).values(), *(rows for _, rows in self.noise.values())]
+        arrays += [a for block in self.blocks.values() for a in block.arrays()]
+        return sum(a.nbytes for a in arrays if isinstance(a, np.ndarray))
 
 
 @dataclass(frozen=True)

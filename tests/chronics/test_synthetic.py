@@ -182,12 +182,13 @@ def test_pieces_are_the_values_of_whole_blocks_drawn_at_once(case14_model):
     source = SyntheticSource(case14_model, seed=5, length=2 * BLOCK + 50)
     whole = source.read(3, 0, 2 * BLOCK + 50)
     # each block's noise, drawn piece by piece, is one draw of the whole block
-    noise = source._cache[3]
-    width = noise[0][1].shape[1]
     for block in (0, 1):
+        noise: dict[int, list] = {}
+        for rows in (1, PIECE, PIECE + 1, BLOCK):
+            pieces = source._white_noise(3, block, rows, noise)
         seq = np.random.SeedSequence(5, spawn_key=(3, 3, block))
-        at_once = np.random.default_rng(seq).standard_normal((BLOCK, width))
-        assert noise[block][1][:BLOCK].tobytes() == at_once.tobytes()
+        at_once = np.random.default_rng(seq).standard_normal((BLOCK, pieces.shape[1]))
+        assert pieces.tobytes() == at_once.tobytes()
     for start, stop in (
         (0, 7),
         (PIECE - 1, PIECE + 1),
@@ -199,3 +200,58 @@ def test_pieces_are_the_values_of_whole_blocks_drawn_at_once(case14_model):
             assert (got is None and want is None) or got.tobytes() == np.ascontiguousarray(
                 want
             ).tobytes()
+
+
+def test_scenarios_read_in_turn_draw_their_knots_once_and_generate_each_row_once(case14_model):
+    """A batch's envs read their scenarios in turn (a first chunk at each reset, then the
+    rest of the block): each scenario's once-per-scenario draws are drawn once and every
+    row is generated once, with the values of each scenario read alone."""
+    source = SyntheticSource(case14_model, seed=2, length=3 * BLOCK)
+    drawn, generated = [], []
+    draws, generate = source._scenario_draws, source._generate
+
+    def counting_draws(scenario_id):
+        drawn.append(scenario_id)
+        return draws(scenario_id)
+
+    def counting_generate(scenario_id, d, block, first, stop, noise):
+        generated.append(stop - first)
+        return generate(scenario_id, d, block, first, stop, noise)
+
+    source._scenario_draws, source._generate = counting_draws, counting_generate
+    ids = range(8)
+    got = {i: [source.read(i, 0, PIECE)] for i in ids}  # every env's reset
+    for i in ids:
+        got[i].append(source.read(i, PIECE, BLOCK))  # the rest of each block, in turn
+    for i in ids:
+        got[i].append(source.read(i, BLOCK, 2 * BLOCK))
+    assert drawn == list(ids)
+    assert sum(generated) == 8 * 2 * BLOCK
+    for i in ids:
+        alone = SyntheticSource(case14_model, seed=2, length=3 * BLOCK).read(i, 0, 2 * BLOCK)
+        for j, (a, b) in enumerate(((0, PIECE), (PIECE, BLOCK), (BLOCK, 2 * BLOCK))):
+            assert _bytes_of(got[i][j]) == _bytes_of(alone.window(a, b))
+
+
+def test_scenarios_in_play_are_forgotten_least_recent_first_beyond_the_bound(
+    case14_model, monkeypatch
+):
+    """Beyond ``MAX_IN_PLAY_BYTES`` the least recently read scenario is forgotten (drawn
+    again when read again, with the same values)."""
+    from grid_vec.chronics import synthetic
+
+    source = SyntheticSource(case14_model, seed=2, length=3 * BLOCK)
+    first = source.read(0, 0, PIECE)
+    one = source._in_play[0].nbytes
+    monkeypatch.setattr(synthetic, "MAX_IN_PLAY_BYTES", int(2.5 * one))
+    for i in (1, 2, 3):
+        source.read(i, 0, PIECE)
+    assert list(source._in_play) == [2, 3]
+    assert source._in_play_bytes == sum(e.nbytes for e in source._in_play.values())
+    assert _bytes_of(source.read(0, 0, PIECE)) == _bytes_of(first)
+    assert list(source._in_play) == [3, 0]
+
+
+def _bytes_of(injections) -> bytes:
+    """Every array of ``injections``, as bytes."""
+    return b"".join(np.ascontiguousarray(a).tobytes() for a in injections.arrays())
