@@ -23,7 +23,7 @@ from gymnasium.vector.vector_env import AutoresetMode
 
 from grid_vec.core.batch import GridBatch
 from grid_vec.core.records import INFO_COLUMNS, REASONS, ActionBatch, StepBatch, has_reasons
-from grid_vec.core.state import any_true
+from grid_vec.core.state import any_true, selector
 from grid_vec.env.action_input import batch_actions
 from grid_vec.vector.declared import is_grid_env
 
@@ -164,12 +164,13 @@ class SliceEngine:
         """Write the step of ``stepping`` (reset those it ended with ``SAME_STEP``); its
         infos added to ``infos``, or the step itself returned when it is every row's and
         its infos are the fixed layout (see :attr:`SliceStep.fixed`), else None."""
-        self.obs[stepping] = result.obs
-        self.rewards[stepping] = result.reward
-        self.terminated[stepping] = result.terminated
-        self.truncated[stepping] = result.truncated
+        at = selector(stepping, self.n)  # every row: slices, no gather-scatter of the block
+        self.obs[at] = result.obs
+        self.rewards[at] = result.reward
+        self.terminated[at] = result.terminated
+        self.truncated[at] = result.truncated
         ended = result.terminated | result.truncated
-        if self.mode == AutoresetMode.SAME_STEP and ended.any():
+        if self.mode == AutoresetMode.SAME_STEP and any_true(ended):
             self._reset_ended(infos, result, stepping, ended)
         elif not infos and len(stepping) == self.n and not has_reasons(result):
             return result
