@@ -23,13 +23,13 @@ grid_vec/Case14Redispatch-v1         case14        redispatch   as v0, and the t
 grid_vec/Case118Topology-v0          case118       discrete,    as Case14Topology
                                                    reduced set
 grid_vec/Case14Combined-v0           case14        combined:    as Case14Topology, and the
-                                                   Case14Topo-  target dispatch set back to
-                                                   logy's set + zero while idle
-                                                   redispatch
+                                                   reduced set  target dispatch set back to
+                                                   (Case14Top.) zero while idle
+                                                   + redispatch
 grid_vec/Case118Combined-v0          case118       combined:    as Case14Combined
-                                                   Case118Topo-
-                                                   logy's set +
-                                                   redispatch
+                                                   reduced set
+                                                   (Case118T.)
+                                                   + redispatch
 grid_vec/Sandbox14Topology-v0        dataset       discrete     as Case14Topology (the whole
                                      (14 subs.)                 catalog)
 grid_vec/Sandbox14Redispatch-v0      dataset       redispatch   as Case14Redispatch
