@@ -134,7 +134,8 @@ class ExpertAgent:
 
         Raises:
             TypeError: the vector env has no batched ``simulate_candidates``, or its
-                sub-envs' observations have no ``rho`` segment.
+                sub-envs' observations have no ``rho`` segment (or, to revert, no
+                ``topo_vect`` one).
         """
         if not has_batched_simulate(env):
             raise TypeError(
