@@ -46,6 +46,7 @@ AGENTS = {
     "random": "RandomAgent",
     "reconnect": "ReconnectAgent",
     "greedy": "GreedyAgent",
+    "expert": "ExpertAgent",
     # grid2op's own agents, unchanged, through grid_vec.integrations.grid2op (on a grid2op
     # folder, with the grid2op extra); recorded as Grid2opBatchPolicy names them
     "grid2op-reco-powerline": "grid2op.RecoPowerlineAgent",
@@ -536,7 +537,8 @@ def _grid2op_env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _make_agent(name: str, action_space: Any, env_factory: Any, folder: str = "") -> Any:
-    from grid_vec.runner import DoNothingAgent, GreedyAgent, RandomAgent, ReconnectAgent
+    from grid_vec.runner import GreedyAgent, ReconnectAgent
+    from grid_vec.runner.evaluate import BASELINES, baseline_agent
 
     if AGENTS[name].startswith(_GRID2OP_PREFIX):
         with warnings.catch_warnings():  # grid2op's import warns of optional packages
@@ -551,10 +553,8 @@ def _make_agent(name: str, action_space: Any, env_factory: Any, folder: str = ""
             raise UsageError("grid-vec run", f"--agent {name}: {exc}") from exc
         agent_class = getattr(grid2op.Agent, AGENTS[name][len(_GRID2OP_PREFIX) :])
         return Grid2opBatchPolicy(agent_class(reference.action_space), reference)
-    if name == "do-nothing":
-        return DoNothingAgent()
-    if name == "random":
-        return RandomAgent(action_space)
+    if name != "greedy" and name.replace("-", "_") in BASELINES:  # the tasks' baselines
+        return baseline_agent(name.replace("-", "_"), action_space)
     probe = env_factory()  # a local env, for the observation layout and the action catalog
     try:
         toggles = [k + 1 for k in range(probe.model.n_branch)]  # action k+1 toggles branch k

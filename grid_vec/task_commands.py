@@ -58,7 +58,7 @@ def add_task_commands(commands: Any) -> None:
         help=f"a baseline ({', '.join(agents)}; do_nothing is accepted for do-nothing) or a "
         "trained policy's file: ppo.pt (examples/ppo_task.py; read without unpickling) or "
         "model.zip (examples/sb3_task.py; needs --trust-pickle); repeatable; default: every "
-        "baseline the task's action space allows",
+        "baseline the task's action space allows but expert (a search per decision)",
     )
     evaluate.add_argument(
         "--trust-pickle",
@@ -104,7 +104,8 @@ def add_task_commands(commands: Any) -> None:
         "play it with `grid-vec eval TASK --action-set FILE` or "
         "grid_vec.make(TASK, action_set=FILE).",
     )
-    embedded = [t for t, task in TASKS.items() if not task.dataset]
+    # a task playing another task's set (the Combined tasks) has none of its own to write
+    embedded = [t for t, task in TASKS.items() if not task.dataset and task.action_set_of is None]
     actions.add_argument("task", choices=embedded, metavar="TASK", help=", ".join(embedded))
     actions.add_argument("--scenarios", type=positive_int, default=64)
     actions.add_argument("--size", type=positive_int, default=30)
@@ -185,6 +186,7 @@ def _actions(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
+    from grid_vec.core.action_kinds import action_kind
     from grid_vec.env.datasets import DatasetNotFoundError
     from grid_vec.env.make import env_factory
     from grid_vec.env.tasks import TASKS
@@ -196,15 +198,15 @@ def _eval(args: argparse.Namespace) -> int:
     )
 
     task = TASKS[args.task]
-    discrete = task.settings.get("action_type") == "discrete"
+    catalog = action_kind(task.settings.get("action_type", "discrete")).catalog
     kwargs: dict[str, Any] = {}
     if args.full_catalog and args.action_set is not None:
         raise UsageError("grid-vec eval", "--full-catalog contradicts --action-set")
     if args.full_catalog:
         kwargs["action_subset"] = None
     if args.action_set is not None:
-        if not discrete:
-            raise UsageError("grid-vec eval", f"--action-set: {args.task} has no discrete actions")
+        if not catalog:
+            raise UsageError("grid-vec eval", f"--action-set: {args.task} has no catalog actions")
         kwargs["action_set"] = str(args.action_set)
     if args.data_dir is not None:
         if not task.dataset:
@@ -220,11 +222,13 @@ def _eval(args: argparse.Namespace) -> int:
         raise UsageError(
             "grid-vec eval", f"--scenarios: the {args.split} split has {n_split} scenarios"
         )
-    agents = list(dict.fromkeys(args.agent or [cli_name(name) for name in BASELINES]))
-    if args.agent is None and not discrete:
-        agents.remove("greedy")
-    if "greedy" in agents and not discrete:
-        raise UsageError("grid-vec eval", "--agent greedy needs a task with discrete actions")
+    # the baselines the task's action space allows, unless asked for by name
+    playable = {cli_name(name): catalog or not b.needs_catalog for name, b in BASELINES.items()}
+    defaults = [cli_name(name) for name, b in BASELINES.items() if b.default]
+    agents = list(dict.fromkeys(args.agent or [name for name in defaults if playable[name]]))
+    refused = [a for a in agents if isinstance(a, str) and not playable[a]]
+    if refused:
+        raise UsageError("grid-vec eval", f"--agent {refused[0]} needs a task with catalog actions")
     # every checkpoint read (and refused) before anything is played, checked against the
     # spaces of the env it will play (the split and the action set asked)
     checked_kwargs = {**kwargs, "split": args.split}

@@ -22,6 +22,14 @@ grid_vec/Case14Redispatch-v1         case14        redispatch   as v0, and the t
                                                                 set back to zero while idle
 grid_vec/Case118Topology-v0          case118       discrete,    as Case14Topology
                                                    reduced set
+grid_vec/Case14Combined-v0           case14        combined:    as Case14Topology, and the
+                                                   reduced set  target dispatch set back to
+                                                   (Case14Top.) zero while idle
+                                                   + redispatch
+grid_vec/Case118Combined-v0          case118       combined:    as Case14Combined
+                                                   reduced set
+                                                   (Case118T.)
+                                                   + redispatch
 grid_vec/Sandbox14Topology-v0        dataset       discrete     as Case14Topology (the whole
                                      (14 subs.)                 catalog)
 grid_vec/Sandbox14Redispatch-v0      dataset       redispatch   as Case14Redispatch
@@ -47,16 +55,25 @@ and the catalog actions greedy-by-simulate picks most on the training scenarios,
 (read-only) in ``grid_vec/env/data/action_sets/``. ``grid-vec actions TASK --out DIR`` writes
 a new one (see :mod:`grid_vec.runner.action_sets`), played with ``action_set=PATH``
 (``--action-set`` on the CLI). ``action_subset=None`` plays the whole catalog.
+
+Case14Combined and Case118Combined play the ``"combined"`` action space,
+``Dict(topology=Discrete, continuous=Box)``: the topology part indexes the set of the
+Topology task of their grid (``Task.action_set_of``), the continuous part redispatches the
+dispatchable generators, both in one action. Their splits, reward and heuristics are the
+Topology tasks'; a redispatch stays in the target dispatch after the decision, so, as in
+Case14Redispatch-v1, the target is set back to zero while the grid idles
+(``recover_dispatch``), as the topology is set back to its reference.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from grid_vec._untrusted import UntrustedFileError, quote, read_json
+from grid_vec.core.action_kinds import action_kind
 from grid_vec.core.actions import ActionCatalog
 from grid_vec.core.rules.heuristics import Heuristics
 from grid_vec.core.topology import layout_of
@@ -85,6 +102,9 @@ class Task:
     splits: dict[str, range] = field(default_factory=lambda: dict(SPLITS))
     reduced_actions: bool = False  # plays the action set stored for it (action_subset)
     dataset: bool = False
+    # the task whose shipped action set it plays (None: its own); a Combined task's topology
+    # part is its grid's Topology set
+    action_set_of: str | None = None
 
     def split_ids(self, split: str, n_scenarios: int | None = None) -> range:
         """The scenario ids of ``split``; for a dataset task, within its ``n_scenarios``.
@@ -128,6 +148,15 @@ def _topology(grid: str, reduced_actions: bool, dataset: bool = False) -> Task:
     )
 
 
+def _combined(grid: str, topology_task: str) -> Task:
+    """The Topology task of ``grid`` with redispatch in the same action (``"combined"``): its
+    reduced set, splits, reward and masks; its heuristics, and the dispatch recovered too."""
+    task = _topology(grid, reduced_actions=True)
+    heuristics = replace(task.settings["heuristics"], recover_dispatch=True)
+    settings = {**task.settings, "action_type": "combined", "heuristics": heuristics}
+    return replace(task, settings=settings, action_set_of=topology_task)
+
+
 def _redispatch(
     grid: str,
     action_type: str = "redispatch",
@@ -157,6 +186,8 @@ TASKS: dict[str, Task] = {
     # its set: 240 greedy decisions over the whole catalog (11,604 candidates each, one
     # simulate_candidates call), 21.6 minutes on one core (2026-12-02)
     "grid_vec/Case118Topology-v0": _topology("case118", reduced_actions=True),
+    "grid_vec/Case14Combined-v0": _combined("case14", "grid_vec/Case14Topology-v0"),
+    "grid_vec/Case118Combined-v0": _combined("case118", "grid_vec/Case118Topology-v0"),
     "grid_vec/Sandbox14Topology-v0": _topology(
         "l2rpn_case14_sandbox", reduced_actions=False, dataset=True
     ),
@@ -196,9 +227,16 @@ def task_split(task_id: str, split: str, n_scenarios: int | None = None) -> tupl
     return task, task.split_ids(split, n_scenarios)
 
 
+def action_set_owner(task_id: str) -> str:
+    """The task whose action set ``task_id`` plays: ``Task.action_set_of``, else itself."""
+    task = TASKS.get(task_id)
+    return task_id if task is None or task.action_set_of is None else task.action_set_of
+
+
 def action_set_path(task_id: str) -> Path:
-    """The data file of a task's reduced action set."""
-    return ACTION_SET_DIR / (task_id.split("/")[-1].removesuffix("-v0").lower() + ".json")
+    """The data file of a task's reduced action set (the one of :func:`action_set_owner`)."""
+    owner = action_set_owner(task_id)
+    return ACTION_SET_DIR / (owner.split("/")[-1].removesuffix("-v0").lower() + ".json")
 
 
 def task_settings(task_id: str, overrides: dict[str, Any], model: GridModel) -> dict[str, Any]:
@@ -229,8 +267,8 @@ def task_settings(task_id: str, overrides: dict[str, Any], model: GridModel) -> 
     if written is not None:
         if "action_subset" in overrides:
             raise ValueError("pass action_set (a file) or action_subset (a list), not both")
-        if settings.get("action_type") != "discrete":
-            raise ValueError(f"action_set: {task_id} has no discrete actions to choose from")
+        if not action_kind(settings.get("action_type", "discrete")).catalog:
+            raise ValueError(f"action_set: {task_id} has no catalog actions to choose from")
         settings["action_subset"] = read_action_set(Path(written), task_id, _n_catalog(model))
     elif task.reduced_actions and "action_subset" not in overrides:
         path = action_set_path(task_id)
@@ -263,7 +301,8 @@ def read_action_set(path: Path, task_id: str, n_catalog: int | None = None) -> l
 
     Args:
         path: the file.
-        task_id: the task it must be written for.
+        task_id: the task it must be written for (or the task whose set it plays,
+            :func:`action_set_owner`).
         n_catalog: the size of the task grid's action catalog (None: not checked).
 
     Returns:
@@ -285,7 +324,7 @@ def read_action_set(path: Path, task_id: str, n_catalog: int | None = None) -> l
     if not isinstance(data, dict):
         raise UntrustedFileError(f"{path}: an action set is a JSON object")
     written_for = data.get("task", task_id)
-    if written_for != task_id:
+    if written_for not in (task_id, action_set_owner(task_id)):
         raise UntrustedFileError(f"{path}: written for {quote(written_for)}, not {task_id}")
     actions = data.get("actions")
     if not isinstance(actions, list) or not actions or not all(type(a) is int for a in actions):

@@ -30,6 +30,15 @@ from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import concatenate, create_empty_array
 
 from grid_vec.env.action_input import DECLARES_DO_NOTHING
+from grid_vec.runner.candidates import (
+    candidate_scores,
+    has_batched_simulate,
+    obs_segment,
+    simulated_score,
+    then_sequence,
+    tiled,
+    topology_candidates,
+)
 
 EPISODE_AGENT_METHODS = ("act", "reset", "seed")
 
@@ -375,10 +384,11 @@ class GreedyAgent:
     through the sub-envs' ``obs_layout``), the greedy baseline of the L2RPN competitions.
     Candidates that end the game or are flagged ``is_illegal`` in the simulated info rank
     last; ties go to the earliest candidate, so put do-nothing first. Default candidates: every
-    action of a ``Discrete`` action space. Deterministic, so episode results do not depend on
-    the schedule. On grid_vec's vector envs all candidates of all sub-envs are simulated in
-    one ``simulate_candidates`` call per step; on others, one ``call("simulate", a)`` round
-    trip per candidate and step.
+    action of a ``Discrete`` action space, or of the ``Discrete`` part of a ``"combined"``
+    one (its continuous part left at do-nothing's). Deterministic, so episode results do not
+    depend on the schedule. On grid_vec's vector envs all candidates of all sub-envs are
+    simulated in one ``simulate_candidates`` call per step; on others, one
+    ``call("simulate", a)`` round trip per candidate and step.
 
     With ``horizon`` H > 1 (grid_vec's vector envs only), each candidate is played, then
     do-nothing (the first candidate) for H - 1 steps, on the sub-env's forecasts
@@ -387,7 +397,7 @@ class GreedyAgent:
 
     Args:
         candidates: the actions to try, do-nothing first; None for every action of a
-            ``Discrete`` space.
+            ``Discrete`` space or of a ``"combined"`` space's ``Discrete`` part.
         rank: ``"reward"`` or ``"max_rho"``.
         horizon: the steps each candidate is looked ahead (an int >= 1).
 
@@ -422,7 +432,8 @@ class GreedyAgent:
             TypeError: the sub-envs have no ``simulate`` (or, for ``rank="max_rho"``, no
                 ``obs_layout`` with a ``rho`` segment; or, for a ``horizon`` > 1, the
                 vector env has no ``simulate_candidates``).
-            ValueError: no candidates for a non-Discrete space; a candidate is not in it.
+            ValueError: no candidates for a space without a Discrete part; a candidate is
+                not in it.
         """
         if not all(env.call("has_wrapper_attr", "simulate")):
             raise TypeError(
@@ -431,34 +442,21 @@ class GreedyAgent:
             )
         space = env.single_action_space
         if self.candidates is None:
-            if not isinstance(space, spaces.Discrete):
+            self.candidates = topology_candidates(space, do_nothing_of(env))
+            if self.candidates is None:
                 raise ValueError(f"GreedyAgent needs explicit candidates for action space {space}")
-            self.candidates = [np.int64(space.start + k) for k in range(space.n)]
         bad = [c for c in self.candidates if not space.contains(c)]
         if bad:
             raise ValueError(f"GreedyAgent candidates {bad[:5]} are not in {space}")
         if self.rank == "max_rho":
-            layouts = (
-                env.get_attr("obs_layout")
-                if all(env.call("has_wrapper_attr", "obs_layout"))
-                else []
-            )
-            slices = getattr(layouts[0], "slices", {}) if layouts else {}
-            if "rho" not in slices:
-                raise TypeError(
-                    "GreedyAgent(rank='max_rho') needs sub-envs whose obs_layout has a 'rho' "
-                    "segment (grid_vec's GridEnv)"
-                )
-            self._rho = slices["rho"]
+            self._rho = obs_segment(env, "rho", "GreedyAgent(rank='max_rho')")
         self._env = env
         self._batched = None
-        if hasattr(env, "simulate_candidates") and all(
-            env.call("has_wrapper_attr", "simulate_candidates")
-        ):
+        if has_batched_simulate(env):
             tried = self.candidates
             if self.horizon > 1:  # each candidate, then do-nothing
-                tried = [_then(space, c, self.candidates[0], self.horizon) for c in tried]
-            self._batched = _tiled(space, tried, env.num_envs)
+                tried = [then_sequence(space, c, self.candidates[0], self.horizon) for c in tried]
+            self._batched = tiled(space, tried, env.num_envs)
         elif self.horizon > 1:
             raise TypeError(
                 f"GreedyAgent(horizon={self.horizon}) needs a vector env with "
@@ -500,68 +498,6 @@ class GreedyAgent:
         return concatenate(space, choice, create_empty_array(space, env.num_envs))
 
 
-def simulated_score(
-    obs: Any, reward: float, terminated: bool, info: Any, *, rho: slice | None
-) -> float:
-    """How greedy-by-simulate ranks a simulated step (higher is better).
-
-    Args:
-        obs, reward, terminated, info: what ``simulate(action)`` returned.
-        rho: the ``rho`` segment of the flat observation to rank by its maximum (lower max
-            rho ranks higher), or None to rank by the reward.
-
-    Returns:
-        ``-inf`` for a step that ends the game or whose action is flagged ``is_illegal``;
-        else minus the maximum rho, or the reward.
-    """
-    illegal = bool(info.get("is_illegal", False)) if isinstance(info, dict) else False
-    if terminated or illegal:
-        return -np.inf
-    if rho is not None:
-        return -float(np.max(np.asarray(obs)[rho]))
-    return float(reward)
-
-
-def candidate_scores(found: Any, *, by_rho: bool) -> np.ndarray:
-    """:func:`simulated_score` of every candidate of a ``simulate_candidates`` result.
-
-    Args:
-        found: a :class:`~grid_vec.core.records.CandidateResults`.
-        by_rho: rank by the lowest maximum rho (as the observation holds it: float32), else
-            by the reward.
-
-    Returns:
-        The scores, shaped as ``found.played`` (for a horizon: the worst maximum rho along
-        the steps, or the sum of the rewards; any game over and an illegal first action
-        rank last).
-    """
-    if found.rewards.ndim > found.played.ndim:  # a horizon axis
-        worst = found.max_rho.max(axis=-1)
-        rewards, refused = found.rewards.sum(axis=-1), found.terminated.any(axis=-1)
-        refused = refused | found.illegal[..., 0]
-    else:
-        worst, rewards, refused = found.max_rho, found.rewards, found.terminated | found.illegal
-    scores = -worst.astype(np.float32) if by_rho else rewards.astype(np.float64)
-    return np.where(refused, -np.inf, scores)
-
-
-def _then(space: spaces.Space, first: Any, after: Any, horizon: int) -> Any:
-    """The sequence ``first`` then ``after`` ``horizon - 1`` times, batched as one action of
-    ``space`` with a leading horizon axis."""
-    if isinstance(space, spaces.Dict):
-        return {key: _then(space[key], first[key], after[key], horizon) for key in space.spaces}
-    return np.stack([np.asarray(first)] + [np.asarray(after)] * (horizon - 1))
-
-
-def _tiled(space: spaces.Space, candidates: list[Any], n: int) -> Any:
-    """The same candidates for each of ``n`` sub-envs, batched ``(n, K, ...)`` as
-    ``simulate_candidates`` takes them."""
-    if isinstance(space, spaces.Dict):
-        return {key: _tiled(space[key], [c[key] for c in candidates], n) for key in space.spaces}
-    one = np.stack([np.asarray(c) for c in candidates])
-    return np.ascontiguousarray(np.broadcast_to(one, (n, *one.shape)))
-
-
 def _indices_in(base: np.ndarray, field: np.ndarray, name: str) -> np.ndarray:
     """Indices of the elements of ``field`` (a view into 1-D ``base``) within ``base``."""
     field = np.asarray(field)
@@ -578,6 +514,7 @@ __all__ = [
     "RandomAgent",
     "ReconnectAgent",
     "agent_kind",
+    "candidate_scores",
     "check_spaces",
     "default_action",
     "do_nothing_of",

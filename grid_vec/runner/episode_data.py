@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,7 @@ from grid_vec.runner.bounded_io import EpisodeDataError, read_json, read_npz
 from grid_vec.runner.recording import ARRAYS_FILE, FORMAT, META_FILE, finished_episodes
 from grid_vec.runner.results import EpisodeResult
 
-__all__ = ["EpisodeData", "EpisodeDataError", "load_run", "read_meta"]
+__all__ = ["EpisodeData", "EpisodeDataError", "iter_run", "load_run", "read_meta"]
 
 _REQUIRED = ("observations", "actions", "rewards", "terminated", "truncated")
 
@@ -145,6 +145,22 @@ def load_run(path: str | os.PathLike[str]) -> list[EpisodeData]:
     Raises:
         EpisodeDataError: when ``path`` is not a directory or an episode does not load.
     """
+    return list(iter_run(path))
+
+
+def iter_run(path: str | os.PathLike[str]) -> Iterator[EpisodeData]:
+    """The complete episodes recorded under a run directory, loaded one at a time (a
+    reader that stops early never loads the rest).
+
+    Args:
+        path: the run directory (the Runner's ``path_save``).
+
+    Yields:
+        The episodes, in episode order (partial ones left aside).
+
+    Raises:
+        EpisodeDataError: when ``path`` is not a directory or an episode does not load.
+    """
     root = Path(path)
     try:
         if not root.is_dir():
@@ -152,7 +168,8 @@ def load_run(path: str | os.PathLike[str]) -> list[EpisodeData]:
         found = finished_episodes(root)
     except OSError as exc:
         raise EpisodeDataError(f"{root}: cannot list the run: {exc.strerror or exc}") from exc
-    return [EpisodeData.load(p) for _, p in sorted(found.items())]
+    for _, episode in sorted(found.items()):
+        yield EpisodeData.load(episode)
 
 
 def read_meta(path: Path) -> tuple[dict[str, Any], EpisodeResult]:

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import concatenate, create_empty_array, iterate
+from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
 from grid_vec.runner.agents import merge_rows, takes_infos
 from grid_vec.runner.episodes import EpisodeSpec, env_spec, episode_identity, run_identity
@@ -119,6 +119,7 @@ class EpisodeLoop:
         self.losses: dict[int, int] = {}  # episode index: times lost to a worker's crash
         self.obs_space = env.single_observation_space
         self.act_space = env.single_action_space
+        self.batched_spaces: dict[int, spaces.Space] = {}  # by id of the single space
         self.agents = (
             [copy.deepcopy(executor.agent) for _ in range(n)] if executor.kind == "episode" else []
         )
@@ -401,7 +402,12 @@ class EpisodeLoop:
     def _rows(self, space: spaces.Space, batch: Any) -> Any:
         if isinstance(space, _ARRAY_SPACES) and isinstance(batch, np.ndarray):
             return batch
-        return list(iterate(space, batch))
+        # gymnasium iterates a batch by its batched space: a Dict's Discrete part is batched
+        # as a MultiDiscrete (a "combined" action), which the single space cannot iterate
+        batched = self.batched_spaces.get(id(space))
+        if batched is None:
+            batched = self.batched_spaces[id(space)] = batch_space(space, self.n)
+        return list(iterate(batched, batch))
 
     def _timings(self) -> tuple[dict[str, Any], ...] | None:
         return self.env.call("timings") if self.executor.probe()["timings"] else None

@@ -9,18 +9,22 @@ redispatched (MWh, the ``operational_cost`` reward of :mod:`grid_vec.core.reward
 over the steps played), reported per step played so that an agent surviving longer is not
 charged more for it.
 
-``grid-vec eval TASK --agent do_nothing|random|greedy`` prints the table; the baselines:
+``grid-vec eval TASK --agent do_nothing|random|greedy|expert`` prints the table; the
+baselines (:data:`BASELINES`, a registry):
 
 * ``do_nothing``: always action 0 (the env's heuristics still play: reconnections, recovery);
 * ``random``: a uniformly drawn action of the task's action space at each decision point;
-* ``greedy`` (tasks with discrete actions): greedy-by-simulate over the task's action
-  space, ranking by the lowest simulated maximum line loading
-  (:class:`~grid_vec.runner.agents.GreedyAgent`, ``rank="max_rho"``).
+* ``greedy`` (tasks with catalog actions: ``"discrete"``, ``"combined"``): greedy-by-simulate
+  over the task's topology actions, ranking by the lowest simulated maximum line loading
+  (:class:`~grid_vec.runner.agents.GreedyAgent`, ``rank="max_rho"``);
+* ``expert`` (played only when asked for): the search expert,
+  :class:`~grid_vec.runner.expert.ExpertAgent` (acts from a max rho of 0.95, over the
+  task's topology set and redispatch moves; reverts toward the reference topology).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,11 +32,46 @@ import numpy as np
 from gymnasium import spaces
 
 from grid_vec.runner.agents import DoNothingAgent, GreedyAgent, RandomAgent
+from grid_vec.runner.candidates import topology_space
+from grid_vec.runner.expert import ExpertAgent
 from grid_vec.runner.results import EpisodeResult
 from grid_vec.runner.runner import Runner
 
-BASELINES = ("do_nothing", "random", "greedy")
 COST = "operational_cost"  # the other reward the scores sum
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A baseline agent of the named tasks.
+
+    Args:
+        build: the agent, from the task's single action space.
+        needs_catalog: it plays catalog actions (a ``Discrete`` part of the space).
+        default: ``grid-vec eval`` plays it when no ``--agent`` is given.
+    """
+
+    build: Callable[[spaces.Space], Any]
+    needs_catalog: bool = False
+    default: bool = True
+
+
+def _greedy(action_space: spaces.Space) -> GreedyAgent:
+    if topology_space(action_space) is None:
+        raise ValueError(
+            f"the greedy baseline tries every catalog action of the task's Discrete part; "
+            f"this task's action space is {action_space}"
+        )
+    return GreedyAgent(rank="max_rho")
+
+
+# the registry of baselines, by the name evaluate_task takes (the CLI writes do-nothing)
+BASELINES: dict[str, Baseline] = {
+    "do_nothing": Baseline(lambda space: DoNothingAgent()),
+    "random": Baseline(RandomAgent),
+    "greedy": Baseline(_greedy, needs_catalog=True),
+    # a search per decision over the set and the redispatch moves: asked for by name
+    "expert": Baseline(lambda space: ExpertAgent(), default=False),
+}
 
 
 def survival_fraction(survived: np.ndarray, playable: np.ndarray, ended: np.ndarray) -> float:
@@ -121,21 +160,20 @@ def _json_id(scenario_id: Any) -> int | str:
 def baseline_agent(name: str, action_space: Any) -> Any:
     """A baseline agent of :data:`BASELINES` for a task's action space.
 
+    Args:
+        name: its name in :data:`BASELINES`.
+        action_space: the task's single action space.
+
+    Returns:
+        The agent.
+
     Raises:
-        ValueError: an unknown name.
+        ValueError: an unknown name; greedy on a space without catalog actions.
     """
-    if name == "do_nothing":
-        return DoNothingAgent()
-    if name == "random":
-        return RandomAgent(action_space)
-    if name == "greedy":
-        if not isinstance(action_space, spaces.Discrete):
-            raise ValueError(
-                f"the greedy baseline tries every action of a Discrete action space; this "
-                f"task's is {action_space}"
-            )
-        return GreedyAgent(rank="max_rho")
-    raise ValueError(f"agent must be one of {', '.join(BASELINES)}, got {name!r}")
+    baseline = BASELINES.get(name)
+    if baseline is None:
+        raise ValueError(f"agent must be one of {', '.join(BASELINES)}, got {name!r}")
+    return baseline.build(action_space)
 
 
 def evaluate_task(

@@ -183,11 +183,7 @@ def recoveries(batch: GridBatch, rows: np.ndarray, references: np.ndarray) -> np
     has = references >= 0
     if not has.any():
         return actions
-    layout = batch.topology
-    on_two = np.cumsum(batch.game.grid.topo[rows] == 2, axis=1)
-    on_two = np.concatenate([np.zeros((len(rows), 1), dtype=on_two.dtype), on_two], axis=1)
-    # per substation: whether any of its elements is on bus bar 2
-    moved = (on_two[:, layout.sub_start[1:]] > on_two[:, layout.sub_start[:-1]]) & has
+    moved = split_substations(batch.game.grid.topo[rows], batch.topology.sub_start) & has
     need = np.flatnonzero(moved.any(axis=1))
     if not len(need):
         return actions
@@ -197,6 +193,23 @@ def recoveries(batch: GridBatch, rows: np.ndarray, references: np.ndarray) -> np
     found = ready.any(axis=1)
     actions[need[found]] = references[first[found]]
     return actions
+
+
+def split_substations(topo: np.ndarray, sub_start: np.ndarray) -> np.ndarray:
+    """(k, n_sub) whether each substation of each topology has an element on bus bar 2.
+
+    Args:
+        topo: (k, n_elem) bus bars of the element ends (a topology vector per row: the
+            state's, or an observation's ``topo_vect``).
+        sub_start: (n_sub + 1,) each substation's first position in it, then ``n_elem``
+            (``TopologyLayout.sub_start``).
+
+    Returns:
+        The flags.
+    """
+    on_two = np.cumsum(topo == 2, axis=1)
+    on_two = np.concatenate([np.zeros((len(topo), 1), dtype=on_two.dtype), on_two], axis=1)
+    return on_two[:, sub_start[1:]] > on_two[:, sub_start[:-1]]
 
 
 def reference_actions(catalog: ActionCatalog, n_sub: int) -> np.ndarray:
