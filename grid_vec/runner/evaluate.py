@@ -18,7 +18,7 @@ baselines (:data:`BASELINES`, a registry):
   over the task's topology actions, ranking by the lowest simulated maximum line loading
   (:class:`~grid_vec.runner.agents.GreedyAgent`, ``rank="max_rho"``);
 * ``expert`` (played only when asked for): the search expert,
-  :class:`~grid_vec.runner.expert.ExpertAgent` (acts from a max rho of 0.95, over the
+  :class:`~grid_vec.runner.expert.ExpertAgent` (acts from a max rho of 1.0, over the
   task's topology set and redispatch moves; reverts toward the reference topology).
 """
 
