@@ -100,8 +100,9 @@ class SyntheticSource:
         self._traits = self._make_traits()
         # the scenarios being read (least recently read first): a batch's envs read many
         # scenarios in turn, and a cache of the last one alone drew each scenario's knots
-        # again at every read and restarted its block's noise stream (case118, 32 envs:
-        # every read missed it, 4% of a do-nothing step)
+        # again at every read and restarted its block's noise stream (case118, 32 envs,
+        # 2,000 do-nothing steps: 352 misses in 355 reads, the knots drawn again ~4% of the
+        # run's time)
         self._in_play: OrderedDict[int, _InPlay] = OrderedDict()
         self._in_play_bytes = 0
 
