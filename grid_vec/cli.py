@@ -537,6 +537,8 @@ def _grid2op_env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _make_agent(name: str, action_space: Any, env_factory: Any, folder: str = "") -> Any:
+    from gymnasium.spaces import Discrete
+
     from grid_vec.runner import GreedyAgent, ReconnectAgent
     from grid_vec.runner.evaluate import BASELINES, baseline_agent
 
@@ -557,6 +559,19 @@ def _make_agent(name: str, action_space: Any, env_factory: Any, folder: str = ""
         return baseline_agent(name.replace("-", "_"), action_space)
     probe = env_factory()  # a local env, for the observation layout and the action catalog
     try:
+        if probe.config.action_subset is not None or not isinstance(action_space, Discrete):
+            # a task's reduced set or a combined action: action k + 1 is not branch k's toggle
+            if name == "reconnect":
+                raise UsageError(
+                    "grid-vec run",
+                    "--agent reconnect plays the catalog's branch toggles; this env plays a "
+                    "reduced action set or a combined action (a task's heuristics reconnect "
+                    "lines themselves)",
+                )
+            try:  # greedy over the env's own topology actions, as grid-vec eval's greedy
+                return baseline_agent("greedy", action_space)
+            except ValueError as exc:
+                raise UsageError("grid-vec run", f"--agent greedy: {exc}") from exc
         toggles = [k + 1 for k in range(probe.model.n_branch)]  # action k+1 toggles branch k
         if name == "reconnect":
             sample, _ = probe.reset(seed=0)

@@ -119,7 +119,36 @@ def mistakes(tmp_path):
             ["actions", "grid_vec/Case14Topology-v0", "--max-steps", "0"],
             "grid-vec actions: argument --max-steps: must be a positive",
         ),
+        (
+            ["run", "--env", "grid_vec/Case14Topology-v0", "--agent", "reconnect"],
+            "grid-vec run: --agent reconnect plays the catalog's branch toggles; this env plays",
+        ),
+        (
+            ["run", "--env", "grid_vec/Case14Redispatch-v0", "--agent", "greedy"],
+            "grid-vec run: --agent greedy: the greedy baseline tries every catalog action",
+        ),
     ]
+
+
+@pytest.mark.parametrize("task", ["grid_vec/Case14Topology-v0", "grid_vec/Case14Combined-v0"])
+def test_run_greedy_on_a_task_tries_the_task_s_own_actions_not_branch_toggles(task, tmp_path):
+    """On a task's reduced set (or a combined action) action k + 1 is not branch k's toggle:
+    ``grid-vec run --agent greedy`` plays grid-vec eval's greedy there, every topology action
+    of the env's space (a combined task crashed on the toggles before)."""
+    from grid_vec.cli import _make_agent
+    from grid_vec.env.make import env_factory
+
+    factory = env_factory(task)
+    probe = factory()
+    space = probe.action_space
+    probe.close()
+    agent = _make_agent("greedy", space, factory)
+    assert agent.candidates is None and agent.rank == "max_rho"  # the space's every action
+    save = tmp_path / "run"
+    argv = [*RUN, "--env", task, "--agent", "greedy", "--episodes", "1", "--save", str(save)]
+    assert main(argv) == 0
+    (episode,) = load_run(save)
+    assert episode.meta["agent"] == "GreedyAgent"
 
 
 def test_each_mistake_is_one_line_on_stderr_and_exit_status_2(tmp_path, capsys):
