@@ -427,6 +427,9 @@ def policy_distribution(
     return Categorical(logits=out)
 
 
+DO_NOTHING = 0  # a grid_vec Discrete space's do-nothing (the catalog's and every task set's first)
+
+
 class TorchPolicy:
     """A trained network as a batched agent of the Runner: the action of highest logit
     among the legal ones (the env's ``info["action_mask"]`` when it gives one); over a
@@ -437,7 +440,12 @@ class TorchPolicy:
     and the most preferred one whose simulated step keeps every branch's rho below
     ``safe_rho`` is played; when none does, the one of lowest simulated maximum rho (a game
     over ranking last): the simulate-based check of the L2RPN winners around a learnt
-    ranking. It needs grid_vec's vector envs (the Runner binds the agent to its env).
+    ranking. With ``never_worse``, do-nothing is simulated beside them and a candidate whose
+    simulated maximum rho is above do-nothing's (or that ends the game or is illegal where
+    do-nothing does not) is left out, do-nothing taking the last place: the policy then never
+    plays an action simulated worse than doing nothing (with ``check_top`` 1: its first
+    choice, or do-nothing). Both need grid_vec's vector envs (the Runner binds the agent to
+    its env).
 
     Args:
         network: the network.
@@ -445,13 +453,15 @@ class TorchPolicy:
         name: the name the scores carry.
         check_top: the actions simulated per decision (1: none, the policy alone).
         safe_rho: the maximum rho a simulated step must stay below to be taken as safe.
+        never_worse: leave out the candidates simulated worse than do-nothing (action 0 of a
+            grid_vec ``Discrete`` space), which is simulated too.
         source: the checkpoint file it was read from
             (:func:`~grid_vec.integrations.checkpoint.load_policy`), named when the policy
             does not fit an env.
 
     Raises:
-        ValueError: ``check_top`` < 1 or ``safe_rho`` <= 0; ``check_top`` > 1 for a Box
-            policy (no finite set of actions to rank).
+        ValueError: ``check_top`` < 1 or ``safe_rho`` <= 0; ``check_top`` > 1 or
+            ``never_worse`` for a Box policy (no finite set of actions to rank).
     """
 
     takes_infos = True  # the Runner hands it the infos: their action masks
@@ -464,16 +474,20 @@ class TorchPolicy:
         *,
         check_top: int = 1,
         safe_rho: float = 1.0,
+        never_worse: bool = False,
         source: str | os.PathLike | None = None,
     ) -> None:
         if isinstance(check_top, bool) or not isinstance(check_top, int) or check_top < 1:
             raise ValueError(f"check_top must be an int >= 1, got {check_top!r}")
         if not safe_rho > 0:
             raise ValueError(f"safe_rho must be > 0, got {safe_rho!r}")
-        if check_top > 1 and network.arch.continuous:
-            raise ValueError("check_top > 1 ranks a Discrete policy's actions: not a Box policy's")
+        if (check_top > 1 or never_worse) and network.arch.continuous:
+            raise ValueError(
+                "check_top > 1 and never_worse rank a Discrete policy's actions: not a Box policy's"
+            )
         self.network, self.norm, self.name = network.eval(), norm, name
         self.check_top, self.safe_rho = check_top, float(safe_rho)
+        self.never_worse = bool(never_worse)
         self.source = source
         norm.frozen = True
         self._env: Any = None
@@ -510,10 +524,10 @@ class TorchPolicy:
         action_space = getattr(env, "single_action_space", None)
         if observation_space is not None and action_space is not None:
             self.check_spaces(observation_space, action_space)
-        if self.check_top > 1 and not hasattr(env, "simulate_candidates"):
+        if self._simulates and not hasattr(env, "simulate_candidates"):
             raise TypeError(
-                f"check_top={self.check_top} needs a vector env with simulate_candidates "
-                "(grid_vec's GridVecEnv or BatchedGridVecEnv)"
+                f"check_top={self.check_top}, never_worse={self.never_worse} needs a vector "
+                "env with simulate_candidates (grid_vec's GridVecEnv or BatchedGridVecEnv)"
             )
         self._env = env
 
@@ -525,19 +539,29 @@ class TorchPolicy:
         if infos and "action_mask" in infos:
             mask = action_masks(infos, *logits.shape)
             logits = logits.masked_fill(~torch.as_tensor(mask), -torch.inf)
-        if self.check_top == 1:
+        if not self._simulates:
             return logits.argmax(-1).numpy().astype(np.int64)
         if self._env is None:
             raise RuntimeError("check_top > 1: bind the policy to its vector env first")
         k = min(self.check_top, logits.shape[-1])
         top = torch.topk(logits, k, dim=-1).indices.numpy().astype(np.int64)
+        if self.never_worse:  # do-nothing (action 0) last, the policy's preference kept
+            top = np.concatenate([top, np.full((len(top), 1), DO_NOTHING)], axis=1)
         found = self._env.simulate_candidates(top)
         max_rho = np.where(found.terminated | found.illegal, np.inf, found.max_rho)
+        if self.never_worse:
+            worse = max_rho > max_rho[:, -1:]  # do-nothing's own column is never worse
+            max_rho = np.where(worse, np.inf, max_rho)
         safe = max_rho < self.safe_rho
         # an illegal (masked) action is never safe: the preferred safe one, else the least
         # loaded, else (everything a game over) the policy's first choice
         choice = np.where(safe.any(1), safe.argmax(1), np.argmin(max_rho, axis=1))
         return top[np.arange(len(top)), choice]
+
+    @property
+    def _simulates(self) -> bool:
+        """Whether a decision simulates candidates (a check around the policy)."""
+        return self.check_top > 1 or self.never_worse
 
 
 def _space_mismatch(

@@ -232,3 +232,43 @@ def test_a_policy_is_refused_for_an_action_space_neither_discrete_nor_a_flat_box
         Architecture.for_space("mlp", spaces.MultiDiscrete([3, 3]), n_obs=3)
     with pytest.raises(ValueError, match="Discrete or a 1-d Box"):
         Architecture.for_space("mlp", spaces.Box(-1.0, 1.0, (2, 2)), n_obs=3)
+
+
+@pytest.mark.parametrize("check_top", [1, 3])
+def test_never_worse_plays_no_action_simulated_worse_than_doing_nothing(check_top):
+    """With ``never_worse`` the policy's choice is checked against do-nothing in the same
+    simulation: what it plays is simulated no worse than do-nothing (max rho, a game over
+    worst), and with ``check_top`` 1 it is the policy's own first choice whenever that one is
+    no worse."""
+    network, _, norm, _ = _trained_like("flat")
+    with torch.no_grad():  # random weights that act (the head starts biased to do-nothing)
+        network.actor[-1].bias[0] -= 100.0
+    env = grid_vec.make_vec(
+        TASK, 8, vectorization="batched", heuristics=None, autoreset_mode="SameStep"
+    )  # an episode that ends is reset at once: every state can be simulated
+    policy = TorchPolicy(network, norm, check_top=check_top, never_worse=True)
+    policy.bind(env)
+    alone = TorchPolicy(network, norm)
+    obs, _ = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    overruled = kept = 0
+    for _ in range(12):
+        played, first = policy(obs), alone(obs)
+        found = env.simulate_candidates(np.stack([played, first, np.zeros(8, np.int64)], axis=1))
+        rho = np.where(found.terminated | found.illegal, np.inf, found.max_rho)
+        assert (rho[:, 0] <= rho[:, 2]).all()  # never simulated worse than do-nothing
+        if check_top == 1:
+            no_worse = rho[:, 1] <= rho[:, 2]
+            np.testing.assert_array_equal(played, np.where(no_worse, first, 0))
+            overruled += int((~no_worse).sum())
+            kept += int((no_worse & (first != 0)).sum())
+        obs, *_ = env.step(rng.integers(0, env.single_action_space.n, 8))
+    if check_top == 1:  # the random weights both act and get overruled in these states
+        assert overruled and kept, (overruled, kept)
+    env.close()
+
+
+def test_never_worse_is_refused_for_a_box_policy():
+    network = build_network(_box_arch())
+    with pytest.raises(ValueError, match="not a Box policy"):
+        TorchPolicy(network, ObservationNorm({"flat": 4}), never_worse=True)
