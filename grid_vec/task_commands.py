@@ -93,6 +93,20 @@ def add_task_commands(commands: Any) -> None:
         "else ~/data_grid2op/<dataset>)",
     )
 
+    evaluate.add_argument(
+        "--check-top",
+        type=positive_int,
+        default=1,
+        help="a trained torch policy simulates its K preferred legal actions and plays the "
+        "first whose simulated step keeps every rho below 1.0, else the least loaded "
+        "(default 1: the policy alone)",
+    )
+    evaluate.add_argument(
+        "--never-worse",
+        action="store_true",
+        help="a trained torch policy never plays an action simulated worse than do-nothing "
+        "(do-nothing is simulated beside its choices and takes the place of a worse one)",
+    )
     evaluate.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
 
     actions = commands.add_parser(
@@ -233,7 +247,7 @@ def _eval(args: argparse.Namespace) -> int:
     # spaces of the env it will play (the split and the action set asked)
     checked_kwargs = {**kwargs, "split": args.split}
     trained = {
-        a: _trained_policy(a, args.task, args.trust_pickle, checked_kwargs)
+        a: _checked(_trained_policy(a, args.task, args.trust_pickle, checked_kwargs), a, args)
         for a in agents
         if isinstance(a, Path)
     }
@@ -271,6 +285,32 @@ def _eval(args: argparse.Namespace) -> int:
         except OSError as exc:  # checked writable before the run; changed since
             raise UsageError("grid-vec eval", f"--json {args.json}: {exc.strerror}") from exc
     return 0
+
+
+def _checked(loaded: Any, path: Path, args: argparse.Namespace) -> Any:
+    """A trained agent with the simulate-based checks ``--check-top`` and ``--never-worse``
+    asked around it (a torch checkpoint's policy of discrete actions only).
+
+    Raises:
+        UsageError: a check asked for an SB3 model or a policy of continuous actions.
+    """
+    if args.check_top == 1 and not args.never_worse:
+        return loaded
+    from grid_vec.integrations.torch_policy import TorchPolicy
+
+    policy = loaded.policy
+    if not isinstance(policy, TorchPolicy):
+        raise UsageError(
+            "grid-vec eval", f"--check-top / --never-worse: {path} is not a torch checkpoint"
+        )
+    try:
+        checked = TorchPolicy(
+            policy.network, policy.norm, policy.name, check_top=args.check_top,
+            safe_rho=policy.safe_rho, never_worse=args.never_worse, source=policy.source,
+        )  # fmt: skip
+    except ValueError as exc:
+        raise UsageError("grid-vec eval", f"--check-top / --never-worse: {path}: {exc}") from exc
+    return dataclasses.replace(loaded, policy=checked)
 
 
 def _trained_policy(

@@ -272,3 +272,35 @@ def test_never_worse_is_refused_for_a_box_policy():
     network = build_network(_box_arch())
     with pytest.raises(ValueError, match="not a Box policy"):
         TorchPolicy(network, ObservationNorm({"flat": 4}), never_worse=True)
+
+
+def test_grid_vec_eval_checks_a_checkpoint_as_the_checked_policy_scores(tmp_path, capsys):
+    """``--check-top`` and ``--never-worse`` score the checkpoint's policy with the checks
+    around it (as ``TorchPolicy(check_top=..., never_worse=...)`` scores through
+    evaluate_task); a Box policy refuses them in one line."""
+    network, arch, norm, _ = _trained_like("flat")
+    with torch.no_grad():  # random weights that act (the head starts biased to do-nothing)
+        network.actor[-1].bias[0] -= 100.0
+    path = save_checkpoint(tmp_path / "ppo.pt", network, arch, norm, task=TASK, observation="flat")
+    argv = ["eval", TASK, "--agent", str(path), "--scenarios", "2", "--num-envs", "2"]
+    assert main([*argv, "--no-progress", "--check-top", "2", "--never-worse"]) == 0
+    out = capsys.readouterr().out
+    checked = TorchPolicy(network, norm, check_top=2, never_worse=True)
+    direct = evaluate_task(TASK, checked, scenarios=2, num_envs=2)
+    alone = evaluate_task(TASK, TorchPolicy(network, norm), scenarios=2, num_envs=2)
+    assert f"| {direct.row()['mean_survival']:.1f} |" in out
+    assert direct.row()["mean_survival"] != alone.row()["mean_survival"]  # the checks acted
+
+    env = grid_vec.make(REDISPATCH)
+    box_arch = Architecture.for_space(
+        "mlp", env.action_space, hidden=16, n_obs=env.observation_space.shape[0]
+    )
+    box_norm = ObservationNorm.for_space(env.observation_space)
+    box_norm(np.stack([env.reset(seed=s)[0] for s in range(2)]))
+    box_path = save_checkpoint(
+        tmp_path / "box.pt", build_network(box_arch), box_arch, box_norm, task=REDISPATCH,
+        observation="flat",
+    )  # fmt: skip
+    assert main(["eval", REDISPATCH, "--agent", str(box_path), "--never-worse"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--never-worse" in err and "Traceback" not in err
