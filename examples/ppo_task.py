@@ -49,7 +49,13 @@ What it does, and why:
   seed 1, 10 minutes, two runs on this machine: test scores 95.2 and 92.0); with
   ``--decisions`` one seed trains the same policy on any machine;
 * observations are normalised with running statistics (frozen for evaluation) and the
-  rewards scaled by ``--reward-scale``.
+  rewards scaled by ``--reward-scale``;
+* ``--bc-from RUN`` starts from behaviour cloning: the policy is first fitted to the
+  decisions an expert recorded (``grid-vec run --env TASK --agent expert --save RUN``, read
+  by :func:`grid_vec.runner.imitation.load_pairs`), cross-entropy on its actions for
+  ``--bc-epochs``, the acting decisions weighted as much as the do-nothing ones in all (an
+  expert acts rarely: ~1% of its decisions on case118); then PPO trains on for the budget
+  (``--minutes 0``: the clone alone is saved and scored).
 
 Writes ``<out>/ppo.pt`` (the trained policy: ``grid-vec eval TASK --agent <out>/ppo.pt``
 scores it again, loading it without unpickling), ``<out>/curve.csv`` (wall-clock seconds,
@@ -165,6 +171,13 @@ def parse_args() -> argparse.Namespace:
         help="the difficulty file to read instead of the task's own (written by grid-vec "
         "eval TASK --split train --agent do-nothing --by-scenario --json FILE)",
     )
+    p.add_argument(
+        "--bc-from",
+        default=None,
+        help="(Discrete) a run of an expert's decisions to clone before PPO (grid-vec run "
+        "--env TASK --agent expert --save RUN)",
+    )
+    p.add_argument("--bc-epochs", type=int, default=20, help="passes over the cloned decisions")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--torch-threads", type=int, default=1)
     p.add_argument("--eval-split", default="test")
@@ -327,6 +340,42 @@ class PoolCollector:
         return rollout.batch(args.gamma, args.gae_lambda)
 
 
+def clone(agent: Any, norm: ObservationNorm, action_space: Any, args: argparse.Namespace) -> None:
+    """Behaviour cloning: fit the policy's logits to an expert's recorded decisions (the
+    observation statistics fitted on them first), the acting decisions weighted as much as
+    the do-nothing ones in all."""
+    from grid_vec.runner.imitation import load_pairs
+
+    if not hasattr(action_space, "n"):
+        raise SystemExit(f"--bc-from clones a Discrete policy; {args.task} plays {action_space}")
+    try:
+        pairs = load_pairs(args.bc_from, action_space)
+    except ValueError as exc:  # a run of another space, or damaged: one line
+        raise SystemExit(f"--bc-from: {exc}") from None
+    x = norm(pairs.observations).float()  # fits the statistics on the expert's states
+    actions = torch.as_tensor(pairs.actions, dtype=torch.int64)
+    acting = actions != 0
+    weights = torch.where(acting, (~acting).sum() / max(int(acting.sum()), 1), 1.0)
+    optimizer = torch.optim.Adam(agent.parameters(), lr=1e-3)
+    order = torch.Generator().manual_seed(args.seed)
+    for _ in range(args.bc_epochs):
+        for batch in torch.randperm(len(x), generator=order).split(256):
+            logits = agent.logits(x[batch])
+            loss = torch.nn.functional.cross_entropy(logits, actions[batch], reduction="none")
+            loss = (loss * weights[batch]).sum() / weights[batch].sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    with torch.no_grad():
+        agree = (agent.logits(x).argmax(-1) == actions).float()
+    print(
+        f"cloned {len(x)} decisions of {args.bc_from} ({int(acting.sum())} acting): the "
+        f"policy agrees with {agree.mean():.1%} of them, {agree[acting].mean():.1%} of the "
+        "acting ones",
+        flush=True,
+    )
+
+
 def train(agent: Any, optimizer: Any, data: dict[str, Any], args: argparse.Namespace) -> None:
     """PPO's epochs of minibatch updates on a rollout."""
     size = len(data["action"])
@@ -395,6 +444,8 @@ def train_and_score(args: argparse.Namespace, interrupt: SaveOnInterrupt) -> Non
         if getattr(args, name) is None:
             setattr(args, name, box if arch.continuous else discrete)
     agent = build_network(arch)
+    if args.bc_from is not None:
+        clone(agent, norm, envs.single_action_space, args)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.lr, eps=1e-5)
 
     # each sub-env starts on a random training scenario (seeded): no two play in step

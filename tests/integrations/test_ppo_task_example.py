@@ -45,3 +45,36 @@ def test_ppo_example_with_a_decision_budget_trains_the_same_policy_twice_from_on
     first, second = (torch.load(out / "ppo.pt", weights_only=True)["network"] for out in runs)
     assert first.keys() == second.keys()
     assert all(torch.equal(first[key], second[key]) for key in first)
+
+
+def test_ppo_example_refuses_a_run_to_clone_that_is_not_one_in_one_line(tmp_path):
+    done = run_example(tmp_path / "run", "--bc-from", str(tmp_path / "nothing"), "--minutes", "0")
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("--bc-from: ") and "nothing" in line
+
+
+@pytest.mark.slow
+def test_ppo_example_clones_an_expert_s_recorded_decisions_before_ppo(tmp_path):
+    """``--bc-from`` fits the policy to an expert's run (``grid-vec run --agent expert``)
+    before PPO: the clone plays the expert's acting decisions, which the untrained policy,
+    biased to do-nothing, never does."""
+    import grid_vec
+    from grid_vec.cli import main
+    from grid_vec.runner.imitation import load_pairs
+
+    run = tmp_path / "expert"
+    task = "grid_vec/Case14Topology-v0"
+    argv = ["run", "--env", task, "--agent", "expert", "--episodes", "4", "--num-envs", "2"]
+    assert main([*argv, "--max-iter", "600", "--no-progress", "--save", str(run)]) == 0
+    pairs = load_pairs(run, grid_vec.make(task).action_space)
+    assert (pairs.actions != 0).any()
+    done = run_example(
+        tmp_path / "bc", "--bc-from", str(run), "--bc-epochs", "30", "--minutes", "0"
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    cloned = next(line for line in done.stdout.splitlines() if line.startswith("cloned "))
+    assert cloned.startswith(f"cloned {len(pairs)} decisions of {run} ")
+    acting = float(cloned.rsplit(", ", 1)[1].split("%")[0])
+    assert acting > 50.0  # of the acting decisions (the untrained policy: 0%)
+    assert (tmp_path / "bc" / "ppo.pt").is_file()
