@@ -155,11 +155,9 @@ def then_sequence(space: spaces.Space, first: Any, after: Any, horizon: int) -> 
 
 def tiled(space: spaces.Space, candidates: Sequence[Any], n: int) -> Any:
     """The same candidates for each of ``n`` sub-envs, batched ``(n, K, ...)`` as
-    ``simulate_candidates`` takes them."""
-    if isinstance(space, spaces.Dict):
-        return {key: tiled(space[key], [c[key] for c in candidates], n) for key in space.spaces}
-    one = np.stack([np.asarray(c) for c in candidates])
-    return np.ascontiguousarray(np.broadcast_to(one, (n, *one.shape)))
+    ``simulate_candidates`` takes them (:func:`stacked`, every sub-env picking them all)."""
+    every = np.arange(len(candidates))
+    return stacked(space, candidates, np.broadcast_to(every, (n, len(candidates))))
 
 
 def stacked(space: spaces.Space, candidates: Sequence[Any], picks: np.ndarray) -> Any:
