@@ -5,20 +5,23 @@ inside the timed loop), env-steps/s and µs per env-step:
 
 * GridVecEnv: ``make_vec(grid, n, envs_per_worker=n / 2)``, its default settings (one
   worker process steps one half, the parent the other with the worker's engine);
-* RayVecEnv: ``make_vec(grid, n, vectorization="ray", envs_per_worker=n / 2)``: 2 Ray
-  actors, each stepping its half as one batch of the engine, over the ``--transport`` link
-  (``socket`` by default; ``ray``: Ray actor calls), its processes spinning ``--spin-us``
-  for messages before they sleep (default: RayVecEnv's, 1 ms).
+* RayVecEnv: ``make_vec(grid, n, vectorization="ray", envs_per_worker=n / 2)``, its default
+  settings: the driver steps one half itself (``step_in_driver``) while one Ray actor steps
+  the other as one batch of the engine, over the ``--transport`` link (``socket`` by
+  default; ``ray``: Ray actor calls), its processes spinning ``--spin-us`` for messages
+  before they sleep (default: RayVecEnv's, 1 ms);
+* RayVecEnv, 2 actors: the same with ``step_in_driver=False``, each half in an actor.
 
 Both are built once per workload and kept; each repetition times them in turn, the first
 one alternating, so machine noise hits both alike; medians over ``--reps`` with the spread,
 the ratio of the medians (the goal of issue #57: RayVecEnv ≥ 0.9× GridVecEnv), and the
-load. Ray is started here (a local instance of ``--envs``/``n / 2``... 2 CPUs: one per
-actor) unless it runs already. grid_vec plays the ``flat`` reward.
+load. Ray is started here (a local instance of 3 logical CPUs: one per actor of the two
+RayVecEnvs, built side by side; the machine's cores are what they are) unless it runs
+already. grid_vec plays the ``flat`` reward.
 
     python benchmarks/bench_ray_vec.py [--grid l2rpn_case14_sandbox]
         [--actions do-nothing random] [--envs 32] [--reps 3] [--seconds 3]
-        [--transport socket] [--spin-us US] [--out OUT]
+        [--transport socket] [--spin-us US] [--subjects NAME ...] [--out OUT]
 
 JSON: OUT/bench_ray_vec.json (with --out OUT).
 """
@@ -39,36 +42,50 @@ from grid_vec.bench.protocol import describe_machine
 from grid_vec.bench.report import format_subject_rows, subject_summaries
 from grid_vec.bench.workloads import SANDBOX, grid_target, timed_steps
 
-VECTORIZATIONS = {"GridVecEnv": "multiprocess", "RayVecEnv": "ray"}  # make_vec's names
-SUBJECTS = tuple(VECTORIZATIONS)
+# each subject: make_vec's vectorization and, for RayVecEnv, its own arguments beside the
+# command line's
+SUBJECT_SETTINGS: dict[str, tuple[str, dict[str, Any]]] = {
+    "GridVecEnv": ("multiprocess", {}),
+    "RayVecEnv": ("ray", {}),
+    "RayVecEnv, 2 actors": ("ray", {"step_in_driver": False}),
+}
+SUBJECTS = tuple(SUBJECT_SETTINGS)
 GOAL = 0.9  # RayVecEnv's share of GridVecEnv's env-steps/s that issue #57 asks for
 
 
 def build(subject: str, grid: str, n: int, ray_kwargs: dict[str, Any]) -> Any:
     """The vector env of ``subject``: ``n`` envs of ``grid`` in two slices (``ray_kwargs``:
-    RayVecEnv's own arguments)."""
-    vectorization = VECTORIZATIONS[subject]
+    RayVecEnv's arguments from the command line)."""
+    vectorization, own = SUBJECT_SETTINGS[subject]
     return grid_vec.make_vec(
         grid_target(grid),
         n,
         envs_per_worker=n // 2,
         vectorization=vectorization,
-        vector_kwargs=ray_kwargs if vectorization == "ray" else None,
+        vector_kwargs={**ray_kwargs, **own} if vectorization == "ray" else None,
         reward="flat",
     )
 
 
 def measure(
-    grid: str, n: int, actions: str, reps: int, seconds: float, ray_kwargs: dict[str, Any]
+    grid: str,
+    n: int,
+    actions: str,
+    reps: int,
+    seconds: float,
+    ray_kwargs: dict[str, Any],
+    subjects: tuple[str, ...] = SUBJECTS,
 ) -> dict[str, Any]:
-    """Both subjects ``reps`` times, the first alternating; medians, spreads, the ratio."""
+    """The ``subjects`` (GridVecEnv and RayVecEnv among them) ``reps`` times, the first
+    one rotating; medians, spreads, the ratios to GridVecEnv."""
     envs = {}
     try:
-        for name in SUBJECTS:
+        for name in subjects:
             envs[name] = build(name, grid, n, ray_kwargs)
-        samples: dict[str, list[float]] = {name: [] for name in SUBJECTS}
+        samples: dict[str, list[float]] = {name: [] for name in subjects}
         for rep in range(reps):
-            for name in SUBJECTS[rep % 2 :] + SUBJECTS[: rep % 2]:
+            turn = rep % len(subjects)
+            for name in subjects[turn:] + subjects[:turn]:
                 samples[name].append(timed_steps(envs[name], n, actions, seconds))
     finally:
         for env in envs.values():
@@ -100,13 +117,24 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--spin-us", type=float, default=None, help="RayVecEnv's spin_us (default: its own)"
     )
+    parser.add_argument(
+        "--subjects",
+        nargs="+",
+        choices=SUBJECTS,
+        default=list(SUBJECTS),
+        help="what to time (GridVecEnv and RayVecEnv always)",
+    )
     add_out_argument(parser)
     args = parser.parse_args(argv)
     if args.envs % 2:
         parser.error(f"--envs must be even (a 2-way split), got {args.envs}")
+    subjects = tuple(
+        name for name in SUBJECTS if name in {"GridVecEnv", "RayVecEnv"} | set(args.subjects)
+    )
     started = not ray.is_initialized()
-    if started:  # one CPU per actor; Ray's own processes share the machine with them
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    if started:  # one logical CPU per actor of the subjects, all built at once
+        actors = sum(1 if s == "RayVecEnv" else 2 for s in subjects if s != "GridVecEnv")
+        ray.init(num_cpus=actors, include_dashboard=False, log_to_driver=False)
     try:
         results = []
         for actions in args.actions:
@@ -114,7 +142,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             if args.spin_us is not None:
                 ray_kwargs["spin_us"] = args.spin_us
             results.append(
-                measure(args.grid, args.envs, actions, args.reps, args.seconds, ray_kwargs)
+                measure(
+                    args.grid, args.envs, actions, args.reps, args.seconds, ray_kwargs, subjects
+                )
             )
             print(format_rows(results[-1:]).split("\n", 2)[-1], flush=True)
     finally:
@@ -122,9 +152,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             ray.shutdown()
     print(format_rows(results))
     for r in results:
-        ratio = r["ray_over_grid_vec_env"]
-        verdict = "met" if ratio >= GOAL else "not met"
-        print(f"{r['actions']}: RayVecEnv / GridVecEnv = {ratio:.2f} (goal ≥ {GOAL}: {verdict})")
+        for name, subject in r["subjects"].items():
+            if name == "GridVecEnv":
+                continue
+            ratio = subject["of_grid_vec_env"]
+            verdict = "met" if ratio >= GOAL else "not met"
+            print(f"{r['actions']}: {name} / GridVecEnv = {ratio:.2f} (goal ≥ {GOAL}: {verdict})")
     doc = {
         "benchmark": "bench_ray_vec",
         "command": " ".join(["python", "benchmarks/bench_ray_vec.py", *(argv or sys.argv[1:])]),

@@ -7,7 +7,7 @@ of one factory, else a SyncVectorEnv) and answers the commands of the workers' w
 slice's vector env: ``reset``, ``call``, ``get_attr``, ``set_attr``) and ``CLOSE``; a
 sub-env's error comes back as an ``ERROR`` entry (:func:`~grid_vec.vector.errors.error_entry`).
 
-Two links carry the messages:
+Three links carry the messages:
 
 * ``"socket"`` (default): a TCP connection from the driver to the actor, opened once. Ray
   places and supervises the actor; the steps bypass Ray's task path, whose fixed cost (about
@@ -19,6 +19,9 @@ Two links carry the messages:
   accept a TCP connection from the driver on an ephemeral port, as Ray's own nodes do.
 * ``"ray"``: an actor method call per message, for clusters whose nodes the driver cannot
   reach directly (a ``ray://`` client): the same messages, answered by the same code.
+* :class:`DriverLink`: the driver's own slice (``RayVecEnv(step_in_driver=True)``), hosted by
+  a :class:`SliceHost` in the driver's process as GridVecEnv's parent steps a slice of its
+  own: the driver steps it while the actors step theirs, and its replies are not pickled.
 """
 
 from __future__ import annotations
@@ -120,6 +123,24 @@ class SliceHost:
         code, payload = p.decode(message)
         return self._respond(code, payload)
 
+    def answer(self, code: int, payload: Any) -> tuple[int, Any]:
+        """The reply to the command ``code`` with its ``payload``, as ``(code, payload)``
+        (a sub-env's error as an ``ERROR`` entry): what the links send, before encoding."""
+        handler = self._handlers.get(code)
+        try:
+            if handler is None:
+                raise ProtocolError(f"RayVecEnv actor: unknown command {code}")
+            return handler(payload)
+        except Exception as exc:
+            # a batch names the sub-env that raised by its row, here a row of this slice:
+            # the entry (hence ``env_index`` in the driver) carries its RayVecEnv index
+            row = getattr(exc, "env_index", None)
+            env_id = None
+            if isinstance(row, int):
+                env_id = self.first_id + row
+                exc.add_note(f"sub-env {row} of its slice is RayVecEnv sub-env {env_id}")
+            return p.ERROR, [error_entry(env_id, exc)]
+
     def _serve(self) -> None:
         """Accept the driver's connection, then answer its commands until CLOSE or its end."""
         assert self._listener is not None
@@ -154,33 +175,20 @@ class SliceHost:
 
     def _respond(self, code: int, payload: Any) -> bytes:
         """The reply message to the command ``code`` with its ``payload``."""
-        handler = self._handlers.get(code)
-        try:
-            if handler is None:
-                raise ProtocolError(f"RayVecEnv actor: unknown command {code}")
-            return handler(payload)
-        except Exception as exc:
-            # a batch names the sub-env that raised by its row, here a row of this slice:
-            # the entry (hence ``env_index`` in the driver) carries its RayVecEnv index
-            row = getattr(exc, "env_index", None)
-            env_id = None
-            if isinstance(row, int):
-                env_id = self.first_id + row
-                exc.add_note(f"sub-env {row} of this actor's slice is sub-env {env_id}")
-            return p.encode(p.ERROR, [error_entry(env_id, exc)])
+        return p.encode(*self.answer(code, payload))
 
-    def _step(self, actions: Any) -> bytes:
-        return p.encode(p.OK_DATA, self.env.step(actions))
+    def _step(self, actions: Any) -> tuple[int, Any]:
+        return p.OK_DATA, self.env.step(actions)
 
-    def _call(self, payload: tuple[str, tuple, dict]) -> bytes:
+    def _call(self, payload: tuple[str, tuple, dict]) -> tuple[int, Any]:
         method, args, kwargs = payload
         if method not in METHODS:
             raise ProtocolError(f"RayVecEnv actor: no method {method!r}")
-        return p.encode(p.OK_DATA, getattr(self.env, method)(*args, **kwargs))
+        return p.OK_DATA, getattr(self.env, method)(*args, **kwargs)
 
-    def _close(self, _payload: None) -> bytes:
+    def _close(self, _payload: None) -> tuple[int, Any]:
         self.env.close()
-        return p.encode(p.OK)
+        return p.OK, None
 
 
 RemoteSliceHost = ray.remote(num_cpus=1)(SliceHost)
@@ -275,6 +283,30 @@ class RayLink:
 
     def close(self) -> None:
         pass
+
+
+class DriverLink:
+    """The driver's own slice, behind the links' interface: ``send`` keeps the command,
+    ``recv`` answers it here. RayVecEnv sends every actor its command before it reads the
+    first reply, so this slice steps while the actors step theirs; its replies are the slice's
+    own objects, not pickles (the driver copies the observations when it joins them).
+    """
+
+    def __init__(self, host: SliceHost) -> None:
+        self.host = host
+        self._pending: tuple[int, Any] | None = None
+
+    def send(self, message: bytes) -> None:
+        self._pending = p.decode(message)
+
+    def recv(self, timeout: float | None = None) -> tuple[int, Any]:
+        """The reply to the command sent last (``timeout``: unused, the step runs here)."""
+        assert self._pending is not None, "recv() before send()"
+        (code, payload), self._pending = self._pending, None
+        return self.host.answer(code, payload)
+
+    def close(self) -> None:
+        self.host.env.close()  # a vector env's close does nothing the second time
 
 
 def _socket_link(actor: Any, authkey: bytes, spin_s: float) -> SocketLink:

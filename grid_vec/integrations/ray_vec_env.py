@@ -31,13 +31,21 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array,
 from ray.exceptions import RayActorError
 
 from grid_vec.integrations.ray import connect
-from grid_vec.integrations.ray_slice import LINKS, RemoteSliceHost, alive, new_authkey
+from grid_vec.integrations.ray_slice import (
+    LINKS,
+    DriverLink,
+    RemoteSliceHost,
+    SliceHost,
+    alive,
+    new_authkey,
+)
 from grid_vec.runner.executor import is_env_fns
 from grid_vec.vector import arguments
 from grid_vec.vector import protocol as p
 from grid_vec.vector.errors import WorkerCrashedError, reraise
 from grid_vec.vector.infos import place_infos
 from grid_vec.vector.make_vec import VecRequest
+from grid_vec.vector.worker import one_batch_factory
 
 CLOSE_TIMEOUT_S = 10.0
 """Seconds ``close`` waits for each actor to close its envs before killing it."""
@@ -69,12 +77,21 @@ class RayVecEnv(VectorEnv):
             on a VM. On the 2-core VM (2026-12-07, sandbox, 2 actors of 16) 1 ms gave 56,271
             do-nothing and 15,784 random env-steps/s where 0 gave 49,125 and 14,874; 0 sleeps
             at once, for processes that share their cores.
+        step_in_driver: host the first slice of ``envs_per_actor`` sub-envs in this process
+            and step it while the actors step theirs (as GridVecEnv's ``step_in_parent``):
+            one actor fewer, and the driver's core steps envs instead of waiting for replies
+            (a dead actor still raises; the driver's slice is not an actor, so it is never
+            lost alone). Default (None): on for GridEnvs of one factory (as
+            :func:`grid_vec.make_vec` makes them) in several slices; off for other envs. On
+            the 2-core VM (2026-12-07, sandbox, 32 envs in slices of 16) the driver's slice
+            and one actor stepped 2.1x as fast as two actors on do-nothing, 1.24x on random
+            actions (docs/scaling.md).
 
     Raises:
         TypeError: ``env_fns`` is not a non-empty sequence of callables; ``envs_per_actor``
-            is not an int or None.
+            is not an int or None; ``step_in_driver`` is not a bool or None.
         ValueError: ``envs_per_actor`` < 1; an unknown autoreset mode or transport;
-            ``spin_us`` < 0; sub-envs of two actors have different spaces.
+            ``spin_us`` < 0; sub-envs of two slices have different spaces.
         WorkerCrashedError: an actor died while starting.
         OSError: an actor's socket cannot be reached (``transport="socket"``).
     """
@@ -88,6 +105,7 @@ class RayVecEnv(VectorEnv):
         ray_address: str | None = None,
         transport: str = "socket",
         spin_us: float = 1000.0,
+        step_in_driver: bool | None = None,
     ) -> None:
         if not is_env_fns(env_fns):
             raise TypeError(f"env_fns must be a non-empty sequence of callables, got {env_fns!r}")
@@ -101,6 +119,8 @@ class RayVecEnv(VectorEnv):
             raise ValueError(f"transport must be one of {tuple(LINKS)}, got {transport!r}")
         if isinstance(spin_us, bool) or not isinstance(spin_us, (int, float)) or spin_us < 0:
             raise ValueError(f"spin_us must be a number >= 0, got {spin_us!r}")
+        if step_in_driver is not None and not isinstance(step_in_driver, bool):
+            raise TypeError(f"step_in_driver must be a bool or None, got {step_in_driver!r}")
         mode = AutoresetMode(autoreset_mode)
         self.num_envs = len(env_fns)
         self.autoreset_mode = mode
@@ -118,21 +138,33 @@ class RayVecEnv(VectorEnv):
                 range(start, min(start + envs_per_actor, self.num_envs))
                 for start in range(0, self.num_envs, envs_per_actor)
             ]
+            if step_in_driver is None:
+                step_in_driver = len(self._slices) > 1 and one_batch_factory(env_fns)
+            self.step_in_driver = step_in_driver
+            # the driver's slice is the first: its link steps it in recv(), after every
+            # actor got its command (see DriverLink)
+            remote = self._slices[1:] if step_in_driver else self._slices
             authkey = new_authkey()
             self._actors = [
                 RemoteSliceHost.remote(
                     [env_fns[i] for i in part], mode, part.start, authkey, spin_us * 1e-6
                 )
-                for part in self._slices
+                for part in remote
             ]
+            if step_in_driver:
+                part = self._slices[0]
+                host = SliceHost([env_fns[i] for i in part], mode, part.start, b"")
+                self._links.append(DriverLink(host))
             try:
-                found = ray.get([actor.spaces.remote() for actor in self._actors])
-                self._links = [
+                found = [link.host.spaces() for link in self._links]
+                found += ray.get([actor.spaces.remote() for actor in self._actors])
+                self._links += [
                     LINKS[transport](actor, authkey, spin_us * 1e-6) for actor in self._actors
                 ]
             except RayActorError as exc:
-                dead = [i for i, actor in enumerate(self._actors) if not alive(actor)]
-                raise self._crashed(dead or list(range(len(self._actors))), "died") from exc
+                first = len(self._slices) - len(self._actors)  # the actors' first slice
+                dead = [first + i for i, actor in enumerate(self._actors) if not alive(actor)]
+                raise self._crashed(dead or list(range(first, len(self._slices))), "died") from exc
         except BaseException:
             self._shutdown()
             raise
@@ -141,12 +173,15 @@ class RayVecEnv(VectorEnv):
         for index, (other_obs, other_act, _, _) in enumerate(found):
             if other_obs != obs_space or other_act != act_space:
                 self.close()
+                part = self._slices[index]
                 raise ValueError(
-                    f"the sub-envs of actor {index} have spaces {other_obs}, {other_act}; "
-                    f"actor 0 has {obs_space}, {act_space}: all sub-envs must match"
+                    f"sub-envs {part.start}..{part.stop - 1} have spaces {other_obs}, "
+                    f"{other_act}; sub-env 0 has {obs_space}, {act_space}: all sub-envs must "
+                    "match"
                 )
         self.batched = tuple(bool(entry[3]) for entry in found)
-        """Per actor, whether it steps its slice as one batch of the engine."""
+        """Per slice (the driver's first with ``step_in_driver``, then each actor's), whether
+        it is stepped as one batch of the engine."""
         self.single_observation_space = obs_space
         self.single_action_space = act_space
         self.observation_space = batch_space(obs_space, self.num_envs)

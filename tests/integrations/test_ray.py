@@ -381,29 +381,38 @@ def play_side_by_side(ray_env, batched_env, steps: int, seed: int) -> int:
 
 
 @pytest.mark.parametrize(
-    ("mode", "transport", "spin_us", "steps"),
+    ("mode", "transport", "spin_us", "step_in_driver", "steps"),
     [
-        (AutoresetMode.NEXT_STEP, "socket", 1000, 300),
-        (AutoresetMode.SAME_STEP, "socket", 0, 200),  # every process sleeps at once
-        (AutoresetMode.DISABLED, "ray", 0, 100),
+        (AutoresetMode.NEXT_STEP, "socket", 1000, None, 300),
+        (AutoresetMode.NEXT_STEP, "socket", 1000, False, 200),
+        (AutoresetMode.SAME_STEP, "socket", 0, None, 200),  # every process sleeps at once
+        (AutoresetMode.DISABLED, "ray", 0, False, 100),
+        (AutoresetMode.DISABLED, "ray", 0, None, 100),
     ],
 )
-def test_make_vec_ray_two_batched_actors_equal_make_vec_batched_bitwise(
-    mode, transport, spin_us, steps
+def test_make_vec_ray_two_batched_slices_equal_make_vec_batched_bitwise(
+    mode, transport, spin_us, step_in_driver, steps
 ):
     """``make_vec(..., vectorization="ray")``: 16 case14 envs spread over the cluster's 2
-    CPUs, 2 actors each stepping 8 as one batch, play exactly what one in-process batch of
-    16 plays (same seeds, random catalog actions, the game overs' resets included)."""
+    CPUs in 2 slices of 8, each stepped as one batch — by default the driver's own and one
+    actor's (``step_in_driver``), else 2 actors' — play exactly what one in-process batch
+    of 16 plays (same seeds, random catalog actions, the game overs' resets included)."""
     ray_env = grid_vec.make_vec(
         "case14",
         16,
         vectorization="ray",
         autoreset_mode=mode,
-        vector_kwargs={"transport": transport, "spin_us": spin_us},
+        vector_kwargs={
+            "transport": transport,
+            "spin_us": spin_us,
+            "step_in_driver": step_in_driver,
+        },
     )
     batched_env = grid_vec.make_vec("case14", 16, vectorization="batched", autoreset_mode=mode)
     try:
         assert ray_env.batched == (True, True)
+        assert ray_env.step_in_driver is (step_in_driver is None)
+        assert len(ray_env._actors) == (1 if step_in_driver is None else 2)
         assert ray_env.autoreset_mode == mode == ray_env.metadata["autoreset_mode"]
         assert ray_env.single_action_space == batched_env.single_action_space
         assert ray_env.observation_space == batched_env.observation_space
@@ -413,13 +422,19 @@ def test_make_vec_ray_two_batched_actors_equal_make_vec_batched_bitwise(
         batched_env.close()
 
 
-@pytest.mark.parametrize("transport", ["socket", "ray"])
-def test_crashed_batched_actor_raises_worker_crashed_error_naming_its_sub_envs(transport):
-    env = RayVecEnv([CASE14] * 5, envs_per_actor=3, transport=transport)
+@pytest.mark.parametrize(
+    ("transport", "step_in_driver"), [("socket", None), ("socket", False), ("ray", None)]
+)
+def test_crashed_batched_actor_raises_worker_crashed_error_naming_its_sub_envs(
+    transport, step_in_driver
+):
+    env = RayVecEnv(
+        [CASE14] * 5, envs_per_actor=3, transport=transport, step_in_driver=step_in_driver
+    )
     try:
         assert env.batched == (True, True)
         env.reset(seed=0)
-        _crash(env._actors[1])  # the actor of sub-envs 3 and 4
+        _crash(env._actors[-1])  # the actor of sub-envs 3 and 4 (the driver steps 0-2)
         with pytest.raises(WorkerCrashedError, match=r"sub-envs \[3, 4\] died") as info:
             env.step(np.zeros(5, dtype=np.int64))
         assert info.value.env_ids == (3, 4)
@@ -443,6 +458,49 @@ def test_batched_actor_error_is_raised_with_its_type_and_ray_vec_env_index():
         assert obs.shape == (6, *env.single_observation_space.shape)
     finally:
         env.close()
+
+
+def test_driver_slice_error_is_raised_with_its_type_and_index_and_the_actors_stay_in_step():
+    """An action outside the space of sub-env 1, in the slice the driver steps itself: the
+    batch's ValueError with its RayVecEnv index; the actor's reply to the same step was read
+    too, so the next step is answered in order."""
+    env = RayVecEnv([CASE14] * 6, envs_per_actor=3)
+    try:
+        assert env.step_in_driver and len(env._actors) == 1
+        env.reset(seed=0)
+        actions = np.zeros(6, dtype=np.int64)
+        actions[1] = 10**6
+        with pytest.raises(ValueError, match="actions must be ints") as info:
+            env.step(actions)
+        assert info.value.env_index == 1
+        obs, rewards, *_ = env.step(np.zeros(6, dtype=np.int64))
+        assert obs.shape == (6, *env.single_observation_space.shape) and rewards.shape == (6,)
+    finally:
+        env.close()
+    assert env._links == [] and env._actors == []
+
+
+def test_step_in_driver_defaults_on_for_one_factory_of_grid_envs_in_several_slices():
+    """The driver steps the first slice in its own process (the slice's host is here: an
+    attribute set through the RayVecEnv is on its envs) by default for GridEnvs of one
+    factory in several slices; other envs, or a single slice, keep every slice in actors."""
+    env = RayVecEnv([CASE14] * 4, envs_per_actor=2)
+    try:
+        assert env.step_in_driver and len(env._actors) == 1 and env.batched == (True, True)
+        env.set_attr("marker", [1, 2, 3, 4])
+        assert env._links[0].host.env.get_attr("marker") == (1, 2)
+        assert env.get_attr("marker") == (1, 2, 3, 4)
+    finally:
+        env.close()
+    assert env._links == []
+    for fns, per_actor in (([CARTPOLE] * 4, 2), ([CASE14] * 2, 2)):
+        env = RayVecEnv(fns, envs_per_actor=per_actor)
+        try:
+            assert not env.step_in_driver and len(env._actors) == len(fns) // per_actor
+        finally:
+            env.close()
+    with pytest.raises(TypeError, match="step_in_driver must be a bool or None"):
+        RayVecEnv([CASE14] * 2, step_in_driver="yes")
 
 
 def test_batched_actors_serve_call_get_attr_and_set_attr_in_sub_env_order():
@@ -475,10 +533,22 @@ def test_bench_ray_vec_reports_both_subjects_and_their_ratio(tmp_path, capsys):
     from benchmark_scripts import load_benchmark
 
     module = load_benchmark("bench_ray_vec")
-    argv = ["--grid", "case14", "--actions", "random", "--envs", "4", "--reps", "2"]
+    argv = [
+        "--grid",
+        "case14",
+        "--actions",
+        "random",
+        "--envs",
+        "4",
+        "--reps",
+        "2",
+        "--subjects",
+        "GridVecEnv",
+        "RayVecEnv",
+    ]
     doc = module.main([*argv, "--seconds", "0.05", "--out", str(tmp_path)])
     (result,) = doc["results"]
-    assert set(result["subjects"]) == {"GridVecEnv", "RayVecEnv"}
+    assert set(result["subjects"]) == {"GridVecEnv", "RayVecEnv"}  # the module's 2 CPUs
     for subject in result["subjects"].values():
         assert subject["env_steps_per_s"] > 0 and len(subject["samples"]) == 2
     assert result["ray_over_grid_vec_env"] > 0
