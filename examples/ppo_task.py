@@ -78,7 +78,9 @@ import torch
 
 import grid_vec
 from grid_vec.env.curriculum import difficulty_path, hard_training_scenarios
+from grid_vec.integrations.action_heads import action_masks, head_of, policy_distribution
 from grid_vec.integrations.checkpoint import save_checkpoint
+from grid_vec.integrations.observation_norm import ObservationNorm
 from grid_vec.integrations.ppo import (
     PoolRollout,
     SaveOnInterrupt,
@@ -91,19 +93,13 @@ from grid_vec.integrations.ppo import (
     score_command,
     update,
 )
-from grid_vec.integrations.torch_policy import (
-    Architecture,
-    ObservationNorm,
-    TorchPolicy,
-    action_masks,
-    build_network,
-    policy_distribution,
-)
+from grid_vec.integrations.torch_policy import Architecture, TorchPolicy, build_network
 from grid_vec.runner.evaluate import evaluate_task, format_scores
 
 # PPO settings whose default depends on the action space, (Discrete, Box): over a Discrete
 # space gamma 0.995 and a learning rate of 6e-4 annealed (chosen on Case14Topology's
-# validation split), an entropy bonus of 0.01; over a Box CleanRL's 0.99, 3e-4 constant, none
+# validation split), an entropy bonus of 0.01; over a Box CleanRL's 0.99, 3e-4 constant, none,
+# and over a combined space too (its Gaussian part: an entropy bonus would widen its noise)
 SPACE_DEFAULTS = {
     "gamma": (0.995, 0.99),
     "lr": (6e-4, 3e-4),
@@ -141,7 +137,9 @@ def parse_args() -> argparse.Namespace:
         "whose turn ended (send/recv); 0: lockstep steps of every env",
     )
     add_ppo_arguments(p)
-    p.add_argument("--noop-bias", type=float, default=3.0, help="(Discrete)")
+    p.add_argument(
+        "--noop-bias", type=float, default=3.0, help="(Discrete, or a combined space's topology)"
+    )
     p.add_argument(
         "--log-std-init",
         type=float,
@@ -174,8 +172,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument(
         "--bc-from",
         default=None,
-        help="(Discrete) a run of an expert's decisions to clone before PPO (grid-vec run "
-        "--env TASK --agent expert --save RUN)",
+        help="a run of an expert's decisions to clone before PPO (grid-vec run --env TASK "
+        "--agent expert --save RUN)",
     )
     p.add_argument("--bc-epochs", type=int, default=20, help="passes over the cloned decisions")
     p.add_argument("--seed", type=int, default=1)
@@ -248,10 +246,11 @@ class Progress:
 
 
 def masks_of(arch: Architecture, infos: dict[str, Any], k: int) -> torch.Tensor:
-    """The action masks of ``k`` envs' infos (``(k, 0)`` for a Box policy: none)."""
-    if arch.continuous:
+    """The action masks of ``k`` envs' infos over the policy's discrete part (``(k, 0)`` for
+    a Box policy: none)."""
+    if not arch.mask_width:
         return torch.zeros((k, 0), dtype=torch.bool)
-    return torch.as_tensor(action_masks(infos, k, arch.n_actions))
+    return torch.as_tensor(action_masks(infos, k, arch.mask_width))
 
 
 class LockstepCollector:
@@ -340,34 +339,42 @@ class PoolCollector:
         return rollout.batch(args.gamma, args.gae_lambda)
 
 
-def clone(agent: Any, norm: ObservationNorm, action_space: Any, args: argparse.Namespace) -> None:
-    """Behaviour cloning: fit the policy's logits to an expert's recorded decisions (the
-    observation statistics fitted on them first), the acting decisions weighted as much as
-    the do-nothing ones in all."""
+def clone(
+    agent: Any,
+    norm: ObservationNorm,
+    arch: Architecture,
+    action_space: Any,
+    args: argparse.Namespace,
+) -> None:
+    """Behaviour cloning: fit the policy to an expert's recorded decisions (the observation
+    statistics fitted on them first), the acting decisions weighted as much as the
+    do-nothing ones in all; the loss is the policy's head's (cross-entropy on a discrete
+    part, the squared error of the mean on a continuous one:
+    :meth:`~grid_vec.integrations.action_heads.ActionHead.clone_loss`)."""
     from grid_vec.runner.imitation import load_pairs
 
-    if not hasattr(action_space, "n"):
-        raise SystemExit(f"--bc-from clones a Discrete policy; {args.task} plays {action_space}")
+    head = head_of(arch)
     try:
         pairs = load_pairs(args.bc_from, action_space)
     except ValueError as exc:  # a run of another space, or damaged: one line
         raise SystemExit(f"--bc-from: {exc}") from None
+    if not len(pairs):
+        raise SystemExit(f"--bc-from: {args.bc_from} holds no decision to clone")
     x = norm(pairs.observations).float()  # fits the statistics on the expert's states
-    actions = torch.as_tensor(pairs.actions, dtype=torch.int64)
-    acting = actions != 0
+    targets = head.network_actions(pairs.actions, arch)
+    acting = torch.as_tensor(head.acting(pairs.actions))
     weights = torch.where(acting, (~acting).sum() / max(int(acting.sum()), 1), 1.0)
     optimizer = torch.optim.Adam(agent.parameters(), lr=1e-3)
     order = torch.Generator().manual_seed(args.seed)
     for _ in range(args.bc_epochs):
         for batch in torch.randperm(len(x), generator=order).split(256):
-            logits = agent.logits(x[batch])
-            loss = torch.nn.functional.cross_entropy(logits, actions[batch], reduction="none")
+            loss = head.clone_loss(agent.logits(x[batch]), targets[batch], arch)
             loss = (loss * weights[batch]).sum() / weights[batch].sum()
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
     with torch.no_grad():
-        agree = (agent.logits(x).argmax(-1) == actions).float()
+        agree = head.agrees(agent.logits(x), targets, arch).float()
     print(
         f"cloned {len(x)} decisions of {args.bc_from} ({int(acting.sum())} acting): the "
         f"policy agrees with {agree.mean():.1%} of them, {agree[acting].mean():.1%} of the "
@@ -437,7 +444,7 @@ def train_and_score(args: argparse.Namespace, interrupt: SaveOnInterrupt) -> Non
             noop_bias=args.noop_bias,
             log_std_init=args.log_std_init,
         )
-    except ValueError as exc:  # a Dict or MultiDiscrete action space: one line
+    except ValueError as exc:  # a MultiDiscrete or another Dict action space: one line
         envs.close()
         raise SystemExit(f"{args.task}: {exc}") from None
     for name, (discrete, box) in SPACE_DEFAULTS.items():
@@ -445,7 +452,7 @@ def train_and_score(args: argparse.Namespace, interrupt: SaveOnInterrupt) -> Non
             setattr(args, name, box if arch.continuous else discrete)
     agent = build_network(arch)
     if args.bc_from is not None:
-        clone(agent, norm, envs.single_action_space, args)
+        clone(agent, norm, arch, envs.single_action_space, args)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.lr, eps=1e-5)
 
     # each sub-env starts on a random training scenario (seeded): no two play in step
