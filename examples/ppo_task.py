@@ -68,6 +68,7 @@ far, prints the command that scores it and exits with status 130 (no traceback).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -96,15 +97,20 @@ from grid_vec.integrations.ppo import (
 from grid_vec.integrations.torch_policy import Architecture, TorchPolicy, build_network
 from grid_vec.runner.evaluate import evaluate_task, format_scores
 
-# PPO settings whose default depends on the action space, (Discrete, Box): over a Discrete
-# space gamma 0.995 and a learning rate of 6e-4 annealed (chosen on Case14Topology's
-# validation split), an entropy bonus of 0.01; over a Box CleanRL's 0.99, 3e-4 constant, none,
-# and over a combined space too (its Gaussian part: an entropy bonus would widen its noise)
+# Settings whose default depends on the action space, by the policy's action head
+# (grid_vec.integrations.action_heads.HEADS): over a Discrete space gamma 0.995 and a learning
+# rate of 6e-4 annealed (chosen on Case14Topology's validation split), an entropy bonus of
+# 0.01; over a Box CleanRL's 0.99, 3e-4 constant, none, and over a combined space too (its
+# Gaussian part: an entropy bonus would widen its noise). The deadband (unit scale) of the
+# continuous part: none over a Box (as before it existed), 0.25 over a combined space, whose
+# expert's redispatch moves are 0.5 or 1 of a generator's ramp (chosen on the validation
+# split, docs/tasks.md).
 SPACE_DEFAULTS = {
-    "gamma": (0.995, 0.99),
-    "lr": (6e-4, 3e-4),
-    "anneal_lr": (True, False),
-    "ent_coef": (0.01, 0.0),
+    "gamma": {"categorical": 0.995, "gaussian": 0.99, "hybrid": 0.99},
+    "lr": {"categorical": 6e-4, "gaussian": 3e-4, "hybrid": 3e-4},
+    "anneal_lr": {"categorical": True, "gaussian": False, "hybrid": False},
+    "ent_coef": {"categorical": 0.01, "gaussian": 0.0, "hybrid": 0.0},
+    "deadband": {"categorical": 0.0, "gaussian": 0.0, "hybrid": 0.25},
 }
 
 
@@ -145,6 +151,13 @@ def parse_args() -> argparse.Namespace:
         type=float,
         default=-2.5,
         help="(Box) the Gaussian's initial log standard deviation, in half-widths of the bounds",
+    )
+    p.add_argument(
+        "--deadband",
+        type=float,
+        help="(Box, combined) the unit-scale values of the continuous part inside "
+        "(-DEADBAND, DEADBAND) play 0, no new redispatch (default: 0 over a Box, 0.25 over "
+        "a combined space)",
     )
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument(
@@ -447,9 +460,14 @@ def train_and_score(args: argparse.Namespace, interrupt: SaveOnInterrupt) -> Non
     except ValueError as exc:  # a MultiDiscrete or another Dict action space: one line
         envs.close()
         raise SystemExit(f"{args.task}: {exc}") from None
-    for name, (discrete, box) in SPACE_DEFAULTS.items():
+    for name, by_head in SPACE_DEFAULTS.items():
         if getattr(args, name) is None:
-            setattr(args, name, box if arch.continuous else discrete)
+            setattr(args, name, by_head[arch.head])
+    try:  # the deadband: a field of the architecture, which the checkpoint keeps
+        arch = dataclasses.replace(arch, deadband=args.deadband if arch.continuous else 0.0)
+    except ValueError as exc:
+        envs.close()
+        raise SystemExit(f"--deadband: {exc}") from None
     agent = build_network(arch)
     if args.bc_from is not None:
         clone(agent, norm, arch, envs.single_action_space, args)

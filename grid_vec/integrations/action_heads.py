@@ -4,8 +4,9 @@ the actor's output means over each kind of action space, as one registry, :data:
 * ``"categorical"``: a ``Discrete`` space; the output is one logit per action, illegal
   actions masked out with the env's ``info["action_mask"]``;
 * ``"gaussian"``: a 1-d ``Box``; the output is the mean of a diagonal Gaussian in unit scale
-  (``u`` in ``[-1, 1]`` is the action ``centre + u * half-width``, clipped to the bounds),
-  its log standard deviations a learnt parameter;
+  (``u`` in ``[-1, 1]`` is the action ``centre + u * half-width``, clipped to the bounds; a
+  ``u`` inside the architecture's ``deadband`` plays the env's 0: no new redispatch), its
+  log standard deviations a learnt parameter;
 * ``"hybrid"``: a task's ``combined`` space, ``Dict(topology=Discrete(n),
   continuous=Box(d))``; the output is the ``n`` (masked) logits of the topology part then
   the ``d`` means of the continuous part, one action both: the log-probability and the
@@ -117,9 +118,12 @@ def _bounds(arch: Architecture) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _onto_bounds(arch: Architecture, u: np.ndarray) -> np.ndarray:
-    """Unit-scale values mapped onto the Box part's bounds, clipped to them."""
+    """Unit-scale values mapped onto the Box part's bounds, clipped to them; those inside
+    the deadband play the env's 0 (where the bounds hold it)."""
     centre, half = _bounds(arch)
-    return np.clip(centre + u * half, arch.action_low, arch.action_high).astype(np.float32)
+    actions = np.clip(centre + u * half, arch.action_low, arch.action_high)
+    zero = np.clip(0.0, arch.action_low, arch.action_high)
+    return np.where(np.abs(u) < arch.deadband, zero, actions).astype(np.float32)
 
 
 def _box_mismatch(arch: Architecture, box: Any) -> str | None:

@@ -154,7 +154,7 @@ def load_policy(path: str | os.PathLike, name: str = "ppo") -> LoadedPolicy:
 # The fields of an architecture a checkpoint declares, by the type its value must have (no
 # conversion: a float hidden size or a string is a damaged file, not something to round).
 _SIZE_FIELDS = ("n_actions", "hidden", "n_obs", "rounds", "n_discrete")
-_FLOAT_FIELDS = ("noop_bias", "log_std_init")
+_FLOAT_FIELDS = ("noop_bias", "log_std_init", "deadband")
 
 
 def _declared_architecture(raw: Any) -> Architecture:

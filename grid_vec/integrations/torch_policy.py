@@ -100,6 +100,10 @@ class Architecture:
             bounds are given, else ``"categorical"`` (the checkpoints written before the
             field).
         n_discrete: (hybrid) the size of the topology part; 0 for the other heads.
+        deadband: (Box, hybrid) the unit-scale values in ``(-deadband, deadband)`` play the
+            env's 0 (no new redispatch): a redispatch stays in the target dispatch, so the
+            small values of a mean near 0 or of the exploring noise would otherwise add up
+            from decision to decision (in ``[0, 1)``; 0: none, every value as it is).
 
     Raises:
         ValueError: a size out of its range (``n_actions`` in [1, :data:`MAX_ACTIONS`],
@@ -108,7 +112,8 @@ class Architecture:
             finite; Box bounds of another length than ``n_actions``, or not finite with
             ``low < high``; an unknown head, or fields that are not its own (bounds
             for a categorical one, none for a Gaussian or hybrid one, ``n_discrete`` outside
-            [1, :data:`MAX_ACTIONS`] for a hybrid one, not 0 for the others).
+            [1, :data:`MAX_ACTIONS`] for a hybrid one, not 0 for the others); a deadband
+            outside ``[0, 1)``.
     """
 
     kind: str
@@ -122,12 +127,13 @@ class Architecture:
     log_std_init: float = 0.0
     head: str = ""
     n_discrete: int = 0
+    deadband: float = 0.0
 
     def __post_init__(self) -> None:
         # plain Python values: a checkpoint holds no numpy scalar (weights_only refuses them)
         for name in ("n_actions", "hidden", "n_obs", "rounds", "n_discrete"):
             object.__setattr__(self, name, int(getattr(self, name)))
-        for name in ("noop_bias", "log_std_init"):
+        for name in ("noop_bias", "log_std_init", "deadband"):
             object.__setattr__(self, name, float(getattr(self, name)))
         object.__setattr__(self, "kind", str(self.kind))
         for name, low_cap, high_cap in (
@@ -142,6 +148,8 @@ class Architecture:
                 raise ValueError(f"{name} is {value}, outside [{low_cap}, {high_cap}]")
         if not (math.isfinite(self.noop_bias) and math.isfinite(self.log_std_init)):
             raise ValueError("noop_bias and log_std_init must be finite")
+        if not 0 <= self.deadband < 1:
+            raise ValueError(f"deadband is {self.deadband}, outside [0, 1)")
         low = tuple(float(v) for v in self.action_low)
         high = tuple(float(v) for v in self.action_high)
         object.__setattr__(self, "action_low", low)

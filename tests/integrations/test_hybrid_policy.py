@@ -6,6 +6,7 @@ recorded decisions in the PPO example."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import subprocess
 import sys
@@ -101,6 +102,26 @@ def test_a_hybrid_checkpoint_read_back_gives_the_same_actions(tmp_path):
     for key in expected:
         np.testing.assert_array_equal(got[key], expected[key])
     assert (got["topology"] != 0).any() and (got["continuous"] != 0).any()
+
+
+def test_the_deadband_plays_no_redispatch_for_the_small_values_and_is_saved(tmp_path):
+    """Inside the deadband a continuous value plays the env's 0 (a redispatch stays in the
+    target dispatch: small values would add up); outside it, the value mapped as ever."""
+    _, network, arch, norm, _ = _hybrid()
+    banded = dataclasses.replace(arch, deadband=0.25)
+    u = torch.tensor([[0.0, 0.2, -0.24, 0.3, -1.5] + [0.0] * (arch.n_actions - 4)])
+    actions = banded.env_actions(u)
+    half = np.array(arch.action_high[:4])
+    np.testing.assert_allclose(actions["continuous"][0, :4], [0.0, 0.0, 0.3 * half[2], -half[3]])
+    assert actions["topology"][0] == 0
+    unbanded = arch.env_actions(u)["continuous"][0, :2]
+    np.testing.assert_allclose(unbanded, [0.2 * half[0], -0.24 * half[1]], rtol=1e-6)
+    path = save_checkpoint(
+        tmp_path / "ppo.pt", network, banded, norm, task=TASK, observation="flat"
+    )
+    assert load_policy(path).architecture.deadband == 0.25
+    with pytest.raises(ValueError, match="deadband"):
+        dataclasses.replace(arch, deadband=1.0)
 
 
 def test_a_hybrid_checkpoint_is_refused_by_a_task_of_another_action_space(tmp_path):
