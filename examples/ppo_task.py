@@ -79,7 +79,7 @@ import torch
 
 import grid_vec
 from grid_vec.env.curriculum import difficulty_path, hard_training_scenarios
-from grid_vec.integrations.action_heads import action_masks, head_of, policy_distribution
+from grid_vec.integrations.action_heads import HEADS, head_of, policy_distribution
 from grid_vec.integrations.checkpoint import save_checkpoint
 from grid_vec.integrations.observation_norm import ObservationNorm
 from grid_vec.integrations.ppo import (
@@ -106,11 +106,11 @@ from grid_vec.runner.evaluate import evaluate_task, format_scores
 # expert's redispatch moves are 0.5 or 1 of a generator's ramp (chosen on the validation
 # split, docs/tasks.md).
 SPACE_DEFAULTS = {
-    "gamma": {"categorical": 0.995, "gaussian": 0.99, "hybrid": 0.99},
-    "lr": {"categorical": 6e-4, "gaussian": 3e-4, "hybrid": 3e-4},
-    "anneal_lr": {"categorical": True, "gaussian": False, "hybrid": False},
-    "ent_coef": {"categorical": 0.01, "gaussian": 0.0, "hybrid": 0.0},
-    "deadband": {"categorical": 0.0, "gaussian": 0.0, "hybrid": 0.25},
+    "gamma": {"categorical": 0.995, "gaussian": 0.99, "hybrid": 0.99, "moves": 0.995},
+    "lr": {"categorical": 6e-4, "gaussian": 3e-4, "hybrid": 3e-4, "moves": 6e-4},
+    "anneal_lr": {"categorical": True, "gaussian": False, "hybrid": False, "moves": True},
+    "ent_coef": {"categorical": 0.01, "gaussian": 0.0, "hybrid": 0.0, "moves": 0.01},
+    "deadband": {"categorical": 0.0, "gaussian": 0.0, "hybrid": 0.25, "moves": 0.0},
 }
 
 
@@ -158,6 +158,15 @@ def parse_args() -> argparse.Namespace:
         help="(Box, combined) the unit-scale values of the continuous part inside "
         "(-DEADBAND, DEADBAND) play 0, no new redispatch (default: 0 over a Box, 0.25 over "
         "a combined space)",
+    )
+    p.add_argument(
+        "--head",
+        default="",
+        choices=["", *HEADS],
+        help="the policy's action head (default: the first that plays the task's space): "
+        "over a combined space 'hybrid' (a categorical over the topology set and a Gaussian "
+        "over the redispatch) or 'moves' (one categorical over the topology set and the "
+        "expert's redispatch moves)",
     )
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument(
@@ -263,7 +272,7 @@ def masks_of(arch: Architecture, infos: dict[str, Any], k: int) -> torch.Tensor:
     a Box policy: none)."""
     if not arch.mask_width:
         return torch.zeros((k, 0), dtype=torch.bool)
-    return torch.as_tensor(action_masks(infos, k, arch.mask_width))
+    return torch.as_tensor(arch.action_masks(infos, k))
 
 
 class LockstepCollector:
@@ -451,6 +460,7 @@ def train_and_score(args: argparse.Namespace, interrupt: SaveOnInterrupt) -> Non
         arch = Architecture.for_space(
             "gnn" if args.observation == "graph" else "mlp",
             envs.single_action_space,
+            head=args.head,
             hidden=args.hidden,
             n_obs=int(np.prod(envs.single_observation_space.shape or (0,))),
             rounds=args.rounds,

@@ -7,6 +7,9 @@ the actor's output means over each kind of action space, as one registry, :data:
   (``u`` in ``[-1, 1]`` is the action ``centre + u * half-width``, clipped to the bounds; a
   ``u`` inside the architecture's ``deadband`` plays the env's 0: no new redispatch), its
   log standard deviations a learnt parameter;
+* ``"moves"``: a combined space played as one categorical over its topology set and the
+  expert's redispatch moves (each generator's ramp times ``± f``), one or the other per
+  decision, as the expert acts;
 * ``"hybrid"``: a task's ``combined`` space, ``Dict(topology=Discrete(n),
   continuous=Box(d))``; the output is the ``n`` (masked) logits of the topology part then
   the ``d`` means of the continuous part, one action both: the log-probability and the
@@ -46,6 +49,8 @@ __all__ = [
 
 TOPOLOGY = "topology"  # the parts of a combined action (grid_vec.env.action_types)
 CONTINUOUS = "continuous"
+# the redispatch moves of the expert (ExpertAgent's default ramp_fractions): a moves policy's
+EXPERT_FRACTIONS = (0.5, 1.0)
 DO_NOTHING = 0  # a grid_vec Discrete space's do-nothing (the catalog's and every task set's first)
 
 
@@ -168,6 +173,11 @@ class ActionHead:
         """The columns of the action mask (0: the policy takes none)."""
         return 0
 
+    def masks(self, infos: dict[str, Any], k: int, arch: Architecture) -> np.ndarray:
+        """``(k, mask_width)`` the legal actions of ``k`` envs' infos (their
+        ``action_mask``, over the discrete part)."""
+        return action_masks(infos, k, self.mask_width(arch))
+
     def distribution(self, out: torch.Tensor, log_std: Any, mask: Any, arch: Architecture) -> Any:
         """The action distribution of the actor's output ``out`` (``mask``: True = legal)."""
         raise NotImplementedError
@@ -233,8 +243,8 @@ class CategoricalHead(ActionHead):
         return {"n_actions": int(space.n)}
 
     def check(self, arch: Architecture) -> None:
-        if arch.action_low or arch.n_discrete:
-            raise ValueError("a categorical policy has no Box bounds and no n_discrete")
+        if arch.action_low or arch.n_discrete or arch.move_fractions:
+            raise ValueError("a categorical policy has no Box bounds, n_discrete or moves")
 
     def mask_width(self, arch: Architecture) -> int:
         return arch.n_actions
@@ -292,8 +302,8 @@ class GaussianHead(ActionHead):
         return {"n_actions": space.shape[0], "action_low": space.low, "action_high": space.high}
 
     def check(self, arch: Architecture) -> None:
-        if not arch.action_low or arch.n_discrete:
-            raise ValueError("a Gaussian policy needs Box bounds and no n_discrete")
+        if not arch.action_low or arch.n_discrete or arch.move_fractions:
+            raise ValueError("a Gaussian policy needs Box bounds, and no n_discrete or moves")
 
     def distribution(self, out: torch.Tensor, log_std: Any, mask: Any, arch: Architecture) -> Any:
         return DiagGaussian(out, log_std)
@@ -336,19 +346,14 @@ class HybridHead(ActionHead):
     gaussian = True
 
     def fits(self, space: Any) -> bool:
-        return (
-            isinstance(space, spaces.Dict)
-            and set(space.spaces) == {TOPOLOGY, CONTINUOUS}
-            and CategoricalHead().fits(space[TOPOLOGY])
-            and GaussianHead().fits(space[CONTINUOUS])
-        )
+        return _combined(space)
 
     def sizes(self, space: Any) -> dict[str, Any]:
         return {**GaussianHead().sizes(space[CONTINUOUS]), "n_discrete": int(space[TOPOLOGY].n)}
 
     def check(self, arch: Architecture) -> None:
-        if not arch.action_low or arch.n_discrete < 1:
-            raise ValueError("a hybrid policy needs Box bounds and n_discrete >= 1")
+        if not arch.action_low or arch.n_discrete < 1 or arch.move_fractions:
+            raise ValueError("a hybrid policy needs Box bounds, n_discrete >= 1 and no moves")
 
     def outputs(self, arch: Architecture) -> int:
         return arch.n_discrete + arch.n_actions
@@ -410,7 +415,8 @@ class HybridHead(ActionHead):
     def agrees(self, out: torch.Tensor, target: torch.Tensor, arch: Architecture) -> torch.Tensor:
         logits, mean = self._split(out, arch)
         same = logits.argmax(-1) == target[:, 0].round().long()
-        return same & ((mean - target[:, 1:]).abs() < 0.1).all(-1)
+        played = mean.masked_fill(mean.abs() < arch.deadband, 0.0)  # as the env gets it
+        return same & ((played - target[:, 1:]).abs() < 0.1).all(-1)
 
     def mismatch(self, arch: Architecture, space: Any) -> str | None:
         if not self.fits(space):
@@ -424,10 +430,117 @@ class HybridHead(ActionHead):
         return _box_mismatch(arch, space[CONTINUOUS])
 
 
+def _combined(space: Any) -> bool:
+    """Whether ``space`` is a combined ``Dict(topology=Discrete, continuous=1-d Box)``."""
+    return (
+        isinstance(space, spaces.Dict)
+        and set(space.spaces) == {TOPOLOGY, CONTINUOUS}
+        and CategoricalHead().fits(space[TOPOLOGY])
+        and GaussianHead().fits(space[CONTINUOUS])
+    )
+
+
+class MovesHead(HybridHead):
+    """A ``combined`` space played as one categorical over the topology set and a table of
+    redispatch moves, the expert's (:class:`~grid_vec.runner.expert.ExpertAgent`): for each
+    continuous column and each fraction ``f`` of ``move_fractions``, ``f`` times its upper
+    bound then ``f`` times its lower bound, the other columns at 0. Action ``i`` below
+    ``n_discrete`` is topology action ``i`` with no redispatch, action ``n_discrete + j``
+    is move ``j`` with no topology change. The action mask covers the topology part; every
+    move is legal (the env keeps a redispatch within its ramps)."""
+
+    describes = "combined actions as topology actions and redispatch moves"
+    gaussian = False
+
+    def sizes(self, space: Any) -> dict[str, Any]:
+        return {**super().sizes(space), "move_fractions": EXPERT_FRACTIONS}
+
+    def check(self, arch: Architecture) -> None:
+        if not arch.action_low or arch.n_discrete < 1 or not arch.move_fractions:
+            raise ValueError("a moves policy needs Box bounds, n_discrete >= 1 and move_fractions")
+
+    def table(self, arch: Architecture) -> np.ndarray:
+        """``(M, d)`` the moves in the env's units (the expert's order)."""
+        d = arch.n_actions
+        moves = np.zeros((d, len(arch.move_fractions), 2, d), dtype=np.float32)
+        for column in range(d):
+            for i, f in enumerate(arch.move_fractions):
+                moves[column, i, 0, column] = f * arch.action_high[column]
+                moves[column, i, 1, column] = f * arch.action_low[column]
+        return moves.reshape(-1, d)
+
+    def outputs(self, arch: Architecture) -> int:
+        return arch.n_discrete + 2 * len(arch.move_fractions) * arch.n_actions
+
+    def masks(self, infos: dict[str, Any], k: int, arch: Architecture) -> np.ndarray:
+        topology = action_masks(infos, k, arch.n_discrete)
+        return np.concatenate(
+            [topology, np.ones((k, self.outputs(arch) - arch.n_discrete), bool)], 1
+        )
+
+    def mask_width(self, arch: Architecture) -> int:
+        return self.outputs(arch)
+
+    def distribution(self, out: torch.Tensor, log_std: Any, mask: Any, arch: Architecture) -> Any:
+        return CategoricalHead().distribution(out, log_std, mask, arch)
+
+    def mode(self, out: torch.Tensor, mask: Any, arch: Architecture) -> torch.Tensor:
+        return CategoricalHead().mode(out, mask, arch)
+
+    def logits(self, out: torch.Tensor, arch: Architecture) -> torch.Tensor | None:
+        return out
+
+    def with_choices(self, out: torch.Tensor, choices: torch.Tensor, arch: Architecture) -> Any:
+        return choices
+
+    def do_nothing(self, arch: Architecture) -> torch.Tensor:
+        return torch.tensor(DO_NOTHING)
+
+    def env_actions(self, action: torch.Tensor, arch: Architecture) -> Any:
+        index = action.numpy().astype(np.int64)
+        move = index - arch.n_discrete
+        table = np.concatenate([np.zeros((1, arch.n_actions), np.float32), self.table(arch)])
+        return {
+            CONTINUOUS: table[np.where(move >= 0, move + 1, 0)],
+            TOPOLOGY: np.where(move >= 0, DO_NOTHING, index),
+        }
+
+    def network_actions(self, recorded: Any, arch: Architecture) -> torch.Tensor:
+        """The index of each recorded action: its topology action, or the move of the table
+        nearest its continuous part (an expert's move is one of them exactly).
+
+        Raises:
+            ValueError: a recorded action that changes both the topology and the dispatch.
+        """
+        topology = np.asarray(recorded[TOPOLOGY], dtype=np.int64)
+        continuous = np.asarray(recorded[CONTINUOUS], dtype=np.float32)
+        moving = (continuous != 0).any(-1)
+        if (moving & (topology != DO_NOTHING)).any():
+            raise ValueError("a recorded action both changes the topology and redispatches")
+        table = self.table(arch)
+        nearest = np.zeros(len(continuous), dtype=np.int64)
+        if moving.any():
+            distance = ((continuous[moving, None, :] - table[None]) ** 2).sum(-1)
+            nearest[moving] = distance.argmin(-1)
+        return torch.as_tensor(np.where(moving, arch.n_discrete + nearest, topology))
+
+    def clone_loss(
+        self, out: torch.Tensor, target: torch.Tensor, arch: Architecture
+    ) -> torch.Tensor:
+        return CategoricalHead().clone_loss(out, target, arch)
+
+    def agrees(self, out: torch.Tensor, target: torch.Tensor, arch: Architecture) -> torch.Tensor:
+        return CategoricalHead().agrees(out, target, arch)
+
+    def mismatch(self, arch: Architecture, space: Any) -> str | None:
+        return HybridHead.mismatch(self, arch, space)
+
+
 HEADS: dict[str, ActionHead] = {
     "categorical": CategoricalHead(),
     "gaussian": GaussianHead(),
     "hybrid": HybridHead(),
+    "moves": MovesHead(),
 }
 
 

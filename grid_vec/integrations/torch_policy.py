@@ -71,6 +71,8 @@ MAX_HIDDEN = 4096
 # Message passing crosses a grid in about its diameter in rounds (ppo_task's default is 3);
 # each round is a Python loop step when the network is built and at every decision.
 MAX_ROUNDS = 64
+# A moves policy has 2 x fractions x generators redispatch moves; the expert tries 2 fractions.
+MAX_FRACTIONS = 16
 
 
 class CheckpointError(ValueError):
@@ -104,6 +106,8 @@ class Architecture:
             env's 0 (no new redispatch): a redispatch stays in the target dispatch, so the
             small values of a mean near 0 or of the exploring noise would otherwise add up
             from decision to decision (in ``[0, 1)``; 0: none, every value as it is).
+        move_fractions: (moves) the fractions of each generator's ramp its redispatch moves
+            are (each in ``(0, 1]``, at most :data:`MAX_FRACTIONS`); empty for the other heads.
 
     Raises:
         ValueError: a size out of its range (``n_actions`` in [1, :data:`MAX_ACTIONS`],
@@ -128,6 +132,7 @@ class Architecture:
     head: str = ""
     n_discrete: int = 0
     deadband: float = 0.0
+    move_fractions: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         # plain Python values: a checkpoint holds no numpy scalar (weights_only refuses them)
@@ -150,6 +155,10 @@ class Architecture:
             raise ValueError("noop_bias and log_std_init must be finite")
         if not 0 <= self.deadband < 1:
             raise ValueError(f"deadband is {self.deadband}, outside [0, 1)")
+        fractions = tuple(float(f) for f in self.move_fractions)
+        object.__setattr__(self, "move_fractions", fractions)
+        if len(fractions) > MAX_FRACTIONS or not all(0 < f <= 1 for f in fractions):
+            raise ValueError(f"move_fractions must be at most {MAX_FRACTIONS} in (0, 1]")
         low = tuple(float(v) for v in self.action_low)
         high = tuple(float(v) for v in self.action_high)
         object.__setattr__(self, "action_low", low)
@@ -174,24 +183,30 @@ class Architecture:
         return HEADS[self.head].gaussian
 
     @classmethod
-    def for_space(cls, kind: str, space: Any, **sizes: Any) -> Architecture:
-        """The architecture of a policy over ``space``: the first head of
-        :data:`~grid_vec.integrations.action_heads.HEADS` that plays it.
+    def for_space(cls, kind: str, space: Any, head: str = "", **sizes: Any) -> Architecture:
+        """The architecture of a policy over ``space``: with ``head``'s, else the first
+        head of :data:`~grid_vec.integrations.action_heads.HEADS` that plays it.
 
         Args:
             kind: the network kind (``"mlp"``, ``"gnn"``).
             space: the single action space.
+            head: the action head (empty: the first that plays ``space``).
             **sizes: the other fields (``hidden``, ``n_obs``, ...).
 
         Returns:
             The architecture.
 
         Raises:
-            ValueError: a space no head plays (a ``MultiDiscrete``, a Dict of other parts).
+            ValueError: a space no head plays (a ``MultiDiscrete``, a Dict of other parts),
+                or ``head`` unknown or not one that plays it.
         """
-        for name, head in HEADS.items():
-            if head.fits(space):
-                return cls(kind, head=name, **head.sizes(space), **sizes)
+        if head:
+            if head not in HEADS or not HEADS[head].fits(space):
+                raise ValueError(f"no {head!r} head of the heads {tuple(HEADS)} plays {space}")
+            return cls(kind, head=head, **HEADS[head].sizes(space), **sizes)
+        for name, candidate in HEADS.items():
+            if candidate.fits(space):
+                return cls(kind, head=name, **candidate.sizes(space), **sizes)
         raise ValueError(
             "a policy over a Discrete, a 1-d Box or a Dict(topology=Discrete, "
             f"continuous=Box) action space, not {space}"
@@ -207,6 +222,11 @@ class Architecture:
     def mask_width(self) -> int:
         """The columns of the policy's action mask (0: it takes none)."""
         return head_of(self).mask_width(self)
+
+    def action_masks(self, infos: dict[str, Any], k: int) -> np.ndarray:
+        """``(k, mask_width)`` the legal actions of ``k`` envs' infos (their head's
+        reading of ``info["action_mask"]``)."""
+        return head_of(self).masks(infos, k, self)
 
 
 def _layer(n_in: int, n_out: int, std: float = float(np.sqrt(2))) -> nn.Linear:
@@ -445,7 +465,7 @@ class TorchPolicy:
             out = self.network.logits(self.norm(obs))
         mask = None
         if infos and "action_mask" in infos and arch.mask_width:
-            mask = torch.as_tensor(action_masks(infos, len(out), arch.mask_width))
+            mask = torch.as_tensor(arch.action_masks(infos, len(out)))
         if not self._simulates:
             return arch.env_actions(head.mode(out, mask, arch))
         if self._env is None:

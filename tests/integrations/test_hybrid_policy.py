@@ -244,3 +244,31 @@ def test_the_example_clones_then_trains_a_hybrid_policy_scored_by_grid_vec_eval(
     assert main([*argv, "--no-progress", "--split", "validation", "--check-top", "2"]) == 0
     assert main([*argv, "--no-progress", "--split", "validation", "--never-worse"]) == 0
     assert capsys.readouterr().out.count("| ppo") >= 3
+
+
+def test_a_moves_policy_reads_the_expert_s_actions_back_exactly(expert_run, tmp_path):
+    """The ``moves`` head plays the expert's own candidates: every recorded action is one
+    index of its categorical, mapped back onto the same env action; its checkpoint reads
+    back to the same actions."""
+    env = grid_vec.make(TASK)
+    arch = Architecture.for_space("mlp", env.action_space, head="moves", n_obs=4, hidden=8)
+    head = head_of(arch)
+    d = arch.n_actions
+    assert head.outputs(arch) == arch.n_discrete + 4 * d  # 2 fractions x 2 signs
+    pairs = load_pairs(expert_run, env.action_space)
+    index = head.network_actions(pairs.actions, arch)
+    back = arch.env_actions(index)
+    np.testing.assert_array_equal(back["topology"], pairs.actions["topology"])
+    np.testing.assert_array_equal(back["continuous"], pairs.actions["continuous"])
+    moves = arch.env_actions(torch.arange(arch.n_discrete, head.outputs(arch)))
+    assert (moves["topology"] == 0).all() and ((moves["continuous"] != 0).sum(1) == 1).all()
+    mask = arch.action_masks({"action_mask": np.zeros((1, arch.n_discrete), bool)}, 1)
+    assert mask.shape == (1, head.outputs(arch)) and mask[0, arch.n_discrete :].all()
+    network = build_network(arch)
+    norm = ObservationNorm({"flat": 4})
+    path = save_checkpoint(tmp_path / "ppo.pt", network, arch, norm, task=TASK, observation="flat")
+    loaded = load_policy(path)
+    assert loaded.architecture == arch
+    obs = np.random.default_rng(0).normal(size=(3, 4))
+    for key, value in TorchPolicy(network, norm)(obs).items():
+        np.testing.assert_array_equal(loaded.policy(obs)[key], value)
