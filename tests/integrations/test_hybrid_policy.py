@@ -243,7 +243,7 @@ def test_the_example_clones_then_trains_a_hybrid_policy_scored_by_grid_vec_eval(
     assert main([*argv, "--no-progress", "--split", "validation"]) == 0
     assert main([*argv, "--no-progress", "--split", "validation", "--check-top", "2"]) == 0
     assert main([*argv, "--no-progress", "--split", "validation", "--never-worse"]) == 0
-    assert capsys.readouterr().out.count("| ppo") >= 3
+    assert capsys.readouterr().out.count(f"| validation | {path} | 2 |") == 3
 
 
 def test_a_moves_policy_reads_the_expert_s_actions_back_exactly(expert_run, tmp_path):
