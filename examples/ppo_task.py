@@ -1,5 +1,6 @@
 """PPO on a grid_vec task: one file, CleanRL-style, PyTorch on the CPU; action masks over a
-``Discrete`` action space, a diagonal Gaussian over a ``Box`` (``Case14Redispatch-v0``).
+``Discrete`` action space, a diagonal Gaussian over a ``Box`` (``Case14Redispatch-v0``), both
+over a combined ``Dict(topology=Discrete, continuous=Box)`` one (``Case118Combined-v0``).
 
 Trains on the task's training scenarios with the batched vector env in pool mode (every
 sub-env in one process; ``--num-envs`` 64 played as a pool, the policy deciding for the first
@@ -18,6 +19,17 @@ What it does, and why:
   agent step may cover hundreds of time steps; the return is the task's reward summed;
 * illegal actions are masked out of the policy with the env's ``info["action_mask"]``, in
   training and at evaluation (the highest logit among the legal actions);
+* the policy's action head is the first of :data:`grid_vec.integrations.action_heads.HEADS`
+  that plays the task's space, or ``--head``: over a combined space ``hybrid`` (a masked
+  categorical over the topology set and a diagonal Gaussian over the redispatch, one action
+  of both: its log-probability and entropy the sums of the two parts') or ``moves`` (one
+  masked categorical over the topology set and the expert's redispatch moves, each
+  generator's ramp times ``±0.5`` and ``±1``: one or the other per decision, as the expert
+  plays). A continuous value inside ``--deadband`` (unit scale; 0.25 over a combined space)
+  plays no new redispatch: a redispatch stays in the target dispatch, and the small values
+  of a mean near 0 would add up decision after decision (a hybrid policy without it, after
+  128 decisions of PPO, survived 130.9 time steps of Case118Combined's validation split
+  against do-nothing's 693.4);
 * ``--observation graph`` trains the GNN of :mod:`grid_vec.integrations.torch_policy` on graph
   observations (:mod:`grid_vec.env.graph`) instead of the MLP on the flat vector;
 * the policy starts close to do-nothing (a bias on action 0's logit, ``--noop-bias``): most
@@ -52,10 +64,13 @@ What it does, and why:
   rewards scaled by ``--reward-scale``;
 * ``--bc-from RUN`` starts from behaviour cloning: the policy is first fitted to the
   decisions an expert recorded (``grid-vec run --env TASK --agent expert --save RUN``, read
-  by :func:`grid_vec.runner.imitation.load_pairs`), cross-entropy on its actions for
-  ``--bc-epochs``, the acting decisions weighted as much as the do-nothing ones in all (an
-  expert acts rarely: ~1% of its decisions on case118); then PPO trains on for the budget
-  (``--minutes 0``: the clone alone is saved and scored).
+  by :func:`grid_vec.runner.imitation.load_pairs`) for ``--bc-epochs``, the acting
+  decisions weighted as much as the do-nothing ones in all (an expert acts rarely: ~1-2% of
+  its decisions on case118); the loss is the head's: cross-entropy on a discrete part, the
+  squared error of the mean on a continuous one (its spread left to PPO); then PPO trains on
+  for the budget (``--minutes 0``: the clone alone is saved and scored); docs/tasks.md
+  ("The combined space learnt from the expert") compares the heads' clones on
+  Case118Combined.
 
 Writes ``<out>/ppo.pt`` (the trained policy: ``grid-vec eval TASK --agent <out>/ppo.pt``
 scores it again, loading it without unpickling), ``<out>/curve.csv`` (wall-clock seconds,
@@ -68,6 +83,7 @@ far, prints the command that scores it and exits with status 130 (no traceback).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -78,7 +94,9 @@ import torch
 
 import grid_vec
 from grid_vec.env.curriculum import difficulty_path, hard_training_scenarios
+from grid_vec.integrations.action_heads import HEADS, head_of, policy_distribution
 from grid_vec.integrations.checkpoint import save_checkpoint
+from grid_vec.integrations.observation_norm import ObservationNorm
 from grid_vec.integrations.ppo import (
     PoolRollout,
     SaveOnInterrupt,
@@ -91,24 +109,23 @@ from grid_vec.integrations.ppo import (
     score_command,
     update,
 )
-from grid_vec.integrations.torch_policy import (
-    Architecture,
-    ObservationNorm,
-    TorchPolicy,
-    action_masks,
-    build_network,
-    policy_distribution,
-)
+from grid_vec.integrations.torch_policy import Architecture, TorchPolicy, build_network
 from grid_vec.runner.evaluate import evaluate_task, format_scores
 
-# PPO settings whose default depends on the action space, (Discrete, Box): over a Discrete
-# space gamma 0.995 and a learning rate of 6e-4 annealed (chosen on Case14Topology's
-# validation split), an entropy bonus of 0.01; over a Box CleanRL's 0.99, 3e-4 constant, none
+# Settings whose default depends on the action space, by the policy's action head
+# (grid_vec.integrations.action_heads.HEADS): over a Discrete space gamma 0.995 and a learning
+# rate of 6e-4 annealed (chosen on Case14Topology's validation split), an entropy bonus of
+# 0.01; over a Box CleanRL's 0.99, 3e-4 constant, none, and over a combined space too (its
+# Gaussian part: an entropy bonus would widen its noise). The deadband (unit scale) of the
+# continuous part: none over a Box (as before it existed), 0.25 over a combined space, whose
+# expert's redispatch moves are 0.5 or 1 of a generator's ramp (chosen on the validation
+# split, docs/tasks.md).
 SPACE_DEFAULTS = {
-    "gamma": (0.995, 0.99),
-    "lr": (6e-4, 3e-4),
-    "anneal_lr": (True, False),
-    "ent_coef": (0.01, 0.0),
+    "gamma": {"categorical": 0.995, "gaussian": 0.99, "hybrid": 0.99, "moves": 0.995},
+    "lr": {"categorical": 6e-4, "gaussian": 3e-4, "hybrid": 3e-4, "moves": 6e-4},
+    "anneal_lr": {"categorical": True, "gaussian": False, "hybrid": False, "moves": True},
+    "ent_coef": {"categorical": 0.01, "gaussian": 0.0, "hybrid": 0.0, "moves": 0.01},
+    "deadband": {"categorical": 0.0, "gaussian": 0.0, "hybrid": 0.25, "moves": 0.0},
 }
 
 
@@ -141,12 +158,30 @@ def parse_args() -> argparse.Namespace:
         "whose turn ended (send/recv); 0: lockstep steps of every env",
     )
     add_ppo_arguments(p)
-    p.add_argument("--noop-bias", type=float, default=3.0, help="(Discrete)")
+    p.add_argument(
+        "--noop-bias", type=float, default=3.0, help="(Discrete, or a combined space's topology)"
+    )
     p.add_argument(
         "--log-std-init",
         type=float,
         default=-2.5,
         help="(Box) the Gaussian's initial log standard deviation, in half-widths of the bounds",
+    )
+    p.add_argument(
+        "--deadband",
+        type=float,
+        help="(Box, combined) the unit-scale values of the continuous part inside "
+        "(-DEADBAND, DEADBAND) play 0, no new redispatch (default: 0 over a Box, 0.25 over "
+        "a combined space)",
+    )
+    p.add_argument(
+        "--head",
+        default="",
+        choices=["", *HEADS],
+        help="the policy's action head (default: the first that plays the task's space): "
+        "over a combined space 'hybrid' (a categorical over the topology set and a Gaussian "
+        "over the redispatch) or 'moves' (one categorical over the topology set and the "
+        "expert's redispatch moves)",
     )
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument(
@@ -174,8 +209,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument(
         "--bc-from",
         default=None,
-        help="(Discrete) a run of an expert's decisions to clone before PPO (grid-vec run "
-        "--env TASK --agent expert --save RUN)",
+        help="a run of an expert's decisions to clone before PPO (grid-vec run --env TASK "
+        "--agent expert --save RUN)",
     )
     p.add_argument("--bc-epochs", type=int, default=20, help="passes over the cloned decisions")
     p.add_argument("--seed", type=int, default=1)
@@ -248,10 +283,11 @@ class Progress:
 
 
 def masks_of(arch: Architecture, infos: dict[str, Any], k: int) -> torch.Tensor:
-    """The action masks of ``k`` envs' infos (``(k, 0)`` for a Box policy: none)."""
-    if arch.continuous:
+    """The action masks of ``k`` envs' infos over the policy's discrete part (``(k, 0)`` for
+    a Box policy: none)."""
+    if not arch.mask_width:
         return torch.zeros((k, 0), dtype=torch.bool)
-    return torch.as_tensor(action_masks(infos, k, arch.n_actions))
+    return torch.as_tensor(arch.action_masks(infos, k))
 
 
 class LockstepCollector:
@@ -340,34 +376,42 @@ class PoolCollector:
         return rollout.batch(args.gamma, args.gae_lambda)
 
 
-def clone(agent: Any, norm: ObservationNorm, action_space: Any, args: argparse.Namespace) -> None:
-    """Behaviour cloning: fit the policy's logits to an expert's recorded decisions (the
-    observation statistics fitted on them first), the acting decisions weighted as much as
-    the do-nothing ones in all."""
+def clone(
+    agent: Any,
+    norm: ObservationNorm,
+    arch: Architecture,
+    action_space: Any,
+    args: argparse.Namespace,
+) -> None:
+    """Behaviour cloning: fit the policy to an expert's recorded decisions (the observation
+    statistics fitted on them first), the acting decisions weighted as much as the
+    do-nothing ones in all; the loss is the policy's head's (cross-entropy on a discrete
+    part, the squared error of the mean on a continuous one:
+    :meth:`~grid_vec.integrations.action_heads.ActionHead.clone_loss`)."""
     from grid_vec.runner.imitation import load_pairs
 
-    if not hasattr(action_space, "n"):
-        raise SystemExit(f"--bc-from clones a Discrete policy; {args.task} plays {action_space}")
+    head = head_of(arch)
     try:
         pairs = load_pairs(args.bc_from, action_space)
     except ValueError as exc:  # a run of another space, or damaged: one line
         raise SystemExit(f"--bc-from: {exc}") from None
+    if not len(pairs):
+        raise SystemExit(f"--bc-from: {args.bc_from} holds no decision to clone")
     x = norm(pairs.observations).float()  # fits the statistics on the expert's states
-    actions = torch.as_tensor(pairs.actions, dtype=torch.int64)
-    acting = actions != 0
+    targets = head.network_actions(pairs.actions, arch)
+    acting = torch.as_tensor(head.acting(pairs.actions))
     weights = torch.where(acting, (~acting).sum() / max(int(acting.sum()), 1), 1.0)
     optimizer = torch.optim.Adam(agent.parameters(), lr=1e-3)
     order = torch.Generator().manual_seed(args.seed)
     for _ in range(args.bc_epochs):
         for batch in torch.randperm(len(x), generator=order).split(256):
-            logits = agent.logits(x[batch])
-            loss = torch.nn.functional.cross_entropy(logits, actions[batch], reduction="none")
+            loss = head.clone_loss(agent.logits(x[batch]), targets[batch], arch)
             loss = (loss * weights[batch]).sum() / weights[batch].sum()
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
     with torch.no_grad():
-        agree = (agent.logits(x).argmax(-1) == actions).float()
+        agree = head.agrees(agent.logits(x), targets, arch).float()
     print(
         f"cloned {len(x)} decisions of {args.bc_from} ({int(acting.sum())} acting): the "
         f"policy agrees with {agree.mean():.1%} of them, {agree[acting].mean():.1%} of the "
@@ -431,21 +475,27 @@ def train_and_score(args: argparse.Namespace, interrupt: SaveOnInterrupt) -> Non
         arch = Architecture.for_space(
             "gnn" if args.observation == "graph" else "mlp",
             envs.single_action_space,
+            head=args.head,
             hidden=args.hidden,
             n_obs=int(np.prod(envs.single_observation_space.shape or (0,))),
             rounds=args.rounds,
             noop_bias=args.noop_bias,
             log_std_init=args.log_std_init,
         )
-    except ValueError as exc:  # a Dict or MultiDiscrete action space: one line
+    except ValueError as exc:  # a MultiDiscrete or another Dict action space: one line
         envs.close()
         raise SystemExit(f"{args.task}: {exc}") from None
-    for name, (discrete, box) in SPACE_DEFAULTS.items():
+    for name, by_head in SPACE_DEFAULTS.items():
         if getattr(args, name) is None:
-            setattr(args, name, box if arch.continuous else discrete)
+            setattr(args, name, by_head[arch.head])
+    try:  # the deadband: a field of the architecture, which the checkpoint keeps
+        arch = dataclasses.replace(arch, deadband=args.deadband if arch.continuous else 0.0)
+    except ValueError as exc:
+        envs.close()
+        raise SystemExit(f"--deadband: {exc}") from None
     agent = build_network(arch)
     if args.bc_from is not None:
-        clone(agent, norm, envs.single_action_space, args)
+        clone(agent, norm, arch, envs.single_action_space, args)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.lr, eps=1e-5)
 
     # each sub-env starts on a random training scenario (seeded): no two play in step

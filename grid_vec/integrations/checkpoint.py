@@ -23,6 +23,7 @@ from torch import nn
 
 from grid_vec._untrusted import quote
 from grid_vec.env.graph import EDGE_FEATURES, GLOBAL_FEATURES, NODE_FEATURES
+from grid_vec.integrations.action_heads import HEADS
 from grid_vec.integrations.torch_policy import (
     NETWORKS,
     Architecture,
@@ -152,8 +153,8 @@ def load_policy(path: str | os.PathLike, name: str = "ppo") -> LoadedPolicy:
 
 # The fields of an architecture a checkpoint declares, by the type its value must have (no
 # conversion: a float hidden size or a string is a damaged file, not something to round).
-_SIZE_FIELDS = ("n_actions", "hidden", "n_obs", "rounds")
-_FLOAT_FIELDS = ("noop_bias", "log_std_init")
+_SIZE_FIELDS = ("n_actions", "hidden", "n_obs", "rounds", "n_discrete")
+_FLOAT_FIELDS = ("noop_bias", "log_std_init", "deadband")
 
 
 def _declared_architecture(raw: Any) -> Architecture:
@@ -171,6 +172,8 @@ def _declared_architecture(raw: Any) -> Architecture:
     for name, value in raw.items():
         if name == "kind":
             ok = isinstance(value, str) and value in NETWORKS
+        elif name == "head":  # the action head; absent from the checkpoints before it
+            ok = isinstance(value, str) and (value in HEADS or not value)
         elif name in _SIZE_FIELDS:
             ok = isinstance(value, int) and not isinstance(value, bool)
         elif name in _FLOAT_FIELDS:

@@ -11,8 +11,11 @@ Two networks, chosen by the observation form:
   the bus bars pooled (mean and max) with the clock for the actor's logits and the critic's
   value. Plain torch: no graph library.
 
-Observations are normalised by :class:`ObservationNorm` (running mean and variance per
-feature, frozen for evaluation). An :class:`Architecture` declares only sizes in range (each
+The actor's output is read by the architecture's action head (:mod:`~grid_vec.integrations.
+action_heads`: logits over a ``Discrete`` space, a Gaussian over a ``Box``, both over a
+combined ``Dict(topology, continuous)`` one). Observations are normalised by
+:class:`~grid_vec.integrations.observation_norm.ObservationNorm` (running mean and variance
+per feature, frozen for evaluation). An :class:`Architecture` declares only sizes in range (each
 capped: a checkpoint's is untrusted), the statistics read back are checked
 (:meth:`ObservationNorm.from_state`), and a policy is checked against the env's spaces
 before the first step (:meth:`TorchPolicy.check_spaces`). The checkpoint file, and its
@@ -30,10 +33,31 @@ import numpy as np
 import torch
 from gymnasium import spaces
 from torch import nn
-from torch.distributions import Categorical, Normal
 
-from grid_vec._untrusted import quote
 from grid_vec.env.graph import EDGE_FEATURES, GLOBAL_FEATURES, NODE_FEATURES
+from grid_vec.integrations.action_heads import (  # re-exported: their home before the split
+    HEADS,
+    DiagGaussian,
+    HybridDistribution,
+    action_masks,
+    head_of,
+    policy_distribution,
+)
+from grid_vec.integrations.observation_norm import ObservationNorm
+
+__all__ = [
+    "Architecture",
+    "CheckpointError",
+    "DiagGaussian",
+    "GnnActorCritic",
+    "HybridDistribution",
+    "MlpActorCritic",
+    "ObservationNorm",
+    "TorchPolicy",
+    "action_masks",
+    "build_network",
+    "policy_distribution",
+]
 
 # The sizes an architecture may declare: a checkpoint is untrusted, and its sizes are read
 # before its weights, so each is capped far above any agent of these grids yet low enough that
@@ -47,6 +71,8 @@ MAX_HIDDEN = 4096
 # Message passing crosses a grid in about its diameter in rounds (ppo_task's default is 3);
 # each round is a Python loop step when the network is built and at every decision.
 MAX_ROUNDS = 64
+# A moves policy has 2 x fractions x generators redispatch moves; the expert tries 2 fractions.
+MAX_FRACTIONS = 16
 
 
 class CheckpointError(ValueError):
@@ -60,7 +86,8 @@ class Architecture:
 
     Args:
         kind: ``"mlp"`` (flat observations) or ``"gnn"`` (graph observations).
-        n_actions: the size of the ``Discrete`` action space, or the dimension of a ``Box``.
+        n_actions: the size of the ``Discrete`` action space, or the dimension of a ``Box``
+            (of a combined space: its continuous part's).
         hidden: the width of the hidden layers.
         n_obs: (mlp) the size of the flat observation.
         rounds: (gnn) the rounds of message passing.
@@ -69,13 +96,28 @@ class Architecture:
             ``Discrete`` one. A Box policy is a diagonal Gaussian in unit scale: ``u`` in
             ``[-1, 1]`` is the action ``centre + u * half-width``, clipped to the bounds.
         log_std_init: (Box) the initial log standard deviation, in unit scale.
+        head: the action head, a key of :data:`~grid_vec.integrations.action_heads.HEADS`:
+            ``"categorical"`` (``Discrete``), ``"gaussian"`` (``Box``), ``"hybrid"``
+            (``Dict(topology=Discrete, continuous=Box)``); empty: ``"gaussian"`` where
+            bounds are given, else ``"categorical"`` (the checkpoints written before the
+            field).
+        n_discrete: (hybrid) the size of the topology part; 0 for the other heads.
+        deadband: (Box, hybrid) the unit-scale values in ``(-deadband, deadband)`` play the
+            env's 0 (no new redispatch): a redispatch stays in the target dispatch, so the
+            small values of a mean near 0 or of the exploring noise would otherwise add up
+            from decision to decision (in ``[0, 1)``; 0: none, every value as it is).
+        move_fractions: (moves) the fractions of each generator's ramp its redispatch moves
+            are (each in ``(0, 1]``, at most :data:`MAX_FRACTIONS`); empty for the other heads.
 
     Raises:
         ValueError: a size out of its range (``n_actions`` in [1, :data:`MAX_ACTIONS`],
             ``hidden`` in [1, :data:`MAX_HIDDEN`], ``n_obs`` in [0, :data:`MAX_OBS`],
             ``rounds`` in [0, :data:`MAX_ROUNDS`]); ``noop_bias`` or ``log_std_init`` not
             finite; Box bounds of another length than ``n_actions``, or not finite with
-            ``low < high``.
+            ``low < high``; an unknown head, or fields that are not its own (bounds
+            for a categorical one, none for a Gaussian or hybrid one, ``n_discrete`` outside
+            [1, :data:`MAX_ACTIONS`] for a hybrid one, not 0 for the others); a deadband
+            outside ``[0, 1)``.
     """
 
     kind: str
@@ -87,12 +129,16 @@ class Architecture:
     action_low: tuple[float, ...] = ()
     action_high: tuple[float, ...] = ()
     log_std_init: float = 0.0
+    head: str = ""
+    n_discrete: int = 0
+    deadband: float = 0.0
+    move_fractions: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         # plain Python values: a checkpoint holds no numpy scalar (weights_only refuses them)
-        for name in ("n_actions", "hidden", "n_obs", "rounds"):
+        for name in ("n_actions", "hidden", "n_obs", "rounds", "n_discrete"):
             object.__setattr__(self, name, int(getattr(self, name)))
-        for name in ("noop_bias", "log_std_init"):
+        for name in ("noop_bias", "log_std_init", "deadband"):
             object.__setattr__(self, name, float(getattr(self, name)))
         object.__setattr__(self, "kind", str(self.kind))
         for name, low_cap, high_cap in (
@@ -100,12 +146,19 @@ class Architecture:
             ("hidden", 1, MAX_HIDDEN),
             ("n_obs", 0, MAX_OBS),
             ("rounds", 0, MAX_ROUNDS),
+            ("n_discrete", 0, MAX_ACTIONS),
         ):
             value = getattr(self, name)
             if not low_cap <= value <= high_cap:
                 raise ValueError(f"{name} is {value}, outside [{low_cap}, {high_cap}]")
         if not (math.isfinite(self.noop_bias) and math.isfinite(self.log_std_init)):
             raise ValueError("noop_bias and log_std_init must be finite")
+        if not 0 <= self.deadband < 1:
+            raise ValueError(f"deadband is {self.deadband}, outside [0, 1)")
+        fractions = tuple(float(f) for f in self.move_fractions)
+        object.__setattr__(self, "move_fractions", fractions)
+        if len(fractions) > MAX_FRACTIONS or not all(0 < f <= 1 for f in fractions):
+            raise ValueError(f"move_fractions must be at most {MAX_FRACTIONS} in (0, 1]")
         low = tuple(float(v) for v in self.action_low)
         high = tuple(float(v) for v in self.action_high)
         object.__setattr__(self, "action_low", low)
@@ -118,34 +171,62 @@ class Architecture:
                 )
             if not (np.isfinite(lo).all() and np.isfinite(hi).all() and (lo < hi).all()):
                 raise ValueError("a Box policy needs finite bounds with low < high")
+        head = str(self.head) or ("gaussian" if low else "categorical")
+        object.__setattr__(self, "head", head)
+        if head not in HEADS:
+            raise ValueError(f"head must be one of {tuple(HEADS)}, got {head!r}")
+        HEADS[head].check(self)
 
     @property
     def continuous(self) -> bool:
-        """Whether the policy is a Gaussian over a ``Box`` (else a categorical)."""
-        return bool(self.action_low)
+        """Whether the policy has a Gaussian part (a ``Box`` or a combined space)."""
+        return HEADS[self.head].gaussian
 
     @classmethod
-    def for_space(cls, kind: str, space: Any, **sizes: Any) -> Architecture:
-        """The architecture of a policy over ``space`` (``Discrete`` or a 1-d ``Box``).
+    def for_space(cls, kind: str, space: Any, head: str = "", **sizes: Any) -> Architecture:
+        """The architecture of a policy over ``space``: with ``head``'s, else the first
+        head of :data:`~grid_vec.integrations.action_heads.HEADS` that plays it.
+
+        Args:
+            kind: the network kind (``"mlp"``, ``"gnn"``).
+            space: the single action space.
+            head: the action head (empty: the first that plays ``space``).
+            **sizes: the other fields (``hidden``, ``n_obs``, ...).
+
+        Returns:
+            The architecture.
 
         Raises:
-            ValueError: another kind of action space.
+            ValueError: a space no head plays (a ``MultiDiscrete``, a Dict of other parts),
+                or ``head`` unknown or not one that plays it.
         """
-        if isinstance(space, spaces.Discrete):
-            return cls(kind, int(space.n), **sizes)
-        if not isinstance(space, spaces.Box) or len(space.shape) != 1:
-            raise ValueError(f"a policy over a Discrete or a 1-d Box action space, not {space}")
-        return cls(kind, space.shape[0], action_low=space.low, action_high=space.high, **sizes)
+        if head:
+            if head not in HEADS or not HEADS[head].fits(space):
+                raise ValueError(f"no {head!r} head of the heads {tuple(HEADS)} plays {space}")
+            return cls(kind, head=head, **HEADS[head].sizes(space), **sizes)
+        for name, candidate in HEADS.items():
+            if candidate.fits(space):
+                return cls(kind, head=name, **candidate.sizes(space), **sizes)
+        raise ValueError(
+            "a policy over a Discrete, a 1-d Box or a Dict(topology=Discrete, "
+            f"continuous=Box) action space, not {space}"
+        )
 
-    def env_actions(self, u: torch.Tensor) -> np.ndarray:
-        """The env's actions of a batch of the network's: a ``Discrete`` one's indices as
-        they are, a Box's ``u`` (unit scale) mapped onto its bounds and clipped to them."""
-        if not self.continuous:
-            return u.numpy().astype(np.int64)
-        low, high = np.array(self.action_low), np.array(self.action_high)
-        centre, half = (low + high) / 2, (high - low) / 2
-        actions = centre + u.numpy() * half
-        return np.clip(actions, low, high).astype(np.float32)
+    def env_actions(self, action: torch.Tensor) -> Any:
+        """The env's actions of a batch of the network's (its head's mapping: a
+        ``Discrete`` one's indices as they are, a Box's ``u`` (unit scale) mapped onto its
+        bounds and clipped to them, a combined one's as a dict of both)."""
+        return head_of(self).env_actions(action, self)
+
+    @property
+    def mask_width(self) -> int:
+        """The columns of the policy's action mask (0: it takes none)."""
+        return head_of(self).mask_width(self)
+
+    def action_masks(self, infos: dict[str, Any], k: int) -> np.ndarray:
+        """``(k, mask_width)`` the legal actions of ``k`` envs' infos (their head's
+        reading of ``info["action_mask"]``)."""
+        return head_of(self).masks(infos, k, self)
 
 
 def _layer(n_in: int, n_out: int, std: float = float(np.sqrt(2))) -> nn.Linear:
@@ -158,15 +239,16 @@ def _layer(n_in: int, n_out: int, std: float = float(np.sqrt(2))) -> nn.Linear:
 def _head(n_in: int, arch: Architecture) -> nn.Linear:
     """The actor's last layer: logits (action 0's biased by ``noop_bias``) or a Gaussian's
     mean, starting near 0: the Box's centre."""
-    head = _layer(n_in, arch.n_actions, 0.01)
-    if not arch.continuous:
+    head = _layer(n_in, head_of(arch).outputs(arch), 0.01)
+    if head_of(arch).mask_width(arch):  # a discrete part: its do-nothing first
         with torch.no_grad():
             head.bias[0] = arch.noop_bias
     return head
 
 
 def _add_log_std(network: nn.Module, arch: Architecture) -> None:
-    """A Box policy's log standard deviations (state-independent, learnt); None otherwise."""
+    """A Gaussian part's log standard deviations (state-independent, learnt); None
+    otherwise."""
     value = nn.Parameter(torch.full((arch.n_actions,), arch.log_std_init))
     network.register_parameter("log_std", value if arch.continuous else None)
 
@@ -260,180 +342,11 @@ def build_network(arch: Architecture) -> nn.Module:
     return NETWORKS[arch.kind](arch)
 
 
-class ObservationNorm:
-    """Running mean and variance of observations, per feature (Welford, batched).
-
-    A flat observation is normalised per entry; a graph's ``nodes``, ``edges`` and
-    ``globals`` per feature (the statistics pooled over the bus bars or the branches), its
-    ``edge_index`` kept, and its branches' raw ``line_status`` added under ``status``.
-
-    Args:
-        sizes: the feature count of each normalised key (``{"flat": n}`` for flat
-            observations).
-    """
-
-    def __init__(self, sizes: dict[str, int]) -> None:
-        self.mean = {key: np.zeros(n) for key, n in sizes.items()}
-        self.var = {key: np.ones(n) for key, n in sizes.items()}
-        self.count = 1e-4
-        self.frozen = False
-
-    @classmethod
-    def for_space(cls, space: Any) -> ObservationNorm:
-        """The statistics an observation space needs (a flat ``Box`` or a graph ``Dict``)."""
-        if hasattr(space, "spaces"):
-            return cls({key: space[key].shape[-1] for key in ("nodes", "edges", "globals")})
-        return cls({"flat": int(np.prod(space.shape))})
-
-    def _update(self, key: str, x: np.ndarray, count: float) -> None:
-        mean, var, n = x.mean(0), x.var(0), x.shape[0]
-        delta, total = mean - self.mean[key], count + n
-        self.mean[key] = self.mean[key] + delta * n / total
-        m2 = self.var[key] * count + var * n + delta**2 * count * n / total
-        self.var[key] = m2 / total
-
-    def _scaled(self, key: str, x: np.ndarray) -> torch.Tensor:
-        z = (x - self.mean[key]) / np.sqrt(self.var[key] + 1e-8)
-        return torch.as_tensor(np.clip(z, -10, 10).astype(np.float32))
-
-    def __call__(self, obs: Any) -> Any:
-        """The normalised tensors of a batch of observations (``(k, ...)``)."""
-        if "flat" in self.mean:
-            x = np.asarray(obs, dtype=np.float64)
-            if not self.frozen:
-                self._update("flat", x, self.count)
-                self.count += len(x)
-            return self._scaled("flat", x)
-        arrays = {key: np.asarray(obs[key], dtype=np.float64) for key in self.mean}
-        if not self.frozen:
-            for key, x in arrays.items():
-                self._update(key, x.reshape(-1, x.shape[-1]), self.count * x[0].size / x.shape[-1])
-            self.count += len(arrays["globals"])
-        out = {key: self._scaled(key, x) for key, x in arrays.items()}
-        out["edge_index"] = torch.as_tensor(np.asarray(obs["edge_index"], dtype=np.int64))
-        status = np.asarray(obs["edges"])[..., EDGE_FEATURES.index("line_status")]
-        out["status"] = torch.as_tensor(status.astype(np.float32))
-        return out
-
-    def state(self) -> dict[str, Any]:
-        """The statistics as tensors (for a checkpoint)."""
-        return {
-            "mean": {k: torch.as_tensor(v) for k, v in self.mean.items()},
-            "var": {k: torch.as_tensor(v) for k, v in self.var.items()},
-            "count": float(self.count),
-        }
-
-    @classmethod
-    def from_state(cls, state: Any, sizes: dict[str, int] | None = None) -> ObservationNorm:
-        """The frozen statistics of :meth:`state`, checked (they may come from a file): the
-        keys and sizes expected, finite means, finite positive variances, a finite
-        non-negative count.
-
-        Args:
-            state: what :meth:`state` gave.
-            sizes: the feature count of each key the network takes (None: the state's own).
-
-        Raises:
-            ValueError: statistics that are not so (the message says which).
-        """
-        if not isinstance(state, dict):
-            raise ValueError("observation statistics: not a dict")
-        means, variances, count = state.get("mean"), state.get("var"), state.get("count")
-        if not (isinstance(means, dict) and isinstance(variances, dict)):
-            raise ValueError("observation statistics: no means and variances")
-        if sizes is None:
-            sizes = {k: v.numel() for k, v in means.items() if isinstance(v, torch.Tensor)}
-        if set(means) != set(sizes) or set(variances) != set(sizes):
-            raise ValueError(
-                f"observation statistics of {quote(sorted(map(str, means)))}, the network "
-                f"takes {sorted(sizes)}"
-            )
-        norm = cls({})
-        for key, n in sizes.items():
-            # shapes first: a tensor may claim more elements than the file holds (zero strides)
-            arrays = {}
-            for what, table in (("mean", means), ("variance", variances)):
-                value = table[key]
-                if not (
-                    isinstance(value, torch.Tensor)
-                    and value.is_floating_point()
-                    and tuple(value.shape) == (n,)
-                ):
-                    raise ValueError(f"observation statistics: the {key} {what} is not {n} floats")
-                arrays[what] = value.double().numpy()
-            if not np.isfinite(arrays["mean"]).all():
-                raise ValueError(f"observation statistics: a {key} mean is not finite")
-            var = arrays["variance"]
-            # a trained variance starts at 1 and stays > 0 (Welford's update keeps the prior)
-            if not (np.isfinite(var) & (var > 0)).all():
-                raise ValueError(
-                    f"observation statistics: a {key} variance is not finite and positive"
-                )
-            norm.mean[key], norm.var[key] = arrays["mean"], var
-        if isinstance(count, bool) or not isinstance(count, (int, float)):
-            raise ValueError("observation statistics: the count is not a number")
-        count = float(min(count, math.inf))  # an int too large for a float: inf, refused
-        if not (math.isfinite(count) and count >= 0):
-            raise ValueError(f"observation statistics: the count is {count}")
-        norm.count, norm.frozen = count, True
-        return norm
-
-
-def action_masks(infos: dict[str, Any], n: int, n_actions: int) -> np.ndarray:
-    """The ``(n, n_actions)`` action masks of a vector env's infos (all legal for a sub-env
-    that gives none, and for every sub-env when the infos hold no ``action_mask``)."""
-    mask = np.ones((n, n_actions), dtype=bool)
-    if "action_mask" in infos:
-        present = infos.get("_action_mask", np.ones(n, dtype=bool))
-        if present.any():
-            mask[present] = np.stack(list(infos["action_mask"][present]))
-    return mask
-
-
-class DiagGaussian:
-    """A Box policy's distribution: independent normals in unit scale (the actions before
-    :meth:`Architecture.env_actions` maps them onto the bounds), ``log_prob`` and ``entropy``
-    summed over the dimensions.
-
-    Args:
-        mean: ``(k, d)`` the means.
-        log_std: ``(d,)`` the log standard deviations.
-    """
-
-    def __init__(self, mean: torch.Tensor, log_std: torch.Tensor) -> None:
-        self.normal = Normal(mean, log_std.exp().expand_as(mean))
-
-    def sample(self) -> torch.Tensor:
-        return self.normal.sample()
-
-    def log_prob(self, u: torch.Tensor) -> torch.Tensor:
-        return self.normal.log_prob(u).sum(-1)
-
-    def entropy(self) -> torch.Tensor:
-        return self.normal.entropy().sum(-1)
-
-
-def policy_distribution(
-    network: nn.Module, x: Any, mask: torch.Tensor | None = None
-) -> Categorical | DiagGaussian:
-    """The policy's action distribution: a categorical over a ``Discrete`` space, ``mask``
-    (bool, True = legal) ruling actions out; a :class:`DiagGaussian` over a ``Box`` (no
-    mask)."""
-    out = network.logits(x)
-    if network.arch.continuous:
-        return DiagGaussian(out, network.log_std)
-    if mask is not None:
-        out = out.masked_fill(~mask, -1e8)
-    return Categorical(logits=out)
-
-
-DO_NOTHING = 0  # a grid_vec Discrete space's do-nothing (the catalog's and every task set's first)
-
-
 class TorchPolicy:
     """A trained network as a batched agent of the Runner: the action of highest logit
     among the legal ones (the env's ``info["action_mask"]`` when it gives one); over a
-    ``Box``, the Gaussian's mean mapped onto the bounds.
+    ``Box``, the Gaussian's mean mapped onto the bounds; over a combined space, both (the
+    topology action of highest legal logit with the continuous part's mean).
 
     With ``check_top`` K > 1, the policy's K preferred legal actions are simulated first
     (one ``simulate_candidates`` call for every sub-env, on the forecast of the next step)
@@ -445,7 +358,9 @@ class TorchPolicy:
     do-nothing does not) is left out, do-nothing taking the last place: the policy then never
     plays an action simulated worse than doing nothing (with ``check_top`` 1: its first
     choice, or do-nothing). Both need grid_vec's vector envs (the Runner binds the agent to
-    its env).
+    its env). Over a combined space the candidates are the K preferred topology actions,
+    each with the policy's continuous part, and do-nothing is both parts' (no topology
+    change, no new redispatch).
 
     Args:
         network: the network.
@@ -454,14 +369,14 @@ class TorchPolicy:
         check_top: the actions simulated per decision (1: none, the policy alone).
         safe_rho: the maximum rho a simulated step must stay below to be taken as safe.
         never_worse: leave out the candidates simulated worse than do-nothing (action 0 of a
-            grid_vec ``Discrete`` space), which is simulated too.
+            grid_vec ``Discrete`` space or topology part), which is simulated too.
         source: the checkpoint file it was read from
             (:func:`~grid_vec.integrations.checkpoint.load_policy`), named when the policy
             does not fit an env.
 
     Raises:
         ValueError: ``check_top`` < 1 or ``safe_rho`` <= 0; ``check_top`` > 1 or
-            ``never_worse`` for a Box policy (no finite set of actions to rank).
+            ``never_worse`` for a Box policy (no discrete part to rank).
     """
 
     takes_infos = True  # the Runner hands it the infos: their action masks
@@ -481,7 +396,7 @@ class TorchPolicy:
             raise ValueError(f"check_top must be an int >= 1, got {check_top!r}")
         if not safe_rho > 0:
             raise ValueError(f"safe_rho must be > 0, got {safe_rho!r}")
-        if (check_top > 1 or never_worse) and network.arch.continuous:
+        if (check_top > 1 or never_worse) and not head_of(network.arch).mask_width(network.arch):
             raise ValueError(
                 "check_top > 1 and never_worse rank a Discrete policy's actions: not a Box policy's"
             )
@@ -531,23 +446,42 @@ class TorchPolicy:
             )
         self._env = env
 
-    def __call__(self, obs: Any, infos: dict[str, Any] | None = None) -> np.ndarray:
+    def __call__(self, obs: Any, infos: dict[str, Any] | None = None) -> Any:
+        """The batched env actions of a batch of observations (see the class docstring).
+
+        Args:
+            obs: the batched observations.
+            infos: the vector env's infos (their ``action_mask``), or None.
+
+        Returns:
+            The batched actions, in the env's form.
+
+        Raises:
+            RuntimeError: a simulate-based check on a policy not bound to its env.
+        """
+        arch = self.network.arch
+        head = head_of(arch)
         with torch.no_grad():
-            logits = self.network.logits(self.norm(obs))
-        if self.network.arch.continuous:
-            return self.network.arch.env_actions(logits)
-        if infos and "action_mask" in infos:
-            mask = action_masks(infos, *logits.shape)
-            logits = logits.masked_fill(~torch.as_tensor(mask), -torch.inf)
+            out = self.network.logits(self.norm(obs))
+        mask = None
+        if infos and "action_mask" in infos and arch.mask_width:
+            mask = torch.as_tensor(arch.action_masks(infos, len(out)))
         if not self._simulates:
-            return logits.argmax(-1).numpy().astype(np.int64)
+            return arch.env_actions(head.mode(out, mask, arch))
         if self._env is None:
             raise RuntimeError("check_top > 1: bind the policy to its vector env first")
-        k = min(self.check_top, logits.shape[-1])
-        top = torch.topk(logits, k, dim=-1).indices.numpy().astype(np.int64)
-        if self.never_worse:  # do-nothing (action 0) last, the policy's preference kept
-            top = np.concatenate([top, np.full((len(top), 1), DO_NOTHING)], axis=1)
-        found = self._env.simulate_candidates(top)
+        logits = head.logits(out, arch)
+        if mask is not None:
+            logits = logits.masked_fill(~mask, -torch.inf)
+        n = len(out)
+        top = torch.topk(logits, min(self.check_top, logits.shape[-1]), dim=-1).indices
+        candidates = head.with_choices(out, top, arch)  # (n, K, ...) the network's actions
+        if self.never_worse:  # do-nothing last, the policy's preference kept
+            nothing = head.do_nothing(arch).to(candidates.dtype)
+            candidates = torch.cat([candidates, nothing.expand(n, 1, *nothing.shape)], 1)
+        width = candidates.shape[1]
+        flat = arch.env_actions(candidates.reshape(n * width, *candidates.shape[2:]))
+        found = self._env.simulate_candidates(_per_env(flat, n, width))
         max_rho = np.where(found.terminated | found.illegal, np.inf, found.max_rho)
         if self.never_worse:
             worse = max_rho > max_rho[:, -1:]  # do-nothing's own column is never worse
@@ -556,7 +490,7 @@ class TorchPolicy:
         # an illegal (masked) action is never safe: the preferred safe one, else the least
         # loaded, else (everything a game over) the policy's first choice
         choice = np.where(safe.any(1), safe.argmax(1), np.argmin(max_rho, axis=1))
-        return top[np.arange(len(top)), choice]
+        return arch.env_actions(candidates[torch.arange(n), torch.as_tensor(choice)])
 
     @property
     def _simulates(self) -> bool:
@@ -584,23 +518,12 @@ def _space_mismatch(
         n = int(np.prod(observation_space.shape or (0,)))
         if n != arch.n_obs or len(norm.mean.get("flat", ())) != n:
             return f"a network of {arch.n_obs} observation entries, the env gives {n}"
-    if isinstance(action_space, spaces.Discrete):
-        if arch.continuous:
-            return f"a policy over a Box of {arch.n_actions} dimensions, the env has {action_space}"
-        if int(action_space.n) != arch.n_actions:
-            return f"a policy over {arch.n_actions} actions, the env has {action_space.n}"
-        return None
-    if not isinstance(action_space, spaces.Box) or len(action_space.shape) != 1:
-        return f"the env's action space {action_space} is neither Discrete nor a 1-d Box"
-    if not arch.continuous:
-        return f"a policy over {arch.n_actions} discrete actions, the env has {action_space}"
-    if action_space.shape[0] != arch.n_actions:
-        return (
-            f"a policy over a Box of {arch.n_actions} dimensions, the env's has "
-            f"{action_space.shape[0]}"
-        )
-    # the policy maps its actions onto its own bounds: inside the env's, every one is legal
-    low, high = np.array(arch.action_low), np.array(arch.action_high)
-    if (low < action_space.low).any() or (high > action_space.high).any():
-        return "a policy whose action bounds reach outside the env's"
-    return None
+    return head_of(arch).mismatch(arch, action_space)
+
+
+def _per_env(actions: Any, n: int, width: int) -> Any:
+    """``(n * K, ...)`` env actions (a dict of them for a combined space) as ``(n, K, ...)``:
+    ``simulate_candidates``'s form."""
+    if isinstance(actions, dict):
+        return {key: _per_env(value, n, width) for key, value in actions.items()}
+    return actions.reshape(n, width, *actions.shape[1:])

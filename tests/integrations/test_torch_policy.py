@@ -222,16 +222,23 @@ def test_the_simulate_check_is_refused_for_a_box_policy():
         TorchPolicy(network, ObservationNorm({"flat": 4}), check_top=3)
 
 
-def test_a_policy_is_refused_for_an_action_space_neither_discrete_nor_a_flat_box():
+def test_a_policy_is_refused_for_an_action_space_no_head_plays():
     from gymnasium import spaces
 
     assert Architecture.for_space("mlp", spaces.Discrete(4), n_obs=3).n_actions == 4
     box = Architecture.for_space("mlp", spaces.Box(-2.0, 2.0, (3,)), n_obs=3)
-    assert box.continuous and box.action_high == (2.0, 2.0, 2.0)
-    with pytest.raises(ValueError, match="Discrete or a 1-d Box"):
-        Architecture.for_space("mlp", spaces.MultiDiscrete([3, 3]), n_obs=3)
-    with pytest.raises(ValueError, match="Discrete or a 1-d Box"):
-        Architecture.for_space("mlp", spaces.Box(-1.0, 1.0, (2, 2)), n_obs=3)
+    assert box.continuous and box.action_high == (2.0, 2.0, 2.0) and box.head == "gaussian"
+    combined = spaces.Dict(topology=spaces.Discrete(5), continuous=spaces.Box(-1.0, 1.0, (2,)))
+    hybrid = Architecture.for_space("mlp", combined, n_obs=3)
+    assert (hybrid.head, hybrid.n_discrete, hybrid.n_actions) == ("hybrid", 5, 2)
+    refused = [
+        spaces.MultiDiscrete([3, 3]),
+        spaces.Box(-1.0, 1.0, (2, 2)),
+        spaces.Dict(topology=spaces.Discrete(5), other=spaces.Box(-1.0, 1.0, (2,))),
+    ]
+    for space in refused:
+        with pytest.raises(ValueError, match="Discrete, a 1-d Box or a Dict"):
+            Architecture.for_space("mlp", space, n_obs=3)
 
 
 @pytest.mark.parametrize("check_top", [1, 3])
