@@ -27,15 +27,27 @@ behaviour cloning) and says what differs between an architecture and an env's ac
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import torch
 from gymnasium import spaces
 from torch.distributions import Categorical, Normal
 
-if TYPE_CHECKING:  # the architecture's module imports this one
-    from grid_vec.integrations.torch_policy import Architecture
+
+class Architecture(Protocol):
+    """What a head reads of a network's architecture
+    (:class:`grid_vec.integrations.torch_policy.Architecture`, which imports this module:
+    the heads name its fields here instead of importing it back)."""
+
+    head: str
+    n_actions: int
+    n_discrete: int
+    action_low: tuple[float, ...]
+    action_high: tuple[float, ...]
+    deadband: float
+    move_fractions: tuple[float, ...]
+
 
 __all__ = [
     "HEADS",
