@@ -452,20 +452,24 @@ def _combined(space: Any) -> bool:
     )
 
 
-class MovesHead(HybridHead):
+class MovesHead(CategoricalHead):
     """A ``combined`` space played as one categorical over the topology set and a table of
     redispatch moves, the expert's (:class:`~grid_vec.runner.expert.ExpertAgent`): for each
     continuous column and each fraction ``f`` of ``move_fractions``, ``f`` times its upper
     bound then ``f`` times its lower bound, the other columns at 0. Action ``i`` below
     ``n_discrete`` is topology action ``i`` with no redispatch, action ``n_discrete + j``
     is move ``j`` with no topology change. The action mask covers the topology part; every
-    move is legal (the env keeps a redispatch within its ramps)."""
+    move is legal (the env keeps a redispatch within its ramps). A categorical head over
+    the table's indices, on the combined space (:class:`HybridHead`'s fit, sizes, recorded
+    actions and mismatch)."""
 
     describes = "combined actions as topology actions and redispatch moves"
-    gaussian = False
+
+    def fits(self, space: Any) -> bool:
+        return HybridHead.fits(self, space)
 
     def sizes(self, space: Any) -> dict[str, Any]:
-        return {**super().sizes(space), "move_fractions": EXPERT_FRACTIONS}
+        return {**HybridHead.sizes(self, space), "move_fractions": EXPERT_FRACTIONS}
 
     def check(self, arch: Architecture) -> None:
         if not arch.action_low or arch.n_discrete < 1 or not arch.move_fractions:
@@ -492,21 +496,6 @@ class MovesHead(HybridHead):
 
     def mask_width(self, arch: Architecture) -> int:
         return self.outputs(arch)
-
-    def distribution(self, out: torch.Tensor, log_std: Any, mask: Any, arch: Architecture) -> Any:
-        return CategoricalHead().distribution(out, log_std, mask, arch)
-
-    def mode(self, out: torch.Tensor, mask: Any, arch: Architecture) -> torch.Tensor:
-        return CategoricalHead().mode(out, mask, arch)
-
-    def logits(self, out: torch.Tensor, arch: Architecture) -> torch.Tensor | None:
-        return out
-
-    def with_choices(self, out: torch.Tensor, choices: torch.Tensor, arch: Architecture) -> Any:
-        return choices
-
-    def do_nothing(self, arch: Architecture) -> torch.Tensor:
-        return torch.tensor(DO_NOTHING)
 
     def env_actions(self, action: torch.Tensor, arch: Architecture) -> Any:
         index = action.numpy().astype(np.int64)
@@ -536,13 +525,8 @@ class MovesHead(HybridHead):
             nearest[moving] = distance.argmin(-1)
         return torch.as_tensor(np.where(moving, arch.n_discrete + nearest, topology))
 
-    def clone_loss(
-        self, out: torch.Tensor, target: torch.Tensor, arch: Architecture
-    ) -> torch.Tensor:
-        return CategoricalHead().clone_loss(out, target, arch)
-
-    def agrees(self, out: torch.Tensor, target: torch.Tensor, arch: Architecture) -> torch.Tensor:
-        return CategoricalHead().agrees(out, target, arch)
+    def acting(self, recorded: Any) -> np.ndarray:
+        return HybridHead.acting(self, recorded)
 
     def mismatch(self, arch: Architecture, space: Any) -> str | None:
         return HybridHead.mismatch(self, arch, space)

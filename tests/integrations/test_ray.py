@@ -442,37 +442,21 @@ def test_crashed_batched_actor_raises_worker_crashed_error_naming_its_sub_envs(
         env.close()
 
 
-def test_batched_actor_error_is_raised_with_its_type_and_ray_vec_env_index():
-    """An action outside the space of sub-env 4 (row 1 of the second actor's batch): the
-    batch's ValueError, its ``env_index`` the RayVecEnv's; the env stays usable."""
-    env = RayVecEnv([CASE14] * 6, envs_per_actor=3)
-    try:
-        env.reset(seed=0)
-        actions = np.zeros(6, dtype=np.int64)
-        actions[4] = 10**6
-        with pytest.raises(ValueError, match="actions must be ints") as info:
-            env.step(actions)
-        assert info.value.env_index == 4
-        assert any("sub-env 4 of RayVecEnv" in note for note in info.value.__notes__)
-        obs, *_ = env.step(np.zeros(6, dtype=np.int64))
-        assert obs.shape == (6, *env.single_observation_space.shape)
-    finally:
-        env.close()
-
-
-def test_driver_slice_error_is_raised_with_its_type_and_index_and_the_actors_stay_in_step():
-    """An action outside the space of sub-env 1, in the slice the driver steps itself: the
-    batch's ValueError with its RayVecEnv index; the actor's reply to the same step was read
-    too, so the next step is answered in order."""
+@pytest.mark.parametrize("bad", [4, 1])
+def test_a_slice_s_error_is_raised_with_its_type_and_ray_vec_env_index(bad):
+    """An action outside the space of sub-env ``bad``: 4 is row 1 of the actor's batch, 1 a
+    row of the slice the driver steps itself. The batch's ValueError with the RayVecEnv's
+    ``env_index``; every slice's reply to the step was read, so the env stays usable."""
     env = RayVecEnv([CASE14] * 6, envs_per_actor=3)
     try:
         assert env.step_in_driver and len(env._actors) == 1
         env.reset(seed=0)
         actions = np.zeros(6, dtype=np.int64)
-        actions[1] = 10**6
+        actions[bad] = 10**6
         with pytest.raises(ValueError, match="actions must be ints") as info:
             env.step(actions)
-        assert info.value.env_index == 1
+        assert info.value.env_index == bad
+        assert any(f"sub-env {bad} of RayVecEnv" in note for note in info.value.__notes__)
         obs, rewards, *_ = env.step(np.zeros(6, dtype=np.int64))
         assert obs.shape == (6, *env.single_observation_space.shape) and rewards.shape == (6,)
     finally:
