@@ -133,7 +133,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     started = not ray.is_initialized()
     if started:  # one logical CPU per actor of the subjects, all built at once
-        actors = sum(1 if s == "RayVecEnv" else 2 for s in subjects if s != "GridVecEnv")
+        # two slices each: one actor where the driver steps the other (RayVecEnv's default)
+        actors = sum(
+            1 if own.get("step_in_driver", True) else 2
+            for vectorization, own in map(SUBJECT_SETTINGS.get, subjects)
+            if vectorization == "ray"
+        )
         ray.init(num_cpus=actors, include_dashboard=False, log_to_driver=False)
     try:
         results = []
