@@ -26,6 +26,12 @@ def main() -> None:
     p.add_argument("--curve", required=True, nargs="+")
     p.add_argument("--labels", nargs="+", default=["PPO"])
     p.add_argument("--baselines", required=True)
+    p.add_argument(
+        "--agents",
+        nargs="+",
+        default=None,
+        help="the rows of --baselines to draw, by agent (default: every row)",
+    )
     p.add_argument("--title", default="grid_vec/Case14Topology-v0")
     p.add_argument("--out", required=True)
     args = p.parse_args()
@@ -51,6 +57,8 @@ def main() -> None:
             )
         ax.plot(minutes[window - 1 :], smooth, label=f"{label}: mean over {window} updates")
     for row in json.loads(Path(args.baselines).read_text()):
+        if args.agents is not None and row["agent"] not in args.agents:
+            continue
         ax.axhline(
             row["mean_survival"],
             ls="--",
