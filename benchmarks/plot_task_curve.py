@@ -37,7 +37,7 @@ def main() -> None:
     args = p.parse_args()
     if len(args.labels) != len(args.curve):
         p.error("give one label per curve")
-    fig, ax = plt.subplots(figsize=(8, 3.5))
+    fig, ax = plt.subplots(figsize=(10, 3.5))
     for curve, label in zip(args.curve, args.labels, strict=True):
         rows = np.genfromtxt(curve, delimiter=",", names=True)
         ok = ~np.isnan(rows["mean_survival"])
@@ -69,7 +69,7 @@ def main() -> None:
     ax.set_xlabel("training minutes (2-core machine)")
     ax.set_ylabel("time steps survived")
     ax.set_title(args.title)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the curves
     fig.tight_layout()
     fig.savefig(args.out, dpi=80)
 

@@ -96,7 +96,7 @@ import torch
 
 import grid_vec
 from grid_vec.env.curriculum import difficulty_path, hard_training_scenarios
-from grid_vec.integrations.action_heads import HEADS, head_of, policy_distribution
+from grid_vec.integrations.action_heads import HEADS, head_of, policy_and_value
 from grid_vec.integrations.checkpoint import save_checkpoint
 from grid_vec.integrations.observation_norm import ObservationNorm
 from grid_vec.integrations.ppo import (
@@ -342,9 +342,9 @@ class LockstepCollector:
         for t in range(T):
             x = norm(self.obs)
             with torch.no_grad():
-                dist = policy_distribution(agent, x, self.mask)
+                dist, buf_val[t] = policy_and_value(agent, x, self.mask)
                 action = dist.sample()
-                buf_logp[t], buf_val[t] = dist.log_prob(action), agent.value(x)
+                buf_logp[t] = dist.log_prob(action)
             buf_obs[t], buf_mask[t], buf_act[t] = x, self.mask, action
             buf_done[t] = torch.as_tensor(self.done, dtype=torch.float32)
             self.obs, reward, terminated, truncated, infos = self.envs.step(
@@ -399,9 +399,9 @@ class PoolCollector:
                 mask = masks_of(self.arch, batch.infos, len(ids))
             x = norm(obs)
             with torch.no_grad():
-                dist = policy_distribution(agent, x, mask)
+                dist, value = policy_and_value(agent, x, mask)
                 action = dist.sample()
-                log_prob, value = dist.log_prob(action), agent.value(x)
+                log_prob = dist.log_prob(action)
             rollout.decide(ids, obs=x, mask=mask, action=action, log_prob=log_prob, value=value)
             self.envs.send(self.arch.env_actions(action), ids)
         return rollout.batch(args.gamma, args.gae_lambda)
@@ -460,12 +460,12 @@ def train(agent: Any, optimizer: Any, data: dict[str, Any], args: argparse.Names
         for k in range(0, size, mb):
             idx = order[k : k + mb]
             x = batch_rows(data["obs"], idx)
-            dist = policy_distribution(agent, x, data["mask"][idx])
+            dist, value = policy_and_value(agent, x, data["mask"][idx])
             pg = clipped_loss(
                 dist.log_prob(data["action"][idx]), data["log_prob"][idx],
                 data["advantage"][idx], args.clip,
             )  # fmt: skip
-            v_loss = 0.5 * (agent.value(x) - data["returns"][idx]).pow(2).mean()
+            v_loss = 0.5 * (value - data["returns"][idx]).pow(2).mean()
             update(optimizer, agent, pg, v_loss, dist.entropy().mean(), args)
 
 

@@ -568,3 +568,22 @@ def policy_distribution(network: torch.nn.Module, x: Any, mask: torch.Tensor | N
     """
     arch = network.arch
     return head_of(arch).distribution(network.logits(x), network.log_std, mask, arch)
+
+
+def policy_and_value(
+    network: torch.nn.Module, x: Any, mask: torch.Tensor | None = None
+) -> tuple[Any, torch.Tensor]:
+    """:func:`policy_distribution` and the critic's values of one batch, in one pass of the
+    network (its ``logits_and_value``: a GNN embeds the graphs once for both).
+
+    Args:
+        network: a task network.
+        x: the normalised observations.
+        mask: ``(k, n)`` the legal actions of the discrete part, or None.
+
+    Returns:
+        The distribution and the ``(k,)`` values.
+    """
+    arch = network.arch
+    logits, value = network.logits_and_value(x)
+    return head_of(arch).distribution(logits, network.log_std, mask, arch), value

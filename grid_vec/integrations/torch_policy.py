@@ -278,6 +278,10 @@ class MlpActorCritic(nn.Module):
     def value(self, x: Any) -> torch.Tensor:
         return self.critic(x).squeeze(-1)
 
+    def logits_and_value(self, x: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`logits` and :meth:`value` of one batch (a rollout's and an update's pass)."""
+        return self.actor(x), self.critic(x).squeeze(-1)
+
 
 class GnnActorCritic(nn.Module):
     """Actor and critic on graph observations (see the module docstring)."""
@@ -326,6 +330,12 @@ class GnnActorCritic(nn.Module):
 
     def value(self, x: dict[str, torch.Tensor]) -> torch.Tensor:
         return self.critic(self.embed(x)).squeeze(-1)
+
+    def logits_and_value(self, x: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`logits` and :meth:`value` from one embedding of the graphs: the message
+        passing is most of a pass, and actor and critic share it."""
+        z = self.embed(x)
+        return self.actor(z), self.critic(z).squeeze(-1)
 
 
 NETWORKS: dict[str, type[nn.Module]] = {"mlp": MlpActorCritic, "gnn": GnnActorCritic}

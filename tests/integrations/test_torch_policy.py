@@ -71,6 +71,28 @@ def test_the_policy_takes_the_best_legal_action_of_the_masks():
     assert mask[np.arange(len(obs)), second].all()
 
 
+@pytest.mark.parametrize("observation", ["flat", "graph"])
+def test_one_pass_gives_the_logits_and_values_of_the_actor_and_critic_apart(observation):
+    """PPO's rollouts and updates take both from ``logits_and_value`` (a GNN embeds the
+    graphs once for both): the same values as the actor and the critic asked apart, and the
+    same gradients."""
+    network, _, norm, batch = _trained_like(observation)
+    norm.frozen = True
+    x = norm(batch if observation == "graph" else np.stack(batch))
+    logits, value = network.logits_and_value(x)
+    torch.testing.assert_close(logits, network.logits(x), rtol=0, atol=0)
+    torch.testing.assert_close(value, network.value(x), rtol=0, atol=0)
+    assert value.shape == (len(logits),)
+    (logits.sum() + value.sum()).backward()
+    together = [p.grad.clone() for p in network.parameters() if p.grad is not None]
+    network.zero_grad()
+    (network.logits(x).sum() + network.value(x).sum()).backward()
+    apart = [p.grad for p in network.parameters() if p.grad is not None]
+    assert len(together) == len(apart) > 0
+    for a, b in zip(together, apart, strict=True):
+        torch.testing.assert_close(a, b)
+
+
 def test_a_disconnected_branch_sends_no_message_in_the_gnn():
     network, _, norm, batch = _trained_like("graph")
     norm.frozen = True
