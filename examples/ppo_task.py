@@ -237,7 +237,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--torch-threads", type=int, default=1)
     p.add_argument("--eval-split", default="test")
     p.add_argument("--out", default="runs/ppo")
-    # the defaults that depend on the action space: SPACE_DEFAULTS, set in main()
+    # the defaults that depend on the action space: SPACE_DEFAULTS, by apply_head_defaults()
     p.set_defaults(**dict.fromkeys(SPACE_DEFAULTS))
     args = p.parse_args(argv)
     for name, value in TASK_DEFAULTS.get(args.task, {}).items():

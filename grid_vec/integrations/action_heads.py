@@ -56,6 +56,7 @@ __all__ = [
     "HybridDistribution",
     "action_masks",
     "head_of",
+    "policy_and_value",
     "policy_distribution",
 ]
 
