@@ -279,8 +279,8 @@ class MlpActorCritic(nn.Module):
         return self.critic(x).squeeze(-1)
 
     def logits_and_value(self, x: Any) -> tuple[torch.Tensor, torch.Tensor]:
-        """:meth:`logits` and :meth:`value` of one batch (a rollout's and an update's pass)."""
-        return self.actor(x), self.critic(x).squeeze(-1)
+        """:meth:`logits` and :meth:`value` of one batch (actor and critic share nothing)."""
+        return self.logits(x), self.value(x)
 
 
 class GnnActorCritic(nn.Module):
