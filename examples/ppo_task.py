@@ -100,7 +100,6 @@ from grid_vec.integrations.action_heads import HEADS, head_of, policy_and_value
 from grid_vec.integrations.checkpoint import save_checkpoint
 from grid_vec.integrations.observation_norm import ObservationNorm
 from grid_vec.integrations.ppo import (
-    BestOnValidation,
     PoolRollout,
     SaveOnInterrupt,
     TrainingCurve,
@@ -236,13 +235,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--bc-epochs", type=int, default=20, help="passes over the cloned decisions")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--torch-threads", type=int, default=1)
-    p.add_argument(
-        "--select-every",
-        type=int,
-        default=0,
-        help="score the policy on the validation split every this many decisions and at the "
-        "end, and save the best (early stopping; 0: the last policy)",
-    )
     p.add_argument("--eval-split", default="test")
     p.add_argument("--out", default="runs/ppo")
     # the defaults that depend on the action space: SPACE_DEFAULTS, by apply_head_defaults()
@@ -477,13 +469,6 @@ def train(agent: Any, optimizer: Any, data: dict[str, Any], args: argparse.Names
             update(optimizer, agent, pg, v_loss, dist.entropy().mean(), args)
 
 
-def validation_score(args: argparse.Namespace, network: Any, norm: ObservationNorm) -> float:
-    """The score of a policy on the task's validation split (``--select-every``)."""
-    policy = TorchPolicy(network, norm)
-    env_kwargs = {"observation": args.observation}
-    return evaluate_task(args.task, policy, split="validation", env_kwargs=env_kwargs).score
-
-
 def main() -> None:
     with SaveOnInterrupt("ppo_task") as interrupt:
         train_and_score(parse_args(), interrupt)
@@ -570,29 +555,14 @@ def train_and_score(args: argparse.Namespace, interrupt: SaveOnInterrupt) -> Non
             return progress.decisions, args.decisions
         return time.perf_counter() - start, args.minutes * 60
 
-    selection = None
-    if args.select_every:
-        selection = BestOnValidation(
-            lambda network, stats: validation_score(args, network, stats),
-            args.select_every,
-            out / "selection.csv",
-        )
     while spent()[0] < spent()[1]:
         data = collect(agent, norm, args, progress)
         anneal_learning_rate(optimizer, args, *spent())
         train(agent, optimizer, data, args)
         progress.curve.line(time.perf_counter() - start, progress.decisions, progress.time_steps)
-        if selection is not None and selection.due(progress.decisions):
-            selection.offer(agent, norm, progress.decisions)
     agent_steps, time_steps = progress.decisions, progress.time_steps
     progress.curve.close()
     envs.close()
-    if selection is not None:
-        if selection.best is None or selection.best[1] != agent_steps:  # the end is offered too
-            selection.offer(agent, norm, agent_steps)
-        selection.close()
-        score, selected_after, agent, norm = selection.best
-        print(f"saving the policy after {selected_after} decisions: validation score {score:.1f}")
     train_seconds = time.perf_counter() - start
 
     saved = save()
@@ -614,7 +584,6 @@ def train_and_score(args: argparse.Namespace, interrupt: SaveOnInterrupt) -> Non
         "settings": vars(args),
         "train_seconds": train_seconds,
         "agent_steps": agent_steps,
-        "selected_after": selected_after if selection is not None else agent_steps,
         "time_steps": time_steps,
         "scores": [s.row() for s in scores],
     }

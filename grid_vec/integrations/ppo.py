@@ -8,7 +8,6 @@ installs it).
 from __future__ import annotations
 
 import argparse
-import copy
 import shlex
 import signal
 import sys
@@ -350,54 +349,3 @@ def _cat(chunks: list[Any]) -> Any:
 def batch_rows(x: Any, idx: torch.Tensor) -> Any:
     """The rows ``idx`` of a batch (per key for graph observations)."""
     return {key: v[idx] for key, v in x.items()} if isinstance(x, dict) else x[idx]
-
-
-class BestOnValidation:
-    """Early stopping on the validation split: every ``every`` decisions a copy of the policy
-    is scored there (deterministic, the Runner's seed 0) and the best copy kept, the later
-    one on a tie; one CSV line per scoring (decisions, score) in ``path``.
-
-    The copies are scored, never the policy in training: the running observation
-    statistics stay unfrozen and neither torch's nor numpy's global generators are drawn
-    from, so training goes on exactly as without it.
-
-    Args:
-        score: a function of (network, observation statistics) giving the validation score
-            (higher is better).
-        every: decisions between scorings (> 0).
-        path: the CSV file (overwritten).
-
-    Raises:
-        ValueError: ``every`` < 1.
-    """
-
-    def __init__(self, score: Callable[[Any, Any], float], every: int, path: Any) -> None:
-        if every < 1:
-            raise ValueError(f"every must be >= 1 decision, got {every}")
-        self._score, self.every = score, every
-        self._next = every
-        self._file = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
-        self._file.write("decisions,validation_score\n")
-        self.best: tuple[float, int, Any, Any] | None = None  # score, decisions, network, norm
-
-    def due(self, decisions: int) -> bool:
-        """Whether a scoring is due after ``decisions`` decisions of training."""
-        return decisions >= self._next
-
-    def offer(self, network: Any, norm: Any, decisions: int) -> float:
-        """Score a copy of ``network`` and ``norm`` (after ``decisions`` decisions) and keep it
-        if it is the best so far; returns its score."""
-        network, norm = copy.deepcopy(network), copy.deepcopy(norm)
-        score = float(self._score(network, norm))
-        if self.best is None or score >= self.best[0]:
-            self.best = (score, decisions, network, norm)
-        self._file.write(f"{decisions},{score:.4f}\n")
-        self._file.flush()
-        print(f"validation score {score:6.1f} after {decisions} decisions", flush=True)
-        while self._next <= decisions:
-            self._next += self.every
-        return score
-
-    def close(self) -> None:
-        """Close the CSV file."""
-        self._file.close()
