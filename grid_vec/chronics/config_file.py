@@ -143,11 +143,12 @@ def class_name(node: ast.expr | None) -> str | None:
     return None
 
 
-def read_config_values(path: Path, keys: tuple[str, ...]) -> dict[str, Any]:
+def config_values(tree: ast.Module, path: Path, keys: tuple[str, ...]) -> dict[str, Any]:
     """The checked literal values of ``keys`` in ``config``; keys absent from it are omitted.
 
     Args:
-        path: the ``config.py`` file (already checked to lie inside the dataset folder).
+        tree: the file, parsed (:func:`parse_config`).
+        path: the ``config.py`` file it was read from (for messages).
         keys: names among :data:`KEYS`.
 
     Returns:
@@ -159,7 +160,6 @@ def read_config_values(path: Path, keys: tuple[str, ...]) -> dict[str, Any]:
     unknown = [k for k in keys if k not in KEYS]
     if unknown:
         raise ValueError(f"keys must be among {sorted(KEYS)}, got {unknown[0]!r}")
-    tree = parse_config(path)
     variables: dict[str, ast.expr] = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
@@ -185,15 +185,20 @@ def read_config_values(path: Path, keys: tuple[str, ...]) -> dict[str, Any]:
     return values
 
 
-def read_config_name(path: Path, key: str) -> str | None:
+def config_name(tree: ast.Module, path: Path, key: str) -> str | None:
     """The name ``config[key]`` gives, when it is a bare name or a dotted one
     (``RedispReward``, ``grid2op.Reward.RedispReward``: ``"RedispReward"``); None when ``config``
     has no such key or gives something else. Read as data: nothing is imported or run.
 
+    Args:
+        tree: the file, parsed (:func:`parse_config`).
+        path: the ``config.py`` file it was read from (for messages).
+        key: the entry.
+
     Raises:
-        FolderFormatError: ``path`` is not valid Python source, or has no ``config`` dict.
+        FolderFormatError: the file has no ``config`` dict.
     """
-    config = config_dict(parse_config(path), path)
+    config = config_dict(tree, path)
     for key_node, value_node in zip(config.keys, config.values, strict=True):
         if isinstance(key_node, ast.Constant) and key_node.value == key:
             return class_name(value_node)
@@ -217,16 +222,20 @@ def folder_config(root: Path) -> Path | None:
 MAX_FORECAST_HORIZONS = 288  # a day of 5-minute forecasts per step, far above any dataset's
 
 
-def forecast_horizons(path: Path) -> int:
+def forecast_horizons(tree: ast.Module, path: Path) -> int:
     """How many forecasts per step the ``*_forecasted`` files hold: the length of
     ``config["data_feeding_kwargs"]["h_forecast"]`` (grid2op's scenario class reads that many
     rows per step, step-major), 1 without it.
 
+    Args:
+        tree: the file, parsed (:func:`parse_config`).
+        path: the ``config.py`` file it was read from (for messages).
+
     Raises:
-        FolderFormatError: naming ``path``: not valid Python source, no ``config`` dict, or an
-            ``h_forecast`` that is not a literal list of 1 to 288 numbers.
+        FolderFormatError: naming ``path``: no ``config`` dict, or an ``h_forecast`` that is
+            not a literal list of 1 to 288 numbers.
     """
-    config = config_dict(parse_config(path), path)
+    config = config_dict(tree, path)
     entries = {k.value: v for k, v in zip(config.keys, config.values, strict=True)
                if isinstance(k, ast.Constant)}  # fmt: skip
     kwargs = entries.get("data_feeding_kwargs")

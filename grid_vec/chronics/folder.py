@@ -16,13 +16,14 @@ Layout read::
 
 Scenario ids are the indices of the sorted ``chronics`` subfolders; names are the subfolder
 names. CSV columns are mapped to the model's element order by name (after the renaming in
-``config["names_chronics_to_grid"]``, which :class:`FolderSource` reads itself). The slack and
-static generators may be absent from ``prod_p``/``prod_v`` (grid2op datasets do not always
+``config["names_chronics_to_grid"]``; ``config.py`` is read once, by
+:mod:`grid_vec.chronics.folder_config`, and its record handed on). The slack and static
+generators may be absent from ``prod_p``/``prod_v`` (grid2op datasets do not always
 list them): they keep the model's ``gen_p0``/``gen_v0``. A missing ``prod_v`` file means
 ``gen_v0`` throughout; a missing ``*_forecasted`` file means the forecast is the next actual
 step (the last step repeats itself). As in grid2op, row 0 of a scenario is the state one
 time interval after ``start_datetime.info`` (``ScenarioInfo.start`` is that instant). Only
-this module's :func:`load_folder` imports pandapower, lazily.
+this module's :func:`read_net` imports pandapower, lazily.
 
 The folder is untrusted input (see :mod:`grid_vec.chronics.untrusted`): nothing in it is
 imported or run, every read is bounded, no file or subfolder may resolve outside it, and
@@ -48,8 +49,8 @@ from typing import Any
 import numpy as np
 
 from grid_vec._untrusted import file_stamp, read_bytes
-from grid_vec.chronics.config_file import forecast_horizons, read_config_values
 from grid_vec.chronics.csv_table import count_rows, find_csv, read_table
+from grid_vec.chronics.folder_config import FolderConfig, read_folder_config
 from grid_vec.chronics.folder_rules import (
     DIFFICULTY_FILE,
     PARAMETERS_FILE,
@@ -59,10 +60,8 @@ from grid_vec.chronics.folder_rules import (
 )
 from grid_vec.chronics.grid_json import read_grid_json
 from grid_vec.chronics.outages import (
-    RANDOM_MAINTENANCE_CLASS,
     MaintenancePlan,
     find_plan,
-    grid_value_class,
     outage_arrays,
     outage_files,
 )
@@ -104,13 +103,15 @@ class GridFolder:
     parameters: dict | None
     prods_charac: dict[str, np.ndarray] | None  # prods_charac.csv columns by header name
     layout: dict | None  # grid_layout.json
-    names_chronics_to_grid: dict | None  # config.py's renaming of CSV columns
+    config: FolderConfig  # config.py, read once: every entry the game reads from it
     # storage_units_charac.csv, in the grid's storage order; None when the grid has no storage
     storage_charac: StorageCharac | None = None
 
 
-def load_folder(path: str | Path, model: GridModel | None = None) -> GridFolder:
-    """Read the grid, its limits and metadata from a grid2op-format folder.
+def load_folder(
+    path: str | Path, model: GridModel | None = None, config: FolderConfig | None = None
+) -> GridFolder:
+    """Read the grid, its limits and metadata from a grid2op-format folder, each file once.
 
     Args:
         path: the dataset folder.
@@ -118,6 +119,8 @@ def load_folder(path: str | Path, model: GridModel | None = None) -> GridFolder:
             :func:`grid_files_digest`): ``grid.json`` is then not read (``net`` is None), and
             the element names and counts that the other files are checked against are the
             model's.
+        config: the folder's ``config.py``, read before (:func:`read_folder_config`); None:
+            read here.
 
     Returns:
         The checked :class:`GridFolder`.
@@ -130,37 +133,58 @@ def load_folder(path: str | Path, model: GridModel | None = None) -> GridFolder:
     root = _check_dir(path)
     if model is not None and not isinstance(model, GridModel):
         raise TypeError(f"model must be a GridModel or None, got {type(model).__name__}")
-    net = None
+    if config is None:
+        config = read_folder_config(root)
+    net = thermal_limits = None
     if model is None:
-        net = read_grid_json(_grid_file(root))
-        from grid_vec.grid.compile import net_branch_names, storage_names  # compile_net's names
-
-        branch_names, storage = net_branch_names(net), storage_names(net)
+        net, thermal_limits = read_net(root, config)
     else:
-        branch_names, storage = model.branch_names, model.storage_names
-
-    config: dict[str, Any] = {}
-    config_path = _file(root, root / "config.py")
-    if config_path is not None:
-        config = read_config_values(config_path, ("thermal_limits", "names_chronics_to_grid"))
+        thermal_limits = _thermal_limits(config.thermal_limits, model.branch_names, config.path)
     charac_path = _file(root, root / "prods_charac.csv")
     charac = None if charac_path is None else read_prods_charac(charac_path)
+    storage = model.storage_names if model is not None else _net_storage_names(net)
     return GridFolder(
         path=root,
         name=root.name,
         net=net,
-        thermal_limits=_thermal_limits(
-            config.get("thermal_limits"), branch_names, root / "config.py"
-        ),
+        thermal_limits=thermal_limits,
         difficulty_levels=read_levels(_file(root, root / DIFFICULTY_FILE)),
         parameters=read_params(_file(root, root / PARAMETERS_FILE)),
         prods_charac=charac,
         layout=read_json(_file(root, root / "grid_layout.json")),
-        names_chronics_to_grid=config.get("names_chronics_to_grid") or None,
+        config=config,
         storage_charac=folder_storage_charac(
             _file(root, root / STORAGE_CHARAC_FILE), root, storage
         ),
     )
+
+
+def read_net(path: str | Path, config: FolderConfig) -> tuple[Any, np.ndarray | None]:
+    """What compiling a folder's grid reads: the pandapower net of ``grid.json`` and the
+    thermal limits of its ``config.py`` in the net's branch order.
+
+    Args:
+        path: the dataset folder.
+        config: its ``config.py`` (:func:`read_folder_config`).
+
+    Returns:
+        The net and the limits (amperes per branch, lines then transformers; None when
+        ``config.py`` gives none).
+
+    Raises:
+        TypeError, FileNotFoundError, FolderFormatError: as :func:`load_folder`.
+    """
+    root = _check_dir(path)
+    net = read_grid_json(_grid_file(root))
+    from grid_vec.grid.compile import net_branch_names  # compile_net's names
+
+    return net, _thermal_limits(config.thermal_limits, net_branch_names(net), config.path)
+
+
+def _net_storage_names(net: Any) -> Any:
+    from grid_vec.grid.compile import storage_names  # compile_net's names
+
+    return storage_names(net)
 
 
 def grid_files_digest(path: str | Path) -> str:
@@ -211,7 +235,9 @@ def _file(root: Path, path: Path) -> Path | None:
     return path
 
 
-def _thermal_limits(value: Any, branch_names: np.ndarray, config_path: Path) -> np.ndarray | None:
+def _thermal_limits(
+    value: Any, branch_names: np.ndarray, config_path: Path | None
+) -> np.ndarray | None:
     """Limits in branch order from a list, or from a dict keyed by branch name (the values
     are already checked positive numbers, by ``config_file``)."""
     if value is None:
@@ -244,7 +270,12 @@ class FolderSource:
     """
 
     def __init__(
-        self, path: str | Path, model: GridModel, *, allow_negative_loads: bool = True
+        self,
+        path: str | Path,
+        model: GridModel,
+        *,
+        config: FolderConfig | None = None,
+        allow_negative_loads: bool = True,
     ) -> None:
         if not isinstance(model, GridModel):
             raise TypeError(f"model must be a GridModel, got {type(model).__name__}")
@@ -261,27 +292,18 @@ class FolderSource:
             inside(root, chronics / name)
         if not self._dirs:
             raise FolderFormatError(f"{chronics}: no scenario subfolder")
-        rename: dict = {}
-        config_path = _file(root, root / "config.py")
-        if config_path is not None:
-            rename = (
-                read_config_values(config_path, ("names_chronics_to_grid",)).get(
-                    "names_chronics_to_grid"
-                )
-                or {}
-            )
+        # config.py: read by the folder's loading already, or here
+        self.config = read_folder_config(root) if config is None else config
         # forecasts per step in the *_forecasted files (grid2op's h_forecast), step-major: the
         # first of each step's is its next step's, the one the env reads
-        self._horizons = 1 if config_path is None else forecast_horizons(config_path)
+        self._horizons = self.config.forecast_horizons
         self._rename = {
-            "load": rename.get("loads") or {},
-            "prod": rename.get("prods") or {},
-            "line": rename.get("lines") or {},
+            "load": self.config.renaming("loads"),
+            "prod": self.config.renaming("prods"),
+            "line": self.config.renaming("lines"),
         }
         # config.py names grid2op's class that draws maintenance from maintenance_meta.json
-        self.random_maintenance = (
-            config_path is not None and grid_value_class(config_path) == RANDOM_MAINTENANCE_CLASS
-        )
+        self.random_maintenance = self.config.random_maintenance
         self._plans: dict[int, MaintenancePlan | None] = {}
         self._infos: dict[int, ScenarioInfo] = {}
         self._model_key: str | None = None  # digest of what parsing depends on in the model

@@ -83,20 +83,20 @@ class OpponentConfig:
         return f"{self.path}: config[{key!r}]"
 
 
-def read_opponent_config(path: Path) -> OpponentConfig:
-    """The opponent entries (:data:`KEYS`) of the ``config`` dict of ``path``.
+def opponent_entries(tree: ast.Module, path: Path) -> OpponentConfig:
+    """The opponent entries (:data:`KEYS`) of the ``config`` dict of a ``config.py``.
 
     Args:
-        path: a ``config.py`` inside the dataset folder (already checked to lie there).
+        tree: the file, parsed (:func:`grid_vec.chronics.config_file.parse_config`).
+        path: the file it was read from (inside the dataset folder; for messages).
 
     Returns:
         The entries present, evaluated by the rules of the module docstring.
 
     Raises:
-        FolderFormatError: the file is not Python, has no module-level ``config = {...}``
-            dict, or an entry uses something this reader refuses.
+        FolderFormatError: the file has no module-level ``config = {...}`` dict, or an entry
+            uses something this reader refuses.
     """
-    tree = parse_config(path)
     assignments = _module_assignments(tree)
     config = assignments.get("config", [None])[-1]
     if config is None or not isinstance(config.value, ast.Dict):
@@ -137,7 +137,7 @@ class ClassCall:
 
 def read_config_entries(path: Path) -> dict[str, Any]:
     """Every entry of the ``config`` dict of ``path``, read as data (the file is never run):
-    values as :func:`read_opponent_config` reads them, classes as :class:`ClassRef`, calls
+    values as :func:`opponent_entries` reads them, classes as :class:`ClassRef`, calls
     of classes as :class:`ClassCall`.
 
     Args:

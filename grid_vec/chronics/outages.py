@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from grid_vec.chronics.config_file import class_name, config_dict, parse_config
+from grid_vec.chronics.config_file import class_name, config_dict
 from grid_vec.chronics.csv_table import read_table
 from grid_vec.chronics.untrusted import (
     FolderFormatError,
@@ -270,14 +270,15 @@ def read_maintenance_plan(path: Path, branch_names: np.ndarray) -> MaintenancePl
     )  # fmt: skip
 
 
-def grid_value_class(config_path: Path) -> str | None:
+def grid_value_class(tree: ast.Module, path: Path) -> str | None:
     """The name of the scenario class ``config.py`` gives grid2op (``config["grid_value_class"]``
-    or ``config["data_feeding_kwargs"]["gridvalueClass"]``), read with :mod:`ast` (never
-    run); None when it names none."""
-    try:
-        config = config_dict(parse_config(config_path), config_path)
-    except FolderFormatError:
-        return None  # config_file reports a broken config.py where it reads it
+    or ``config["data_feeding_kwargs"]["gridvalueClass"]``), read from the parsed file (never
+    run); None when it names none.
+
+    Raises:
+        FolderFormatError: naming ``path``: the file has no ``config`` dict.
+    """
+    config = config_dict(tree, path)
     entries = dict(zip(_keys(config), config.values, strict=True))
     value = entries.get("grid_value_class")
     kwargs = entries.get("data_feeding_kwargs")

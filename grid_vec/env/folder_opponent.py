@@ -1,6 +1,6 @@
 """The opponent of a grid2op-format folder: its ``config.py`` entries mapped to grid_vec's.
 
-:func:`grid_vec.chronics.opponent_config.read_opponent_config` reads the entries as data
+:func:`grid_vec.chronics.folder_config.read_folder_config` reads the entries as data
 (class names as strings); here they become an :class:`~grid_vec.core.rules.opponent.Opponent`, as
 grid2op's ``make`` would build it:
 
@@ -27,13 +27,12 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from grid_vec.chronics.config_file import folder_config
-from grid_vec.chronics.opponent_config import OpponentConfig, read_opponent_config
+from grid_vec.chronics.folder_config import FolderConfig
+from grid_vec.chronics.opponent_config import OpponentConfig
 from grid_vec.chronics.untrusted import FolderFormatError, short
 from grid_vec.core.rules.opponent import (
     GeometricOpponent,
@@ -65,18 +64,23 @@ class UnsupportedOpponentWarning(UserWarning):
 
 
 def folder_opponent(
-    root: Path, branch_names: np.ndarray, step_seconds: float = 300.0
+    config: FolderConfig, branch_names: np.ndarray, step_seconds: float = 300.0
 ) -> Opponent | None:
-    """The opponent ``root/config.py`` configures (None: none, or none grid_vec plays);
+    """The opponent a folder's ``config.py`` configures (None: none, or none grid_vec plays);
     ``step_seconds``: the folder's step duration (a GeometricOpponent's hours are steps).
 
+    Args:
+        config: the folder's ``config.py``, read
+            (:func:`~grid_vec.chronics.folder_config.read_folder_config`).
+        branch_names: the grid's branches (the attacked lines are named).
+        step_seconds: the folder's step duration.
+
     Raises:
-        FolderFormatError: a malformed ``config.py`` or opponent entry (naming the key).
+        FolderFormatError: a malformed opponent entry (naming the key).
     """
-    path = folder_config(root)
-    if path is None:
+    if config.opponent is None:  # no config.py
         return None
-    return opponent_of(read_opponent_config(path), branch_names, step_seconds)
+    return opponent_of(config.opponent, branch_names, step_seconds)
 
 
 def opponent_of(

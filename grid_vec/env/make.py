@@ -381,10 +381,13 @@ def _cached_folder(
         "dispatch_limits": limits,
         "storage_units": storage,
     }
-    source = FolderSource(root, model, allow_negative_loads=allow_negative_loads)
-    if not opponent_given:  # config.py's opponent, read anew (it is small)
+    # config.py was read once with the folder (the entry's key holds its stamp)
+    source = FolderSource(
+        root, model, config=folder.config, allow_negative_loads=allow_negative_loads
+    )
+    if not opponent_given:
         step = source.info(0).step_duration.total_seconds()  # grid2op's: the first scenario's
-        folder_kwargs["opponent"] = folder_opponent(root, model.branch_names, step)
+        folder_kwargs["opponent"] = folder_opponent(folder.config, model.branch_names, step)
     return model, source, {k: _copy_if_array(v) for k, v in folder_kwargs.items()}
 
 
@@ -415,14 +418,17 @@ def _load_folder(path: Path) -> tuple[GridModel, Any, GeneratorLimits, StorageUn
     take, has its errors named after ``grid.json`` here.
     """
     from grid_vec.chronics.folder import grid_files_digest, load_folder
+    from grid_vec.chronics.folder_config import read_folder_config
     from grid_vec.grid.model_cache import cached_model
 
     trafo_model = "pandapower_v2"  # as grid2op's LightSimBackend builds it
+    config = read_folder_config(Path(path).resolve())  # config.py, parsed once for every reader
     inputs = ("folder", Path(path).resolve().name, grid_files_digest(path), trafo_model)
     # a partial of a module-level function: a model from the cache keeps it to compile its
     # pandapower state again, and ships to worker processes
-    model = cached_model(inputs, functools.partial(_compile_folder, Path(path), trafo_model))
-    folder = load_folder(path, model)  # the rules files (grid.json is not read again)
+    compile_model = functools.partial(_compile_folder, Path(path), config, trafo_model)
+    model = cached_model(inputs, compile_model)
+    folder = load_folder(path, model, config)  # the rules files, once (grid.json not again)
     limits = GeneratorLimits.from_prods_charac(
         folder.prods_charac, model, folder.path / "prods_charac.csv"
     )
@@ -432,29 +438,25 @@ def _load_folder(path: Path) -> tuple[GridModel, Any, GeneratorLimits, StorageUn
     return _read_only(model), folder, limits, storage
 
 
-def _compile_folder(path: Path, trafo_model: str) -> GridModel:
-    """Read a folder's grid and compile it (what the cache of compiled grids stores)."""
-    from grid_vec.chronics.folder import load_folder
+def _compile_folder(path: Path, config: Any, trafo_model: str) -> GridModel:
+    """Read a folder's grid and compile it (what the cache of compiled grids stores): only
+    ``grid.json`` and the thermal limits of ``config`` (its record, read once) are read.
 
-    return _compile_folder_grid(load_folder(path), trafo_model)
-
-
-def _compile_folder_grid(folder, trafo_model: str) -> GridModel:
-    """``compile_net`` on a folder's grid; its failures are a ``FolderFormatError`` naming
-    ``grid.json``."""
+    Its failures are a ``FolderFormatError`` naming ``grid.json``.
+    """
+    from grid_vec.chronics.folder import read_net
     from grid_vec.chronics.untrusted import FolderFormatError, short
     from grid_vec.grid.compile import compile_net
 
+    net, thermal_limits = read_net(path, config)
     try:
         return compile_net(
-            folder.net,
-            name=folder.name,
-            thermal_limits=folder.thermal_limits,
-            trafo_model=trafo_model,
+            net, name=path.resolve().name, thermal_limits=thermal_limits, trafo_model=trafo_model
         )
     except Exception as e:  # pandapower's power flow on the folder's data fails in many ways
+        grid = path.resolve() / "grid.json"
         raise FolderFormatError(
-            f"{folder.path / 'grid.json'}: cannot be compiled ({type(e).__name__}: {short(str(e))})"
+            f"{grid}: cannot be compiled ({type(e).__name__}: {short(str(e))})"
         ) from e
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grid_vec.chronics.opponent_config import read_opponent_config
+from grid_vec.chronics.config_file import parse_config
+from grid_vec.chronics.opponent_config import OpponentConfig, opponent_entries
 from grid_vec.chronics.untrusted import FolderFormatError
 from grid_vec.core.rules.opponent import (
     GeometricOpponent,
@@ -263,17 +264,17 @@ def test_geometric_opponent_from_config(tmp_path):
         '"minimum_attack_duration_hour": 1}',
     )
     path = _config(tmp_path, text)
-    opponent = opponent_of(read_opponent_config(path), BRANCHES, step_seconds=600.0)
+    opponent = opponent_of(_entries(path), BRANCHES, step_seconds=600.0)
     assert isinstance(opponent, GeometricOpponent)
     assert opponent.attack_every_xxx_hour == 12 and opponent.minimum_attack_duration_hour == 1
     assert opponent.average_attack_duration_hour == 4 and opponent.pmax_pmin_ratio == 4
     assert opponent.minimum_steps == 6 and opponent.attack_cooldown == 288  # 6 steps an hour
     bad = text.replace('"attack_every_xxx_hour": 12', '"attack_every_xxx_hour": "x"')
     with pytest.raises(FolderFormatError, match=r"kwargs_opponent'\]\['attack_every_xxx_hour"):
-        opponent_of(read_opponent_config(_config(tmp_path, bad)), BRANCHES)
+        opponent_of(_entries(_config(tmp_path, bad)), BRANCHES)
     bad = text.replace('"attack_every_xxx_hour": 12', '"attack_every_xxx_hour": 2')
     with pytest.raises(FolderFormatError, match="greater than average_attack_duration_hour"):
-        opponent_of(read_opponent_config(_config(tmp_path, bad)), BRANCHES)
+        opponent_of(_entries(_config(tmp_path, bad)), BRANCHES)
 
 
 # --- config.py, read as data ----------------------------------------------------------------
@@ -310,8 +311,13 @@ def _config(tmp_path: Path, text: str) -> Path:
     return path
 
 
+def _entries(path: Path) -> OpponentConfig:
+    """The opponent entries of a config.py file."""
+    return opponent_entries(parse_config(path), path)
+
+
 def test_config_reader_takes_literals_arithmetic_names_and_class_names(tmp_path):
-    values = read_opponent_config(_config(tmp_path, GOOD)).values
+    values = _entries(_config(tmp_path, GOOD)).values
     assert values == {
         "opponent_attack_cooldown": 288,
         "opponent_attack_duration": 48,
@@ -322,7 +328,7 @@ def test_config_reader_takes_literals_arithmetic_names_and_class_names(tmp_path)
         "opponent_budget_class": "BaseActionBudget",
         "kwargs_opponent": {"lines_attacked": ["line_1", "line_3"]},
     }
-    opponent = opponent_of(read_opponent_config(tmp_path / "config.py"), BRANCHES)
+    opponent = opponent_of(_entries(tmp_path / "config.py"), BRANCHES)
     assert isinstance(opponent, RandomLineOpponent)
     assert opponent.branches == ["line_1", "line_3"] and opponent.attack_cooldown == 288
 
@@ -353,7 +359,7 @@ def test_config_reader_takes_literals_arithmetic_names_and_class_names(tmp_path)
 def test_config_reader_refuses_what_is_not_data(tmp_path, expression, message):
     text = f"config = {{'opponent_attack_cooldown': {expression}}}\nlater = 1\n"
     with pytest.raises(FolderFormatError, match=message) as info:
-        read_opponent_config(_config(tmp_path, text))
+        _entries(_config(tmp_path, text))
     assert str(tmp_path / "config.py") in str(info.value)
     assert "opponent_attack_cooldown" in str(info.value)
 
@@ -361,19 +367,19 @@ def test_config_reader_refuses_what_is_not_data(tmp_path, expression, message):
 def test_config_reader_bounds_names_through_names(tmp_path):
     chain = "v0 = 1\n" + "".join(f"v{i} = v{i - 1} + 1\n" for i in range(1, 60))
     with pytest.raises(FolderFormatError, match="nested more than"):
-        read_opponent_config(_config(tmp_path, chain + "config = {'kwargs_opponent': v59}\n"))
+        _entries(_config(tmp_path, chain + "config = {'kwargs_opponent': v59}\n"))
 
 
 def test_config_reader_refuses_calls_in_class_keys(tmp_path):
     text = "config = {'opponent_class': make_class('RandomLineOpponent')}\n"
     with pytest.raises(FolderFormatError, match="a class must be a name"):
-        read_opponent_config(_config(tmp_path, text))
+        _entries(_config(tmp_path, text))
 
 
 def test_bad_line_name_names_the_file_and_the_line(tmp_path):
     text = GOOD.replace('"line_3"', '"no_such_line"')
     with pytest.raises(FolderFormatError, match=r"config.py.*lines_attacked'\]\[1\].*no_such_line"):
-        opponent_of(read_opponent_config(_config(tmp_path, text)), BRANCHES)
+        opponent_of(_entries(_config(tmp_path, text)), BRANCHES)
 
 
 def test_unknown_opponent_class_warns_and_gives_none(tmp_path):
@@ -381,17 +387,17 @@ def test_unknown_opponent_class_warns_and_gives_none(tmp_path):
         '"opponent_class": RandomLineOpponent', '"opponent_class": GeometricOpponentMultiArea'
     )
     with pytest.warns(UnsupportedOpponentWarning, match="MultiArea.*opponent=None"):
-        assert opponent_of(read_opponent_config(_config(tmp_path, text)), BRANCHES) is None
+        assert opponent_of(_entries(_config(tmp_path, text)), BRANCHES) is None
     text = GOOD.replace('class": RandomLineOpponent', 'class": BaseOpponent')
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # grid2op's never-attacking opponent: no warning
-        assert opponent_of(read_opponent_config(_config(tmp_path, text)), BRANCHES) is None
+        assert opponent_of(_entries(_config(tmp_path, text)), BRANCHES) is None
 
 
 def test_malformed_numbers_are_folder_errors(tmp_path):
     text = GOOD.replace("-(-1) / 2", "-0.5")
     with pytest.raises(FolderFormatError, match="opponent_budget_per_ts"):
-        opponent_of(read_opponent_config(_config(tmp_path, text)), BRANCHES)
+        opponent_of(_entries(_config(tmp_path, text)), BRANCHES)
 
 
 # --- a folder's opponent through make ------------------------------------------------------

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import grid_vec
-from grid_vec.chronics.config_file import read_config_name
+from grid_vec.chronics.config_file import config_name, parse_config
 from grid_vec.chronics.untrusted import FolderFormatError
 from grid_vec.core.actions import KIND_LINE
 from grid_vec.core.parameters import Parameters
@@ -76,7 +76,11 @@ def test_count_bridges_as_networkx():
         assert count_bridges(edges) == len(list(nx.bridges(nx.Graph(list(edges)))))
 
 
-def test_read_config_name(tmp_path):
+def read_config_name(path, key):
+    return config_name(parse_config(path), path, key)
+
+
+def test_config_name_reads_a_class_name_and_refuses_a_file_without_config(tmp_path):
     path = tmp_path / "config.py"
     path.write_text(
         "from grid2op.Reward import L2RPNReward\nimport grid2op\n"

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import copy
 import warnings
-from pathlib import Path
 from typing import Any
 
-from grid_vec.chronics.config_file import folder_config, read_config_name
+from grid_vec.chronics.folder_config import FolderConfig
 from grid_vec.core.rewards import builtin
 from grid_vec.core.rewards.base import RewardFn
 from grid_vec.core.rewards.grid2op import GRID2OP_REWARDS
@@ -66,17 +65,16 @@ def dataset_reward(source: Any) -> str | None:
     grid_vec has it under that name.
 
     Args:
-        source: the scenario source (a dataset folder's has a ``path``).
+        source: the scenario source (a dataset folder's holds its ``config``).
 
     Returns:
         The name, None otherwise (no folder, no such entry, or a class grid_vec does not
         implement: then with a warning).
     """
-    root = getattr(source, "path", None)
-    path = folder_config(root) if isinstance(root, Path) else None
-    if path is None:
+    config = getattr(source, "config", None)  # a dataset folder's config.py, read
+    if not isinstance(config, FolderConfig) or config.path is None:
         return None
-    name = read_config_name(path, "reward_class")
+    path, name = config.path, config.reward_class
     if name is not None and name not in GRID2OP_REWARDS:
         warnings.warn(
             f"{path}: reward_class {name} is not one of grid_vec's grid2op rewards "
