@@ -10,7 +10,11 @@ inside the timed loop), env-steps/s and µs per env-step:
   the other as one batch of the engine, over the ``--transport`` link (``socket`` by
   default; ``ray``: Ray actor calls), its processes spinning ``--spin-us`` for messages
   before they sleep (default: RayVecEnv's, 1 ms);
-* RayVecEnv, 2 actors: the same with ``step_in_driver=False``, each half in an actor.
+* RayVecEnv, 2 actors: the same with ``step_in_driver=False``, each half in an actor;
+* Ray node: ``vector_kwargs={"transport": "node"}``: GridVecEnv whose worker is a Ray actor of
+  this node (:mod:`grid_vec.integrations.ray_launch`: the shared block and doorbells, no
+  socket), the parent stepping the other half; "Ray node, 2 actors": each half in an actor
+  (``step_in_parent=False``).
 
 Both are built once per workload and kept; each repetition times them in turn, the first
 one alternating, so machine noise hits both alike; medians over ``--reps`` with the spread,
@@ -48,6 +52,8 @@ SUBJECT_SETTINGS: dict[str, tuple[str, dict[str, Any]]] = {
     "GridVecEnv": ("multiprocess", {}),
     "RayVecEnv": ("ray", {}),
     "RayVecEnv, 2 actors": ("ray", {"step_in_driver": False}),
+    "Ray node": ("ray", {"transport": "node"}),
+    "Ray node, 2 actors": ("ray", {"transport": "node", "step_in_parent": False}),
 }
 SUBJECTS = tuple(SUBJECT_SETTINGS)
 GOAL = 0.9  # RayVecEnv's share of GridVecEnv's env-steps/s that issue #57 asks for
@@ -135,7 +141,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if started:  # one logical CPU per actor of the subjects, all built at once
         # two slices each: one actor where the driver steps the other (RayVecEnv's default)
         actors = sum(
-            1 if own.get("step_in_driver", True) else 2
+            1 if own.get("step_in_driver", own.get("step_in_parent", True)) else 2
             for vectorization, own in map(SUBJECT_SETTINGS.get, subjects)
             if vectorization == "ray"
         )

@@ -31,6 +31,7 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array,
 from ray.exceptions import RayActorError
 
 from grid_vec.integrations.ray import connect
+from grid_vec.integrations.ray_launch import RayWorkerLauncher
 from grid_vec.integrations.ray_slice import (
     LINKS,
     DriverLink,
@@ -45,7 +46,11 @@ from grid_vec.vector import protocol as p
 from grid_vec.vector.errors import WorkerCrashedError, reraise
 from grid_vec.vector.infos import place_infos
 from grid_vec.vector.make_vec import VecRequest
+from grid_vec.vector.vec_env import GridVecEnv
 from grid_vec.vector.worker import one_batch_factory
+
+NODE_TRANSPORT = "node"
+"""``make_vec``'s ``transport`` for actors on this node: GridVecEnv's workers, launched by Ray."""
 
 CLOSE_TIMEOUT_S = 10.0
 """Seconds ``close`` waits for each actor to close its envs before killing it."""
@@ -455,7 +460,11 @@ def make_ray_vec(request: VecRequest) -> RayVecEnv:
     """``grid_vec.make_vec(..., vectorization="ray")`` (the entry point ``ray`` of
     :data:`grid_vec.vector.make_vec.PLUGIN_GROUP`): ``envs_per_worker`` sub-envs per
     actor (None: spread over the cluster's CPUs), ``vector_kwargs`` the other arguments of
-    :class:`RayVecEnv` (``ray_address``, ``transport``).
+    :class:`RayVecEnv` (``ray_address``, ``transport``). ``transport="node"``: the actors on
+    this node, as a :class:`~grid_vec.vector.vec_env.GridVecEnv` whose workers Ray starts
+    (:class:`~grid_vec.integrations.ray_launch.RayWorkerLauncher`: its shared memory and
+    doorbells, no socket; ``envs_per_worker`` then spread over this node's cores), the
+    other ``vector_kwargs`` GridVecEnv's.
 
     Args:
         request: what ``make_vec`` asks for.
@@ -463,10 +472,25 @@ def make_ray_vec(request: VecRequest) -> RayVecEnv:
     Returns:
         The vector env.
     """
+    kwargs = dict(request.vector_kwargs)
+    if kwargs.get("transport") == NODE_TRANSPORT:  # GridVecEnv's workers, launched by Ray
+        del kwargs["transport"]
+        launcher = RayWorkerLauncher(kwargs.pop("ray_address", None))
+        try:
+            return GridVecEnv(
+                [request.factory] * request.num_envs,
+                envs_per_worker=request.envs_per_worker,
+                autoreset_mode=request.autoreset_mode,
+                worker_launcher=launcher,
+                **kwargs,
+            )
+        except BaseException:
+            launcher.close()
+            raise
     return RayVecEnv.from_factory(
         request.factory,
         request.num_envs,
         envs_per_actor=request.envs_per_worker,
         autoreset_mode=request.autoreset_mode,
-        **request.vector_kwargs,
+        **kwargs,
     )

@@ -43,7 +43,7 @@ from collections.abc import Callable
 from typing import Any
 
 from grid_vec.vector import protocol as p
-from grid_vec.vector.shared_buffers import anonymous_file
+from grid_vec.vector.shared_buffers import anonymous_file, local_descriptor
 
 IN_PIPE = 0
 """Opcode of a ring whose message (with its payload) follows on the pipe."""
@@ -69,7 +69,8 @@ class Doorbell:
     """The shared slots of one worker (two cache lines) in a file no path names.
 
     Like :class:`~grid_vec.vector.shared_buffers.SharedBlock`, it pickles as its descriptor
-    ``fd``: it unpickles only in a worker that inherited ``fd`` under the same number.
+    ``fd``: it unpickles only in a worker that inherited ``fd`` under the same number, or
+    received it and said under which (:func:`~grid_vec.vector.shared_buffers.adopt_descriptors`).
     """
 
     def __init__(self) -> None:
@@ -90,7 +91,7 @@ class Doorbell:
         return {"fd": self.fd}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.fd = state["fd"]
+        self.fd = local_descriptor(state["fd"])
         self._attach()
 
 

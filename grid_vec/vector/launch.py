@@ -37,13 +37,16 @@ import functools
 import gc
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
 import threading
 import time
 import traceback
+import weakref
 from collections.abc import Sequence
+from typing import Protocol
 
 from gymnasium.vector.utils import clear_mpi_env_vars
 
@@ -58,7 +61,9 @@ _BOOT = (
 class WorkerProcess:
     """A started worker process: pid, liveness, exit code, signals and a sentinel."""
 
-    def __init__(self, popen: subprocess.Popen | _ForkedChild, sentinel: int) -> None:
+    def __init__(
+        self, popen: subprocess.Popen | _ForkedChild | ForeignProcess, sentinel: int
+    ) -> None:
         self._popen = popen
         self.sentinel = sentinel  # readable (POLLIN) once the process has ended
         self.pid = popen.pid
@@ -90,7 +95,20 @@ class WorkerProcess:
             self.sentinel = -1
 
 
-class _ForkedChild:
+class _Signals:
+    """``terminate`` and ``kill`` of a process handle, through its ``_signal``."""
+
+    def _signal(self, signum: int) -> None:
+        raise NotImplementedError
+
+    def terminate(self) -> None:
+        self._signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self._signal(signal.SIGKILL)
+
+
+class _ForkedChild(_Signals):
     """What :class:`WorkerProcess` uses of ``subprocess.Popen``, for a forked child."""
 
     def __init__(self, pid: int) -> None:
@@ -123,11 +141,66 @@ class _ForkedChild:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signum)
 
-    def terminate(self) -> None:
-        self._signal(signal.SIGTERM)
 
-    def kill(self) -> None:
-        self._signal(signal.SIGKILL)
+UNKNOWN_EXIT = 255
+"""The exit status reported for a worker that is not this process's child (its status is its
+parent's to read): it has ended, how is unknown."""
+
+
+class ForeignProcess(_Signals):
+    """What :class:`WorkerProcess` uses of ``subprocess.Popen``, for a worker another process
+    started (a Ray actor on this node), watched through a pidfd (Linux 5.3 or later).
+
+    Args:
+        pid: the worker's process id.
+
+    Raises:
+        OSError: no pidfd for ``pid`` (the process has ended, or this system has none).
+    """
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+        self._pidfd = os.pidfd_open(pid)
+        weakref.finalize(self, os.close, self._pidfd)
+
+    def poll(self) -> int | None:
+        if self.returncode is None and select.select([self._pidfd], [], [], 0)[0]:
+            self.returncode = UNKNOWN_EXIT
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.poll() is None and not select.select([self._pidfd], [], [], timeout)[0]:
+            raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout)
+        self.returncode = UNKNOWN_EXIT
+        return self.returncode
+
+    def _signal(self, signum: int) -> None:
+        if self.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self._pidfd, signum)
+
+
+class WorkerLauncher(Protocol):
+    """Starts GridVecEnv's worker processes some other way than as its children (a Ray actor
+    per worker on this node: :mod:`grid_vec.integrations.ray_launch`). A worker started so
+    runs :func:`grid_vec.vector.worker.main` on the two pipe ends and uses the other
+    descriptors (the shared block, the doorbell), which it received under numbers of its own
+    (:func:`~grid_vec.vector.shared_buffers.adopt_descriptors`)."""
+
+    def start(self, cmd_fd: int, reply_fd: int, other_fds: Sequence[int]) -> WorkerProcess:
+        """Start a worker as :func:`start_worker` does; the process is not this one's child
+        (it does not die with this process: its launcher ends it).
+
+        Raises:
+            OSError: the worker could not be started.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release what the launcher holds (GridVecEnv's ``close`` calls it once its workers
+        have ended)."""
+        ...
 
 
 # modules that run native thread pools or devices a forked copy cannot use safely: torch's

@@ -116,6 +116,27 @@ def _layout(
     return slots, max(offset, _ALIGN)
 
 
+# descriptors a worker received under other numbers than its parent's (a worker the parent
+# did not start itself: a Ray actor, which receives them over a Unix socket), by the parent's
+# number: a block or doorbell pickled by the parent maps the worker's own descriptor
+_ADOPTED: dict[int, int] = {}
+
+
+def adopt_descriptors(numbers: dict[int, int]) -> None:
+    """Record that the parent's descriptors ``numbers`` (keys) are this process's values.
+
+    Args:
+        numbers: the parent's descriptor number -> this process's, for the shared block and
+            the doorbell handed over.
+    """
+    _ADOPTED.update(numbers)
+
+
+def local_descriptor(fd: int) -> int:
+    """This process's descriptor for the parent's ``fd`` (the same number when inherited)."""
+    return _ADOPTED.get(fd, fd)
+
+
 def anonymous_file(size: int) -> int:
     """A descriptor of ``size`` zero bytes that no path names (not inherited by children
     unless handed over explicitly)."""
@@ -141,7 +162,8 @@ class SharedBlock:
     holds one record of ``info_dtype`` per env: the infos of fixed layout, written by the
     workers as they write observations (see :mod:`grid_vec.vector.slice_engine`). ``fd`` is
     the descriptor of the buffer: a pickled block maps it again, so it unpickles only in a
-    process that inherited ``fd`` under the same number (a worker, see :mod:`launch`).
+    process that inherited ``fd`` under the same number (a worker, see :mod:`launch`) or
+    received it and said under which (:func:`adopt_descriptors`).
     """
 
     def __init__(
@@ -176,6 +198,7 @@ class SharedBlock:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self.fd = local_descriptor(self.fd)
         self._attach()
 
 

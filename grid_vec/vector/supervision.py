@@ -38,7 +38,7 @@ from grid_vec.vector import protocol as p
 from grid_vec.vector.doorbell import Doorbell, ParentBell
 from grid_vec.vector.errors import WorkerCrashedError, WorkerTimeoutError, reraise
 from grid_vec.vector.infos import InfoSchema
-from grid_vec.vector.launch import WorkerProcess, start_worker
+from grid_vec.vector.launch import WorkerLauncher, WorkerProcess, start_worker
 from grid_vec.vector.parent_slice import ParentSlice
 from grid_vec.vector.shared_buffers import SharedBlock
 from grid_vec.vector.worker import WorkerSpec
@@ -155,6 +155,7 @@ class Supervisor:
     _wait: Callable[..., tuple[dict[Worker, tuple[int, Any]], list[Worker], list[Worker]]]
     _check_spaces: Callable[[list[Worker]], bool]
     context: str | None
+    worker_launcher: WorkerLauncher | None
 
     def _spawn(self, workers: list[Worker]) -> None:
         """Start ``workers``, then hand each its spec and env factories.
@@ -179,7 +180,8 @@ class Supervisor:
                 doorbell=None if w.in_parent else w.bell.bell,
                 spin_s=self.spin_us * 1e-6,
                 info_schema=self._info_schema,
-                parent_pid=_parent_pid_for_workers(),
+                # a launcher's workers are not this process's children: their launcher ends them
+                parent_pid=None if self.worker_launcher else _parent_pid_for_workers(),
             )
             if w.in_parent:  # built here and now: its READY waits in its queue
                 w.local = ParentSlice(spec, w.blob)
@@ -195,12 +197,11 @@ class Supervisor:
         cmd_r, cmd_w = os.pipe()
         rep_r, rep_w = os.pipe()
         try:
-            process = start_worker(
-                cmd_r,
-                rep_w,
-                [self._block.fd, w.bell.bell.fd],
-                fork=self.context in (None, "fork"),
-            )
+            shared = [self._block.fd, w.bell.bell.fd]
+            if self.worker_launcher is not None:
+                process = self.worker_launcher.start(cmd_r, rep_w, shared)
+            else:
+                process = start_worker(cmd_r, rep_w, shared, fork=self.context in (None, "fork"))
         except BaseException:
             os.close(cmd_w)
             os.close(rep_r)
@@ -396,6 +397,8 @@ class Supervisor:
             for w in self._workers:
                 self._stop(w, kill=w in stuck)
             self._state = AsyncState.DEFAULT
+            if self.worker_launcher is not None:
+                self.worker_launcher.close()
 
     def _close_gracefully(self, timeout: float | None) -> list[Worker]:
         """Ask every live worker to close its envs and exit; returns those that did not

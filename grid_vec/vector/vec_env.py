@@ -73,6 +73,7 @@ from grid_vec.vector.infos import (
     InfoSchema,
     merge_slices,
 )
+from grid_vec.vector.launch import WorkerLauncher
 from grid_vec.vector.parent_slice import parent_last
 from grid_vec.vector.pool import PoolMode
 from grid_vec.vector.shared_buffers import SharedBlock, flat_leaves, join
@@ -155,6 +156,10 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
             ``step_timeout`` or ``restart_on_crash`` asks for what only a process gives
             (on the 2-core VM of the benchmarks it stepped 1.04-1.25x faster than two
             workers, docs/scaling.md); off for other envs.
+        worker_launcher: starts the worker processes instead of this process
+            (:class:`~grid_vec.vector.launch.WorkerLauncher`: Ray actors on this node, say,
+            :mod:`grid_vec.integrations.ray_launch`); they speak the same protocol over the
+            same pipes, shared block and doorbells. None: this process's children.
 
     Pool mode: after :meth:`reset`, :meth:`send` actions to any envs and :meth:`recv` the
     first ``batch_size`` envs that are done, with their ids. Per-env calls:
@@ -183,8 +188,10 @@ class GridVecEnv(GridCommands, PoolMode, Supervisor, VectorEnv):
         batch_size: int | None = None,
         spin_us: float | None = None,
         step_in_parent: bool | None = None,
+        worker_launcher: WorkerLauncher | None = None,
     ) -> None:
         self._workers: list[Worker] = []  # first, so that __del__ always finds it
+        self.worker_launcher = worker_launcher
         env_fns = list(env_fns)
         if not env_fns or not all(callable(fn) for fn in env_fns):
             raise ValueError(f"env_fns must be a non-empty sequence of callables, got {env_fns!r}")

@@ -17,6 +17,7 @@ import pickle
 import select
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -473,7 +474,8 @@ def main(fd_in: int, fd_out: int) -> None:
         fd_in: read end of the command pipe, inherited from the parent.
         fd_out: write end of the reply pipe, inherited from the parent.
     """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides how to shut down
+    if threading.current_thread() is threading.main_thread():  # (a Ray actor's may not be)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides how to shut down
     envs: list[Env] = []
     try:
         # spec and factories come as a first message, not with the process arguments: a

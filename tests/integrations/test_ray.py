@@ -27,10 +27,12 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv  # noqa: E402
 from grid_vec.cli import main as cli_main  # noqa: E402
 from grid_vec.env.make import env_factory  # noqa: E402
 from grid_vec.integrations.ray import RayExecutor  # noqa: E402
+from grid_vec.integrations.ray_launch import RayWorkerLauncher  # noqa: E402
 from grid_vec.integrations.ray_vec_env import RayVecEnv  # noqa: E402
 from grid_vec.runner import DoNothingAgent, RandomAgent, Runner, load_run  # noqa: E402
 from grid_vec.runner.runner import EpisodeSpec  # noqa: E402
 from grid_vec.vector.errors import WorkerCrashedError  # noqa: E402
+from grid_vec.vector.vec_env import GridVecEnv  # noqa: E402
 
 pytestmark = pytest.mark.ray
 
@@ -420,6 +422,54 @@ def test_make_vec_ray_two_batched_slices_equal_make_vec_batched_bitwise(
     finally:
         ray_env.close()
         batched_env.close()
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+def test_node_transport_is_grid_vec_env_on_ray_actors_playing_like_one_batch(mode):
+    """``transport="node"``: a GridVecEnv whose worker is a Ray actor of this node (not a child
+    of this process), stepping its slice through the shared block: 16 case14 envs in 2
+    slices of 8 play exactly what one in-process batch of 16 plays; closing it leaves the
+    module's Ray running (the launcher did not start it) and no actor."""
+    env = grid_vec.make_vec(
+        "case14",
+        16,
+        envs_per_worker=8,
+        vectorization="ray",
+        autoreset_mode=mode,
+        vector_kwargs={"transport": "node"},
+    )
+    batched_env = grid_vec.make_vec("case14", 16, vectorization="batched", autoreset_mode=mode)
+    try:
+        assert isinstance(env, GridVecEnv) and isinstance(env.worker_launcher, RayWorkerLauncher)
+        (actor_pid,) = [pid for pid in env.worker_pids() if pid != os.getpid()]
+        assert os.getpid() in env.worker_pids()  # the parent steps the other slice
+        assert _parent_of(actor_pid) != os.getpid()  # Ray started it, not this process
+        assert play_side_by_side(env, batched_env, 200, seed=11) >= 3
+    finally:
+        env.close()
+        batched_env.close()
+    assert ray.is_initialized()
+    assert not env.worker_launcher._actors
+
+
+def _parent_of(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])
+
+
+def test_a_killed_node_actor_is_a_crashed_worker_naming_its_sub_envs():
+    env = grid_vec.make_vec(
+        "case14", 5, envs_per_worker=3, vectorization="ray", vector_kwargs={"transport": "node"}
+    )
+    try:
+        env.reset(seed=0)
+        (actor_pid,) = [pid for pid in env.worker_pids() if pid != os.getpid()]
+        os.kill(actor_pid, signal.SIGKILL)  # the actor of sub-envs 0-2 (this process steps 3, 4)
+        with pytest.raises(WorkerCrashedError, match=r"sub-envs \[0, 1, 2\]") as info:
+            env.step(np.zeros(5, dtype=np.int64))
+        assert info.value.env_ids == (0, 1, 2)
+    finally:
+        env.close()
 
 
 @pytest.mark.parametrize(
