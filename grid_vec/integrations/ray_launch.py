@@ -38,6 +38,7 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from grid_vec.integrations.ray import connect
+from grid_vec.vector import worker
 from grid_vec.vector.launch import ForeignProcess, WorkerProcess
 from grid_vec.vector.shared_buffers import adopt_descriptors
 
@@ -58,8 +59,6 @@ class _WorkerHost:
             parent_fds: the driver's numbers of the shared block and the doorbell (what
                 the worker's pickled spec names).
         """
-        from grid_vec.vector import worker
-
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as link:
             link.connect(path)
             link.sendall(_HELLO.pack(token, os.getpid()))
