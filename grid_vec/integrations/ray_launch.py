@@ -31,6 +31,7 @@ import shutil
 import socket
 import struct
 import tempfile
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,6 +46,7 @@ from grid_vec.vector.shared_buffers import adopt_descriptors
 TOKEN_BYTES = 32
 _HELLO = struct.Struct(f"{TOKEN_BYTES}sq")  # the token, then the actor's pid
 _HANDED = b"fds"  # the message the descriptors ride on
+_WATCH_S = 0.2  # seconds between looks at the actor's task while waiting for its connection
 
 
 class _WorkerHost:
@@ -113,7 +115,6 @@ class RayWorkerLauncher:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
                 listener.bind(path)
                 listener.listen(1)
-                listener.settimeout(self.start_timeout)
                 here = ray.get_runtime_context().get_node_id()
                 actor = self._host.options(
                     num_cpus=self.num_cpus,
@@ -121,14 +122,8 @@ class RayWorkerLauncher:
                     scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
                 ).remote()
                 self._actors.append(actor)
-                actor.serve.remote(path, token, list(other_fds))
-                try:
-                    link, _ = listener.accept()
-                except TimeoutError:
-                    ray.kill(actor)
-                    raise OSError(
-                        f"a Ray actor for a worker did not connect within {self.start_timeout} s"
-                    ) from None
+                served = actor.serve.remote(path, token, list(other_fds))
+                link = self._accept(listener, actor, served)
                 with link:
                     link.settimeout(self.start_timeout)
                     hello = _receive(link, _HELLO.size)
@@ -141,6 +136,36 @@ class RayWorkerLauncher:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         return WorkerProcess(process, os.pidfd_open(pid))
+
+    def _accept(self, listener: socket.socket, actor: Any, served: Any) -> socket.socket:
+        """The actor's connection to ``listener``; an actor whose ``serve`` task ended before
+        it connected (it failed to start, or to connect) is reported at once, not after the
+        whole ``start_timeout``.
+
+        Raises:
+            OSError: the actor's task ended first (its error in the message), or no
+                connection came within ``start_timeout``.
+        """
+        deadline = time.monotonic() + self.start_timeout
+        while True:
+            listener.settimeout(min(_WATCH_S, max(0.0, deadline - time.monotonic())))
+            try:
+                return listener.accept()[0]
+            except TimeoutError:
+                pass
+            done, _ = ray.wait([served], timeout=0)
+            if done:
+                try:
+                    ray.get(done[0])
+                    reason = "it ended without connecting"
+                except Exception as exc:  # the actor's own error, whatever its type
+                    reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
+                raise OSError(f"a Ray actor for a worker failed to start ({reason})")
+            if time.monotonic() >= deadline:
+                ray.kill(actor)
+                raise OSError(
+                    f"a Ray actor for a worker did not connect within {self.start_timeout} s"
+                )
 
     def close(self) -> None:
         """Kill the actors still alive (GridVecEnv's close has ended its workers already) and

@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -455,6 +456,30 @@ def test_node_transport_is_grid_vec_env_on_ray_actors_playing_like_one_batch(mod
 def _parent_of(pid: int) -> int:
     with open(f"/proc/{pid}/stat") as stat:
         return int(stat.read().rsplit(")", 1)[1].split()[1])
+
+
+class _HostFailingAtStart:
+    """An actor that never connects: its ``serve`` raises, and Ray's workers cannot even
+    import this class (it lives in a test module), so its creation fails first."""
+
+    def serve(self, path, token, parent_fds):
+        raise RuntimeError("no worker here")
+
+
+def test_an_actor_failing_before_it_connects_is_reported_at_once_not_at_the_timeout():
+    launcher = RayWorkerLauncher(start_timeout=30.0)
+    launcher._host = ray.remote(_HostFailingAtStart)
+    read_end, write_end = os.pipe()
+    started = time.monotonic()
+    try:
+        with pytest.raises(OSError, match=r"a Ray actor for a worker failed to start \("):
+            launcher.start(read_end, write_end, [])
+        assert time.monotonic() - started < 20.0  # not the 30 s timeout
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+        launcher.close()
+    assert ray.is_initialized()  # the module's Ray: not the launcher's to shut down
 
 
 def test_a_killed_node_actor_is_a_crashed_worker_naming_its_sub_envs():
