@@ -135,14 +135,16 @@ def load_folder(
         raise TypeError(f"model must be a GridModel or None, got {type(model).__name__}")
     if config is None:
         config = read_folder_config(root)
-    net = thermal_limits = None
     if model is None:
+        from grid_vec.grid.compile import storage_names  # compile_net's names
+
         net, thermal_limits = read_net(root, config)
+        storage = storage_names(net)
     else:
+        net, storage = None, model.storage_names
         thermal_limits = _thermal_limits(config.thermal_limits, model.branch_names, config.path)
     charac_path = _file(root, root / "prods_charac.csv")
     charac = None if charac_path is None else read_prods_charac(charac_path)
-    storage = model.storage_names if model is not None else _net_storage_names(net)
     return GridFolder(
         path=root,
         name=root.name,
@@ -179,12 +181,6 @@ def read_net(path: str | Path, config: FolderConfig) -> tuple[Any, np.ndarray | 
     from grid_vec.grid.compile import net_branch_names  # compile_net's names
 
     return net, _thermal_limits(config.thermal_limits, net_branch_names(net), config.path)
-
-
-def _net_storage_names(net: Any) -> Any:
-    from grid_vec.grid.compile import storage_names  # compile_net's names
-
-    return storage_names(net)
 
 
 def grid_files_digest(path: str | Path) -> str:

@@ -448,15 +448,15 @@ def _compile_folder(path: Path, config: Any, trafo_model: str) -> GridModel:
     from grid_vec.chronics.untrusted import FolderFormatError, short
     from grid_vec.grid.compile import compile_net
 
-    net, thermal_limits = read_net(path, config)
+    root = path.resolve()
+    net, thermal_limits = read_net(root, config)
     try:
         return compile_net(
-            net, name=path.resolve().name, thermal_limits=thermal_limits, trafo_model=trafo_model
+            net, name=root.name, thermal_limits=thermal_limits, trafo_model=trafo_model
         )
     except Exception as e:  # pandapower's power flow on the folder's data fails in many ways
-        grid = path.resolve() / "grid.json"
         raise FolderFormatError(
-            f"{grid}: cannot be compiled ({type(e).__name__}: {short(str(e))})"
+            f"{root / 'grid.json'}: cannot be compiled ({type(e).__name__}: {short(str(e))})"
         ) from e
 
 
